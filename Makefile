@@ -1,0 +1,92 @@
+# tinybert — the course and the library. `make book` and `make test` are all a new user needs;
+# each sets up .venv itself. See README.md and book/how-this-book-is-made.md.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+JB     := $(VENV)/bin/jupyter-book
+STAMP  := $(VENV)/.installed
+MATHJAX := book/_vendor/node_modules/mathjax/es5/tex-mml-chtml.js
+JBFLAGS := -W -n --keep-going --builder html
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: help venv mathjax export sync check unit nbval site browser test book notebooks student clean
+
+help:
+	@echo "make book      set up .venv, execute every chapter, build the website into _build/html"
+	@echo "make test      set up .venv and run the whole test suite (quick mode)"
+	@echo "make export    write the chapters' exported cells into the tinybert package"
+	@echo "make sync      bring each chapter's .md and .py in sync (jupytext)"
+	@echo "make check     fast checks: pairs, export drift, unit tests"
+	@echo "make notebooks .ipynb files for Colab/Binder in _build/notebooks"
+	@echo "make student   student notebooks and a site without solutions in _build/student"
+
+# --- environment ------------------------------------------------------------------------
+# pip always installs with -c constraints.txt (torch is pinned there) and never with -U.
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet -c constraints.txt torch==2.13.0
+	$(PIP) install --quiet -c constraints.txt -e ".[book,test,hf]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (tinybert)" >/dev/null
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+$(MATHJAX): book/_vendor/package.json book/_vendor/package-lock.json
+	cd book/_vendor && npm ci --no-audit --no-fund --loglevel=error
+	touch $(MATHJAX)
+
+mathjax: $(MATHJAX)
+
+# --- authoring ----------------------------------------------------------------------------
+export: venv
+	$(PY) -m book.tools.export
+
+sync: venv
+	$(PY) -m book.tools.pairs --sync
+
+notebooks: venv
+	rm -rf _build/notebooks
+	$(PY) -m book.tools.editions notebooks --out _build/notebooks
+
+student: venv mathjax
+	$(PY) -m book.tools.editions student --out _build/student
+	$(JB) build _build/student/src --path-output _build/student $(JBFLAGS)
+	@echo "student notebooks: _build/student/notebooks; student site: _build/student/_build/html"
+
+# --- tests --------------------------------------------------------------------------------
+check: venv
+	$(PY) -m book.tools.pairs
+	$(PY) -m book.tools.export --check
+	$(PY) -m pytest -q -m "not notebooks and not site" tests
+
+unit: venv mathjax
+	$(PY) -m pytest -m "not site" tests
+
+nbval: venv
+	rm -rf _build/nbval
+	$(PY) -m book.tools.editions nbval --out _build/nbval
+	TINYBERT_QUICK=1 $(PY) -m pytest --nbval-lax --nbval-cell-timeout=600 -p no:cacheprovider _build/nbval
+
+# The website in quick mode, for the tests (make book builds it in normal mode).
+site: venv mathjax
+	rm -rf _build/quick
+	TINYBERT_QUICK=1 $(JB) build . --path-output _build/quick $(JBFLAGS)
+
+browser: venv
+	$(PY) -m pytest -m site tests
+
+test: venv mathjax
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory nbval
+	$(MAKE) --no-print-directory site
+	$(MAKE) --no-print-directory browser
+
+# --- the website --------------------------------------------------------------------------
+book: venv mathjax
+	$(JB) build . $(JBFLAGS)
+	@echo "website: _build/html/index.html"
+
+clean:
+	rm -rf _build

@@ -1,0 +1,214 @@
+"""Hand-written: the editions made from the chapters — notebooks for Colab and nbval, and the
+student edition (solutions replaced by stubs, solution prose removed).
+
+Usage::
+
+    python -m book.tools.editions notebooks --out _build/notebooks  # make notebooks
+    python -m book.tools.editions nbval --out _build/nbval          # for pytest --nbval-lax
+    python -m book.tools.editions student --out _build/student      # make student
+
+Solutions follow nbgrader's convention: in a code cell tagged ``solution``, the lines between
+``### BEGIN SOLUTION`` and ``### END SOLUTION`` are the reference answer. The student edition
+replaces them with ``raise NotImplementedError(...)``, so the exercise's check (the cells
+tagged ``check`` that follow) fails until the student writes an answer.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import jupytext
+import nbformat
+import yaml
+
+from book.tools.chapters import ROOT, Chapter, cell_tags, chapters
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+DIRECTIVE = re.compile(r"^\s*(:{3,}|`{3,})\{(solution-start|solution-end)\}")
+
+
+# --- solutions and stubs ------------------------------------------------------------------
+
+def stub_solution(source: str, label: str = "this exercise") -> str:
+    """Replace every BEGIN/END SOLUTION block by a stub that raises NotImplementedError."""
+    out, inside = [], False
+    for line in source.splitlines():
+        if line.strip() == BEGIN:
+            if inside:
+                raise ValueError(f"{label}: nested {BEGIN}")
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            out.append(f"{indent}# YOUR CODE HERE")
+            out.append(f'{indent}raise NotImplementedError("{label}: write your answer here")')
+        elif line.strip() == END:
+            if not inside:
+                raise ValueError(f"{label}: {END} without {BEGIN}")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"{label}: {BEGIN} without {END}")
+    return "\n".join(out)
+
+
+@dataclass
+class CodingExercise:
+    chapter: Chapter
+    label: str
+    solution: str  # source of the solution cell
+    checks: list[str]  # sources of the check cells that follow it
+
+    @property
+    def stub(self) -> str:
+        return stub_solution(self.solution, self.label)
+
+
+def coding_exercises(chapter: Chapter) -> list[CodingExercise]:
+    """Each solution cell with the check cells that follow it."""
+    cells = chapter.read().cells
+    found, label = [], None
+    for index, cell in enumerate(cells):
+        if cell.cell_type == "markdown":
+            match = re.search(r"\{solution-start\}\s+(\S+)", cell.source)
+            label = match.group(1) if match else label
+        elif "solution" in cell_tags(cell):
+            checks = []
+            for later in cells[index + 1:]:
+                if later.cell_type == "code" and "check" in cell_tags(later):
+                    checks.append(later.source)
+                elif later.cell_type == "code":
+                    break
+            found.append(CodingExercise(chapter, label or f"cell {index}", cell.source, checks))
+    return found
+
+
+# --- the student edition ------------------------------------------------------------------
+
+def _strip_solution_markdown(source: str, inside: bool) -> tuple[str, bool]:
+    """Drop solution directives and the prose between them; return (text, still inside)."""
+    kept, fence = [], None
+    for line in source.splitlines():
+        if fence is not None:  # the options block of a start/end directive
+            if line.strip() == fence:
+                fence = None
+            continue
+        match = DIRECTIVE.match(line)
+        if match:
+            fence = match.group(1)
+            inside = match.group(2) == "solution-start"
+            continue
+        if not inside:
+            kept.append(line)
+    return "\n".join(kept).strip("\n"), inside
+
+
+def student_notebook(notebook):
+    """A copy of the chapter with solutions stubbed and solution prose removed."""
+    student = copy.deepcopy(notebook)
+    cells, inside, label = [], False, "exercise"
+    for cell in student.cells:
+        if cell.cell_type == "markdown":
+            match = re.search(r"\{solution-start\}\s+(\S+)", cell.source)
+            label = match.group(1) if match else label
+            cell.source, inside = _strip_solution_markdown(cell.source, inside)
+            if cell.source:
+                cells.append(cell)
+            continue
+        tags = cell_tags(cell)
+        if "solution" in tags:
+            cell.source = stub_solution(cell.source, label)
+            cells.append(cell)
+        elif inside:
+            continue  # demonstration code that belongs to a solution
+        else:
+            if "check" in tags:  # expected to fail until the exercise is done
+                cell.metadata["tags"] = tags + ["raises-exception"]
+            cells.append(cell)
+    student.cells = cells
+    return student
+
+
+# --- notebooks for Colab, Binder and nbval ------------------------------------------------
+
+def repository_url() -> str:
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    return config["repository"]["url"].rstrip("/")
+
+
+def install_cell() -> nbformat.NotebookNode:
+    url = repository_url()
+    source = f'''# On Colab, install tinybert from the course repository. Colab's own packages (torch,
+# numpy, matplotlib, ...) are left as they are: nothing here reinstalls or pins them.
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "tinybert @ git+{url}@main"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "einops", "safetensors"],
+                   check=True)'''
+    return nbformat.v4.new_code_cell(source, metadata={"tags": ["colab-install"]})
+
+
+def to_ipynb(notebook, path: Path) -> None:
+    notebook = copy.deepcopy(notebook)
+    notebook.metadata.pop("jupytext", None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, str(path))
+
+
+def write_notebooks(out: Path, *, colab: bool) -> list[Path]:
+    written = []
+    for chapter in chapters():
+        notebook = chapter.read()
+        if colab:
+            notebook.cells.insert(0, install_cell())
+        target = out / "chapters" / f"{chapter.stem}.ipynb"
+        to_ipynb(notebook, target)
+        written.append(target)
+    if colab:  # Binder builds its environment from this file on the notebooks branch
+        (out / "requirements.txt").write_text(f"tinybert @ git+{repository_url()}@main\n")
+    return written
+
+
+def write_student(out: Path) -> None:
+    """Student notebooks in out/notebooks and a book source tree in out/src."""
+    if out.exists():
+        shutil.rmtree(out)
+    src = out / "src"
+    shutil.copytree(ROOT / "book", src / "book",
+                    ignore=shutil.ignore_patterns("_vendor", "__pycache__"))
+    (src / "book" / "_vendor").symlink_to(ROOT / "book" / "_vendor")
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["title"] += " (student edition)"
+    config["sphinx"]["config"]["hide_solutions"] = True
+    (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    shutil.copy2(ROOT / "_toc.yml", src / "_toc.yml")
+    for chapter in chapters():
+        student = student_notebook(chapter.read())
+        to_ipynb(student, out / "notebooks" / f"{chapter.stem}.ipynb")
+        jupytext.write(student, src / "chapters" / chapter.path.name, fmt="md:myst")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("edition", choices=["notebooks", "nbval", "student"])
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.edition == "student":
+        write_student(args.out)
+        print(f"student edition: notebooks in {args.out / 'notebooks'}, "
+              f"book sources in {args.out / 'src'}")
+    else:
+        written = write_notebooks(args.out, colab=args.edition == "notebooks")
+        print(f"wrote {len(written)} notebook(s) to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""The built website, opened in headless Chromium: math is typeset, nothing fails to load,
+no request leaves the machine, and a solution dropdown opens on click.
+
+Runs on the site `make site` builds (quick mode) — or the one in $TINYBERT_SITE_DIR. Saves
+screenshots in _build/screenshots for a person to look at.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+pytestmark = pytest.mark.site
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(os.environ.get("TINYBERT_SITE_DIR", ROOT / "_build" / "quick" / "_build" / "html"))
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run",
+                  "--disable-quic"]
+
+
+def _pages():
+    if not (SITE / "index.html").is_file():
+        return []
+    return sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob("*.html")
+                  if not p.relative_to(SITE).parts[0].startswith("_")
+                  and 'http-equiv="Refresh"' not in p.read_text())  # the index redirect
+
+
+PAGES = _pages()
+CHAPTER_PAGES = [p for p in PAGES if p.startswith("chapters/")]
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not PAGES:
+        pytest.fail(f"no website at {SITE}: run `make site` (or `make book` and set "
+                    "TINYBERT_SITE_DIR=_build/html) first")
+    handler = functools.partial(_QuietHandler, directory=str(SITE))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def handle(self):
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):  # the browser aborted a request
+            pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        pytest.fail("Chromium is not installed (Debian: apt-get install chromium; "
+                    ".ci/run installs it)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+class PageVisit:
+    """One page load that records every request that failed or tried to leave the machine."""
+
+    def __init__(self, browser, url):
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.outside, self.failed = [], []
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
+        self.page.on("response", lambda r: r.status >= 400 and self.failed.append(
+            f"{r.url} (HTTP {r.status})"))
+        self.page.goto(url, wait_until="load")
+
+    def _route(self, route):
+        host = urlparse(route.request.url).hostname
+        if route.request.url.startswith("data:") or host == "127.0.0.1":
+            route.continue_()
+        else:
+            self.outside.append(route.request.url)
+            route.abort()
+
+    def close(self):
+        self.context.close()
+
+
+def _wait_for_mathjax(page) -> int:
+    page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise",
+                           timeout=30_000)
+    return page.evaluate("MathJax.startup.promise.then("
+                         "() => document.querySelectorAll('mjx-container').length)")
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_loads_everything_locally(server, browser, name):
+    visit = PageVisit(browser, f"{server}/{name}")
+    try:
+        page = visit.page
+        if page.evaluate("!!document.querySelector('script[src*=\"mathjax\"]')"):
+            _wait_for_mathjax(page)
+        page.evaluate("document.fonts.ready.then(() => true)")
+        broken_images = page.evaluate(
+            "Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0))"
+            ".map(i => i.getAttribute('src'))")
+        broken_fonts = page.evaluate(
+            "Array.from(document.fonts).filter(f => f.status === 'error').map(f => f.family)")
+        page.wait_for_timeout(300)  # let late requests (icons, lazy scripts) happen
+        assert visit.outside == [], f"requests left the machine: {visit.outside}"
+        assert visit.failed == [], f"failed to load: {visit.failed}"
+        assert broken_images == [], f"images that did not load: {broken_images}"
+        assert broken_fonts == [], f"fonts that did not load: {broken_fonts}"
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("name", CHAPTER_PAGES)
+def test_chapter_math_is_typeset(server, browser, name):
+    visit = PageVisit(browser, f"{server}/{name}")
+    try:
+        page = visit.page
+        typeset = _wait_for_mathjax(page)
+        errors = page.evaluate("document.querySelectorAll('mjx-merror').length")
+        raw = page.evaluate("document.querySelectorAll('.math:not(:has(mjx-container))').length")
+        figures = page.evaluate("document.querySelectorAll('.cell_output img').length")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / (name.replace("/", "_") + ".png")))
+        assert typeset > 0, "no typeset math on a chapter page"
+        assert errors == 0, f"{errors} TeX errors on the page"
+        assert raw == 0, f"{raw} math elements were left untypeset"
+        assert figures > 0, "a chapter page shows no executed plot"
+        assert visit.outside == [], f"requests left the machine: {visit.outside}"
+    finally:
+        visit.close()
+
+
+def test_a_solution_dropdown_opens_on_click(server, browser):
+    pages_with_solutions = [p for p in CHAPTER_PAGES
+                            if "solution dropdown" in (SITE / p).read_text()]
+    assert pages_with_solutions, "no chapter page has a solution dropdown"
+    visit = PageVisit(browser, f"{server}/{pages_with_solutions[0]}")
+    try:
+        page = visit.page
+        page.wait_for_selector(".solution.dropdown .toggle-button", timeout=15_000)
+        solution = page.locator(".solution.dropdown").first
+        body = solution.locator(":scope > :not(.admonition-title)").first
+        assert not body.is_visible(), "the solution is visible before it is opened"
+        solution.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / "solution_closed.png"))
+        solution.locator(".admonition-title").click()
+        body.wait_for(state="visible", timeout=5_000)
+        assert body.is_visible()
+        page.screenshot(path=str(SHOTS / "solution_open.png"))
+    finally:
+        visit.close()

@@ -1,0 +1,69 @@
+"""Exercises: every reference solution passes its check, and every student stub fails it."""
+import re
+
+import pytest
+
+from book.tools.chapters import chapters
+from book.tools.editions import BEGIN, END, coding_exercises, stub_solution, student_notebook
+
+CHAPTERS = chapters()
+EXERCISES = [ex for chapter in CHAPTERS for ex in coding_exercises(chapter)]
+
+
+def _run(sources):
+    namespace = {"__name__": "__exercise__"}
+    for source in sources:
+        exec(compile(source, "<exercise>", "exec"), namespace)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.stem)
+def test_chapter_has_enough_exercises(chapter):
+    text = chapter.path.read_text()
+    exercises = re.findall(r"\{exercise-start\}", text)
+    solutions = re.findall(r"\{solution-start\}", text)
+    coding = coding_exercises(chapter)
+    assert len(exercises) >= 4, f"{chapter.relpath}: {len(exercises)} exercises, want >= 4"
+    assert len(solutions) == len(exercises), "every exercise needs a solution"
+    assert len(coding) >= 2, f"{chapter.relpath}: {len(coding)} coding exercises, want >= 2"
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.label)
+def test_solution_has_markers_and_a_check(exercise):
+    assert BEGIN in exercise.solution and END in exercise.solution
+    assert exercise.checks, f"{exercise.label}: no cell tagged 'check' follows the solution"
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.label)
+def test_reference_solution_passes_its_check(exercise):
+    _run([exercise.solution, *exercise.checks])
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.label)
+def test_student_stub_fails_its_check(exercise):
+    with pytest.raises((NotImplementedError, AssertionError)):
+        _run([exercise.stub, *exercise.checks])
+
+
+def test_stub_keeps_indentation_and_surroundings():
+    source = "def f(x):\n    y = 1\n    ### BEGIN SOLUTION\n    return x + y\n    ### END SOLUTION\n"
+    stub = stub_solution(source, "ex-1")
+    assert "return x + y" not in stub and "    y = 1" in stub
+    assert '    raise NotImplementedError("ex-1: write your answer here")' in stub
+    with pytest.raises(ValueError, match="without"):
+        stub_solution("### BEGIN SOLUTION\nx = 1\n")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.stem)
+def test_student_edition_has_no_solutions(chapter):
+    notebook = chapter.read()
+    student = student_notebook(notebook)
+    text = "\n".join(cell.source for cell in student.cells)
+    assert BEGIN not in text and "solution-start" not in text and "solution-end" not in text
+    for exercise in coding_exercises(chapter):  # the answer itself is gone
+        answer = exercise.solution.split(BEGIN)[1].split(END)[0].strip()
+        assert answer not in text
+    assert text.count("exercise-start") == notebook_text(notebook).count("exercise-start")
+
+
+def notebook_text(notebook):
+    return "\n".join(cell.source for cell in notebook.cells)

@@ -1,0 +1,47 @@
+import pytest
+import torch
+
+from tinybert.runtime import get_device, is_quick, pick, seed_everything
+
+
+def test_quick_mode_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("TINYBERT_QUICK", "1")
+    assert is_quick() and pick(quick=3, full=300) == 3
+    monkeypatch.setenv("TINYBERT_QUICK", "0")
+    assert not is_quick() and pick(quick=3, full=300) == 300
+    monkeypatch.delenv("TINYBERT_QUICK")
+    assert not is_quick()
+
+
+def test_quick_mode_rejects_a_typo(monkeypatch):
+    monkeypatch.setenv("TINYBERT_QUICK", "quik")
+    with pytest.raises(ValueError, match="TINYBERT_QUICK"):
+        is_quick()
+
+
+def test_device_can_be_forced_and_defaults_to_what_exists(monkeypatch):
+    monkeypatch.delenv("TINYBERT_DEVICE", raising=False)
+    expected = "cuda" if torch.cuda.is_available() else (
+        "mps" if torch.backends.mps.is_available() else "cpu")
+    assert get_device().type == expected
+    monkeypatch.setenv("TINYBERT_DEVICE", "cpu")
+    assert get_device() == torch.device("cpu")
+    assert get_device("cpu") == torch.device("cpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_asking_for_a_missing_device_is_an_error():
+    with pytest.raises(RuntimeError, match="CUDA is not available"):
+        get_device("cuda")
+
+
+def test_seeding_makes_runs_repeat():
+    g1 = seed_everything(7)
+    a = (torch.randn(5), torch.randn(3, generator=g1))
+    g2 = seed_everything(7)
+    b = (torch.randn(5), torch.randn(3, generator=g2))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    seed_everything(8)
+    assert not torch.equal(torch.randn(5), a[0])
+    with pytest.raises(ValueError, match="non-negative int"):
+        seed_everything(-1)
