@@ -11,7 +11,7 @@ MATHJAX := book/_vendor/node_modules/mathjax/es5/tex-mml-chtml.js
 JBFLAGS := -W -n --keep-going --builder html
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help venv mathjax export sync check unit nbval site browser test book notebooks student clean
+.PHONY: help venv mathjax export sync check unit nbval site browser test book notebooks student bench clean
 
 help:
 	@echo "make book      set up .venv, execute every chapter, build the website into _build/html"
@@ -21,6 +21,7 @@ help:
 	@echo "make check     fast checks: pairs, export drift, unit tests"
 	@echo "make notebooks .ipynb files for Colab/Binder in _build/notebooks"
 	@echo "make student   student notebooks and a site without solutions in _build/student"
+	@echo "make bench     speed comparisons against the reference implementations"
 
 # --- environment ------------------------------------------------------------------------
 # pip always installs with -c constraints.txt (torch is pinned there) and never with -U.
@@ -87,6 +88,9 @@ test: venv mathjax
 book: venv mathjax
 	$(JB) build . $(JBFLAGS)
 	@echo "website: _build/html/index.html"
+
+bench: venv
+	for script in benchmarks/bench_*.py; do $(PY) $$script || exit 1; done
 
 clean:
 	rm -rf _build

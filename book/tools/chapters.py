@@ -36,7 +36,8 @@ class Chapter:
 
     @property
     def relpath(self) -> str:
-        return self.path.relative_to(ROOT).as_posix()
+        """The chapter's path as the repository names it, e.g. chapters/01_feedforward.md."""
+        return f"chapters/{self.path.name}"
 
     @property
     def page(self) -> str:

@@ -192,6 +192,7 @@ def write_student(out: Path) -> None:
     for chapter in chapters():
         student = student_notebook(chapter.read())
         to_ipynb(student, out / "notebooks" / f"{chapter.stem}.ipynb")
+        (src / "chapters").mkdir(parents=True, exist_ok=True)
         jupytext.write(student, src / "chapters" / chapter.path.name, fmt="md:myst")
 
 

@@ -125,12 +125,16 @@ def generated_on_disk() -> set[Path]:
     return {p for p in PACKAGE.rglob("*.py") if p.read_text().startswith(MARKER)}
 
 
+def _rel(path: Path) -> str:
+    return path.relative_to(PACKAGE.parent).as_posix()
+
+
 def drift() -> list[str]:
     """Human-readable differences between the chapters and the package (empty when in sync)."""
     problems = []
     expected = expected_files()
     for path, text in expected.items():
-        rel = path.relative_to(ROOT)
+        rel = _rel(path)
         if not path.exists():
             problems.append(f"{rel}: missing (run `make export`)")
         elif path.read_text() != text:
@@ -140,7 +144,7 @@ def drift() -> list[str]:
             problems.append(f"{rel}: differs from its chapter (run `make export`; edit the "
                             "chapter, not the module)\n" + "\n".join(list(diff)[:40]))
     for path in sorted(generated_on_disk() - set(expected)):
-        problems.append(f"{path.relative_to(ROOT)}: generated, but no chapter exports it any "
+        problems.append(f"{_rel(path)}: generated, but no chapter exports it any "
                         "more (delete it or restore the export)")
     return problems
 
@@ -159,9 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text() != text:
             path.write_text(text)
-            print(f"wrote {path.relative_to(ROOT)}")
+            print(f"wrote {_rel(path)}")
     for path in generated_on_disk() - set(expected_files()):
-        print(f"stale: {path.relative_to(ROOT)} is generated but no chapter exports it")
+        print(f"stale: {_rel(path)} is generated but no chapter exports it")
     return 0
 
 

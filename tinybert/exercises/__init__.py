@@ -1,0 +1,1 @@
+"""Hand-written: automatic checks for the chapters' coding exercises, one module per chapter (ch01, ...)."""
