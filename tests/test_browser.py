@@ -6,6 +6,7 @@ screenshots in _build/screenshots for a person to look at.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
@@ -38,17 +39,26 @@ PAGES = _pages()
 CHAPTER_PAGES = [p for p in PAGES if p.startswith("chapters/")]
 
 
+@contextlib.contextmanager
+def serve(directory: Path):
+    """Serve a folder on 127.0.0.1 (a free port) for the duration of the block."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+
+
 @pytest.fixture(scope="module")
 def server():
     if not PAGES:
         pytest.fail(f"no website at {SITE}: run `make site` (or `make book` and set "
                     "TINYBERT_SITE_DIR=_build/html) first")
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serve(SITE) as url:
+        yield url
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -169,3 +179,37 @@ def test_a_solution_dropdown_opens_on_click(server, browser):
         page.screenshot(path=str(SHOTS / "solution_open.png"))
     finally:
         visit.close()
+
+
+def test_the_checks_catch_outside_requests_and_broken_files(browser, tmp_path):
+    """The harness itself: a page with a CDN script and a missing image must be caught."""
+    (tmp_path / "bad.html").write_text(
+        '<html><body><script src="https://cdn.example.org/lib.js"></script>'
+        '<img src="missing.png"></body></html>')
+    with serve(tmp_path) as url:
+        visit = PageVisit(browser, f"{url}/bad.html")
+        try:
+            broken = visit.page.evaluate(
+                "Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0))"
+                ".length")
+            assert visit.outside == ["https://cdn.example.org/lib.js"]
+            assert any("missing.png" in failure for failure in visit.failed)
+            assert broken == 1
+        finally:
+            visit.close()
+
+
+def test_backlinks_in_the_package_point_at_real_sections():
+    """Every "Built in chapter N, section ...: page#anchor" comment resolves in the built site."""
+    import re
+
+    if not PAGES:
+        pytest.fail(f"no website at {SITE}: run `make site` first")
+    links = set()
+    for module in (ROOT / "tinybert").rglob("*.py"):
+        links |= set(re.findall(r"^# Built in chapter \d+, section .*: (\S+)#(\S+)$",
+                                module.read_text(), flags=re.MULTILINE))
+    assert links, "no back-links found in the package"
+    for page, anchor in sorted(links):
+        html = (SITE / page).read_text()
+        assert f'id="{anchor}"' in html, f"{page} has no section with id {anchor!r}"

@@ -325,3 +325,27 @@ def test_ffn_error_messages_name_the_argument():
         PositionwiseFeedForward(D, 0)
     with pytest.raises(ValueError, match="dropout"):
         PositionwiseFeedForward(D, D_FF, dropout=1.5)
+
+
+# --- properties (hypothesis): for any small shape and any permutation of positions ------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(B=st.integers(1, 5), T=st.integers(1, 9), D=st.integers(1, 12), F_=st.integers(1, 20),
+       activation=st.sampled_from(["relu", "gelu", "gelu_tanh", "tanh", "sigmoid", "elu"]),
+       seed=st.integers(0, 2**16), data=st.data())
+def test_ffn_is_position_wise_for_any_shape(B, T, D, F_, activation, seed, data):  # noqa: N803
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    ffn = PositionwiseFeedForward(D, F_, activation=activation).eval()
+    x = torch.randn(B, T, D, generator=g)                            # (B, T, D)
+    order = torch.tensor(data.draw(st.permutations(range(T))))
+    with torch.no_grad():
+        y = ffn(x)                                                  # (B, T, D)
+        assert y.shape == (B, T, D)
+        assert torch.allclose(ffn(x[:, order]), y[:, order], atol=1e-6)
+        one_position = ffn(x[:, :1])                                # (B, 1, D)
+        assert torch.allclose(one_position, y[:, :1], atol=1e-6)
