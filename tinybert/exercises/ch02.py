@@ -10,18 +10,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tinybert.exercises._assertions import assert_close as _assert_close
+
 __all__ = ["check_nearest_neighbours", "check_analogy", "check_gru_cell"]
-
-
-def _assert_close(name: str, got, expected, atol: float = 1e-5, rtol: float = 1e-5) -> None:
-    """Assert that ``got`` is a tensor of ``expected``'s shape with (nearly) the same values."""
-    assert isinstance(got, torch.Tensor), f"{name}: expected a torch.Tensor, got {type(got).__name__}"
-    assert got.shape == expected.shape, (
-        f"{name}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}")
-    if not torch.allclose(got.to(expected.dtype), expected, atol=atol, rtol=rtol):
-        worst = (got.to(expected.dtype) - expected).abs().max().item()
-        raise AssertionError(f"{name}: values differ from the reference by up to {worst:.3g}\n"
-                             f"  expected {expected}\n  got      {got}")
 
 
 def _assert_ids(name: str, got, expected) -> None:

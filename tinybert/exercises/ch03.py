@@ -12,18 +12,9 @@ from torch import nn
 
 from tinybert.attention import causal_mask, masked_softmax, padding_mask, scaled_dot_product_attention
 
+from tinybert.exercises._assertions import assert_close as _assert_close
+
 __all__ = ["check_softmax_with_mask", "check_causal_attention_loop", "check_mask_conversions"]
-
-
-def _assert_close(name: str, got, expected, atol: float = 1e-5, rtol: float = 1e-5) -> None:
-    """Assert that ``got`` is a finite tensor of ``expected``'s shape with (nearly) the same values."""
-    assert isinstance(got, torch.Tensor), f"{name}: expected a torch.Tensor, got {type(got).__name__}"
-    assert got.shape == expected.shape, f"{name}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
-    assert torch.isfinite(got).all(), f"{name}: expected finite values (no NaN or inf), got\n{got}"
-    if not torch.allclose(got.to(expected.dtype), expected, atol=atol, rtol=rtol):
-        worst = (got.to(expected.dtype) - expected).abs().max().item()
-        raise AssertionError(f"{name}: values differ from the reference by up to {worst:.3g}\n"
-                             f"  expected {expected}\n  got      {got}")
 
 
 # --- ex-attention-masked-softmax -----------------------------------------------------------------
