@@ -85,8 +85,10 @@ test: venv mathjax
 	$(MAKE) --no-print-directory browser
 
 # --- the website --------------------------------------------------------------------------
+# --all: re-read and re-execute every chapter, even when Sphinx thinks nothing changed (a
+# previous build's outputs must never be served as this build's).
 book: venv mathjax
-	$(JB) build . $(JBFLAGS)
+	$(JB) build . --all $(JBFLAGS)
 	@echo "website: _build/html/index.html"
 
 bench: venv
