@@ -5,6 +5,9 @@ edit the chapter, then run ``make export``.
 """
 __version__ = "0.1.0"
 
-from tinybert.multihead import MultiHeadAttention  # noqa: E402  (tinybert.MultiHeadAttention)
+# The main building blocks, importable as tinybert.<Name>.
+from tinybert.multihead import MultiHeadAttention  # noqa: E402
+from tinybert.transformer import Transformer, TransformerConfig  # noqa: E402
+from tinybert.language_model import DecoderOnlyLM  # noqa: E402
 
-__all__ = ["MultiHeadAttention", "__version__"]
+__all__ = ["MultiHeadAttention", "Transformer", "TransformerConfig", "DecoderOnlyLM", "__version__"]
