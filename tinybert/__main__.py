@@ -1,0 +1,75 @@
+"""Hand-written: ``python -m tinybert doctor`` — what a student pastes into a question.
+
+Prints the versions that matter, the device the chapters will use, quick mode, and which data
+files are available locally (and where), without downloading anything.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+from importlib import metadata
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _local_copy(entry) -> str | None:
+    """Where a data file is found without downloading (data dir, then cache), or None."""
+    from tinybert.data import cache_dir, data_dir
+
+    for root in (data_dir(), cache_dir()):
+        if root is not None and (root / entry.relpath).is_file():
+            return str(root)
+    return None
+
+
+def doctor() -> int:
+    """Print the report; return 0 when everything the chapters need is in place, else 1."""
+    import torch
+
+    from tinybert import __version__
+    from tinybert.data import REGISTRY, cache_dir, data_dir
+    from tinybert.runtime import get_device, is_quick
+
+    problems = []
+    print(f"tinybert {__version__} (python -m tinybert doctor)")
+    print(f"python   {platform.python_version()} on {platform.platform()}")
+    for package in ["torch", "numpy", "matplotlib", "einops", "jupyter-book", "jupytext",
+                    "transformers", "tokenizers"]:
+        print(f"{package:12s} {_version(package)}")
+    try:
+        device = get_device()
+    except RuntimeError as error:  # e.g. TINYBERT_DEVICE=cuda on a machine without CUDA
+        device, problems = f"error: {error}", problems + ["device"]
+    cuda = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA"
+    print(f"device   {device} ({cuda}); torch threads {torch.get_num_threads()}")
+    print(f"quick mode {'on' if is_quick() else 'off'} (TINYBERT_QUICK)")
+    print(f"data dir {data_dir() or '(TINYBERT_DATA_DIR not set)'}; cache {cache_dir()}")
+    local = {name for name, entry in REGISTRY.items() if _local_copy(entry) is not None}
+    missing = [e for e in REGISTRY.values() if e.name not in local]
+    print(f"data     {len(local)} of {len(REGISTRY)} registered files found locally "
+          "(the others are downloaded, and checked, on first use)")
+    for entry in missing:
+        where = "" if entry.offline_copy else "  (download only: not in the offline data folder)"
+        print(f"  missing {entry.name:24s} {entry.relpath}{where}")
+    missing = [e for e in missing if e.offline_copy]
+    if missing and data_dir() is None:
+        problems.append("data")
+    print("status   " + ("ok" if not problems else "check: " + ", ".join(problems)))
+    return 1 if problems else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tinybert")
+    parser.add_argument("command", choices=["doctor"], help="doctor: report the set-up")
+    parser.parse_args(argv)
+    return doctor()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
