@@ -1,0 +1,311 @@
+"""Hand-written tests for tinybert.tokenizers (chapter 07): parity with Hugging Face `tokenizers`,
+round-trip properties, and errors on bad input."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+hf = pytest.importorskip("tokenizers")
+
+from tinybert.corpus import load_gutenberg
+from tinybert.data import fetch
+from tinybert.tokenizers.byte_level import ByteLevelBPETokenizer
+from tinybert.tokenizers.normalizers import bert_normalize
+from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+
+TRAIN_BOOKS = (1342, 98)      # used to learn the vocabularies
+HELD_OUT_BOOK = 2097          # never seen in training
+ODD_TEXTS = ["", " ", "Café Dupont", "CAFÉ   déjà-vu!!", "東京は大きい", "naïve\tcoöperate\r\n", "a\rb\x0bc\x1fd\x85e",
+             "a\x00b\ufffdc\u200bd", "İstanbul ΣΟΦΊΑ", "x" * 150, "it's 2024: 3.14 $5 <a|b>~",
+             "🙂🙃 emoji 👩‍👩‍👧", "\u3000full\u2003width", "ﬁne ﬂow"]
+
+
+def ud_sentences() -> list[str]:
+    texts = []
+    for split in ("train", "dev", "test"):
+        for line in fetch(f"ud_ewt/{split}").read_text(encoding="utf-8").splitlines():
+            if line.startswith("# text = "):
+                texts.append(line[len("# text = "):])
+    return texts
+
+
+@pytest.fixture(scope="module")
+def held_out_texts() -> list[str]:
+    lines = load_gutenberg(HELD_OUT_BOOK).splitlines()
+    return lines + ud_sentences() + ODD_TEXTS
+
+
+@pytest.fixture(scope="module")
+def train_text() -> list[str]:
+    return [line for book in TRAIN_BOOKS for line in load_gutenberg(book).splitlines()]
+
+
+@pytest.fixture(scope="module", params=[(True, None), (False, None), (True, False)],
+                ids=["uncased", "cased", "lower-keep-accents"])
+def wordpiece_pair(request, tmp_path_factory, train_text):
+    lowercase, strip_accents = request.param
+    oracle = hf.BertWordPieceTokenizer(lowercase=lowercase, strip_accents=strip_accents,
+                                       clean_text=True, handle_chinese_chars=True)
+    oracle.train_from_iterator(train_text, vocab_size=3000, min_frequency=2, show_progress=False)
+    directory = tmp_path_factory.mktemp("wordpiece")
+    oracle.save_model(str(directory))
+    vocab_file = directory / "vocab.txt"
+    ours = WordPieceTokenizer.from_file(vocab_file, lowercase=lowercase, strip_accents=strip_accents)
+    oracle = hf.BertWordPieceTokenizer(str(vocab_file), lowercase=lowercase,
+                                       strip_accents=strip_accents, clean_text=True,
+                                       handle_chinese_chars=True)
+    return ours, oracle
+
+
+@pytest.fixture(scope="module")
+def byte_level_pair(tmp_path_factory, train_text):
+    oracle = hf.ByteLevelBPETokenizer()
+    oracle.train_from_iterator(train_text, vocab_size=2000, min_frequency=2, show_progress=False)
+    directory = tmp_path_factory.mktemp("bytelevel")
+    vocab_json, merges_txt = oracle.save_model(str(directory))
+    ours = ByteLevelBPETokenizer.from_files(vocab_json, merges_txt)
+    oracle = hf.ByteLevelBPETokenizer(vocab_json, merges_txt)
+    return ours, oracle, directory
+
+
+def _mismatches(ours, oracle, texts, offsets=True, **kwargs):
+    bad = []
+    batch = oracle.encode_batch(texts, **kwargs)
+    for text, expected in zip(texts, batch):
+        got = ours.encode(text, **kwargs)
+        if got.ids != expected.ids or (offsets and got.offsets != [tuple(o) for o in expected.offsets]):
+            bad.append((text, got.tokens, expected.tokens, got.offsets, expected.offsets))
+    return bad
+
+
+def test_wordpiece_parity_with_hugging_face(wordpiece_pair, held_out_texts):
+    ours, oracle = wordpiece_pair
+    bad = _mismatches(ours, oracle, held_out_texts, add_special_tokens=False)
+    print(f"WordPiece parity: {len(held_out_texts)} lines compared, {len(bad)} mismatches")
+    assert len(held_out_texts) > 20000
+    assert not bad, f"{len(bad)} mismatches, first: {bad[0]}"
+
+
+def test_wordpiece_special_tokens_match_hugging_face(wordpiece_pair, held_out_texts):
+    ours, oracle = wordpiece_pair
+    texts = held_out_texts[:500] + ODD_TEXTS
+    bad = _mismatches(ours, oracle, texts, add_special_tokens=True)
+    assert not bad, f"{len(bad)} mismatches, first: {bad[0]}"
+
+
+def test_byte_level_parity_with_hugging_face(byte_level_pair, held_out_texts):
+    ours, oracle, _ = byte_level_pair
+    bad = _mismatches(ours, oracle, held_out_texts)
+    print(f"byte-level BPE parity: {len(held_out_texts)} lines compared, {len(bad)} mismatches")
+    assert len(held_out_texts) > 20000
+    assert not bad, f"{len(bad)} mismatches, first: {bad[0]}"
+
+
+def test_byte_level_save_round_trips_files(byte_level_pair, tmp_path):
+    ours, _, directory = byte_level_pair
+    vocab_json, merges_txt = ours.save(tmp_path)
+    assert json.loads(vocab_json.read_text()) == json.loads((directory / "vocab.json").read_text())
+    assert merges_txt.read_text().split("\n")[1:] == \
+        (directory / "merges.txt").read_text().split("\n")[1:]
+
+
+def test_wordpiece_save_round_trips_file(wordpiece_pair, tmp_path):
+    ours, _ = wordpiece_pair
+    path = ours.save(tmp_path / "vocab.txt")
+    again = WordPieceTokenizer.from_file(path, lowercase=ours.lowercase,
+                                         strip_accents=ours.strip_accents)
+    assert again.vocab == ours.vocab
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60)
+       | st.sampled_from(["", "🙂👩‍👩‍👧", "東京", "e\u0301\u0302", "\x00\x01\x7f\n\r\t", " \u3000 "]))
+def test_byte_level_decode_encode_round_trip(byte_level_tokenizer, text):
+    enc = byte_level_tokenizer.encode(text)
+    assert byte_level_tokenizer.decode(enc.ids) == text
+    assert all(0 <= a < b <= len(text) for a, b in enc.offsets)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60))
+def test_wordpiece_ids_in_vocab_and_offsets_index_text(wordpiece_tokenizer, text):
+    enc = wordpiece_tokenizer.encode(text)
+    assert all(0 <= i < len(wordpiece_tokenizer) for i in enc.ids)
+    assert all(0 <= a < b <= len(text) for a, b in enc.offsets)
+    for token, (a, b) in zip(enc.tokens, enc.offsets):
+        if token != "[UNK]":   # the piece is the normalised text of its span
+            normalized, _ = bert_normalize(text[a:b], strip_accents=True, lowercase=True)
+            assert normalized.strip() == token.removeprefix("##"), (text, token, (a, b))
+
+
+@pytest.fixture(scope="module")
+def byte_level_tokenizer(byte_level_pair):
+    return byte_level_pair[0]
+
+
+@pytest.fixture(scope="module")
+def wordpiece_tokenizer(tmp_path_factory, train_text):
+    oracle = hf.BertWordPieceTokenizer(lowercase=True)
+    oracle.train_from_iterator(train_text[:3000], vocab_size=500, show_progress=False)
+    directory = tmp_path_factory.mktemp("wp-small")
+    oracle.save_model(str(directory))
+    return WordPieceTokenizer.from_file(directory / "vocab.txt")
+
+
+def test_wordpiece_greedy_longest_match_first():
+    vocab = {t: i for i, t in enumerate(["[UNK]", "un", "una", "##ff", "##able", "##a", "##ble",
+                                         "aff", "##ord"])}
+    tok = WordPieceTokenizer(vocab)
+    assert tok.encode("unaffable").tokens == ["una", "##ff", "##able"]
+    assert tok.encode("Unaffordable").tokens == ["una", "##ff", "##ord", "##able"]
+    assert tok.encode("unaffx!").tokens == ["[UNK]", "[UNK]"]   # no piece covers x; "!" unknown
+    enc = tok.encode("  una  ")
+    assert enc.offsets == [(2, 5)]
+    assert tok.encode("u" * 101).tokens == ["[UNK]"]
+
+
+def test_vocab_without_unk_is_rejected(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("[PAD]\nthe\n##s\n")
+    with pytest.raises(ValueError, match=r"\[UNK\]"):
+        WordPieceTokenizer.from_file(path)
+
+
+def test_merges_not_matching_vocab_are_rejected(tmp_path):
+    vocab = {"a": 0, "b": 1, "ab": 2}
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab))
+    (tmp_path / "merges.txt").write_text("#version: 0.2\na b\nab c\n")
+    with pytest.raises(ValueError, match="merge 1"):
+        ByteLevelBPETokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
+    (tmp_path / "merges.txt").write_text("#version: 0.2\na b c\n")
+    with pytest.raises(ValueError, match="two tokens"):
+        ByteLevelBPETokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"bytes", ["a list"]])
+def test_non_string_input_is_rejected(bad, wordpiece_tokenizer, byte_level_tokenizer):
+    for tok in (wordpiece_tokenizer, byte_level_tokenizer):
+        with pytest.raises(ValueError, match="expects a str"):
+            tok.encode(bad)
+    with pytest.raises(ValueError, match="ids must be"):
+        byte_level_tokenizer.decode([len(byte_level_tokenizer) + 5])
+
+
+# ---- training from scratch (chapter 07, sections on BPE and WordPiece training) ----
+
+from tinybert.tokenizers.bpe import encode_and_show_work, merge_pair, train_bpe  # noqa: E402
+from tinybert.tokenizers.byte_level import train_byte_level_bpe  # noqa: E402
+from tinybert.tokenizers.wordpiece_training import (  # noqa: E402
+    train_wordpiece, train_wordpiece_tokenizer, wordpiece_merge_scores)
+
+
+def test_bpe_reproduces_the_slides(capsys):
+    model = train_bpe({"aaabdaaabac": 1}, num_merges=3)
+    assert model.merges == [("a", "a"), ("a", "b"), ("aa", "ab")]
+    names = {"aa": "Z", "ab": "Y", "aaab": "X"}
+    final = encode_and_show_work("aaabdaaabac", model.merges, names)
+    shown = [line.split(":")[1].split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert shown == ["aaabdaaabac", "ZabdZabac", "ZYdZYac", "XdXac"]
+    assert final == ["aaab", "d", "aaab", "a", "c"]
+
+    learned = ["".join(p) for p in train_bpe({"text_": 9, "texting_": 10, "context_": 11}, 50).merges]
+    assert learned[0] == "te"
+    assert learned.index("text_") < learned.index("con") < learned.index("texting_")
+    assert learned[-1] in {"texting_", "context_"} and len(learned) == len(set(learned))
+
+
+def test_bpe_counts_and_stops():
+    assert merge_pair(list("aaaa"), ("a", "a")) == ["aa", "aa"]
+    assert merge_pair(list("aaa"), ("a", "a")) == ["aa", "a"]
+    model = train_bpe({"ab": 1, "cd": 5}, num_merges=10, min_count=2)
+    assert model.merges == [("c", "d")]
+    assert list(model.vocab) == ["a", "b", "c", "d", "cd"]
+    assert train_bpe({"abc": 3}, 0).merges == []
+    with pytest.raises(ValueError, match="num_merges"):
+        train_bpe({"abc": 3}, -1)
+    with pytest.raises(ValueError, match="non-empty strings"):
+        train_bpe({"": 3}, 2)
+
+
+def _bpe_by_recount(word_counts, num_merges):
+    """Slow reference: recount all pairs after every merge."""
+    words = {w: list(w) for w in word_counts}
+    order = {}
+    for w in word_counts:
+        for c in w:
+            order.setdefault(c, len(order))
+    merges = []
+    for _ in range(num_merges):
+        pairs = Counter()
+        for w, n in word_counts.items():
+            for p in zip(words[w], words[w][1:]):
+                pairs[p] += n
+        if not pairs:
+            break
+        best = min(pairs, key=lambda p: (-pairs[p], len(p[0] + p[1]), order[p[0]], order[p[1]]))
+        merges.append(best)
+        order.setdefault(best[0] + best[1], len(order))
+        words = {w: merge_pair(s, best) for w, s in words.items()}
+    return merges
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.text(alphabet="abcd", min_size=1, max_size=9),
+                       st.integers(1, 20), min_size=1, max_size=12),
+       st.integers(0, 25))
+def test_incremental_bpe_equals_recounting(word_counts, num_merges):
+    assert train_bpe(word_counts, num_merges).merges == _bpe_by_recount(word_counts, num_merges)
+
+
+def test_our_trained_tokenizers_load_in_hugging_face(train_text, held_out_texts, tmp_path):
+    bl = train_byte_level_bpe(train_text[:4000], vocab_size=700)
+    assert len(bl) == 700
+    rust = hf.ByteLevelBPETokenizer(*[str(p) for p in bl.save(tmp_path)])
+    texts = held_out_texts[:3000] + ODD_TEXTS
+    assert not _mismatches(bl, rust, texts)
+    assert not _mismatches(bl, bl.to_hugging_face(), texts)
+
+    wp = train_wordpiece_tokenizer(train_text[:300], vocab_size=250)
+    assert "[UNK]" in wp.vocab and len(wp) == 250
+    wp.save(tmp_path / "vocab.txt")
+    rust = hf.BertWordPieceTokenizer(str(tmp_path / "vocab.txt"), lowercase=True)
+    assert not _mismatches(wp, rust, texts, add_special_tokens=False)
+    assert not _mismatches(wp, wp.to_hugging_face(), texts, add_special_tokens=True)
+
+
+def test_wordpiece_score_prefers_pairs_that_stick_together():
+    words, counts = [["a", "##b"], ["a", "##c"], ["x", "##y"]], [10, 10, 2]
+    scores = wordpiece_merge_scores(words, counts)
+    assert scores[("a", "##b")] == pytest.approx(10 / (20 * 10))
+    assert scores[("x", "##y")] == pytest.approx(2 / (2 * 2))
+    vocab = train_wordpiece({"ab": 10, "ac": 10, "xy": 2}, vocab_size=11)
+    assert list(vocab)[5:] == ["a", "##b", "##c", "x", "##y", "xy"]
+
+
+def _wordpiece_by_recount(word_counts, vocab_size):
+    words = [[w[0]] + ["##" + c for c in w[1:]] for w in word_counts]
+    counts = list(word_counts.values())
+    vocab = {}
+    for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *(s for w in words for s in w)]:
+        vocab.setdefault(t, len(vocab))
+    while len(vocab) < vocab_size:
+        scores = wordpiece_merge_scores(words, counts)
+        if not scores:
+            break
+        a, b = min(scores, key=lambda p: (-scores[p], vocab[p[0]], vocab[p[1]]))
+        merged = a + b.removeprefix("##")
+        vocab.setdefault(merged, len(vocab))
+        words = [[merged if s == a + b else s for s in merge_pair(w, (a, b))] for w in words]
+    return vocab
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.text(alphabet="abcd", min_size=1, max_size=9),
+                       st.integers(1, 20), min_size=1, max_size=12),
+       st.integers(5, 40))
+def test_incremental_wordpiece_equals_recounting(word_counts, vocab_size):
+    assert list(train_wordpiece(word_counts, vocab_size)) == \
+        list(_wordpiece_by_recount(word_counts, vocab_size))
