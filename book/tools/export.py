@@ -117,7 +117,7 @@ def expected_files(root: Path = ROOT) -> dict[Path, str]:
         for parent in path.relative_to(PACKAGE).parents:
             init = PACKAGE / parent / "__init__.py"
             if parent != Path(".") and (not init.exists() or init.read_text().startswith(MARKER)):
-                files.setdefault(init, f"{MARKER}: package marker; edit the chapters, not this file.\n")
+                files.setdefault(init, f"{MARKER}: package marker; edit the chapter, not this file.\n")
     return files
 
 
