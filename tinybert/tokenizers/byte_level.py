@@ -13,6 +13,7 @@ from pathlib import Path
 
 import regex
 
+from tinybert.tokenizers.bpe import merge_pair
 from tinybert.tokenizers.encoding import Encoding
 
 # GPT-2's pre-tokenisation pattern.
@@ -59,15 +60,7 @@ def apply_merges(symbols: list[str], ranks: dict[tuple[str, str], int]) -> list[
         best = min(zip(symbols, symbols[1:]), key=lambda pair: ranks.get(pair, len(ranks)))
         if best not in ranks:
             break
-        merged, i = [], 0
-        while i < len(symbols):
-            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
-                merged.append(symbols[i] + symbols[i + 1])
-                i += 2
-            else:
-                merged.append(symbols[i])
-                i += 1
-        symbols = merged
+        symbols = merge_pair(symbols, best)   # the merge step of the BPE section above
     return symbols
 
 
