@@ -64,11 +64,34 @@ def doctor() -> int:
     return 1 if problems else 0
 
 
+# Subcommands other than doctor live in hand-written modules under tinybert/commands/, each with
+# ``add_arguments(parser)`` and ``run(args) -> int``; they are imported only when chosen, so that
+# ``doctor`` works even when the heavier parts of the package cannot be imported.
+COMMANDS = {
+    "pretrain": ("tinybert.commands.pretrain", "pretrain a BERT with MLM + NSP (chapter 09)"),
+    "finetune": ("tinybert.commands.finetune", "fine-tune a pretrained encoder on a task (chapter 10)"),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tinybert")
-    parser.add_argument("command", choices=["doctor"], help="doctor: report the set-up")
-    parser.parse_args(argv)
-    return doctor()
+    import importlib
+
+    parser = argparse.ArgumentParser(prog="tinybert", description="tinybert: the course's command line")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+    sub.add_parser("doctor", help="report the set-up: versions, device, quick mode, data")
+    modules = {}
+    for name, (module_name, help_text) in COMMANDS.items():
+        try:
+            modules[name] = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name != module_name:
+                raise
+            continue                                  # a chapter that has not landed yet
+        modules[name].add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    args = parser.parse_args(argv)
+    if args.command == "doctor":
+        return doctor()
+    return modules[args.command].run(args)
 
 
 if __name__ == "__main__":
