@@ -11,7 +11,8 @@ MATHJAX := book/_vendor/node_modules/mathjax/es5/tex-mml-chtml.js
 JBFLAGS := -W -n --keep-going --builder html
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help venv mathjax export sync check unit nbval site browser test book notebooks student bench clean
+.PHONY: help venv mathjax export sync check unit nbval site browser test book notebooks student \
+        nbgrader budget budget-quick bench clean
 
 help:
 	@echo "make book      set up .venv, execute every chapter, build the website into _build/html"
@@ -21,6 +22,9 @@ help:
 	@echo "make check     fast checks: pairs, export drift, unit tests"
 	@echo "make notebooks .ipynb files for Colab/Binder in _build/notebooks"
 	@echo "make student   student notebooks and a site without solutions in _build/student"
+	@echo "make nbgrader  the chapters as nbgrader source assignments in _build/nbgrader/source"
+	@echo "make budget    time every chapter in quick and normal mode; writes book/budgets.json"
+	@echo "make budget-quick  the same, quick mode only"
 	@echo "make bench     speed comparisons against the reference implementations"
 
 # --- environment ------------------------------------------------------------------------
@@ -55,6 +59,18 @@ student: venv mathjax
 	$(PY) -m book.tools.editions student --out _build/student
 	$(JB) build _build/student/src --path-output _build/student $(JBFLAGS)
 	@echo "student notebooks: _build/student/notebooks; student site: _build/student/_build/html"
+
+nbgrader: venv
+	rm -rf _build/nbgrader
+	$(PY) -m book.tools.nbgrader --out _build/nbgrader
+
+# The compute budget on each chapter page comes from book/budgets.json, which these write
+# (one chapter at a time: `$(PY) -m book.tools.budget --mode normal --only 06`).
+budget: venv
+	$(PY) -m book.tools.budget --mode both
+
+budget-quick: venv
+	$(PY) -m book.tools.budget --mode quick
 
 # --- tests --------------------------------------------------------------------------------
 check: venv

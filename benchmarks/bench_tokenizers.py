@@ -1,8 +1,15 @@
 """Chapter 07's tokenizers against Hugging Face's Rust `tokenizers`, timed in the same run.
 
-Trains an 8k byte-level BPE and an 8k WordPiece vocabulary on about 2 MB of course text with
-our code and with `tokenizers`, then encodes held-out text with both, checks that the encodings
-are identical, and prints the times and their ratios (tinybert / tokenizers).
+Trains byte-level BPE and WordPiece vocabularies (8k entries by default) on about 2 MB of course
+text with our code and with `tokenizers`, then encodes held-out text with both backends of
+`encode_batch` (our Python code, and the Rust tokenizer for the same vocabulary), checks that the
+encodings are identical, and prints the times and their ratios (tinybert / tokenizers).
+
+    .venv/bin/python benchmarks/bench_tokenizers.py                      # 8k on 2 MB
+    .venv/bin/python benchmarks/bench_tokenizers.py --vocab-size 8000 30000 --megabytes 5.4
+
+Note that the two WordPiece trainers do different work: ours merges by WordPiece's score
+count(ij) / (count(i) count(j)), Hugging Face's by BPE's count.
 """
 from __future__ import annotations
 
@@ -26,44 +33,40 @@ def seconds(fn):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=float, default=2.0, help="training text size")
-    parser.add_argument("--vocab-size", type=int, default=8000)
+    parser.add_argument("--vocab-size", type=int, nargs="+", default=[8000])
     args = parser.parse_args()
 
-    wikitext = fetch("wikitext2/valid").read_text(encoding="utf-8")
-    books = "".join(load_gutenberg(b) for b in (1342, 98, 1400, 76))
-    text = (wikitext + books)[: int(args.megabytes * 1e6)]
+    corpus = [fetch("wikitext2/valid").read_text(encoding="utf-8"),   # the chapter's corpus,
+              *(load_gutenberg(b) for b in (1342, 98, 1400, 76)),     # in this order: 5.4 MB
+              fetch("wikitext2/test").read_text(encoding="utf-8")]
+    text = "".join(corpus)[: int(args.megabytes * 1e6)]
     lines = text.splitlines()
     held_out = load_gutenberg(2097).splitlines()
     print(f"training text: {len(text.encode()) / 1e6:.2f} MB, {len(lines)} lines; "
           f"held out: {len(held_out)} lines")
 
-    # --- byte-level BPE ---
-    ours_s, ours = seconds(lambda: train_byte_level_bpe(lines, args.vocab_size))
-    rust_trained = tokenizers.ByteLevelBPETokenizer()
-    hf_s, _ = seconds(lambda: rust_trained.train_from_iterator(
-        lines, vocab_size=args.vocab_size, min_frequency=2, show_progress=False))
-    print(f"byte-level BPE train {args.vocab_size}: ours {ours_s:.2f} s, tokenizers {hf_s:.2f} s, "
-          f"ratio {ours_s / hf_s:.1f}")
-    rust = ours.to_hugging_face()
-    ours_s, ours_enc = seconds(lambda: [ours.encode(t) for t in held_out])
-    hf_s, hf_enc = seconds(lambda: rust.encode_batch(held_out))
-    assert [e.ids for e in ours_enc] == [e.ids for e in hf_enc], "encodings differ"
-    print(f"byte-level BPE encode: ours {ours_s:.2f} s, tokenizers {hf_s:.3f} s, "
-          f"ratio {ours_s / hf_s:.1f} (identical ids on {len(held_out)} lines)")
-
-    # --- WordPiece ---
-    ours_s, ours = seconds(lambda: train_wordpiece_tokenizer(lines, args.vocab_size))
-    rust_trained = tokenizers.BertWordPieceTokenizer()
-    hf_s, _ = seconds(lambda: rust_trained.train_from_iterator(
-        lines, vocab_size=args.vocab_size, min_frequency=2, show_progress=False))
-    print(f"WordPiece train {args.vocab_size}: ours {ours_s:.2f} s, tokenizers {hf_s:.2f} s, "
-          f"ratio {ours_s / hf_s:.1f}")
-    rust = ours.to_hugging_face()
-    ours_s, ours_enc = seconds(lambda: [ours.encode(t) for t in held_out])
-    hf_s, hf_enc = seconds(lambda: rust.encode_batch(held_out, add_special_tokens=False))
-    assert [e.ids for e in ours_enc] == [e.ids for e in hf_enc], "encodings differ"
-    print(f"WordPiece encode: ours {ours_s:.2f} s, tokenizers {hf_s:.3f} s, "
-          f"ratio {ours_s / hf_s:.1f} (identical ids on {len(held_out)} lines)")
+    trainers = {
+        "byte-level BPE": (lambda size: train_byte_level_bpe(lines, size),
+                           tokenizers.ByteLevelBPETokenizer, {}),
+        "WordPiece": (lambda size: train_wordpiece_tokenizer(lines, size),
+                      tokenizers.BertWordPieceTokenizer, {"add_special_tokens": True}),
+    }
+    for name, (train_ours, rust_class, kwargs) in trainers.items():
+        for size in args.vocab_size:
+            ours_s, ours = seconds(lambda: train_ours(size))
+            rust_trained = rust_class()
+            hf_s, _ = seconds(lambda: rust_trained.train_from_iterator(
+                lines, vocab_size=size, min_frequency=2, show_progress=False))
+            print(f"{name} train {size}: ours {ours_s:.2f} s ({len(ours)} entries), "
+                  f"tokenizers {hf_s:.2f} s ({rust_trained.get_vocab_size()} entries), "
+                  f"ratio {ours_s / hf_s:.1f}")
+        # encode_batch with both backends, on the vocabulary trained last
+        py_s, py_enc = seconds(lambda: ours.encode_batch(held_out, backend="python", **kwargs))
+        rs_s, rs_enc = seconds(lambda: ours.encode_batch(held_out, backend="tokenizers", **kwargs))
+        assert py_enc == rs_enc, "the two backends give different encodings"
+        print(f"{name} encode_batch: python {py_s:.2f} s, tokenizers {rs_s:.3f} s, "
+              f"ratio {py_s / rs_s:.1f} (identical ids, tokens and offsets on "
+              f"{len(held_out)} lines)")
 
 
 if __name__ == "__main__":

@@ -42,6 +42,10 @@
 # - the Transformer's **position-wise feed-forward block**, which the Transformer and BERT chapters
 #   import from `tinybert.feedforward`.
 #
+# **Uses.** Nothing from earlier chapters: this is the first one, and its module
+# `tinybert.feedforward` is the first of the package. Like every chapter, it takes its device,
+# seeds and training budgets from the hand-written helpers in `tinybert.runtime`.
+#
 # (sec-ffn-setup)=
 # ## Setup
 #

@@ -597,7 +597,8 @@ assert torch.all(wrong_weights[1:][..., :2] == 0) and torch.allclose(wrong_weigh
 #
 # **The model.** Token embeddings plus a learned vector per position (positional encodings get their
 # own chapter next) plus the marker flag; one `MultiHeadAttention` layer of width $D = 32$; and a
-# small `MLP` that reads the pair off each position's attention output. There is no residual
+# small `MLP` ({numref}`sec-ffn-mlp`) that reads the pair off each position's attention output.
+# There is no residual
 # connection, so whatever a position knows about other positions came through attention. We train
 # it with $H = 1$, 2 and 4 heads, same width, same budget, from several seeds (one in quick mode).
 

@@ -102,7 +102,7 @@ print(f"device: {device}, quick mode: {is_quick()}")
 #
 # The lecture's example makes it concrete. The two sentences below contain the same five words;
 # sentence 2 is sentence 1 with positions 1 and 4 swapped. We embed them with a small random
-# embedding table and run them through one `MultiHeadAttention` layer:
+# embedding table and run them through one `MultiHeadAttention` layer ({numref}`sec-mha-module`):
 
 # %%
 seed_everything(0)
@@ -447,7 +447,8 @@ except IndexError as error:
 # to the inputs; the information enters in every layer's attention.
 #
 # `relative_positions(T, S)` is the $(T, S)$ matrix of distances $s - t$ (for $S > T$ the queries
-# are the last $T$ positions, as in `causal_mask`), and `RelativePositionBias(n_heads,
+# are the last $T$ positions, as in `causal_mask`, {numref}`sec-attention-masks`), and
+# `RelativePositionBias(n_heads,
 # max_distance)` turns it into an $(H, T, S)$ float bias. It starts at zero, with no preference for
 # any distance, and learns the rest.
 
@@ -799,7 +800,8 @@ assert torch.allclose(weights, weights_shifted, atol=1e-5)
 # - `rope`: `RotaryEmbedding` applied to the queries and keys.
 #
 # Each is trained on sequences of length 16 and evaluated on fresh sequences of length 16, 32
-# and 64. The attention layer reuses the projections of a `MultiHeadAttention` module and calls
+# and 64. The attention layer reuses the projections of a `MultiHeadAttention` module
+# ({doc}`04_multihead_attention`) and calls
 # `biased_attention` so that the relative bias and the rotation can get in.
 
 # %%

@@ -21,8 +21,10 @@
 # (sec-transformer)=
 # # The Transformer
 #
-# The previous chapters built the parts: the position-wise feed-forward block, attention,
-# multi-head attention and positional encodings. This chapter assembles them into the model of
+# The previous chapters built the parts: the
+# {ref}`position-wise feed-forward block <sec-ffn-positionwise>`, {doc}`attention <03_attention>`,
+# {doc}`multi-head attention <04_multihead_attention>` and
+# {doc}`positional encodings <05_positional_encoding>`. This chapter assembles them into the model of
 # *Attention Is All You Need* {cite}`vaswani2017attention`: an {term}`encoder` that reads a source
 # sequence and a {term}`decoder` that writes a target sequence one token at a time while looking
 # back at the source. We then train it the way the paper did (label smoothing, Adam with a warm-up
@@ -1433,7 +1435,8 @@ plt.show()
 #
 # A decoder layer without cross-attention has two sub-layers, masked self-attention and the
 # feed-forward block, which is exactly an encoder layer given a causal mask. So a GPT-style
-# model is built from `EncoderLayer` and `causal_mask`: token embedding and positions, $N$ layers,
+# model is built from `EncoderLayer` and `causal_mask` ({numref}`sec-attention-masks`): token
+# embedding and positions, $N$ layers,
 # a final norm (GPT-2 uses pre-LN) and the output layer tied to the embedding
 # {cite}`radford2019language`. The cell checks the claim: a pre-LN decoder layer whose
 # cross-attention output projection is zero computes the same as an encoder layer with the same

@@ -1,5 +1,7 @@
 """The built website, opened in headless Chromium: math is typeset, nothing fails to load,
-no request leaves the machine, and a solution dropdown opens on click.
+no request leaves the machine, a solution dropdown opens on click, every chapter shows its
+measured compute budget and how it was executed, and the pages for readers and instructors
+(setup, instructor guide, licences) show the tables generated from the chapters.
 
 Runs on the site `make site` builds (quick mode) — or the one in $TINYBERT_SITE_DIR. Saves
 screenshots in _build/screenshots for a person to look at.
@@ -10,6 +12,7 @@ import contextlib
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -213,3 +216,141 @@ def test_backlinks_in_the_package_point_at_real_sections():
     for page, anchor in sorted(links):
         html = (SITE / page).read_text()
         assert f'id="{anchor}"' in html, f"{page} has no section with id {anchor!r}"
+
+
+# --- the pages for readers and instructors -------------------------------------------------------
+
+def _book_facts():
+    """What the generated pages must show, computed from the chapters and book/budgets.json."""
+    import json
+
+    from book.tools import budget, course
+
+    chapters = [c for c in course.book_chapters() if f"chapters/{c.stem}.html" in CHAPTER_PAGES]
+    return chapters, json.loads(budget.BUDGETS.read_text()), budget, course
+
+
+@pytest.mark.parametrize("name", CHAPTER_PAGES)
+def test_chapter_shows_its_budget_and_how_it_was_executed(server, browser, name):
+    import platform
+
+    import torch
+
+    import tinybert
+
+    _, data, budget, _ = _book_facts()
+    stem = name.split("/")[-1].removesuffix(".html")
+    visit = PageVisit(browser, f"{server}/{name}")
+    try:
+        page = visit.page
+        badge = page.locator("section > h1 + div.tinybert-budget")
+        assert badge.count() == 1, "no compute budget right under the chapter's title"
+        assert badge.is_visible()
+        text = badge.inner_text()
+        assert text.startswith("Compute budget")
+        quick = budget.lookup(data, stem, "quick", "cpu")
+        normal = budget.lookup(data, stem, "normal", "cpu")
+        assert (f"quick mode {budget.duration(quick['seconds'])}" if quick
+                else "quick mode not measured yet") in text
+        assert (f"normal mode {budget.duration(normal['seconds'])}" if normal
+                else "normal mode not measured yet") in text
+        footer = page.locator("div.tinybert-provenance")
+        assert footer.count() == 1, "no provenance footer on a chapter page"
+        footer.scroll_into_view_if_needed()
+        assert footer.is_visible()
+        said = footer.inner_text()
+        assert said.startswith("This page was executed on "), said
+        assert re.search(r"in (quick|normal) mode", said)
+        for fact in (f"tinybert {tinybert.__version__}", f"PyTorch {torch.__version__}",
+                     f"Python {platform.python_version()}"):
+            assert fact in said, f"the footer does not say {fact!r}: {said}"
+        # the footer is the last thing in the chapter's text
+        assert page.evaluate("(() => { const f = document.querySelector('div.tinybert-provenance');"
+                             " return f.nextElementSibling === null; })()")
+        assert visit.outside == [], f"requests left the machine: {visit.outside}"
+    finally:
+        visit.close()
+
+
+def test_instructor_guide_shows_syllabus_goals_budgets_and_exercises(server, browser):
+    chapters, data, budget, course = _book_facts()
+    visit = PageVisit(browser, f"{server}/book/instructors.html")
+    try:
+        page = visit.page
+        page.screenshot(path=str(SHOTS / "instructors.png"), full_page=True)
+
+        def links_in(selector):
+            return page.evaluate(f"Array.from(document.querySelectorAll('{selector} a.internal'))"
+                                 ".map(a => a.getAttribute('href'))")
+
+        syllabi = page.locator("div.tinybert-syllabus table")
+        assert syllabi.count() == 2, "the 7-week and the 14-week plan"
+        for chapter in chapters:  # every published chapter is in both plans, linked
+            hrefs = links_in("div.tinybert-syllabus")
+            assert sum(h.split("#")[0].endswith(f"chapters/{chapter.stem}.html") for h in hrefs) >= 2
+        table = page.locator("div.tinybert-budget-table table")
+        assert table.count() == 1
+        rows = table.locator("tbody tr")
+        assert rows.count() == len(chapters)
+        for index, chapter in enumerate(chapters):
+            cells = rows.nth(index).locator("td").all_inner_texts()
+            quick = budget.lookup(data, chapter.stem, "quick", "cpu")
+            assert cells[1] == (budget.duration(quick["seconds"]) if quick else "not measured yet")
+        goals = page.locator("div.tinybert-chapter-goals li")
+        assert goals.count() == sum(len(course.learning_goals(c)) for c in chapters)
+        exercises = page.locator("div.tinybert-exercise-table tbody tr")
+        assert exercises.count() == sum(len(course.exercises(c)) for c in chapters)
+        checks = page.locator("div.tinybert-exercise-table tbody td code").all_inner_texts()
+        expected = [name for c in chapters for e in course.exercises(c) for name in e.checks]
+        assert checks == expected
+        imports = page.locator("div.tinybert-chapter-imports tbody tr")
+        assert imports.count() == len(chapters)
+        exercise_links = page.evaluate(
+            "Array.from(document.querySelectorAll('div.tinybert-exercise-table td:nth-child(2) a'))"
+            ".map(a => a.getAttribute('href'))")
+        assert len(exercise_links) == exercises.count()
+        for href in exercise_links:  # each exercise link lands on its exercise
+            target, _, anchor = href.partition("#")
+            assert anchor and f'id="{anchor}"' in (SITE / "book" / target).resolve().read_text()
+        assert visit.outside == [], f"requests left the machine: {visit.outside}"
+    finally:
+        visit.close()
+
+
+def test_setup_page_shows_the_doctor_and_the_colab_cell(server, browser):
+    visit = PageVisit(browser, f"{server}/book/setup.html")
+    try:
+        blocks = visit.page.locator("div.highlight pre").all_inner_texts()
+        doctor = [b for b in blocks if "python -m tinybert doctor)" in b]
+        assert doctor, "the doctor's output is not on the setup page"
+        assert re.search(r"^status\s+(ok|check: )", doctor[0], flags=re.MULTILINE)
+        assert re.search(r"^device\s+(cpu|cuda|mps)", doctor[0], flags=re.MULTILINE)
+        colab = [b for b in blocks if 'if "google.colab" in sys.modules:' in b]
+        assert colab and "tinybert @ git+" in colab[0]
+        for section in ("setup-laptop", "setup-conda", "setup-colab", "setup-gpu", "setup-doctor"):
+            assert visit.page.locator(f"#{section}").count() == 1, f"no #{section} section"
+        assert visit.outside == []
+    finally:
+        visit.close()
+
+
+def test_licences_page_credits_every_dataset_and_the_chapters_papers(server, browser):
+    from tinybert.data import REGISTRY
+
+    chapters, _, _, course = _book_facts()
+    visit = PageVisit(browser, f"{server}/book/licences.html")
+    try:
+        page = visit.page
+        credits = page.locator("div.tinybert-dataset-credits").inner_text()
+        for entry in REGISTRY.values():
+            assert entry.name in credits, f"{entry.name} is not credited"
+        for words in ("CC BY-SA 3.0", "CC BY-SA 4.0", "CC BY 4.0", "public domain"):
+            assert words in credits
+        text = page.locator("article").inner_text()
+        assert "MIT" in text and "LICENSE-CONTENT" in text and "share-alike" in text
+        assert "load_gutenberg" in text and "gutenberg_body" in text
+        cited = page.locator("div.tinybert-chapter-citations a.internal").count()
+        assert cited >= sum(len(course.citations(c)) for c in chapters)
+        assert visit.outside == []
+    finally:
+        visit.close()

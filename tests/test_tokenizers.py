@@ -3,7 +3,9 @@ round-trip properties, and errors on bad input."""
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,7 +15,7 @@ hf = pytest.importorskip("tokenizers")
 from tinybert.corpus import load_gutenberg
 from tinybert.data import DataUnavailableError, fetch
 from tinybert.tokenizers.byte_level import ByteLevelBPETokenizer
-from tinybert.tokenizers.normalizers import bert_normalize
+from tinybert.tokenizers.normalizers import bert_normalize, bert_pre_tokenize
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 TRAIN_BOOKS = (1342, 98)      # used to learn the vocabularies
@@ -205,7 +207,8 @@ def test_non_string_input_is_rejected(bad, wordpiece_tokenizer, byte_level_token
 from tinybert.tokenizers.bpe import encode_and_show_work, merge_pair, train_bpe  # noqa: E402
 from tinybert.tokenizers.byte_level import train_byte_level_bpe  # noqa: E402
 from tinybert.tokenizers.wordpiece_training import (  # noqa: E402
-    train_wordpiece, train_wordpiece_tokenizer, wordpiece_merge_scores)
+    bert_word_counts, train_wordpiece, train_wordpiece_simple, train_wordpiece_tokenizer,
+    wordpiece_merge_scores)
 
 
 def test_bpe_reproduces_the_slides(capsys):
@@ -291,27 +294,100 @@ def test_wordpiece_score_prefers_pairs_that_stick_together():
     assert list(vocab)[5:] == ["a", "##b", "##c", "x", "##y", "xy"]
 
 
-def _wordpiece_by_recount(word_counts, vocab_size):
-    words = [[w[0]] + ["##" + c for c in w[1:]] for w in word_counts]
-    counts = list(word_counts.values())
-    vocab = {}
-    for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *(s for w in words for s in w)]:
-        vocab.setdefault(t, len(vocab))
-    while len(vocab) < vocab_size:
-        scores = wordpiece_merge_scores(words, counts)
-        if not scores:
-            break
-        a, b = min(scores, key=lambda p: (-scores[p], vocab[p[0]], vocab[p[1]]))
-        merged = a + b.removeprefix("##")
-        vocab.setdefault(merged, len(vocab))
-        words = [[merged if s == a + b else s for s in merge_pair(w, (a, b))] for w in words]
-    return vocab
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.dictionaries(st.text(alphabet="abcd", min_size=1, max_size=9),
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(alphabet="abcd#", min_size=1, max_size=9),
                        st.integers(1, 20), min_size=1, max_size=12),
-       st.integers(5, 40))
-def test_incremental_wordpiece_equals_recounting(word_counts, vocab_size):
-    assert list(train_wordpiece(word_counts, vocab_size)) == \
-        list(_wordpiece_by_recount(word_counts, vocab_size))
+       st.integers(5, 40), st.integers(1, 3))
+def test_fast_wordpiece_equals_simple(word_counts, vocab_size, min_count):
+    fast = train_wordpiece(word_counts, vocab_size, min_count=min_count)
+    simple = train_wordpiece_simple(word_counts, vocab_size, min_count=min_count)
+    assert list(fast.items()) == list(simple.items())
+
+
+def test_fast_wordpiece_equals_simple_on_real_text(train_text):
+    counts = bert_word_counts(train_text[:600])
+    fast = train_wordpiece(counts, 700, min_count=2)
+    assert len(fast) == 700
+    assert list(fast.items()) == list(train_wordpiece_simple(counts, 700, min_count=2).items())
+
+
+def test_a_smaller_vocabulary_is_a_prefix_of_a_larger_one(train_text):
+    counts = bert_word_counts(train_text[:1500])
+    big = train_wordpiece(counts, 1500, min_count=2)
+    assert list(train_wordpiece(counts, 900, min_count=2).items()) == list(big.items())[:900]
+    bl_big = train_byte_level_bpe(train_text[:1500], 900)
+    bl_small = train_byte_level_bpe(train_text[:1500], 500)
+    assert bl_small.merges == bl_big.merges[:244]
+    assert list(bl_small.vocab.items()) == list(bl_big.vocab.items())[:500]
+
+
+def test_wordpiece_training_rejects_bad_input():
+    with pytest.raises(ValueError, match="min_count"):
+        train_wordpiece({"ab": 2}, 10, min_count=0)
+    with pytest.raises(ValueError, match="non-empty strings"):
+        train_wordpiece_simple({"": 2}, 10)
+    with pytest.raises(ValueError, match="counts >= 0"):
+        train_wordpiece({"ab": -1}, 10)
+
+
+def _bert_word_counts_directly(texts):
+    """Reference: normalise and pre-tokenise each whole text."""
+    counts = Counter()
+    for text in texts:
+        normalized, _ = bert_normalize(text, strip_accents=True, lowercase=True)
+        counts.update(normalized[a:b] for a, b in bert_pre_tokenize(normalized))
+    return counts
+
+
+def test_word_counts_by_chunk_equal_counting_whole_texts(train_text):
+    texts = train_text[:3000] + ODD_TEXTS + ["a\x1fb c", "x\u3000y 東京 東京", "  é  É "]
+    assert list(bert_word_counts(texts).items()) == list(_bert_word_counts_directly(texts).items())
+
+
+def test_merge_pair_into():
+    assert merge_pair(["t", "##h", "##e"], ("t", "##h"), "th") == ["th", "##e"]
+    assert merge_pair(list("abab"), ("a", "b")) == ["ab", "ab"]
+
+
+# ---- encode_batch: the Python code or the Rust `tokenizers` backend ----
+
+def test_encode_batch_backends_agree(wordpiece_pair, byte_level_pair, held_out_texts):
+    texts = held_out_texts[:3000] + ODD_TEXTS
+    wp, bl = wordpiece_pair[0], byte_level_pair[0]
+    for special in (False, True):
+        ours = wp.encode_batch(texts, add_special_tokens=special)
+        assert ours == [wp.encode(t, add_special_tokens=special) for t in texts]
+        assert wp.encode_batch(texts, add_special_tokens=special, backend="tokenizers") == ours
+    ours = bl.encode_batch(texts)
+    assert ours == [bl.encode(t) for t in texts]
+    assert bl.encode_batch(texts, backend="tokenizers") == ours
+    assert wp.encode_batch([]) == [] and bl.encode_batch([], backend="tokenizers") == []
+
+
+def test_encode_batch_backends_agree_with_a_short_word_limit():
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "##a",
+                                         "b", "##b", "ab"])}
+    tok = WordPieceTokenizer(vocab, max_input_chars_per_word=3)
+    texts = ["aaaa ab", "abb b", "aaa", "AB ba bab baba"]
+    ours = tok.encode_batch(texts, add_special_tokens=True)
+    assert ours[0].tokens == ["[CLS]", "[UNK]", "ab", "[SEP]"]
+    assert tok.encode_batch(texts, add_special_tokens=True, backend="tokenizers") == ours
+
+
+def test_encode_batch_rejects_bad_input(wordpiece_tokenizer, byte_level_tokenizer):
+    for tok in (wordpiece_tokenizer, byte_level_tokenizer):
+        with pytest.raises(ValueError, match="backend must be one of"):
+            tok.encode_batch(["a"], backend="rust")
+        with pytest.raises(ValueError, match="list of str, got str"):
+            tok.encode_batch("a text", backend="tokenizers")
+        with pytest.raises(ValueError, match="item of type int"):
+            tok.encode_batch(["a", 3], backend="tokenizers")
+
+
+def test_encode_batch_says_how_to_install_tokenizers(monkeypatch, wordpiece_tokenizer,
+                                                     byte_level_tokenizer):
+    monkeypatch.setitem(sys.modules, "tokenizers", None)     # as if it were not installed
+    for tok in (wordpiece_tokenizer, byte_level_tokenizer):
+        assert tok.encode_batch(["still works"]) == [tok.encode("still works")]
+        with pytest.raises(ImportError, match="pip install tokenizers"):
+            tok.encode_batch(["a"], backend="tokenizers")

@@ -9,5 +9,9 @@ __version__ = "0.1.0"
 from tinybert.multihead import MultiHeadAttention  # noqa: E402
 from tinybert.transformer import Transformer, TransformerConfig  # noqa: E402
 from tinybert.language_model import DecoderOnlyLM  # noqa: E402
+from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel  # noqa: E402
+from tinybert.convert import from_hf, to_hf  # noqa: E402
 
-__all__ = ["MultiHeadAttention", "Transformer", "TransformerConfig", "DecoderOnlyLM", "__version__"]
+__all__ = ["MultiHeadAttention", "Transformer", "TransformerConfig", "DecoderOnlyLM",
+           "BertConfig", "BertModel", "BertForMaskedLM", "BertForPreTraining", "from_hf", "to_hf",
+           "__version__"]

@@ -83,4 +83,5 @@ def progress(iterable=None, *, total: int | None = None, desc: str | None = None
         total = len(iterable)
     every = max(1, (total or 0) // max(1, updates))
     return tqdm(iterable, total=total, desc=desc, file=sys.stdout, ascii=True, ncols=80,
-                mininterval=0.0, miniters=every)
+                mininterval=0.0, miniters=every,
+                maxinterval=float("inf"))   # else tqdm's monitor thread resets miniters to 1 on slow steps

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 
 
 # Built in chapter 7, section "Byte-pair encoding from scratch": chapters/07_tokenization.html#byte-pair-encoding-from-scratch
-def merge_pair(symbols: list[str], pair: tuple[str, str]) -> list[str]:
-    """Replace every occurrence of ``pair`` in ``symbols``, scanning left to right."""
+def merge_pair(symbols: list[str], pair: tuple[str, str], into: str | None = None) -> list[str]:
+    """Replace every occurrence of ``pair`` in ``symbols`` by ``into`` (by default the two
+    symbols joined), scanning left to right."""
+    merged = pair[0] + pair[1] if into is None else into
     out, i = [], 0
     while i < len(symbols):
         if i + 1 < len(symbols) and symbols[i] == pair[0] and symbols[i + 1] == pair[1]:
-            out.append(pair[0] + pair[1])
+            out.append(merged)
             i += 2
         else:
             out.append(symbols[i])

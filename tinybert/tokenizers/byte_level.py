@@ -14,7 +14,7 @@ from pathlib import Path
 import regex
 
 from tinybert.tokenizers.bpe import merge_pair
-from tinybert.tokenizers.encoding import Encoding
+from tinybert.tokenizers.encoding import Encoding, batch_encode, import_tokenizers
 
 # GPT-2's pre-tokenisation pattern.
 GPT2_PATTERN = regex.compile(
@@ -98,9 +98,7 @@ class ByteLevelBPETokenizer:
 
     def to_hugging_face(self):
         """The equivalent Rust tokenizer from the ``tokenizers`` library (for bulk speed)."""
-        from tokenizers import ByteLevelBPETokenizer as RustByteLevelBPETokenizer
-
-        return RustByteLevelBPETokenizer(self.vocab, self.merges)
+        return import_tokenizers().ByteLevelBPETokenizer(self.vocab, self.merges)
 
     def split_piece(self, piece: str) -> list[str]:
         if piece not in self._cache:
@@ -120,13 +118,18 @@ class ByteLevelBPETokenizer:
             position = 0
             for token in self.split_piece(piece):
                 tokens.append(token)
-                offsets.append((char_of_byte[position], char_of_byte[position + len(token) - 1] + 1))
+                last = position + len(token) - 1               # the token's last byte
+                offsets.append((char_of_byte[position], char_of_byte[last] + 1))
                 position += len(token)
         unknown = [t for t in tokens if t not in self.vocab]
         if unknown:
             raise ValueError(f"tokens {unknown[:5]} are not in the vocabulary (expected all 256 "
                              "byte characters in it)")
         return Encoding([self.vocab[t] for t in tokens], tokens, offsets)
+
+    def encode_batch(self, texts: list[str], *, backend: str = "python") -> list[Encoding]:
+        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster, from Rust."""
+        return batch_encode(self, texts, backend)
 
     def decode(self, ids: list[int]) -> str:
         unknown = [i for i in ids if i not in self.id_to_token]

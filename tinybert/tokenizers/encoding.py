@@ -5,7 +5,7 @@ Read it with its explanations at chapters/07_tokenization.html.
 """
 from __future__ import annotations
 
-__all__ = ['Encoding']
+__all__ = ['Encoding', 'BACKENDS', 'batch_encode', 'import_tokenizers']
 
 
 from dataclasses import dataclass, field
@@ -31,3 +31,36 @@ class Encoding:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+
+BACKENDS = ("python", "tokenizers")
+
+
+# Built in chapter 7, section "What an encoding holds": chapters/07_tokenization.html#what-an-encoding-holds
+def batch_encode(tokenizer, texts: list[str], backend: str = "python", **kwargs) -> list[Encoding]:
+    """``tokenizer.encode(text, **kwargs)`` for each text, or the same from the Rust tokenizer
+    that ``tokenizer.to_hugging_face()`` builds (``backend="tokenizers"``)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if not isinstance(texts, (list, tuple)):
+        raise ValueError(f"encode_batch expects a list of str, got {type(texts).__name__}")
+    for text in texts:
+        if not isinstance(text, str):
+            raise ValueError(f"encode_batch expects a list of str, got an item of type "
+                             f"{type(text).__name__}")
+    if backend == "python":
+        return [tokenizer.encode(text, **kwargs) for text in texts]
+    rust = tokenizer.to_hugging_face()
+    return [Encoding(list(e.ids), list(e.tokens), [tuple(o) for o in e.offsets])
+            for e in rust.encode_batch(list(texts), **kwargs)]
+
+
+# Built in chapter 7, section "What an encoding holds": chapters/07_tokenization.html#what-an-encoding-holds
+def import_tokenizers():
+    """The ``tokenizers`` library, or an ImportError that says how to install it."""
+    try:
+        import tokenizers
+    except ImportError as error:
+        raise ImportError("backend='tokenizers' needs Hugging Face's tokenizers library, which "
+                          "is not installed: pip install tokenizers") from error
+    return tokenizers

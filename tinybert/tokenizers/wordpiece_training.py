@@ -5,7 +5,7 @@ Read it with its explanations at chapters/07_tokenization.html.
 """
 from __future__ import annotations
 
-__all__ = ['wordpiece_merge_scores', 'train_wordpiece', 'bert_word_counts', 'train_wordpiece_tokenizer']
+__all__ = ['wordpiece_merge_scores', 'wordpiece_start', 'train_wordpiece_simple', 'train_wordpiece', 'bert_word_counts', 'train_wordpiece_tokenizer']
 
 
 import heapq
@@ -33,88 +33,134 @@ def wordpiece_merge_scores(words: list[list[str]], counts: list[int],
 
 
 # Built in chapter 7, section "Training WordPiece": chapters/07_tokenization.html#training-wordpiece
-def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_count: int = 1,
-                    special_tokens: Iterable[str] = SPECIAL_TOKENS,
-                    prefix: str = "##") -> dict[str, int]:
+def wordpiece_start(word_counts: Mapping[str, int], min_count: int, special_tokens: Iterable[str],
+                    prefix: str) -> tuple[list[list[str]], dict[str, int]]:
+    """Each word as its first character and ``prefix``-marked continuations, and the first
+    vocabulary: the special tokens, then the symbols in order of first appearance."""
+    if not all(isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()):
+        raise ValueError("expected a mapping from non-empty strings to counts >= 0")
+    if min_count < 1:
+        raise ValueError(f"expected min_count >= 1, got {min_count}")
+    words = [[w[0]] + [prefix + c for c in w[1:]] for w in word_counts]
+    vocab: dict[str, int] = {}
+    for token in [*special_tokens, *(s for symbols in words for s in symbols)]:
+        vocab.setdefault(token, len(vocab))
+    return words, vocab
+
+
+# Built in chapter 7, section "Training WordPiece": chapters/07_tokenization.html#training-wordpiece
+def train_wordpiece_simple(word_counts: Mapping[str, int], vocab_size: int, *, min_count: int = 1,
+                           special_tokens: Iterable[str] = SPECIAL_TOKENS,
+                           prefix: str = "##") -> dict[str, int]:
     """Learn a WordPiece vocabulary (special tokens, characters, then merged pieces).
 
     Each step merges the pair with the highest count(ij) / (count(i) count(j)) among pairs seen
     at least ``min_count`` times; ties go to the pair of older symbols.
     """
-    if not all(isinstance(w, str) and w for w in word_counts):
-        raise ValueError("expected a mapping from non-empty strings to counts")
-    words = [[w[0]] + [prefix + c for c in w[1:]] for w in word_counts]
+    words, vocab = wordpiece_start(word_counts, min_count, special_tokens, prefix)
     counts = list(word_counts.values())
-    vocab: dict[str, int] = {}
-    for token in [*special_tokens, *(s for symbols in words for s in symbols)]:
-        vocab.setdefault(token, len(vocab))
-    symbol_counts: Counter[str] = Counter()
-    pair_counts: Counter[tuple[str, str]] = Counter()
-    where: defaultdict[tuple[str, str], set[int]] = defaultdict(set)    # pair -> words
-    partners: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)  # symbol -> pairs
-    for w, (symbols, n) in enumerate(zip(words, counts)):
-        for s in symbols:
-            symbol_counts[s] += n
-        for pair in zip(symbols, symbols[1:]):
-            pair_counts[pair] += n
-            where[pair].add(w)
-            partners[pair[0]].add(pair)
-            partners[pair[1]].add(pair)
-
-    def entry(pair: tuple[str, str]) -> tuple[float, int, int, tuple[str, str]]:
-        a, b = pair
-        return (-pair_counts[pair] / (symbol_counts[a] * symbol_counts[b]), vocab[a], vocab[b], pair)
-
-    # The same lazy heap as train_bpe; a merge changes the scores of all pairs around its symbols.
-    heap = [entry(pair) for pair, c in pair_counts.items() if c >= min_count]
-    heapq.heapify(heap)
-    while heap and len(vocab) < vocab_size:
-        item = heapq.heappop(heap)
-        pair = item[-1]
-        if pair_counts[pair] < min_count or entry(pair) != item:
-            continue                                     # stale
-        a, b = pair
-        merged = a + b.removeprefix(prefix)
+    while len(vocab) < vocab_size:
+        scores = wordpiece_merge_scores(words, counts, min_count)
+        if not scores:
+            break                                    # every word is a single symbol
+        a, b = min(scores, key=lambda pair: (-scores[pair], vocab[pair[0]], vocab[pair[1]]))
+        merged = a + b.removeprefix(prefix)          # "t" + "##he" -> "the"
         vocab.setdefault(merged, len(vocab))
-        changed = set()
-        for w in where.pop(pair):
-            old, n = words[w], counts[w]
-            new = merge_pair(old, pair)
-            new = [merged if s == a + b else s for s in new] if merged != a + b else new
-            for s in old:
-                symbol_counts[s] -= n
-            for s in new:
-                symbol_counts[s] += n
-            for p in zip(old, old[1:]):
-                pair_counts[p] -= n
-                changed.add(p)
-            for p in zip(new, new[1:]):
-                pair_counts[p] += n
-                where[p].add(w)
-                partners[p[0]].add(p)
-                partners[p[1]].add(p)
-                changed.add(p)
-            words[w] = new
-        for s in (a, b):                    # their counts fell: rescore pairs around them
-            partners[s] = {p for p in partners[s] if pair_counts[p] > 0}
-            changed |= partners[s]
-        for p in changed:
-            if pair_counts[p] >= min_count:
-                heapq.heappush(heap, entry(p))
+        words = [merge_pair(symbols, (a, b), merged) for symbols in words]
     return vocab
 
 
-# Built in chapter 7, section "Training WordPiece": chapters/07_tokenization.html#training-wordpiece
+# Built in chapter 7, section "A faster trainer": chapters/07_tokenization.html#a-faster-trainer
+def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_count: int = 1,
+                    special_tokens: Iterable[str] = SPECIAL_TOKENS,
+                    prefix: str = "##") -> dict[str, int]:
+    """``train_wordpiece_simple`` with counts kept up to date: the same vocabulary, faster.
+
+    What changes: an index pair -> words, so a merge touches only the words that contain the
+    pair; symbol and pair counts updated in place instead of recounted; a heap of scores whose
+    out-of-date entries are skipped, and rebuilt when they outnumber the live pairs. The chapter
+    and ``benchmarks/bench_tokenizers.py`` measure the speed-up.
+    """
+    words, vocab = wordpiece_start(word_counts, min_count, special_tokens, prefix)
+    counts = list(word_counts.values())
+    symbol_counts: Counter[str] = Counter()
+    pair_counts: Counter[tuple[str, str]] = Counter()
+    where: defaultdict[tuple[str, str], set[int]] = defaultdict(set)     # pair -> words
+    partners: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)  # symbol -> pairs
+
+    def count(w: int, sign: int) -> list[tuple[str, str]]:
+        """Add word ``w`` to the counts (``sign=1``) or take it out (``sign=-1``)."""
+        symbols, n = words[w], sign * counts[w]
+        pairs = list(zip(symbols, symbols[1:]))
+        for s in symbols:
+            symbol_counts[s] += n
+        for pair in pairs:
+            pair_counts[pair] += n
+            if sign > 0:
+                where[pair].add(w)
+                partners[pair[0]].add(pair)
+                partners[pair[1]].add(pair)
+        return pairs
+
+    def entry(pair: tuple[str, str]) -> tuple[float, int, int, tuple[str, str]]:
+        a, b = pair      # the heap pops the smallest: best score first, then older symbols
+        score = pair_counts[pair] / (symbol_counts[a] * symbol_counts[b])
+        return (-score, vocab[a], vocab[b], pair)
+
+    def fresh_heap() -> list:
+        heap = [entry(pair) for pair, c in pair_counts.items() if c >= min_count]
+        heapq.heapify(heap)
+        return heap
+
+    for w in range(len(words)):
+        count(w, +1)
+    heap = fresh_heap()
+    while heap and len(vocab) < vocab_size:
+        item = heapq.heappop(heap)
+        pair = item[-1]
+        if pair_counts[pair] < min_count or item != entry(pair):
+            continue                                       # out of date
+        a, b = pair
+        merged = a + b.removeprefix(prefix)
+        vocab.setdefault(merged, len(vocab))
+        touched = set()
+        for w in where.pop(pair):                          # only these words change
+            touched.update(count(w, -1))
+            words[w] = merge_pair(words[w], pair, merged)
+            touched.update(count(w, +1))
+        for p in touched:
+            if pair_counts[p] == 0:                        # gone from every word
+                del pair_counts[p]
+                where.pop(p, None)
+                partners[p[0]].discard(p)
+                partners[p[1]].discard(p)
+        # a and b are rarer now, merged more frequent: rescore every pair that contains them.
+        for p in touched | partners[a] | partners[b] | partners[merged]:
+            if pair_counts[p] >= min_count:
+                heapq.heappush(heap, entry(p))
+        if len(heap) > 2 * len(pair_counts) + 1000:        # mostly out-of-date entries
+            heap = fresh_heap()
+    return vocab
+
+
+# Built in chapter 7, section "A faster trainer": chapters/07_tokenization.html#a-faster-trainer
 def bert_word_counts(texts: Iterable[str], *, lowercase: bool = True) -> Counter[str]:
-    """Count the words BERT's normaliser and pre-tokeniser produce from ``texts``."""
+    """Count the words BERT's normaliser and pre-tokeniser produce from ``texts``, in order of
+    first appearance.
+
+    The normaliser treats each character on its own and a space always ends a word, so each
+    distinct space-separated chunk is normalised once, however often it occurs.
+    """
+    chunks = Counter(chunk for text in texts for chunk in text.split(" "))
     counts: Counter[str] = Counter()
-    for text in texts:
-        normalized, _ = bert_normalize(text, strip_accents=lowercase, lowercase=lowercase)
-        counts.update(normalized[a:b] for a, b in bert_pre_tokenize(normalized))
+    for chunk, n in chunks.items():
+        normalized, _ = bert_normalize(chunk, strip_accents=lowercase, lowercase=lowercase)
+        for a, b in bert_pre_tokenize(normalized):
+            counts[normalized[a:b]] += n
     return counts
 
 
-# Built in chapter 7, section "Training WordPiece": chapters/07_tokenization.html#training-wordpiece
+# Built in chapter 7, section "A faster trainer": chapters/07_tokenization.html#a-faster-trainer
 def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int, *, lowercase: bool = True,
                               min_count: int = 2) -> WordPieceTokenizer:
     vocab = train_wordpiece(bert_word_counts(texts, lowercase=lowercase), vocab_size,

@@ -1,0 +1,1670 @@
+# ---
+# jupyter:
+#   jupytext:
+#     default_lexer: ipython3
+#     formats: md:myst,py:percent
+#     notebook_metadata_filter: tinybert
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+#   tinybert:
+#     module: models.bert
+# ---
+
+# %% [markdown]
+# (sec-bert)=
+# # BERT
+#
+# BERT, *Bidirectional Encoder Representations from Transformers* {cite}`devlin2019bert`, is the
+# Transformer's {term}`encoder` and nothing else: no decoder, no causal mask, every token attends
+# to every other token in both directions. What made it famous is how it is used. It is first
+# *pretrained* on plain text with two self-made tasks (fill in masked words, and tell whether two
+# pieces of text follow each other), and the pretrained encoder is then *fine-tuned* on a small
+# labelled data set for the task at hand. This chapter builds the model; the next two pretrain it
+# and fine-tune it.
+#
+# Almost every part of BERT is already in `tinybert`. What is new is the input (three embedding
+# tables added together), the way a pair of texts is packed into one sequence, the pooler, the two
+# pretraining heads, and the practical side of a real model: published sizes, loading the weights
+# that Google released through Hugging Face, and saving our own.
+#
+# **What you will learn**
+#
+# - how BERT turns `[CLS] Paris is a beautiful city [SEP] I love Paris [SEP]` into an
+#   $11 \times 768$ matrix: token, segment and position {term}`embeddings <embedding>`, added, then
+#   {term}`layer-normalized <layer normalization>`;
+# - the encoder stack (post-LN layers with GELU), built from the attention of {doc}`04_multihead_attention`
+#   and the feed-forward block of {doc}`01_feedforward`, with a fast path proved equal to it;
+# - the pooler on `[CLS]`, the masked-language-model head whose output matrix *is* the token
+#   embedding table, and the next-sentence head;
+# - the published sizes as configuration presets, with parameter counts that match Hugging Face's
+#   to the last parameter, part by part;
+# - converting models to and from Hugging Face `transformers` with outputs equal to $10^{-5}$,
+#   saving and loading checkpoints safely, and how to run the real `bert-base-uncased`;
+# - what *contextual* means, measured: the same word gets different vectors in different sentences.
+#
+# **Uses.** From {doc}`04_multihead_attention`: `MultiHeadAttention` and `merge_heads`. From
+# {doc}`03_attention`: `fast_scaled_dot_product_attention` and `padding_mask`. From
+# {doc}`01_feedforward`: `PositionwiseFeedForward`, `get_activation` and `count_parameters`. From
+# {doc}`06_transformer`: the design of the post-LN layer, and its `LayerNorm`, which we check
+# against PyTorch's.
+# From {doc}`07_tokenization`: `WordPieceTokenizer` and its `SPECIAL_TOKENS`. The model goes to `tinybert.models.bert`,
+# the converters to `tinybert.convert`, saving and loading to `tinybert.checkpoint`.
+#
+# (sec-bert-setup)=
+# ## Setup
+#
+# The first cell holds the imports of `tinybert.models.bert`; the second, those of the teaching code.
+
+# %% tags=["export"]
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tinybert.attention import fast_scaled_dot_product_attention, padding_mask
+from tinybert.feedforward import PositionwiseFeedForward, get_activation
+from tinybert.multihead import MultiHeadAttention, merge_heads
+
+# %%
+import json
+import math
+import tempfile
+import warnings
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from tinybert.feedforward import count_parameters
+from tinybert.runtime import get_device, is_quick, seed_everything
+from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
+
+device = get_device()
+print(f"device: {device}, quick mode: {is_quick()}")
+
+
+# %% [markdown]
+# (sec-bert-overview)=
+# ## BERT in one paragraph
+#
+# The input is one or two pieces of text, called sentence A and sentence B although each may hold
+# several real sentences, tokenized with WordPiece ({doc}`07_tokenization`) and packed as
+#
+# $$\texttt{[CLS]}\ \text{A}\ \texttt{[SEP]}\ \text{B}\ \texttt{[SEP]}$$
+#
+# with at most 512 tokens in all. `[CLS]` (classification) is a token like any other whose final
+# vector is used as a summary of the whole input; `[SEP]` marks where a sentence ends. The
+# encoder maps the $T$ tokens to $T$ vectors of width $D$, each a function of the entire input:
+# these are the {term}`contextual embeddings <contextual embedding>` that every later use of BERT
+# reads. Pretraining adds two small heads on top, one that predicts hidden words from their
+# position's vector, and one that predicts from the `[CLS]` vector whether B really followed A.
+#
+# (sec-bert-config)=
+# ## The configuration
+#
+# A BERT is fixed by a handful of numbers. Our config uses the book's names (`d_model`,
+# `n_layers`, ...); the names Hugging Face uses (`hidden_size`, `num_hidden_layers`, ...) appear
+# only in the converter ({ref}`sec-bert-convert`). The presets are the published sizes
+# {cite}`devlin2019bert`: BERT-base has 12 layers of width 768 with 12 heads, BERT-large 24 layers
+# of width 1024 with 16 heads, both with $d_\text{ff} = 4D$ and 512 positions; the original
+# Transformer had 6 layers of width 512 with 8 heads {cite}`vaswani2017attention`. `bert-mini` is
+# this course's own size, small enough to pretrain on a laptop in {doc}`09_pretraining`.
+# The last field, `fast`, changes no weight and no result, only the speed ({ref}`sec-bert-fast`).
+
+# %% tags=["export"]
+@dataclass
+class BertConfig:
+    """Every number that fixes a BERT before training. Hugging Face's names are in tinybert.convert."""
+
+    vocab_size: int = 30522           # V, WordPiece vocabulary of bert-base-uncased
+    d_model: int = 768                # D, width of every position's vector (HF hidden_size)
+    n_layers: int = 12                # N, encoder layers (HF num_hidden_layers)
+    n_heads: int = 12                 # H, attention heads per layer; Dh = D / H
+    d_ff: int = 3072                  # F, hidden width of the feed-forward block (HF intermediate_size)
+    max_len: int = 512                # rows of the position table: the longest input (HF max_position_embeddings)
+    type_vocab_size: int = 2          # rows of the segment table: sentence A and sentence B
+    dropout: float = 0.1              # on the embeddings and every sub-layer's output (HF hidden_dropout_prob)
+    attention_dropout: float = 0.1    # on the attention weights (HF attention_probs_dropout_prob)
+    layer_norm_eps: float = 1e-12     # ε of every LayerNorm (Google's checkpoints use 1e-12)
+    initializer_range: float = 0.02   # std of the normal initialisation of weights and embeddings
+    pad_token_id: int = 0             # the [PAD] row of the token table, kept at zero
+    activation: str = "gelu"          # exact (erf) GELU, Hugging Face's "gelu"
+    fast: bool = True                 # SDPA + one fused QKV matmul; False: the chapter 3/4 path (same function)
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_len", "type_vocab_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"BertConfig.{name}: expected a positive int, got {value!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"BertConfig: d_model = {self.d_model} must be divisible by n_heads = {self.n_heads}")
+        for name in ("dropout", "attention_dropout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+                raise ValueError(f"BertConfig.{name}: expected a probability in [0, 1), got {value!r}")
+        if not (isinstance(self.pad_token_id, int) and 0 <= self.pad_token_id < self.vocab_size):
+            raise ValueError(f"BertConfig.pad_token_id: expected an id in [0, {self.vocab_size}), "
+                             f"got {self.pad_token_id!r}")
+        if not self.layer_norm_eps > 0 or not self.initializer_range > 0:
+            raise ValueError(f"BertConfig: layer_norm_eps and initializer_range must be positive, got "
+                             f"{self.layer_norm_eps!r} and {self.initializer_range!r}")
+        get_activation(self.activation)                      # raises ValueError for an unknown name
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> BertConfig:
+        """A published size by name (see BERT_PRESETS), with any field overridden."""
+        if name not in BERT_PRESETS:
+            raise ValueError(f"unknown BERT preset {name!r}; known presets: {', '.join(BERT_PRESETS)}")
+        return cls(**{**BERT_PRESETS[name], **overrides})
+
+    def to_dict(self) -> dict:
+        return asdict(self)                                  # only ints, floats, strs and bools: JSON-safe
+
+    @classmethod
+    def from_dict(cls, d: dict) -> BertConfig:
+        names = {f.name for f in fields(cls)}
+        unknown, missing = sorted(set(d) - names), sorted(names - set(d))
+        if unknown or missing:
+            raise ValueError(f"{cls.__name__}.from_dict: unknown keys {unknown}, missing keys {missing}")
+        return cls(**d)
+
+
+BERT_PRESETS = {
+    "bert-base-uncased": dict(),                                                    # N=12, D=768, H=12
+    "bert-large-uncased": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),  # N=24, D=1024, H=16
+    "bert-base-cased": dict(vocab_size=28996),                                       # a cased WordPiece vocabulary
+    "bert-large-cased": dict(vocab_size=28996, d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
+    "bert-mini": dict(vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128),  # this course's
+}
+
+# %%
+print(f"{'preset':<20} {'V':>6} {'D':>5} {'N':>3} {'H':>3} {'Dh':>4} {'F':>5} {'max_len':>7}")
+for name in BERT_PRESETS:
+    c = BertConfig.preset(name)
+    print(f"{name:<20} {c.vocab_size:>6} {c.d_model:>5} {c.n_layers:>3} {c.n_heads:>3} "
+          f"{c.d_model // c.n_heads:>4} {c.d_ff:>5} {c.max_len:>7}")
+assert BertConfig.preset("bert-large-uncased").d_model // BertConfig.preset("bert-large-uncased").n_heads == 64
+
+
+# %% [markdown]
+# Every head has $D_h = 64$ features in both published sizes: BERT-large is wider by having more
+# heads, not wider heads.
+#
+# (sec-bert-embeddings)=
+# ## Input embeddings
+#
+# BERT's input vector for position $t$ is the sum of three learned vectors, normalized
+# {cite}`devlin2019bert`:
+#
+# $$\mathbf x_t = \operatorname{LayerNorm}\bigl(\mathbf E^\text{token}_{w_t} + \mathbf E^\text{segment}_{s_t}
+# + \mathbf E^\text{position}_{t}\bigr),$$
+#
+# followed by dropout. $w_t$ is the token's id in the WordPiece vocabulary ($V$ rows), $s_t \in \{0, 1\}$
+# says whether the token belongs to sentence A (up to and including its `[SEP]`) or to sentence B
+# (2 rows), and $t$ is the position (512 rows). All three tables are trained with the rest of the
+# model. The position table replaces the Transformer's fixed sinusoids with learned vectors, one
+# per position, as in {ref}`sec-pos-learned`; this is also why BERT cannot
+# read more than 512 tokens, since there are no vectors for position 512 and beyond. (One of the
+# course's slide decks calls the position embeddings "not learnable"; in BERT they are learned,
+# and the weights released with the paper contain the trained table.)
+#
+# Adding, not concatenating, keeps the width at $D$. Because the three tables are trained
+# together, the model can keep the three kinds of information in different directions of the
+# same space, and the LayerNorm that follows brings every position's sum back to a common scale.
+#
+# The first thing every model does is set its weights to their starting values, in one place:
+# normal with standard deviation 0.02 for every weight matrix and embedding table, zero biases,
+# and LayerNorms that start as the identity. (Google's original code draws from a normal
+# truncated at two standard deviations; Hugging Face's, like ours, from a plain normal.) The
+# `[PAD]` row of the token table starts at zero, and `padding_idx` keeps its gradient at zero, as
+# in Hugging Face's.
+
+# %% tags=["export"]
+def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
+    """BERT's initialisation, applied with module.apply: N(0, std²) weights, zero biases, identity LayerNorms.
+
+    The [PAD] row of a token table (its padding_idx) starts at zero, as in Hugging Face's code.
+    """
+    if isinstance(module, nn.Linear):
+        nn.init.normal_(module.weight, mean=0.0, std=std)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, mean=0.0, std=std)
+        if module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()
+    elif isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)
+
+
+class BertEmbeddings(nn.Module):
+    """x_t = Dropout(LayerNorm(E_token[w_t] + E_segment[s_t] + E_position[t])): (B, T) ids -> (B, T, D)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        D = config.d_model
+        self.token_embeddings = nn.Embedding(config.vocab_size, D, padding_idx=config.pad_token_id)
+        self.segment_embeddings = nn.Embedding(config.type_vocab_size, D)   # E_A, E_B
+        self.position_embeddings = nn.Embedding(config.max_len, D)          # E_0 ... E_{max_len - 1}, learned
+        self.norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        B, T = input_ids.shape
+        positions = torch.arange(T, device=input_ids.device)                # (T,) 0, 1, ..., T - 1
+        x = self.token_embeddings(input_ids) + self.segment_embeddings(token_type_ids)  # (B, T, D)
+        x = x + self.position_embeddings(positions)                         # (B, T, D) + (T, D)
+        return self.dropout(self.norm(x))                                   # (B, T, D)
+
+
+# %% [markdown]
+# (sec-bert-paris)=
+# ### The Paris example
+#
+# The lecture slides' example is the pair "Paris is a beautiful city" / "I love Paris". We need a
+# WordPiece vocabulary that knows these words; a real one has 30,522 entries, ours has the five
+# special tokens of {doc}`07_tokenization` and the words of this chapter's examples. Packing a pair
+# is a few lines: `[CLS]`, the tokens of A, `[SEP]`, the tokens of B, `[SEP]`, with segment 0 up
+# to the first `[SEP]` and segment 1 after it.
+
+# %%
+example_words = ("paris is a beautiful city i love my pet python coding in the snake ate rat "
+                 "write code every day river bank money at").split()
+small_vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *dict.fromkeys(example_words)])}
+small_tokenizer = WordPieceTokenizer(small_vocab)
+
+
+def tokens_for_pair(tokenizer: WordPieceTokenizer, text_a: str, text_b: str | None = None):
+    """[CLS] A [SEP] (B [SEP]): the tokens, their ids, and their segment ids (0 for A and its [SEP], 1 for B)."""
+    tokens = ["[CLS]", *tokenizer.encode(text_a).tokens, "[SEP]"]
+    segments = [0] * len(tokens)
+    if text_b is not None:
+        b_tokens = [*tokenizer.encode(text_b).tokens, "[SEP]"]
+        tokens += b_tokens
+        segments += [1] * len(b_tokens)
+    return tokens, [tokenizer.vocab[t] for t in tokens], segments
+
+
+paris_tokens, paris_ids, paris_segments = tokens_for_pair(small_tokenizer, "Paris is a beautiful city", "I love Paris")
+print(f"{'position':<10}" + "".join(f"{t:>10}" for t in range(len(paris_tokens))))
+print(f"{'token':<10}" + "".join(f"{t:>10}" for t in paris_tokens))
+print(f"{'id':<10}" + "".join(f"{i:>10}" for i in paris_ids))
+print(f"{'segment':<10}" + "".join(f"{'AB'[s]:>10}" for s in paris_segments))
+assert paris_tokens == ["[CLS]", "paris", "is", "a", "beautiful", "city", "[SEP]", "i", "love", "paris", "[SEP]"]
+assert paris_segments == [0] * 7 + [1] * 4
+
+# %% [markdown]
+# Eleven tokens, seven in segment A and four in segment B, as on the slide. Now the embedding
+# layer of a randomly initialised BERT-base. Its token table has 30,522 rows; our ids are all
+# small, so any of them is a valid row. (Random weights are all we need to check shapes and
+# arithmetic; {ref}`sec-bert-real` shows how to load the trained ones.)
+
+# %%
+seed_everything(0)
+e = BertEmbeddings(BertConfig.preset("bert-base-uncased")).eval()      # eval: no dropout
+e.apply(init_bert_weights)
+ids = torch.tensor([paris_ids])                                        # (B, T) = (1, 11)
+segments = torch.tensor([paris_segments])                             # (1, 11)
+
+with torch.no_grad():
+    token_part = e.token_embeddings(ids)                               # (1, 11, 768) E_[CLS], E_paris, ...
+    segment_part = e.segment_embeddings(segments)                     # (1, 11, 768) E_A ... E_A, E_B ... E_B
+    position_part = e.position_embeddings(torch.arange(ids.shape[1])) # (11, 768)    E_0 ... E_10
+    x = e(ids, segments)                                               # (1, 11, 768)
+    by_hand = F.layer_norm(token_part + segment_part + position_part, (768,),
+                           e.norm.weight, e.norm.bias, eps=e.norm.eps)
+for name, part in [("token", token_part), ("segment", segment_part), ("position", position_part),
+                   ("sum, LayerNorm", x)]:
+    print(f"{name:<15} {tuple(part.shape)}")
+assert x.shape == (1, 11, 768)
+assert torch.allclose(x, by_hand, atol=1e-6)
+# "paris" at positions 1 and 9: the same token row, different segment and position rows
+assert torch.equal(token_part[0, 1], token_part[0, 9]) and not torch.allclose(x[0, 1], x[0, 9])
+
+# %% [markdown]
+# The two occurrences of "paris" start from the same row of the token table but already differ
+# after the embedding layer, through their segment and position vectors. They do not yet differ
+# through *meaning*: that is the encoder's job.
+#
+# (sec-bert-encoder)=
+# ## The encoder
+#
+# Each of BERT's $N$ layers is the Transformer encoder layer of {doc}`06_transformer` in its
+# original *post-LN* form: a {term}`residual connection <residual connection>` around
+# {term}`multi-head <multi-head attention>` {term}`self-attention`, then one around the
+# position-wise feed-forward block, each followed by a LayerNorm,
+#
+# $$\mathbf h = \operatorname{LN}\bigl(\mathbf x + \operatorname{Dropout}(\operatorname{MultiHead}(\mathbf x))\bigr),
+# \qquad \mathbf y = \operatorname{LN}\bigl(\mathbf h + \operatorname{Dropout}(\operatorname{FFN}(\mathbf h))\bigr),$$
+#
+# with the FFN's activation GELU {cite}`hendrycks2016gelu` instead of ReLU and $d_\text{ff} = 4D$.
+# Dropout acts in three places: on the embeddings, on each sub-layer's output before it is added
+# back, and on the attention weights.
+#
+# We compose the layer from the parts of earlier chapters: `MultiHeadAttention` of
+# {doc}`04_multihead_attention`, which already supports dropout on its attention weights, and
+# `PositionwiseFeedForward` of {doc}`01_feedforward`. Chapter 6's `EncoderLayer` would almost do,
+# but it has no attention dropout, so BERT gets its own two-line layer. For the LayerNorms we use
+# PyTorch's `nn.LayerNorm`. It computes the same function as chapter 6's hand-written `LayerNorm`
+# {cite}`ba2016layernorm` (mean and *biased* variance over the last axis, $\varepsilon$ inside the
+# square root, then the scale $\boldsymbol\gamma$ and shift $\boldsymbol\beta$), has the same
+# parameters, and runs as one fused kernel. The cell checks the "same function" part, with
+# BERT's $\varepsilon = 10^{-12}$:
+
+# %%
+from tinybert.transformer_layers import LayerNorm as TeachingLayerNorm   # chapter 6's, tested there
+
+seed_everything(1)
+teaching_norm, torch_norm = TeachingLayerNorm(37, eps=1e-12), nn.LayerNorm(37, eps=1e-12)
+with torch.no_grad():
+    for p in (*teaching_norm.parameters(), *torch_norm.parameters()):
+        p.normal_()
+    torch_norm.load_state_dict(teaching_norm.state_dict())            # same names: weight (γ), bias (β)
+    z = torch.randn(13, 7, 37) * 5 + 3                                # (B, T, D) far from normalized
+    norm_error = (teaching_norm(z) - torch_norm(z)).abs().max().item()
+print(f"chapter 6 LayerNorm vs nn.LayerNorm: max difference {norm_error:.1e}")
+assert norm_error < 1e-5
+
+
+# %% tags=["export"]
+class BertLayer(nn.Module):
+    """One post-LN encoder layer: x = LN(x + Dropout(SelfAttention(x))), then x = LN(x + Dropout(FFN(x))).
+
+    Shapes: x (B, T, D) -> (B, T, D); mask bool (True = may attend) broadcastable to (B, H, T, T).
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        D = config.d_model
+        self.fast = config.fast
+        self.attention = MultiHeadAttention(D, config.n_heads, dropout=config.attention_dropout, fast=config.fast)
+        self.attention_norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
+        self.feed_forward = PositionwiseFeedForward(D, config.d_ff, activation=config.activation)
+        self.feed_forward_norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.dropout)                 # residual dropout on each sub-layer's output
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        if self.fast:
+            attended = fused_self_attention(self.attention, x, mask)          # (B, T, D)
+        else:
+            attended, _ = self.attention(x, mask=mask)                       # (B, T, D)
+        x = self.attention_norm(x + self.dropout(attended))                  # add & norm
+        x = self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))   # add & norm
+        return x
+
+
+class BertEncoder(nn.Module):
+    """N BertLayers in a row: (B, T, D) -> (B, T, D), plus every layer's output when asked."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.n_layers))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                output_hidden_states: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+        hidden_states = [x] if output_hidden_states else None       # the embeddings come first
+        for layer in self.layers:
+            x = layer(x, mask)                                       # (B, T, D)
+            if hidden_states is not None:
+                hidden_states.append(x)
+        return x, None if hidden_states is None else tuple(hidden_states)
+
+
+# %% [markdown]
+# (sec-bert-fast)=
+# ### The fast path
+#
+# With `fast=False` a layer runs exactly the code of chapters 3 and 4: three projections, the
+# explicit softmax of `scaled_dot_product_attention` with its attention weights. With
+# `fast=True` (the default) it makes two changes that leave the function unchanged. It projects
+# $Q$, $K$ and $V$ with **one** matrix product, concatenating the three $D \times D$ weight
+# matrices into one $D \times 3D$ matrix (the fused layout that chapter 4 found in
+# `nn.MultiheadAttention`), and it calls PyTorch's `scaled_dot_product_attention` kernel through
+# chapter 3's `fast_scaled_dot_product_attention`. The weights stay three separate `nn.Linear`
+# layers, so both paths read the same parameters and the same checkpoints.
+
+# %% tags=["export"]
+def fused_self_attention(attention: MultiHeadAttention, x: torch.Tensor,
+                         mask: torch.Tensor | None = None) -> torch.Tensor:
+    """attention(x, mask=mask)[0] with one (D, 3D) matmul for Q, K and V and the SDPA kernel.
+
+    The fast path of BertLayer: the same weights and the same function as MultiHeadAttention's
+    forward (a test checks that they agree), but one large matrix product instead of three, and no
+    attention weights are returned. benchmarks/bench_bert.py measures what it gains.
+    """
+    B, T, D = x.shape
+    H, Dh = attention.n_heads, attention.d_head
+    weight = torch.cat([attention.query.weight, attention.key.weight, attention.value.weight])   # (3D, D)
+    bias = None
+    if attention.query.bias is not None:
+        bias = torch.cat([attention.query.bias, attention.key.bias, attention.value.bias])       # (3D,)
+    qkv = F.linear(x, weight, bias)                                       # (B, T, 3D)
+    q, k, v = qkv.view(B, T, 3, H, Dh).permute(2, 0, 3, 1, 4)              # 3 × (B, H, T, Dh)
+    dropout_p = attention.dropout if attention.training else 0.0
+    heads, _ = fast_scaled_dot_product_attention(q, k, v, mask=mask, dropout_p=dropout_p)      # (B, H, T, Dh)
+    return attention.output(merge_heads(heads))                           # (B, T, D)
+
+
+# %% [markdown]
+# The two paths on the same layer, with a padding mask:
+
+# %%
+seed_everything(2)
+layer = BertLayer(BertConfig.preset("bert-mini")).eval()
+h = torch.randn(13, 7, 256)                                             # (B, T, D)
+mask = padding_mask(torch.randint(1, 8, (13,)), 7)                     # (B, 1, 1, T)
+with torch.no_grad():
+    layer.fast = layer.attention.fast = False                          # chapter 3's explicit attention
+    teaching = layer(h, mask)
+    layer.fast = layer.attention.fast = True                           # fused QKV + SDPA
+    fused = layer(h, mask)
+fast_error = (teaching - fused).abs().max().item()
+print(f"teaching path vs fast path: max difference {fast_error:.1e}")
+assert fast_error < 1e-5
+
+
+# %% [markdown]
+# (sec-bert-model)=
+# ## The model
+#
+# `BertModel` strings the parts together: check the inputs, embed, turn the
+# {term}`padding mask` into the book's attention mask, run the layers, and pool. The inputs are
+# Hugging Face's, so that tokenizers and data pipelines built for it fit: `input_ids` (B, T),
+# `token_type_ids` (B, T), which defaults to all zeros (a single sentence A), and an
+# `attention_mask` (B, T) that is 1 (or True) at real tokens and 0 at padding. Bad input is
+# caught before it turns into an index error deep inside an embedding lookup: ids outside the
+# vocabulary, segment ids outside the segment table, sequences longer than the position table.
+
+# %% tags=["export"]
+def _describe(x) -> str:
+    return f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def _check_ids(name: str, ids, shape: tuple[int, ...] | None, upper: int, why: str) -> None:
+    """Raise ValueError unless ``ids`` is an integer tensor (of ``shape``) with values in [0, upper)."""
+    if not isinstance(ids, torch.Tensor) or ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+        raise ValueError(f"{name}: expected an integer tensor (torch.long), got {_describe(ids)}")
+    if shape is None and ids.dim() != 2:
+        raise ValueError(f"{name}: expected shape (B, T), got {_describe(ids)}")
+    if shape is not None and tuple(ids.shape) != shape:
+        raise ValueError(f"{name}: expected shape {shape} like input_ids, got {_describe(ids)}")
+    if ids.numel():
+        low, high = (int(v) for v in torch.aminmax(ids))              # one pass over the ids
+        if low < 0 or high >= upper:
+            raise ValueError(f"{name}: expected values in [0, {upper}) ({why}), got values from {low} to {high}")
+
+
+def bert_attention_mask(attention_mask, shape: tuple[int, int]) -> torch.Tensor | None:
+    """(B, T) bool or 0/1 ints, True/1 = real token -> bool (B, 1, 1, T) mask for attention, or None.
+
+    None when there is no padding at all, so that attention skips masking altogether.
+    """
+    if attention_mask is None:
+        return None
+    if not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != shape:
+        raise ValueError(f"attention_mask: expected shape {shape} like input_ids, got {_describe(attention_mask)}")
+    if attention_mask.dtype == torch.bool:
+        no_padding = bool(attention_mask.all())
+    else:
+        integer = not (attention_mask.is_floating_point() or attention_mask.is_complex())
+        low, high = (int(v) for v in torch.aminmax(attention_mask)) if integer and attention_mask.numel() else (1, 1)
+        if not integer or low < 0 or high > 1:
+            raise ValueError(f"attention_mask: expected bool or 0/1 integers (1 = real token), "
+                             f"got {_describe(attention_mask)}")
+        no_padding, attention_mask = low == 1, attention_mask == 1
+    return None if no_padding else padding_mask(attention_mask)     # (B, 1, 1, T)
+
+
+# %% [markdown]
+# The **pooler** turns the whole sequence into one vector. It takes the final vector of the first
+# position, `[CLS]`, and passes it through a dense layer with a tanh {cite}`devlin2019bert`:
+#
+# $$\mathbf p = \tanh(\mathbf W_p\, \mathbf h_{[\mathrm{CLS}]} + \mathbf b_p).$$
+#
+# Why can one position stand for the sequence? Through self-attention, the vector at `[CLS]` is a
+# function of every token of the input, and since the token itself carries no meaning of its own,
+# pretraining (the next-sentence task below reads only $\mathbf p$) teaches the layers to gather
+# into it whatever that task needs. The model returns the pooled vector next to the per-token ones.
+
+# %% tags=["export"]
+@dataclass
+class BertOutput:
+    last_hidden_state: torch.Tensor                          # (B, T, D) one contextual vector per token
+    pooler_output: torch.Tensor | None                       # (B, D) tanh(dense([CLS])), None without a pooler
+    hidden_states: tuple[torch.Tensor, ...] | None = None    # embeddings + every layer's output, when asked
+
+
+class BertPooler(nn.Module):
+    """pooled = tanh(W h_[CLS] + b): the sequence summarised by its first position, (B, T, D) -> (B, D)."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.dense = nn.Linear(d_model, d_model)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(hidden[:, 0]))          # (B, D) the [CLS] position only
+
+
+class BertModel(nn.Module):
+    """BERT's encoder: embeddings, N post-LN Transformer layers, and the pooler on [CLS]."""
+
+    config_class = BertConfig
+
+    def __init__(self, config: BertConfig, add_pooler: bool = True):
+        super().__init__()
+        if not isinstance(config, BertConfig):
+            raise ValueError(f"BertModel expects a BertConfig, got {type(config).__name__}")
+        self.config = config
+        self.init_kwargs = {"add_pooler": add_pooler}        # what tinybert.checkpoint needs to rebuild it
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config.d_model) if add_pooler else None
+        self.apply(lambda module: init_bert_weights(module, config.initializer_range))
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None, output_hidden_states: bool = False) -> BertOutput:
+        c = self.config
+        _check_ids("input_ids", input_ids, None, c.vocab_size, "the vocabulary size")
+        B, T = input_ids.shape
+        if not 1 <= T <= c.max_len:
+            raise ValueError(f"input_ids: sequences of 1 to max_len = {c.max_len} tokens, got length {T}")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)                 # everything is sentence A
+        _check_ids("token_type_ids", token_type_ids, (B, T), c.type_vocab_size, "the number of segments")
+        mask = bert_attention_mask(attention_mask, (B, T))               # (B, 1, 1, T) or None
+        x = self.embeddings(input_ids, token_type_ids)                    # (B, T, D)
+        x, hidden_states = self.encoder(x, mask, output_hidden_states)    # (B, T, D)
+        pooled = self.pooler(x) if self.pooler is not None else None      # (B, D)
+        return BertOutput(last_hidden_state=x, pooler_output=pooled, hidden_states=hidden_states)
+
+
+# %% [markdown]
+# The Paris pair through the whole of BERT-base, built once here (random weights again) and used
+# for the rest of the chapter's BERT-base examples: eleven tokens in, eleven contextual vectors of
+# width 768 out, and one pooled vector.
+
+# %%
+seed_everything(0)
+base = BertModel(BertConfig.preset("bert-base-uncased")).eval()
+with torch.no_grad():
+    paris = base(ids, segments, output_hidden_states=True)
+print(f"last_hidden_state {tuple(paris.last_hidden_state.shape)}, pooler_output {tuple(paris.pooler_output.shape)}, "
+      f"{len(paris.hidden_states)} hidden states (embeddings + {base.config.n_layers} layers)")
+assert paris.last_hidden_state.shape == (1, 11, 768) and paris.pooler_output.shape == (1, 768)
+assert torch.equal(paris.hidden_states[0], base.embeddings(ids, segments))   # the input of layer 1
+assert paris.pooler_output.abs().max() < 1                              # tanh
+
+# %% [markdown]
+# A batch of texts of different lengths is padded to a common length, and the attention mask
+# keeps the padding out: no real token attends to a `[PAD]`. So appending padding must leave the
+# real positions' vectors unchanged, and leaving out the mask must not. Both claims, on the Paris
+# pair padded from 11 to 16 tokens:
+
+# %%
+padded_ids = torch.cat([ids, torch.zeros(1, 5, dtype=torch.long)], dim=1)           # (1, 16), [PAD] = 0
+padded_segments = torch.cat([segments, torch.zeros(1, 5, dtype=torch.long)], dim=1)
+attention_mask = torch.cat([torch.ones(1, 11), torch.zeros(1, 5)], dim=1).long()    # 1 = real token
+with torch.no_grad():
+    masked = base(padded_ids, padded_segments, attention_mask).last_hidden_state[:, :11]
+    unmasked = base(padded_ids, padded_segments).last_hidden_state[:, :11]
+padding_error = (masked - paris.last_hidden_state).abs().max().item()
+print(f"real positions with padding, masked: max change {padding_error:.1e}; "
+      f"without the mask: {(unmasked - paris.last_hidden_state).abs().max().item():.2f}")
+assert padding_error < 1e-4
+assert not torch.allclose(unmasked, paris.last_hidden_state, atol=1e-2)
+
+# %% [markdown]
+# (sec-bert-heads)=
+# ## The pretraining heads
+#
+# BERT is pretrained with two tasks at once {cite}`devlin2019bert`, each with its own small head.
+# {doc}`09_pretraining` builds the data for them (which tokens to mask, which pairs to draw); here
+# we build the heads and their losses.
+#
+# (sec-bert-mlm)=
+# ### The masked-language-model head
+#
+# *Masked language modelling* hides some input tokens (replacing most of them by `[MASK]`) and
+# asks the model to recover them from their final vectors. The head turns a vector $\mathbf h_t$
+# into one score (logit) per vocabulary entry: a dense layer with GELU and a LayerNorm, then a
+# linear map to $V$ scores,
+#
+# $$\mathbf z_t = \operatorname{LN}\bigl(\operatorname{GELU}(\mathbf W \mathbf h_t + \mathbf b)\bigr)\, (\mathbf E^\text{token})^\top + \mathbf c .$$
+#
+# The output matrix is the **token embedding table itself**, transposed: *tied* weights. The table
+# maps a token to a vector at the input; the head scores a vector against every token's row at the
+# output, so a position's score for "paris" is the dot product with the same vector that
+# represents "paris" in the input. Tying saves $V \times D$ parameters, 23 million in BERT-base
+# (the table in {ref}`sec-bert-sizes` shows the count), and only the bias $\mathbf c$ is the
+# output's own. In PyTorch, tying is one assignment: both modules hold the same `Parameter`.
+
+# %% tags=["export"]
+IGNORE_INDEX = -100                                          # label of positions that carry no loss
+
+
+class BertMLMHead(nn.Module):
+    """Scores for every vocabulary entry: dense, activation, LayerNorm, then the token table transposed + bias.
+
+    (..., D) -> (..., V). The decoder's weight IS the token embedding table (tied), so the head
+    adds only D² + 3D + V parameters of its own.
+    """
+
+    def __init__(self, config: BertConfig, token_embeddings: nn.Embedding):
+        super().__init__()
+        D, V = config.d_model, config.vocab_size
+        self.dense = nn.Linear(D, D)
+        self.activation = get_activation(config.activation)
+        self.norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(D, V)                       # its bias is the head's own (V,) bias
+        self.apply(lambda module: init_bert_weights(module, config.initializer_range))
+        self.decoder.weight = token_embeddings.weight        # tied: one (V, D) tensor, two uses
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        h = self.norm(self.activation(self.dense(hidden)))  # (..., D)
+        return self.decoder(h)                               # (..., V)
+
+
+# %% [markdown]
+# The loss is the cross-entropy at the masked positions only. Labels follow the convention of
+# PyTorch's `F.cross_entropy` and Hugging Face: a label is the original token id at a position
+# that counts and $-100$ everywhere else. Pretraining labels about 15% of the positions, so
+# computing $V$ scores at every position and then ignoring 85% of them is wasteful, and the
+# decoder is the largest matrix product in a small BERT. When labels are given, our models
+# therefore run the head only at the labelled positions and return logits of shape $(N, V)$ for
+# those $N$ positions, in the order of `labels[labels != -100]`; without labels they return the
+# full $(B, T, V)$. The loss is the same either way (a test and the parity cell check it against
+# Hugging Face's, which scores every position).
+
+# %% tags=["export"]
+def _check_labels(name: str, labels, shape: tuple[int, ...], n_classes: int) -> None:
+    if not isinstance(labels, torch.Tensor) or labels.dtype == torch.bool or labels.is_floating_point():
+        raise ValueError(f"{name}: expected an integer tensor, got {_describe(labels)}")
+    if tuple(labels.shape) != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got {_describe(labels)}")
+    bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= n_classes))
+    if bool(bad.any()):
+        raise ValueError(f"{name}: expected values in [0, {n_classes}) or {IGNORE_INDEX} (ignored), "
+                         f"got {labels[bad][:5].tolist()}")
+
+
+def masked_lm_logits_and_loss(head: BertMLMHead, hidden: torch.Tensor, labels: torch.Tensor | None,
+                              vocab_size: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Without labels: logits (B, T, V) for every position and no loss. With labels (B, T): the
+    head runs only where labels != -100, so logits is (N, V) for those N positions (in the order of
+    labels[labels != -100]) and loss is their mean cross-entropy.
+    """
+    if labels is None:
+        return head(hidden), None                            # (B, T, V)
+    _check_labels("labels", labels, tuple(hidden.shape[:2]), vocab_size)
+    selected = labels != IGNORE_INDEX                        # (B, T)
+    logits = head(hidden[selected])                          # (N, D) -> (N, V)
+    return logits, F.cross_entropy(logits, labels[selected])
+
+
+@dataclass
+class MaskedLMOutput:
+    loss: torch.Tensor | None          # mean cross-entropy over the positions whose label != -100
+    logits: torch.Tensor               # (B, T, V); with labels only the labelled positions, (N, V)
+
+
+class BertForMaskedLM(nn.Module):
+    """BERT with the masked-language-model head (no pooler): predict the token at each position."""
+
+    config_class = BertConfig
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config, add_pooler=False)
+        self.mlm_head = BertMLMHead(config, self.bert.embeddings.token_embeddings)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> MaskedLMOutput:
+        hidden = self.bert(input_ids, token_type_ids, attention_mask).last_hidden_state   # (B, T, D)
+        logits, loss = masked_lm_logits_and_loss(self.mlm_head, hidden, labels, self.config.vocab_size)
+        return MaskedLMOutput(loss=loss, logits=logits)
+
+
+# %% [markdown]
+# A bert-mini with random weights, a batch of random ids with about 15% of the positions
+# labelled: the tie, the two shapes of the logits, and the equality of the two ways to get the loss.
+
+# %%
+seed_everything(3)
+mini_mlm = BertForMaskedLM(BertConfig.preset("bert-mini")).eval()
+V = mini_mlm.config.vocab_size
+batch_ids = torch.randint(5, V, (4, 32))                                 # (B, T)
+labels = torch.where(torch.rand(4, 32) < 0.15, batch_ids, IGNORE_INDEX)  # (B, T) about 15% labelled
+assert mini_mlm.mlm_head.decoder.weight is mini_mlm.bert.embeddings.token_embeddings.weight
+with torch.no_grad():
+    full = mini_mlm(batch_ids)                                           # logits (B, T, V)
+    sparse = mini_mlm(batch_ids, labels=labels)                          # logits (N, V)
+    full_loss = F.cross_entropy(full.logits.reshape(-1, V), labels.reshape(-1))   # -100 ignored
+print(f"without labels: logits {tuple(full.logits.shape)}; with {int((labels != -100).sum())} labels: "
+      f"logits {tuple(sparse.logits.shape)}, loss {sparse.loss.item():.4f} (from full logits {full_loss.item():.4f}); "
+      f"log V = {math.log(V):.4f}")
+assert torch.allclose(sparse.logits, full.logits[labels != IGNORE_INDEX], atol=1e-5)
+assert torch.allclose(sparse.loss, full_loss, atol=1e-5)
+
+# %% [markdown]
+# An untrained model's loss sits near $\log V$, the loss of a uniform guess over the vocabulary,
+# because its initial logits are all small. How much of the work the decoder is depends on the
+# sizes: per position it costs about $2DV$ floating-point operations, against about
+# $N(8D^2 + 4DF)$ for the layers (plus attention's $4TD$ per layer).
+
+# %%
+for name in ("bert-mini", "bert-base-uncased"):
+    c = BertConfig.preset(name)
+    T_ = 128
+    layers = c.n_layers * (2 * (4 * c.d_model**2 + 2 * c.d_model * c.d_ff) + 4 * T_ * c.d_model)
+    decoder = 2 * c.d_model * c.vocab_size + 2 * c.d_model**2              # head's dense layer + decoder
+    print(f"{name:<18} decoder share of the forward FLOPs per position at T = {T_}: "
+          f"all positions {decoder / (layers + decoder):.0%}, "
+          f"15% of positions {0.15 * decoder / (layers + 0.15 * decoder):.0%}")
+
+
+# %% [markdown]
+# (sec-bert-nsp)=
+# ### The next-sentence head
+#
+# *Next sentence prediction* (NSP) gives the model a pair A, B where half of the time B is the
+# text that really followed A and half of the time a random piece of text from elsewhere, and asks
+# which case it is. The head is a single linear layer from the pooled `[CLS]` vector to two
+# logits, class 0 for "B follows A" (*IsNext*) and class 1 for "B is random" (*NotNext*), in
+# Hugging Face's order. That the head sees only $\mathbf p$ is the point: to solve the task, the
+# layers must route information about both sentences into the `[CLS]` position, which is what
+# makes that position useful for sentence-level fine-tuning in {doc}`10_finetuning`. (Later work
+# questioned how much NSP helps, and RoBERTa {cite}`liu2019roberta` drops it.)
+#
+# `BertForPreTraining` carries both heads. Its loss is the sum of the two losses whose labels are
+# given.
+
+# %% tags=["export"]
+@dataclass
+class PreTrainingOutput:
+    loss: torch.Tensor | None          # mlm_loss + nsp_loss, the sum of those whose labels were given
+    mlm_loss: torch.Tensor | None
+    nsp_loss: torch.Tensor | None
+    mlm_logits: torch.Tensor           # (B, T, V); with mlm_labels only the labelled positions, (N, V)
+    nsp_logits: torch.Tensor           # (B, 2); class 0 = B follows A (IsNext), 1 = NotNext
+
+
+class BertForPreTraining(nn.Module):
+    """BERT with both pretraining heads: masked language model and next sentence prediction."""
+
+    config_class = BertConfig
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config, add_pooler=True)
+        self.mlm_head = BertMLMHead(config, self.bert.embeddings.token_embeddings)
+        self.nsp_head = nn.Linear(config.d_model, 2)          # reads the pooled [CLS] vector
+        init_bert_weights(self.nsp_head, config.initializer_range)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None, mlm_labels: torch.Tensor | None = None,
+                nsp_labels: torch.Tensor | None = None) -> PreTrainingOutput:
+        out = self.bert(input_ids, token_type_ids, attention_mask)
+        mlm_logits, mlm_loss = masked_lm_logits_and_loss(self.mlm_head, out.last_hidden_state, mlm_labels,
+                                                         self.config.vocab_size)
+        nsp_logits = self.nsp_head(out.pooler_output)                      # (B, 2)
+        nsp_loss = None
+        if nsp_labels is not None:
+            _check_labels("nsp_labels", nsp_labels, (input_ids.shape[0],), 2)
+            nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
+        losses = [loss for loss in (mlm_loss, nsp_loss) if loss is not None]
+        return PreTrainingOutput(loss=sum(losses) if losses else None, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
+                                 mlm_logits=mlm_logits, nsp_logits=nsp_logits)
+
+
+# %%
+seed_everything(4)
+mini_pretraining = BertForPreTraining(BertConfig.preset("bert-mini")).eval()
+pair_segments = (torch.arange(32) >= 16).long().expand(4, 32)             # A: 16 tokens, B: 16 tokens
+nsp_labels = torch.tensor([0, 1, 0, 1])                                   # IsNext, NotNext, ...
+with torch.no_grad():
+    out = mini_pretraining(batch_ids, pair_segments, mlm_labels=labels, nsp_labels=nsp_labels)
+print(f"mlm_logits {tuple(out.mlm_logits.shape)}, nsp_logits {tuple(out.nsp_logits.shape)}; "
+      f"loss {out.loss.item():.3f} = MLM {out.mlm_loss.item():.3f} + NSP {out.nsp_loss.item():.3f} "
+      f"(log 2 = {math.log(2):.3f})")
+assert torch.allclose(out.loss, out.mlm_loss + out.nsp_loss)
+
+# %% [markdown]
+# (sec-bert-sizes)=
+# ## Sizes and parameter counts
+#
+# The paper gives BERT-base 110M parameters and BERT-large 340M {cite}`devlin2019bert`. Counting
+# them part by part shows where they live. The models are built on PyTorch's `meta` device, which
+# records shapes without allocating memory, so even BERT-large costs nothing to build; Hugging
+# Face's models are built the same way from the same configurations, through the converter of
+# the next section.
+
+# %%
+with warnings.catch_warnings():                              # transformers' progress bars warn about widgets
+    warnings.simplefilter("ignore")
+    import transformers
+
+from tinybert.convert import bert_config_to_hf
+
+
+def bert_parts(config: BertConfig) -> dict[str, int]:
+    """Parameters of each part of BertForPreTraining, by formula."""
+    D, F_, V = config.d_model, config.d_ff, config.vocab_size
+    per_layer = 4 * (D * D + D) + 2 * D + (D * F_ + F_) + (F_ * D + D) + 2 * D   # attention, LN, FFN, LN
+    return {"token embeddings": V * D, "position embeddings": config.max_len * D,
+            "segment embeddings": config.type_vocab_size * D, "embedding LayerNorm": 2 * D,
+            f"{config.n_layers} layers": config.n_layers * per_layer, "pooler": D * D + D,
+            "MLM head (own)": D * D + D + 2 * D + V, "NSP head": 2 * D + 2}
+
+
+print(f"{'preset':<20} {'class':<20} {'ours':>13} {'Hugging Face':>13} {'formula':>13}")
+with torch.device("meta"):
+    for name in ("bert-base-uncased", "bert-large-uncased", "bert-mini"):
+        config = BertConfig.preset(name)
+        parts = bert_parts(config)
+        by_formula = {"BertModel": sum(parts.values()) - parts["MLM head (own)"] - parts["NSP head"],
+                      "BertForPreTraining": sum(parts.values())}
+        for cls in (BertModel, BertForPreTraining):
+            ours_count = count_parameters(cls(config))
+            hf_count = count_parameters(getattr(transformers, cls.__name__)(bert_config_to_hf(config)))
+            print(f"{name:<20} {cls.__name__:<20} {ours_count:>13,} {hf_count:>13,} {by_formula[cls.__name__]:>13,}")
+            assert ours_count == hf_count == by_formula[cls.__name__]
+
+# %% [markdown]
+# The three columns agree to the last parameter, and `BertModel` rounds to the paper's 110M and
+# 340M. Where they are, for BERT-base:
+
+# %%
+parts = bert_parts(BertConfig.preset("bert-base-uncased"))
+total = sum(parts.values())
+for part, n in parts.items():
+    print(f"{part:<22} {n:>12,}  {n / total:6.1%}")
+print(f"{'total':<22} {total:>12,}")
+with torch.device("meta"):
+    assert total == count_parameters(BertForPreTraining(BertConfig.preset("bert-base-uncased")))
+
+# %% [markdown]
+# About a fifth of BERT-base is its token table, and the tied MLM head adds only the bias and one
+# $D \times D$ layer on top of it. The 12 layers hold most of the rest, about two thirds of each
+# layer in its feed-forward block. The position and segment tables are small.
+#
+# (sec-bert-convert)=
+# ## Converting to and from Hugging Face
+#
+# Google released BERT's trained weights with the paper, and today most people get them through
+# Hugging Face `transformers`. Its model computes the same function as ours, with other names:
+# `hidden_size` for `d_model`, `word_embeddings` for `token_embeddings`, `attention.self.query`
+# for `attention.query`, `LayerNorm` (with a capital L) for `norm`, `cls.predictions` for the MLM
+# head, and so on. A converter is a table from our names to theirs, plus a check that nothing is
+# left over; its first half is a small registry, so that the RoBERTa, DistilBERT and ALBERT
+# chapters can register converters for their own classes from their own modules.
+
+# %% tags=["export:convert"]
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+
+from tinybert.checkpoint import unique_state_dict
+from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
+
+
+@dataclass
+class Converter:
+    hf_class_name: str                  # transformers' class, e.g. "BertForMaskedLM"
+    tinybert_class: type                # ours, e.g. tinybert.models.bert.BertForMaskedLM
+    from_fn: Callable                   # hf_model -> tinybert model
+    to_fn: Callable                     # tinybert model -> hf_model
+
+
+_FROM_HF: dict[str, Converter] = {}     # keyed by the Hugging Face class name (no transformers import needed)
+_TO_HF: dict[type, Converter] = {}      # keyed by our class
+
+
+def register(hf_class_name: str, tinybert_class: type, from_fn: Callable, to_fn: Callable) -> None:
+    """Teach from_hf and to_hf a pair of classes; the RoBERTa, DistilBERT and ALBERT chapters call this."""
+    converter = Converter(hf_class_name, tinybert_class, from_fn, to_fn)
+    _FROM_HF[hf_class_name] = converter
+    _TO_HF[tinybert_class] = converter
+
+
+def from_hf(hf_model) -> nn.Module:
+    """The tinybert model that computes the same function as the Hugging Face model ``hf_model``."""
+    name = type(hf_model).__name__
+    if name not in _FROM_HF:
+        raise ValueError(f"from_hf: no converter for {name}; known classes: {', '.join(sorted(_FROM_HF))}")
+    return _FROM_HF[name].from_fn(hf_model)
+
+
+def to_hf(model: nn.Module):
+    """The Hugging Face transformers model that computes the same function as our ``model``."""
+    if type(model) not in _TO_HF:
+        known = ", ".join(sorted(cls.__name__ for cls in _TO_HF))
+        raise ValueError(f"to_hf: no converter for {type(model).__name__}; known classes: {known}")
+    return _TO_HF[type(model)].to_fn(model)
+
+
+def load_renamed(target: nn.Module, source: dict[str, torch.Tensor], names: dict[str, str]) -> None:
+    """Copy source[names[t]] into target's tensor t, for every t; fail loudly on anything left over.
+
+    Every tensor of ``target`` (tied ones once) must be named, every tensor of ``source`` must be
+    used (directly or through a tied alias), and shapes must match: no silent partial conversions.
+    """
+    wanted = unique_state_dict(target)
+    unnamed = sorted(set(wanted) - set(names))
+    absent = sorted(s for s in names.values() if s not in source)
+    storage = {key: (t.untyped_storage().data_ptr(), t.storage_offset(), t.shape) for key, t in source.items()}
+    used = {storage[s] for s in names.values() if s in source}
+    unused = sorted(key for key in source if storage[key] not in used)
+    wrong = [f"{t} {tuple(wanted[t].shape)} <- {s} {tuple(source[s].shape)}" for t, s in names.items()
+             if t in wanted and s in source and wanted[t].shape != source[s].shape]
+    if unnamed or absent or unused or wrong:
+        raise ValueError(f"cannot convert into {type(target).__name__}: target tensors without a source "
+                         f"{unnamed[:5]}, missing source tensors {absent[:5]}, unused source tensors "
+                         f"{unused[:5]}, shape mismatches {wrong[:5]}")
+    target.load_state_dict({t: source[names[t]] for t in wanted}, strict=False)   # tied aliases follow
+
+
+# %% [markdown]
+# The BERT-specific half: the two configs, the table of names, and the registration of our three
+# classes under Hugging Face's class names (which are the same as ours).
+
+# %% tags=["export:convert"]
+_ACTIVATIONS_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu", "tanh": "tanh",
+                      "sigmoid": "sigmoid"}
+_ACTIVATIONS_FROM_HF = {**{hf: ours for ours, hf in _ACTIVATIONS_TO_HF.items()}, "gelu_new": "gelu_tanh"}
+
+
+def bert_config_from_hf(hf_config) -> BertConfig:
+    """Hugging Face's BertConfig (hidden_size, num_hidden_layers, ...) -> ours (d_model, n_layers, ...)."""
+    if getattr(hf_config, "position_embedding_type", None) not in (None, "absolute"):
+        raise ValueError(f"only absolute (learned) positions are supported, got {hf_config.position_embedding_type!r}")
+    if getattr(hf_config, "is_decoder", False):
+        raise ValueError("BERT here is an encoder; got a config with is_decoder=True")
+    if hf_config.hidden_act not in _ACTIVATIONS_FROM_HF:
+        raise ValueError(f"unsupported hidden_act {hf_config.hidden_act!r}; supported: {sorted(_ACTIVATIONS_FROM_HF)}")
+    return BertConfig(
+        vocab_size=hf_config.vocab_size, d_model=hf_config.hidden_size, n_layers=hf_config.num_hidden_layers,
+        n_heads=hf_config.num_attention_heads, d_ff=hf_config.intermediate_size,
+        max_len=hf_config.max_position_embeddings, type_vocab_size=hf_config.type_vocab_size,
+        dropout=hf_config.hidden_dropout_prob, attention_dropout=hf_config.attention_probs_dropout_prob,
+        layer_norm_eps=hf_config.layer_norm_eps, initializer_range=hf_config.initializer_range,
+        pad_token_id=hf_config.pad_token_id or 0, activation=_ACTIVATIONS_FROM_HF[hf_config.hidden_act])
+
+
+def bert_config_to_hf(config: BertConfig):
+    """Our BertConfig -> transformers.BertConfig."""
+    import transformers
+
+    if config.activation not in _ACTIVATIONS_TO_HF:
+        raise ValueError(f"Hugging Face's BERT has no activation {config.activation!r}")
+    return transformers.BertConfig(
+        vocab_size=config.vocab_size, hidden_size=config.d_model, num_hidden_layers=config.n_layers,
+        num_attention_heads=config.n_heads, intermediate_size=config.d_ff,
+        max_position_embeddings=config.max_len, type_vocab_size=config.type_vocab_size,
+        hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.attention_dropout,
+        layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
+        pad_token_id=config.pad_token_id, hidden_act=_ACTIVATIONS_TO_HF[config.activation])
+
+
+def bert_encoder_names(n_layers: int, ours: str = "", theirs: str = "", pooler: bool = True) -> dict[str, str]:
+    """Our tensor names -> Hugging Face's for BERT's embeddings, layers and pooler (``ours``/``theirs``: prefixes)."""
+    pairs = [("embeddings.token_embeddings", "embeddings.word_embeddings"),
+             ("embeddings.segment_embeddings", "embeddings.token_type_embeddings"),
+             ("embeddings.position_embeddings", "embeddings.position_embeddings"),
+             ("embeddings.norm", "embeddings.LayerNorm")]
+    for i in range(n_layers):
+        pairs += [(f"encoder.layers.{i}.{a}", f"encoder.layer.{i}.{b}") for a, b in [
+            ("attention.query", "attention.self.query"), ("attention.key", "attention.self.key"),
+            ("attention.value", "attention.self.value"), ("attention.output", "attention.output.dense"),
+            ("attention_norm", "attention.output.LayerNorm"), ("feed_forward.expand", "intermediate.dense"),
+            ("feed_forward.contract", "output.dense"), ("feed_forward_norm", "output.LayerNorm")]]
+    if pooler:
+        pairs.append(("pooler.dense", "pooler.dense"))
+    names = {f"{ours}{a}.{w}": f"{theirs}{b}.{w}" for a, b in pairs for w in ("weight", "bias")}
+    for embedding in ("token_embeddings", "segment_embeddings", "position_embeddings"):
+        del names[f"{ours}embeddings.{embedding}.bias"]                 # embeddings have no bias
+    return names
+
+
+def bert_weight_names(model: nn.Module) -> dict[str, str]:
+    """Every tensor name of our BertModel / BertForMaskedLM / BertForPreTraining -> Hugging Face's."""
+    if isinstance(model, BertModel):
+        return bert_encoder_names(model.config.n_layers, pooler=model.pooler is not None)
+    names = bert_encoder_names(model.config.n_layers, "bert.", "bert.", pooler=model.bert.pooler is not None)
+    names.update({"mlm_head.dense.weight": "cls.predictions.transform.dense.weight",
+                  "mlm_head.dense.bias": "cls.predictions.transform.dense.bias",
+                  "mlm_head.norm.weight": "cls.predictions.transform.LayerNorm.weight",
+                  "mlm_head.norm.bias": "cls.predictions.transform.LayerNorm.bias",
+                  "mlm_head.decoder.bias": "cls.predictions.bias"})   # decoder.weight: tied to the token table
+    if isinstance(model, BertForPreTraining):
+        names.update({"nsp_head.weight": "cls.seq_relationship.weight", "nsp_head.bias": "cls.seq_relationship.bias"})
+    return names
+
+
+def _bert_from_hf(hf_model) -> nn.Module:
+    config = bert_config_from_hf(hf_model.config)
+    cls = {"BertModel": BertModel, "BertForMaskedLM": BertForMaskedLM,
+           "BertForPreTraining": BertForPreTraining}[type(hf_model).__name__]
+    model = BertModel(config, add_pooler=hf_model.pooler is not None) if cls is BertModel else cls(config)
+    source = {name: tensor for name, tensor in hf_model.state_dict().items()    # older transformers versions
+              if not name.endswith(("embeddings.position_ids", "embeddings.token_type_ids"))}  # save index buffers
+    load_renamed(model, source, bert_weight_names(model))
+    return model.to(next(hf_model.parameters()).device).train(hf_model.training)
+
+
+def _bert_to_hf(model: nn.Module):
+    import transformers
+
+    hf_class = getattr(transformers, type(model).__name__)            # same class names as ours
+    kwargs = {"add_pooling_layer": model.pooler is not None} if isinstance(model, BertModel) else {}
+    hf_model = hf_class(bert_config_to_hf(model.config), **kwargs)
+    theirs_to_ours = {theirs: ours for ours, theirs in bert_weight_names(model).items()}
+    load_renamed(hf_model, model.state_dict(), theirs_to_ours)
+    return hf_model.to(next(model.parameters()).device).train(model.training)
+
+
+for _cls in (BertModel, BertForMaskedLM, BertForPreTraining):
+    register(_cls.__name__, _cls, _bert_from_hf, _bert_to_hf)
+
+# %% [markdown]
+# The parity check builds a small Hugging Face `BertForPreTraining` from a configuration (nothing
+# is downloaded), with odd sizes so that a swapped axis cannot hide, and adds noise to every
+# parameter, since Hugging Face starts biases at zero and LayerNorms at the identity, where a
+# misplaced bias or LayerNorm would go unnoticed. The batch has padding and both segments; hidden
+# states are compared at the real positions only (what a model writes at padding positions is
+# never used).
+
+# %%
+seed_everything(5)
+hf_config = transformers.BertConfig(vocab_size=99, hidden_size=32, num_attention_heads=4, num_hidden_layers=3,
+                                    intermediate_size=37, max_position_embeddings=23)
+hf_model = transformers.BertForPreTraining(hf_config).eval()
+with torch.no_grad():
+    for p in hf_model.parameters():
+        p.add_(0.1 * torch.randn_like(p))
+tiny = from_hf(hf_model)
+print(f"{type(hf_model).__module__}.{type(hf_model).__name__} -> {type(tiny).__module__}.{type(tiny).__name__}; "
+      f"layer_norm_eps {tiny.config.layer_norm_eps:g}, activation {tiny.config.activation!r}")
+
+B_, T_ = 13, 7
+tiny_ids = torch.randint(1, 99, (B_, T_))
+tiny_segments = (torch.arange(T_) >= 4).long().expand(B_, T_)              # A A A A B B B
+lengths = torch.randint(2, T_ + 1, (B_,))
+tiny_mask = (torch.arange(T_)[None, :] < lengths[:, None]).long()         # (B, T) 1 = real token
+tiny_labels = torch.where((torch.rand(B_, T_) < 0.3) & (tiny_mask == 1), tiny_ids, -100)
+tiny_labels[0, 0] = tiny_ids[0, 0]                                         # at least one label
+tiny_nsp = torch.randint(0, 2, (B_,))
+with torch.no_grad():
+    theirs_base = hf_model.bert(input_ids=tiny_ids, token_type_ids=tiny_segments, attention_mask=tiny_mask)
+    theirs = hf_model(input_ids=tiny_ids, token_type_ids=tiny_segments, attention_mask=tiny_mask,
+                      labels=tiny_labels, next_sentence_label=tiny_nsp)
+    mine_base = tiny.bert(tiny_ids, tiny_segments, tiny_mask)
+    mine = tiny(tiny_ids, tiny_segments, tiny_mask)
+    mine_loss = tiny(tiny_ids, tiny_segments, tiny_mask, mlm_labels=tiny_labels, nsp_labels=tiny_nsp).loss
+real = tiny_mask.bool()
+parity = {
+    "last hidden state": (mine_base.last_hidden_state[real] - theirs_base.last_hidden_state[real]).abs().max(),
+    "pooler output": (mine_base.pooler_output - theirs_base.pooler_output).abs().max(),
+    "MLM logits": (mine.mlm_logits[real] - theirs.prediction_logits[real]).abs().max(),
+    "NSP logits": (mine.nsp_logits - theirs.seq_relationship_logits).abs().max(),
+    "loss (MLM + NSP)": (mine_loss - theirs.loss).abs(),
+}
+for what, error in parity.items():
+    print(f"{what:<18} max |ours - Hugging Face| = {error.item():.1e}")
+assert all(error < 1e-5 for error in parity.values())
+
+# %% [markdown]
+# Going back is the same table read the other way. Converting to Hugging Face and back must give
+# every tensor bit for bit, and the MLM decoder must still share its weight with the token table
+# on both sides:
+
+# %%
+back = to_hf(tiny)
+a, b = hf_model.state_dict(), back.state_dict()
+assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+assert back.cls.predictions.decoder.weight is back.bert.embeddings.word_embeddings.weight
+assert tiny.mlm_head.decoder.weight is tiny.bert.embeddings.token_embeddings.weight
+names = bert_weight_names(tiny)
+print(f"{len(a)} Hugging Face tensors reproduced exactly; {len(names)} names in the table, e.g.")
+for ours_name in ["bert.embeddings.token_embeddings.weight", "bert.encoder.layers.0.attention.query.weight",
+                  "bert.encoder.layers.0.attention_norm.weight", "mlm_head.decoder.bias", "nsp_head.weight"]:
+    print(f"  {ours_name:<45} <-> {names[ours_name]}")
+
+# %% [markdown]
+# (sec-bert-real)=
+# ### Running the real BERT-base
+#
+# With an internet connection (once; Hugging Face caches the files) and `transformers`
+# installed, the released `bert-base-uncased` becomes a `tinybert` model in two lines, and its
+# WordPiece vocabulary loads into chapter 7's tokenizer. The book does not run this cell, so that
+# building the website needs no network; run it on your machine.
+#
+# ```python
+# import torch
+# from huggingface_hub import hf_hub_download
+# from transformers import BertForPreTraining as HFBertForPreTraining
+#
+# from tinybert.convert import from_hf
+# from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+#
+# model = from_hf(HFBertForPreTraining.from_pretrained("bert-base-uncased")).eval()  # about 440 MB
+# tokenizer = WordPieceTokenizer.from_file(hf_hub_download("bert-base-uncased", "vocab.txt"))
+#
+# # "[MASK]" would be split at its brackets by the tokenizer, so the ids are assembled by hand.
+# left, right = tokenizer.encode("Paris is the"), tokenizer.encode("of France.")
+# ids = [tokenizer.vocab["[CLS]"], *left.ids, tokenizer.vocab["[MASK]"], *right.ids, tokenizer.vocab["[SEP]"]]
+# with torch.no_grad():
+#     scores = model(torch.tensor([ids])).mlm_logits[0, 1 + len(left.ids)]   # (V,) at the [MASK]
+# print([tokenizer.id_to_token[i] for i in scores.topk(5).indices.tolist()])   # the five most likely words
+# ```
+#
+# (sec-bert-save)=
+# ## Saving and loading
+#
+# A checkpoint is a directory with two files: the weights in safetensors format (a plain table of
+# named tensors that, unlike a pickle, cannot run code when loaded) and a JSON file that says which
+# class to build and with which configuration. Tied weights are stored once and tied again on
+# loading. Saving is *atomic*: each file is written to a temporary name in the same directory and
+# renamed over the old one in a single step, so a crash (or Ctrl-C) halfway leaves the previous
+# checkpoint intact instead of a half-written one. Both files carry the same random `save_id`, so
+# that a weights file and a config from two different saves are noticed. Loading checks
+# everything it can and says what is wrong: a missing file, a corrupt one, an unknown class,
+# weights that do not fit the configuration.
+
+# %% tags=["export:checkpoint"]
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+
+from tinybert.models.bert import BertForMaskedLM, BertForPreTraining, BertModel
+
+WEIGHTS_NAME, CONFIG_NAME = "model.safetensors", "config.json"
+MODEL_CLASSES: dict[str, type] = {}     # the class named in config.json -> the class; later chapters add theirs
+
+
+def register_model_class(cls: type) -> type:
+    """Let load_model rebuild ``cls`` as cls(config, **init_kwargs), config = cls.config_class.from_dict(...)."""
+    if not hasattr(getattr(cls, "config_class", None), "from_dict"):
+        raise ValueError(f"{cls.__name__} needs a config_class attribute with from_dict (e.g. BertConfig)")
+    MODEL_CLASSES[cls.__name__] = cls
+    return cls
+
+
+for _cls in (BertModel, BertForMaskedLM, BertForPreTraining):
+    register_model_class(_cls)
+
+
+def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    """model.state_dict() with every shared tensor once, under its first name (tied weights are stored once)."""
+    tensors, seen = {}, set()
+    for name, tensor in model.state_dict().items():
+        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tensor.shape)
+        if key not in seen:
+            seen.add(key)
+            tensors[name] = tensor
+    return tensors
+
+
+def _write_atomically(path: Path, write: Callable[[str], None]) -> None:
+    """write(temporary path) next to ``path``, flush it to disk, then rename it over ``path`` in one step."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)                      # atomic: readers see the old file or the new one
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+# %% tags=["export:checkpoint"]
+def save_model(model: nn.Module, directory: str | Path) -> Path:
+    """directory/model.safetensors (tied weights once) + directory/config.json, each written atomically.
+
+    config.json = {"model_class", "config", "init_kwargs", "save_id"}; the same random save_id is
+    stored in the safetensors header, so that load_model notices a pair of files from two saves.
+    """
+    from safetensors.torch import save_file
+
+    name = type(model).__name__
+    if MODEL_CLASSES.get(name) is not type(model):
+        raise ValueError(f"save_model: {name} is not registered (register_model_class); known: {sorted(MODEL_CLASSES)}")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_id = uuid.uuid4().hex
+    tensors = {k: v.detach().to("cpu").contiguous() for k, v in unique_state_dict(model).items()}
+    meta = {"model_class": name, "config": model.config.to_dict(),
+            "init_kwargs": dict(getattr(model, "init_kwargs", {})), "save_id": save_id}
+    _write_atomically(directory / WEIGHTS_NAME, lambda tmp: save_file(tensors, tmp, metadata={"save_id": save_id}))
+    _write_atomically(directory / CONFIG_NAME, lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=2) + "\n"))
+    return directory
+
+
+def load_model(directory: str | Path, model_class: type | None = None, *,
+               map_location: str | torch.device = "cpu") -> nn.Module:
+    """The model saved in ``directory`` by save_model, in eval mode, on ``map_location``.
+
+    ``model_class`` None = the class named in config.json. Raises FileNotFoundError for a missing
+    file and ValueError for a corrupt file, an unknown class, or weights that do not fit the config.
+    """
+    from safetensors import safe_open
+
+    directory = Path(directory)
+    for path in (directory / CONFIG_NAME, directory / WEIGHTS_NAME):
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such file; a checkpoint directory holds {WEIGHTS_NAME} and "
+                                    f"{CONFIG_NAME}, as written by tinybert.checkpoint.save_model")
+    try:
+        meta = json.loads((directory / CONFIG_NAME).read_text(encoding="utf-8"))
+        name, config_dict = meta["model_class"], meta["config"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{directory / CONFIG_NAME}: expected JSON with model_class and config ({error!r})") from None
+    cls = model_class or MODEL_CLASSES.get(name)
+    if cls is None:
+        raise ValueError(f"{directory / CONFIG_NAME}: unknown model_class {name!r}; registered: {sorted(MODEL_CLASSES)}")
+    config = cls.config_class.from_dict(config_dict)
+    try:
+        with safe_open(directory / WEIGHTS_NAME, framework="pt", device="cpu") as f:
+            header, tensors = f.metadata() or {}, {key: f.get_tensor(key) for key in f.keys()}
+    except Exception as error:                       # safetensors raises its own error types
+        raise ValueError(f"{directory / WEIGHTS_NAME}: not a readable safetensors file (corrupt or "
+                         f"truncated?): {error}") from None
+    if meta.get("save_id") is not None and header.get("save_id") != meta["save_id"]:
+        raise ValueError(f"{directory}: {WEIGHTS_NAME} and {CONFIG_NAME} come from different saves "
+                         "(an interrupted save_model?)")
+    model = cls(config, **(meta.get("init_kwargs", {}) if cls.__name__ == name else {}))
+    expected = unique_state_dict(model)
+    missing, unexpected = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
+    shapes = [f"{k}: file {tuple(tensors[k].shape)}, model {tuple(expected[k].shape)}"
+              for k in expected if k in tensors and tensors[k].shape != expected[k].shape]
+    if missing or unexpected or shapes:
+        raise ValueError(f"{directory / WEIGHTS_NAME} does not fit {cls.__name__} with the config in "
+                         f"{CONFIG_NAME}: missing {missing[:5]}, unexpected {unexpected[:5]}, shapes {shapes[:5]}")
+    model.load_state_dict(tensors, strict=False)     # strict=False: tied aliases are filled through their first name
+    return model.to(map_location).eval()
+
+
+# %% [markdown]
+# The converted model, saved, inspected, loaded, and then damaged on purpose:
+
+# %%
+with tempfile.TemporaryDirectory() as tmp:
+    saved = save_model(tiny, Path(tmp) / "tiny-bert")
+    for path in sorted(saved.iterdir()):
+        print(f"{path.name:<18} {path.stat().st_size:>8,} bytes")
+    meta = json.loads((saved / "config.json").read_text())
+    print(f"config.json: model_class {meta['model_class']!r}, d_model {meta['config']['d_model']}, "
+          f"n_layers {meta['config']['n_layers']}")
+    loaded = load_model(saved)
+    with torch.no_grad():
+        assert torch.equal(loaded(tiny_ids, tiny_segments, tiny_mask).mlm_logits, mine.mlm_logits)
+    assert loaded.mlm_head.decoder.weight is loaded.bert.embeddings.token_embeddings.weight
+    stored = len(unique_state_dict(loaded))
+    print(f"{stored} tensors stored for {len(loaded.state_dict())} state-dict entries (the tied decoder once)")
+
+    weights = saved / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])                      # a truncated download, say
+    try:
+        load_model(saved)
+    except ValueError as error:
+        print(f"ValueError: {str(error)[:150]}...")
+
+# %% [markdown]
+# (sec-bert-contextual)=
+# ## Contextual embeddings
+#
+# A static word vector ({doc}`02_word_vectors`) gives "python" one vector, whether it is a pet
+# or a programming language. BERT's output at a position is a function of the whole input, so the
+# same word gets a different vector in every sentence, ideally closer together when the sense is
+# the same. The lecture slides' pair is "I love my pet python" and "I love coding in python"; we
+# add a few more sentences for each sense, and a second word with two senses, "bank".
+#
+# This needs a *trained* model. The course pretrains its own `bert-mini` in {doc}`09_pretraining`
+# and ships it in `checkpoints/bert-mini/`; the cell loads it when it is there and otherwise falls
+# back to a randomly initialised `bert-mini`, saying so. A word may be split into several
+# WordPiece pieces; its vector is then the mean of its pieces' final vectors.
+
+# %%
+import tinybert
+
+checkpoint_dir = Path(tinybert.__file__).resolve().parents[1] / "checkpoints" / "bert-mini"
+try:
+    loaded_model = load_model(checkpoint_dir, map_location=device)
+    encoder = loaded_model if isinstance(loaded_model, BertModel) else loaded_model.bert
+    tokenizer = WordPieceTokenizer.from_file(checkpoint_dir / "vocab.txt")
+    pretrained = True
+    print(f"loaded the course's pretrained bert-mini ({count_parameters(encoder):,} parameters in the encoder)")
+except (FileNotFoundError, ValueError) as error:
+    seed_everything(0)
+    encoder = BertModel(BertConfig.preset("bert-mini")).to(device).eval()
+    tokenizer, pretrained = small_tokenizer, False
+    print(f"note: no usable checkpoint in checkpoints/bert-mini ({type(error).__name__}), so this section uses a "
+          "randomly initialised bert-mini: its vectors depend on context, but not on meaning")
+
+
+def word_vector(sentence: str, word: str) -> torch.Tensor:
+    """The final vector of ``word`` in ``sentence``: the mean over its WordPiece pieces, (D,)."""
+    encoding = tokenizer.encode(sentence)
+    start = sentence.lower().index(word)
+    pieces = [i + 1 for i, (s, e) in enumerate(encoding.offsets) if s >= start and e <= start + len(word)]  # +1: [CLS]
+    ids = [tokenizer.vocab["[CLS]"], *encoding.ids, tokenizer.vocab["[SEP]"]]
+    with torch.no_grad():
+        hidden = encoder(torch.tensor([ids], device=device)).last_hidden_state[0]   # (T, D)
+    return hidden[pieces].mean(dim=0).cpu()                                         # (D,)
+
+
+examples = {
+    "python": ["I love my pet python", "The python ate a rat", "The snake is a python",
+               "I love coding in python", "I write python code every day", "Python is a programming language"],
+    "bank": ["He sat on the bank of the river", "The river bank was muddy", "They fished from the bank",
+             "She put her money in the bank", "The bank lent him money", "I took money out at the bank"],
+}
+similarities = {}
+for word, sentences in examples.items():
+    vectors = torch.stack([word_vector(s, word) for s in sentences])            # (6, D)
+    unit = F.normalize(vectors, dim=-1)
+    similarities[word] = unit @ unit.T                                          # (6, 6) cosine similarities
+    sim = similarities[word]
+    within = torch.stack([sim[i, j] for block in (range(0, 3), range(3, 6)) for i in block for j in block if i < j])
+    across = sim[:3, 3:].flatten()                                              # sense 1 against sense 2
+    print(f"{word!r}: mean cosine similarity within a sense {within.mean():.3f}, across senses {across.mean():.3f}; "
+          f"static embedding: 1 (one row of the token table)")
+    assert (sim[~torch.eye(6, dtype=torch.bool)] < 1 - 1e-6).all()             # the same word, different vectors
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.8), layout="constrained")
+for ax, (word, sentences) in zip(axes, examples.items()):
+    sim = similarities[word].numpy()
+    image = ax.imshow(sim, cmap="viridis", vmin=min(0.0, sim.min()), vmax=1.0)
+    ax.set_xticks(range(6), [str(i + 1) for i in range(6)])
+    ax.set_yticks(range(6), [f"{i + 1}. {s}" for i, s in enumerate(sentences)], fontsize=8)
+    for i in range(6):
+        for j in range(6):
+            ax.text(j, i, f"{sim[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                    color="white" if sim[i, j] < 0.7 else "black")
+    ax.axhline(2.5, color="white", lw=1.5)
+    ax.axvline(2.5, color="white", lw=1.5)
+    ax.set_title(f"cosine similarity of {word!r} across sentences", fontsize=10)
+fig.colorbar(image, ax=axes, shrink=0.8)
+fig.suptitle("bert-mini, pretrained" if pretrained else "bert-mini, random weights (no checkpoint yet)", fontsize=10)
+plt.show()
+
+# %% [markdown]
+# The white lines separate the two senses. In a randomly initialised model a word's final
+# vector is dominated by its own token and position embeddings, since random attention mixes in
+# only a little of the other tokens: the same word at the same position comes out almost the same
+# (entries that round to 1.00, though the cell checks that none is exactly 1) and most of the
+# differences come from positions, not meaning. Whatever the model knows about senses comes from
+# pretraining. With the pretrained checkpoint, compare the means printed above, the similarity
+# within a sense against the similarity across senses. A small model trained briefly on a small
+# corpus separates senses far less cleanly than BERT-base would; {doc}`09_pretraining` says what
+# it was trained on.
+#
+# (sec-bert-speed)=
+# ## How fast is it?
+#
+# Our model and Hugging Face's compute the same function with the same kernels (PyTorch's
+# matrix products, LayerNorm and SDPA), so differences in speed come only from how the work is
+# arranged. Ours makes three choices: one fused QKV product per layer ({ref}`sec-bert-fast`), no
+# mask at all when a batch has no padding, and, when labels are given, the MLM head only at the
+# labelled positions ({ref}`sec-bert-mlm`). The last one matters most in training, where about
+# 85% of the positions carry no label; in inference both models compute the same full logits.
+# Timing a whole training step takes longer than a chapter should, so it lives in
+# `benchmarks/bench_bert.py`: it runs our `BertForMaskedLM` and Hugging Face's with the same
+# weights on the same batches, alternately in one process, and prints training and inference
+# throughput with their ratio; `benchmarks/README.md` lists its options.
+#
+# (sec-bert-summary)=
+# ## Summary
+#
+# - BERT is the Transformer's encoder, pretrained on unlabelled text and then fine-tuned. Its
+#   input packs one or two texts as `[CLS] A [SEP] B [SEP]`, at most 512 tokens.
+# - Each input vector is $\operatorname{LayerNorm}(\mathbf E^\text{token}_{w_t} + \mathbf E^\text{segment}_{s_t} + \mathbf E^\text{position}_t)$,
+#   three learned tables added; the Paris pair gives an $11 \times 768$ matrix in BERT-base.
+# - The encoder is $N$ post-LN layers (attention, add & norm, GELU feed-forward, add & norm),
+#   composed here from chapters 1, 3, 4 and 6, with a fast path (fused QKV, SDPA) equal to the
+#   teaching path.
+# - The pooler is $\tanh(\mathbf W_p \mathbf h_{[\mathrm{CLS}]} + \mathbf b_p)$; the NSP head reads
+#   only that vector, and the MLM head scores every vocabulary entry with the token table itself
+#   (tied weights) plus a bias. With labels, our MLM head runs only at the labelled positions.
+# - BERT-base and BERT-large have the parameter counts printed in {ref}`sec-bert-sizes`, equal to
+#   Hugging Face's part by part, about a fifth of BERT-base being the token table.
+# - `tinybert.convert.from_hf` / `to_hf` move weights between Hugging Face and `tinybert` with
+#   outputs equal to $10^{-5}$ and tensors reproduced exactly; `tinybert.checkpoint.save_model` /
+#   `load_model` save and load safetensors checkpoints atomically, with clear errors.
+# - The same word gets a different vector in every sentence: BERT's vectors are contextual.
+#
+# Later chapters import `BertConfig`, `BertModel`, `BertForMaskedLM`, `BertForPreTraining` and
+# their parts from `tinybert.models.bert`, `from_hf`, `to_hf` and `register` from
+# `tinybert.convert`, and `save_model`, `load_model` and `register_model_class` from
+# `tinybert.checkpoint`.
+#
+# (sec-bert-exercises)=
+# ## Exercises
+#
+# :::{exercise-start}
+# :label: ex-bert-embeddings
+# :::
+# **BERT's input, by hand.** Write `bert_input_embeddings(input_ids, token_type_ids, token_table,
+# segment_table, position_table, gamma, beta, eps)` that returns BERT's input vectors (before
+# dropout) for a batch: `input_ids` and `token_type_ids` of shape $(B, T)$, tables of shapes
+# $(V, D)$, $(2, D)$ and $(P, D)$ with $P \ge T$, and the LayerNorm's $\boldsymbol\gamma$,
+# $\boldsymbol\beta$ of shape $(D,)$. Use only indexing, arithmetic, `mean` and `sqrt` (no
+# `nn.Embedding`, no `F.layer_norm`). The check compares it with `BertEmbeddings` on several sizes.
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-bert-embeddings
+# :class: dropdown
+# ::::
+# Indexing a table with an integer tensor picks rows: `token_table[input_ids]` has shape
+# $(B, T, D)$. The positions are $0, \dots, T-1$ for every sequence, so the position rows are the
+# first $T$ rows of the table, broadcast over the batch. The LayerNorm uses the biased variance.
+
+# %% tags=["solution"]
+import torch
+
+
+def bert_input_embeddings(input_ids, token_type_ids, token_table, segment_table, position_table,
+                          gamma, beta, eps=1e-12):
+    ### BEGIN SOLUTION
+    T = input_ids.shape[1]
+    x = token_table[input_ids] + segment_table[token_type_ids] + position_table[:T]   # (B, T, D)
+    mean = x.mean(dim=-1, keepdim=True)                                              # (B, T, 1)
+    variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)                          # (B, T, 1) biased
+    return gamma * (x - mean) / torch.sqrt(variance + eps) + beta                    # (B, T, D)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch08 import check_bert_input_embeddings
+
+check_bert_input_embeddings(bert_input_embeddings)
+
+
+# %% [markdown]
+# :::{exercise-start}
+# :label: ex-bert-parameter-count
+# :::
+# **BERT's parameters by formula.** Write `bert_parameter_count(vocab_size, d_model, n_layers,
+# d_ff, max_len, type_vocab_size=2, pooler=True)` that returns the number of parameters of a
+# `BertModel` with that configuration, from a formula (do not build a model). Evaluate it for
+# BERT-base and BERT-large and compare with the paper's 110M and 340M. *Hint:* list the tensors of
+# one layer; the number of heads does not matter. Why not?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-bert-parameter-count
+# :class: dropdown
+# ::::
+# Embeddings: $(V + P + S)D$ for the three tables and $2D$ for their LayerNorm. Each layer has
+# four $D \times D$ projections with biases, $4(D^2 + D)$, two LayerNorms, $4D$, and the
+# feed-forward block, $DF + F + FD + D$. The pooler is one $D \times D$ layer with bias. The heads
+# only cut the $D$ features of a projection into $H$ groups of $D_h$, so their number changes no
+# shape ({doc}`04_multihead_attention`). BERT-base comes out at 109,482,240 and BERT-large at
+# 335,141,888, which the paper rounds to 110M and 340M.
+
+# %% tags=["solution"]
+def bert_parameter_count(vocab_size, d_model, n_layers, d_ff, max_len, type_vocab_size=2, pooler=True):
+    ### BEGIN SOLUTION
+    D, F = d_model, d_ff
+    embeddings = (vocab_size + max_len + type_vocab_size) * D + 2 * D
+    per_layer = 4 * (D * D + D) + 4 * D + (D * F + F) + (F * D + D)
+    return embeddings + n_layers * per_layer + (D * D + D if pooler else 0)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch08 import check_bert_parameter_count
+
+check_bert_parameter_count(bert_parameter_count)
+
+# %% [markdown]
+# :::{exercise-start}
+# :label: ex-bert-mean-pool
+# :::
+# **Mean pooling, a second way to summarise a sequence.** Besides the `[CLS]` vector, a common
+# sentence vector is the *mean* of the final vectors of the real tokens. Write
+# `mean_pool(hidden, attention_mask)` for `hidden` of shape $(B, T, D)$ and an `attention_mask`
+# of shape $(B, T)$ (1 or True at real tokens, 0 or False at padding) that returns $(B, D)$, the
+# mean over the real positions of each sequence. Padding must not change the result, whatever is
+# stored at the padded positions, and a row without any real token must give zeros, not NaN.
+# What does the pooler's $\tanh$ layer add that a mean does not?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-bert-mean-pool
+# :class: dropdown
+# ::::
+# Multiply by the mask (as floats) to zero the padding, sum over positions, and divide by the
+# number of real tokens. The `[CLS]` pooler, by contrast, has its own trained layer; in BERT it is
+# trained by the NSP task, so its output is tuned to that task, while a mean of the token vectors
+# needs no extra parameters. The authors of Sentence-BERT found the mean a better sentence vector
+# than the `[CLS]` output of a BERT that was not fine-tuned, though neither was good without
+# fine-tuning. A sequence with no real token at all has no mean; the solution divides by at least 1
+# and returns zeros for it.
+
+# %% tags=["solution"]
+import torch
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    ### BEGIN SOLUTION
+    weights = attention_mask.to(hidden.dtype).unsqueeze(-1)             # (B, T, 1)
+    total = (hidden * weights).sum(dim=1)                               # (B, D)
+    count = weights.sum(dim=1).clamp(min=1.0)                           # (B, 1)
+    return total / count
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch08 import check_mean_pool
+
+check_mean_pool(mean_pool)
+
+# %% [markdown]
+# :::{exercise-start}
+# :label: ex-bert-cls
+# :::
+# **What the NSP head sees.** The NSP head is a linear layer on the pooled `[CLS]` vector only.
+# (a) How can it decide anything about sentence B, which it never reads directly? (b) `[CLS]` is
+# always at position 0. Would pooling position 1 (the first word of A) work as well after
+# pretraining? (c) Suppose all `token_type_ids` were 0 for a pair. Which information does the
+# model still have to tell A from B, and which does it lose?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-bert-cls
+# :class: dropdown
+# ::::
+# (a) Through self-attention. In every layer the `[CLS]` position takes a weighted average of the
+# values of *all* positions, those of B included, so after a few layers its vector is a function
+# of the entire input; the NSP loss is what trains the layers (and the pooler) to collect there the
+# evidence that decides IsNext/NotNext.
+#
+# (b) Not as reliably. Position 1 holds a different word in every input, and its vector must also
+# serve that word's own prediction when it is masked, so it is pulled in two directions.
+# `[CLS]` carries no word of its own and sits at the same position every time, so its vector can
+# specialise in summarising. Nothing in the architecture forbids pooling elsewhere, but
+# pretraining only trained the `[CLS]` route.
+#
+# (c) The `[SEP]` token still marks the boundary, and the position embeddings still say where
+# each token is, so attention can in principle find which side of the `[SEP]` a token is on. What
+# is lost is the direct, per-token signal that BERT was trained with: a pretrained model whose
+# segment vector $\mathbf E_B$ is never added sees inputs unlike those of its pretraining, and
+# tasks on pairs (entailment, question answering) lose accuracy.
+# ::::{solution-end}
+# ::::
+#
+# :::{exercise-start}
+# :label: ex-bert-tying
+# :::
+# **What tying saves (pen and paper).** How many parameters would the MLM head of BERT-base and of
+# BERT-large have *without* tying the decoder to the token table, and what fraction of the whole
+# `BertForPreTraining` does tying save in each? When the weights are tied, which two terms does
+# the gradient of the token table's row for "paris" have during pretraining?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-bert-tying
+# :class: dropdown
+# ::::
+# Untied, the decoder is a $V \times D$ matrix of its own: $30{,}522 \times 768 = 23{,}440{,}896$
+# extra parameters in BERT-base and $30{,}522 \times 1024 = 31{,}254{,}528$ in BERT-large. With the
+# tied totals from {ref}`sec-bert-sizes` (about 110M and 336M), tying saves roughly 18% and 8.5%
+# of the model. With tying, the row for "paris" receives two gradient terms: one from every
+# position where "paris" is an *input* token (through the embedding lookup), and one from every
+# labelled position (through the decoder, where each row's score enters the softmax over the
+# vocabulary, so every row gets a gradient at every labelled position, and the target's row the
+# largest). The cell computes the numbers.
+
+# %%
+for name in ("bert-base-uncased", "bert-large-uncased"):
+    c = BertConfig.preset(name)
+    with torch.device("meta"):
+        tied = count_parameters(BertForPreTraining(c))
+    saved = c.vocab_size * c.d_model
+    print(f"{name:<20} tied {tied:>12,}  untied {tied + saved:>12,}  tying saves {saved:,} "
+          f"({saved / (tied + saved):.1%} of the untied model)")
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::

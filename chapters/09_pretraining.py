@@ -1,0 +1,1883 @@
+# ---
+# jupyter:
+#   jupytext:
+#     default_lexer: ipython3
+#     formats: md:myst,py:percent
+#     notebook_metadata_filter: tinybert
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+#   tinybert:
+#     module: pretraining
+# ---
+
+# %% [markdown]
+# (sec-pretrain)=
+# # Pretraining BERT
+#
+# {doc}`08_bert` built BERT and its two heads but left every weight random. This chapter teaches
+# them. BERT learns from plain text, with no human labels, by solving two exercises that the text
+# sets itself {cite}`devlin2019bert`: *fill in the blanks* (the masked language model, MLM: guess
+# the word behind `[MASK]` in "Istanbul is a great [MASK] to visit") and *did B follow A?* (next
+# sentence prediction, NSP). Turning a pile of books and articles into millions of such exercises
+# is half of the work; the other half is a training loop that runs for days without losing its
+# place, in low precision, on as many GPUs as there are.
+#
+# We build both halves, train a small loop in the chapter itself, and then load the course's own
+# pretrained model: a four-layer `bert-mini` that was trained with exactly this code, whose
+# command, log and curves ship with the repository in `checkpoints/bert-mini/`.
+#
+# **What you will learn**
+#
+# - how a corpus becomes pretraining data: documents, sentences, segments, pairs of segments with
+#   a 50/50 next-sentence label, and `[CLS] A [SEP] B [SEP]` sequences;
+# - BERT's masking rule (choose 15% of the tokens; replace 80% of those with `[MASK]`, 10% with a
+#   random token, keep 10%), why it is not simply "mask 15%", and static versus dynamic masking;
+# - the optimizer BERT uses (AdamW, weight decay except on biases and LayerNorm), its warm-up
+#   then linear-decay schedule, gradient clipping, and mixed precision;
+# - checkpoints that can be resumed *exactly*, with the same parameters to the last bit as a run
+#   that never stopped, and that refuse to load when they are corrupt or do not match;
+# - training on several GPUs with `DistributedDataParallel`, and the one line of the loss that
+#   changes when you do;
+# - what the shipped `bert-mini` learned: its loss curves, its held-out accuracy, and its guesses
+#   for masked words.
+#
+# **Uses.** From {doc}`08_bert`: `BertConfig`, `BertForPreTraining`, `IGNORE_INDEX`, and
+# `save_model`/`load_model` from `tinybert.checkpoint`. From {doc}`07_tokenization`:
+# `WordPieceTokenizer` and `train_wordpiece_tokenizer`. From {doc}`02_word_vectors`:
+# `load_gutenberg`. The chapter's code goes to six small modules: `tinybert.pretraining_corpus`
+# (text to documents), `tinybert.masking`, `tinybert.pretraining` (pairs, batches,
+# `load_pretrained`), `tinybert.training` (optimizer, schedule, checkpoints; {doc}`10_finetuning`
+# uses them too), `tinybert.distributed` and `tinybert.pretrain_loop`. The command
+# `tinybert pretrain` runs the whole recipe.
+#
+# (sec-pretrain-setup)=
+# ## Setup
+#
+# The first three cells hold the imports of the modules this chapter writes; the fourth, those of
+# the teaching code.
+
+# %% tags=["export:pretraining_corpus"]
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from tinybert.corpus import load_gutenberg
+from tinybert.data import fetch
+from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+
+# %% tags=["export:masking"]
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+
+from tinybert.models.bert import IGNORE_INDEX
+
+# %% tags=["export"]
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from tinybert.checkpoint import load_model
+from tinybert.data import cache_dir
+from tinybert.masking import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.models.bert import IGNORE_INDEX, BertConfig
+from tinybert.pretraining_corpus import make_segments
+from tinybert.runtime import pick
+from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+
+# %%
+import math
+import time
+import warnings
+
+import matplotlib.pyplot as plt
+import torch.nn.functional as F
+
+from tinybert.models.bert import BertForPreTraining
+from tinybert.runtime import get_device, is_quick, pick, seed_everything
+from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
+
+device = get_device()
+print(f"device: {device}, quick mode: {is_quick()}")
+
+# %% [markdown]
+# (sec-pretrain-corpus)=
+# ## From text to documents
+#
+# BERT was pretrained on English Wikipedia (2,500M words) and BookCorpus (800M words), with a
+# WordPiece vocabulary of 30k tokens {cite}`devlin2019bert`. What matters about that choice is not
+# only the size: both sources are made of long, *coherent documents*, and next sentence prediction
+# needs documents, because "the next sentence" only means something inside one. A shuffled bag of
+# sentences would not do.
+#
+# Our corpus is the same mix at a laptop's scale. The Wikipedia part is the validation split of
+# WikiText-2 {cite}`merity2016pointer` (60 good and featured Wikipedia articles); the book part is
+# eight of the course's twelve Project Gutenberg novels, read with `load_gutenberg` from
+# {doc}`02_word_vectors`. The other four books (*Persuasion*, *Oliver Twist*, *A Connecticut
+# Yankee* and *The Sign of the Four*) are kept out, because {doc}`10_finetuning` tests on them,
+# and a model should not have read its test set during pretraining. The held-out set is the test
+# split of WikiText-2, 60-odd other articles.
+#
+# A WikiText article starts with a line ` = Title = `; section headings ` = = Heading = = ` are
+# dropped, and the data set's `@-@`, `@,@` and `@.@` (a hyphen, comma or point inside a number or
+# word, split off by its tokenizer) are joined back. WikiText replaced rare words with `<unk>`;
+# we keep the marker and turn it into the vocabulary's `[UNK]` token later. A novel has no articles,
+# so we cut it into documents of 64 consecutive sentences, a few pages each. Sentences come from a
+# small rule: a sentence ends at `.`, `!` or `?` (with any closing quotes) when the next word
+# starts with a capital letter or a digit, except after an abbreviation such as "Mr." or an initial.
+
+# %% tags=["export:pretraining_corpus"]
+_ABBREVIATIONS = frozenset("mr mrs ms dr st mt jr sr co lt col gen capt rev prof messrs no vs".split())
+_BOUNDARY = re.compile(r"[.!?][\"'\u2019\u201d)\]]*(?= [\"'\u2018\u201c(\[]*[A-Z0-9])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Cut ``text`` after ., ! or ? (and closing quotes or brackets) when a capital or digit follows.
+
+    A full stop after a common abbreviation ("Mr.") or an initial ("H. americanus") is no
+    boundary. Good enough for novels and Wikipedia; large pipelines use a trained splitter.
+    """
+    text = " ".join(text.split())                   # one space between words, none at the ends
+    sentences, start = [], 0
+    for match in _BOUNDARY.finditer(text):
+        last_word = text[start:match.start()].rsplit(" ", 1)[-1]
+        if match.group()[0] == "." and (last_word.lower() in _ABBREVIATIONS
+                                        or (len(last_word) == 1 and last_word.isupper())):
+            continue
+        sentences.append(text[start:match.end()].strip())
+        start = match.end()
+    if text[start:].strip():
+        sentences.append(text[start:].strip())
+    return sentences
+
+
+def wikitext_articles(text: str) -> list[list[str]]:
+    """WikiText's articles as documents, each a list of sentences (headings dropped).
+
+    A line `` = Title = `` starts an article, `` = = Section = = `` lines are dropped, and the
+    dataset's number tokens ``@-@``, ``@,@``, ``@.@`` are joined back (``1 @,@ 000`` -> ``1,000``).
+    ``<unk>`` (a word WikiText removed) is kept; encode_sentence turns it into [UNK].
+    """
+    articles: list[list[str]] = []
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith("= ") and not stripped.startswith("= ="):
+            articles.append([])                     # a new article
+        elif stripped and not stripped.startswith("="):
+            paragraph = re.sub(r" @([-,.])@ ", r"\1", stripped)
+            if not articles:
+                articles.append([])
+            articles[-1] += split_sentences(paragraph)
+    return [article for article in articles if article]
+
+
+def book_documents(text: str, sentences_per_document: int = 64) -> list[list[str]]:
+    """A book as documents: windows of ``sentences_per_document`` consecutive sentences.
+
+    Paragraphs are separated by blank lines; underscores (Project Gutenberg's italics) are dropped.
+    """
+    if sentences_per_document < 2:
+        raise ValueError(f"sentences_per_document must be at least 2, got {sentences_per_document}")
+    sentences = [s for paragraph in re.split(r"\n\s*\n", text.replace("_", ""))
+                 for s in split_sentences(paragraph)]
+    n = sentences_per_document
+    return [sentences[i:i + n] for i in range(0, len(sentences), n)]
+
+
+TRAIN_BOOKS = (1342, 158, 98, 1400, 76, 74, 1661, 2852)   # not 105, 730, 86, 2097: chapter 10 tests on those
+
+
+def course_documents(split: str = "train", *, max_documents: int | None = None) -> list[list[str]]:
+    """The course's pretraining text as documents of sentences.
+
+    ``"train"``: WikiText-2's validation articles, then the eight TRAIN_BOOKS in windows of 64
+    sentences. ``"heldout"``: WikiText-2's test articles. ``max_documents`` keeps the first ones.
+    """
+    if split not in ("train", "heldout"):
+        raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
+    name = "wikitext2/valid" if split == "train" else "wikitext2/test"
+    documents = wikitext_articles(fetch(name).read_text(encoding="utf-8"))
+    for ebook in TRAIN_BOOKS if split == "train" else ():
+        if max_documents is not None and len(documents) >= max_documents:
+            break
+        documents += book_documents(load_gutenberg(ebook))
+    return documents[:max_documents]
+
+
+# %% [markdown]
+# The rule on the first lines of *Pride and Prejudice* and on a WikiText paragraph:
+
+# %%
+austen = load_gutenberg(1342)
+opening = austen[austen.index("It is a truth"):][:400]
+for sentence in split_sentences(opening)[:4]:
+    print("|", sentence)
+wiki = wikitext_articles(fetch("wikitext2/valid").read_text(encoding="utf-8"))
+print("\nWikiText:", wiki[0][:3])
+assert split_sentences("Mr. Bennet was out. She said so!") == ["Mr. Bennet was out.", "She said so!"]
+
+# %% [markdown]
+# The real run used every document; the chapter works on the first 200 (quick mode: 20), which
+# are the 60 WikiText articles and the first books' windows, and on the held-out articles.
+
+# %%
+n_docs = pick(quick=20, full=200)            # the first documents: 60 articles, then the books
+documents = course_documents("train", max_documents=n_docs)
+heldout_documents = course_documents("heldout", max_documents=n_docs)
+n_sentences = sum(len(d) for d in documents)
+n_words = sum(len(s.split()) for d in documents for s in d)
+print(f"training: {len(documents)} documents, {n_sentences:,} sentences, {n_words:,} words; "
+      f"held-out: {len(heldout_documents)} documents")
+
+# %% [markdown]
+# (sec-pretrain-vocabulary)=
+# ### A vocabulary for the corpus
+#
+# The real run trained an uncased {term}`WordPiece` vocabulary of 8,192 tokens on these documents with
+# `train_wordpiece_tokenizer` from {doc}`07_tokenization`, and ships it as `vocab.txt` beside the
+# weights. One setting of that trainer matters a lot here. WordPiece merges the pair with the
+# highest $\text{count}(ij) / (\text{count}(i)\,\text{count}(j))$, a score that favours pairs of
+# *rare* symbols that always occur together. On a corpus of a million or so words and a small
+# vocabulary, that spends most merges on the letters of rare names while frequent words such as
+# "is" stay split into `i ##s`. Requiring a pair to occur at least `min_count` times before it may
+# be merged fixes this. The cell trains two small vocabularies on a slice of *Pride and Prejudice*
+# and counts how many tokens a word costs with each:
+
+# %%
+text = austen[:pick(quick=60_000, full=len(austen))]
+words = [w for line in text.split("\n") for w in line.split()]
+for min_count in (2, 40):
+    small = train_wordpiece_tokenizer([text], vocab_size=1500, min_count=min_count)
+    pieces = sum(len(small.encode(w).ids) for w in words[:20_000])
+    print(f"min_count={min_count:>2}: {len(small):>5} tokens, {pieces / len(words[:20_000]):.2f} tokens per word;",
+          "'it is a truth' ->", small.encode("it is a truth").tokens)
+
+# %% [markdown]
+# The real run used `min_count=40`, the value at which an 8,192-token vocabulary is still
+# reachable on our corpus. `load_pretrained` (defined at the end of this chapter) gives us that
+# vocabulary together with the model; the tokenizer is all we need for now.
+
+# %%
+from tinybert.pretraining import load_pretrained   # built at the end of this chapter
+
+pretrained = load_pretrained()                # checkpoints/bert-mini/ (trains a short run if missing)
+tokenizer = pretrained.tokenizer
+print(f"{len(tokenizer)} tokens; 'Istanbul is a great city to visit' ->",
+      tokenizer.encode("Istanbul is a great city to visit").tokens)
+
+
+# %% [markdown]
+# A sentence becomes a list of ids. The `<unk>` markers of WikiText become the id of `[UNK]`, which
+# is read from the vocabulary like every other special token: nothing in this chapter assumes
+# that `[PAD]` is 0 or `[MASK]` is 103.
+
+# %% tags=["export:pretraining_corpus"]
+def encode_sentence(tokenizer: WordPieceTokenizer, sentence: str, unk_marker: str = "<unk>") -> list[int]:
+    """The WordPiece ids of one sentence; each ``unk_marker`` in the text becomes the [UNK] id."""
+    unk = tokenizer.vocab[tokenizer.unk_token]
+    ids: list[int] = []
+    for i, piece in enumerate(sentence.split(unk_marker)):
+        if i:
+            ids.append(unk)
+        ids += tokenizer.encode(piece).ids
+    return ids
+
+
+def tokenize_documents(documents: Sequence[Sequence[str]], tokenizer: WordPieceTokenizer,
+                       ) -> list[list[list[int]]]:
+    """Documents of sentences -> documents of token-id lists (empty sentences dropped)."""
+    return [[ids for sentence in document if (ids := encode_sentence(tokenizer, sentence))]
+            for document in documents]
+
+def vocabulary_texts(documents: Sequence[Sequence[str]], unk_marker: str = "<unk>") -> list[str]:
+    """One text per document for training a vocabulary, with ``unk_marker`` removed."""
+    return [" ".join(document).replace(unk_marker, " ") for document in documents]
+
+
+# %%
+start = time.perf_counter()
+token_documents = tokenize_documents(documents, tokenizer)
+n_tokens = sum(len(s) for d in token_documents for s in d)
+print(f"{n_tokens:,} tokens ({n_tokens / n_words:.2f} per word) in {time.perf_counter() - start:.1f} s")
+print(encode_sentence(tokenizer, "A <unk> of the lobster ."), "->",
+      [tokenizer.id_to_token[i] for i in encode_sentence(tokenizer, "A <unk> of the lobster .")])
+
+
+# %% [markdown]
+# (sec-pretrain-nsp)=
+# ## Segment pairs for next sentence prediction
+#
+# Many tasks BERT is fine-tuned on read *two* texts: a question and a paragraph, a premise and a
+# hypothesis. Next sentence prediction teaches the `[CLS]` position to relate the two halves of
+# its input. The slides' example: A = "Istanbul is a great city to visit", B = "I was just there.";
+# did B come directly after A? BERT builds such pairs from the corpus {cite}`devlin2019bert`:
+#
+# - 50% of the time B is the text that really follows A (label `IsNext`),
+# - 50% of the time B is a random piece of text from another document (label `NotNext`).
+#
+# The label convention is Hugging Face's and {doc}`08_bert`'s: class 0 means "B follows A" and class
+# 1 means "B is random". A and B are not single sentences but *segments*: runs of consecutive
+# sentences, so that a pair fills most of the sequence length. Our version packs each document's
+# sentences greedily into segments of at most $(T_\text{max} - 3)/2$ tokens (three positions go to
+# `[CLS]` and the two `[SEP]`s), then pairs every segment with its successor or, with probability
+# one half, with a random segment of a random other document.
+
+# %% tags=["export:pretraining_corpus"]
+def make_segments(document: Sequence[list[int]], max_tokens: int) -> list[list[int]]:
+    """Pack consecutive sentences into segments of at most ``max_tokens`` tokens.
+
+    A sentence starts a new segment when it would not fit; one longer than ``max_tokens`` is cut.
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+    segments, current = [], []
+    for sentence in document:
+        if current and len(current) + len(sentence) > max_tokens:
+            segments.append(current)
+            current = []
+        current = current + sentence
+        if len(current) >= max_tokens:
+            segments.append(current[:max_tokens])
+            current = []
+    if current:
+        segments.append(current)
+    return segments
+
+
+# %% tags=["export"]
+@dataclass(frozen=True)
+class SegmentPair:
+    """Two segments and the NSP label: 0 = B follows A in the text (IsNext), 1 = B is random (NotNext)."""
+
+    a: list[int]
+    b: list[int]
+    nsp_label: int
+
+
+def _randint(n: int, generator: torch.Generator) -> int:
+    return int(torch.randint(n, (1,), generator=generator))
+
+
+def sample_nsp_pairs(documents: Sequence[Sequence[list[int]]], generator: torch.Generator, *,
+                     p_next: float = 0.5) -> list[SegmentPair]:
+    """One pair for every segment that has a successor in its document.
+
+    With probability ``p_next`` segment B is that successor (label 0, IsNext); otherwise B is a
+    random segment of a random *other* document (label 1, NotNext).
+    """
+    usable = [d for d, segments in enumerate(documents) if segments]
+    if len(usable) < 2:
+        raise ValueError(f"next sentence prediction needs at least two non-empty documents, got {len(usable)}")
+    position = {d: k for k, d in enumerate(usable)}
+    pairs = []
+    for d, segments in enumerate(documents):
+        for i in range(len(segments) - 1):
+            if float(torch.rand(1, generator=generator)) < p_next:
+                pairs.append(SegmentPair(segments[i], segments[i + 1], 0))
+            else:
+                k = _randint(len(usable) - 1, generator)
+                other = usable[k + (k >= position[d])]               # any document but d
+                b = documents[other][_randint(len(documents[other]), generator)]
+                pairs.append(SegmentPair(segments[i], b, 1))
+    return pairs
+
+
+def encode_pair(a: Sequence[int], b: Sequence[int], special: SpecialTokens,
+                max_len: int) -> tuple[list[int], list[int]]:
+    """``[CLS] A [SEP] B [SEP]`` and its segment ids (0 up to the first [SEP], 1 after).
+
+    When the pair does not fit in ``max_len``, tokens are dropped from the end of the longer
+    segment, one at a time, as BERT's data pipeline does.
+    """
+    if max_len < 5:
+        raise ValueError(f"max_len must leave room for [CLS], [SEP], [SEP] and two tokens, got {max_len}")
+    na, nb = len(a), len(b)
+    while na + nb > max_len - 3:
+        na, nb = (na - 1, nb) if na > nb else (na, nb - 1)
+    input_ids = [special.cls, *a[:na], special.sep, *b[:nb], special.sep]
+    token_type_ids = [0] * (na + 2) + [1] * (nb + 1)
+    return input_ids, token_type_ids
+
+
+# %% [markdown]
+# `encode_pair` lays a pair out as BERT reads it. The segment ids (chapter 8's token types) are 0 for
+# `[CLS]`, A and the first `[SEP]`, and 1 for B and the last `[SEP]`. The slides' pair:
+
+# %%
+special = SpecialTokens.from_vocab(tokenizer.vocab)
+print(special)
+a = encode_sentence(tokenizer, "Istanbul is a great city to visit")
+b = encode_sentence(tokenizer, "I was just there.")
+ids, segment_ids = encode_pair(a, b, special, max_len=128)
+print(" ".join(f"{tokenizer.id_to_token[i]}/{s}" for i, s in zip(ids, segment_ids)))
+assert ids[0] == special.cls and ids.count(special.sep) == 2 and segment_ids[-1] == 1
+
+# %% [markdown]
+# On the corpus, the label is balanced and every `IsNext` pair really is a pair of neighbours:
+
+# %%
+max_len = pick(quick=64, full=128)
+segmented = [make_segments(d, (max_len - 3) // 2) for d in token_documents]
+pairs = sample_nsp_pairs(segmented, seed_everything(0))
+is_next = sum(p.nsp_label == 0 for p in pairs) / len(pairs)
+print(f"{sum(map(len, segmented)):,} segments -> {len(pairs):,} pairs, {is_next:.1%} IsNext")
+assert abs(is_next - 0.5) < 0.05
+show = lambda ids: tokenizer.decode(ids)[:90] + "..."       # noqa: E731
+for label in (0, 1):
+    p = next(p for p in pairs if p.nsp_label == label)
+    print(f"\n{['IsNext', 'NotNext'][label]}\n  A: {show(p.a)}\n  B: {show(p.b)}")
+
+
+# %% [markdown]
+# (sec-pretrain-mlm)=
+# ## Masking for the masked language model
+#
+# A left-to-right language model predicts each word from the words before it. BERT wants every
+# position to see *both* sides, but a model that sees both sides can simply read the answer off the
+# input. The masked language model solves this by hiding some tokens and predicting only those.
+# BERT's rule {cite}`devlin2019bert`:
+#
+# 1. choose 15% of the token positions at random (never `[CLS]`, `[SEP]`, padding or other
+#    {term}`special tokens <special token>`);
+# 2. replace 80% of the chosen tokens with `[MASK]`, 10% with a random token, and leave 10%
+#    unchanged;
+# 3. compute the loss at the chosen positions only, predicting the original token.
+#
+# Why not replace all of them with `[MASK]`? Because `[MASK]` never appears when the model is later
+# fine-tuned, so the model must not learn that only `[MASK]` positions matter. The random and
+# unchanged tokens force it to keep a good representation of *every* position, since any token
+# might be one it will be asked about. The paper's ablation (its Table 8) shows the mix matters most
+# when BERT's features are used without fine-tuning: 80/10/10 reached 94.9 F1 on named-entity
+# recognition, always `[MASK]` 94.0, always a random token 94.6; after fine-tuning, the differences
+# shrink to a few tenths of a point.
+#
+# The special token ids come from the vocabulary:
+
+# %% tags=["export:masking"]
+@dataclass(frozen=True)
+class SpecialTokens:
+    """The ids of BERT's special tokens and the vocabulary size, read from a vocabulary."""
+
+    pad: int
+    unk: int
+    cls: int
+    sep: int
+    mask: int
+    vocab_size: int
+
+    @classmethod
+    def from_vocab(cls, vocab: Mapping[str, int]) -> SpecialTokens:
+        names = {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
+        missing = [token for token in names.values() if token not in vocab]
+        if missing:
+            raise ValueError(f"the vocabulary lacks the special tokens {missing}; BERT needs "
+                             f"{list(names.values())}")
+        return cls(**{field: vocab[token] for field, token in names.items()},
+                   vocab_size=max(vocab.values()) + 1)
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return (self.pad, self.unk, self.cls, self.sep, self.mask)
+
+
+# %% [markdown]
+# `mask_tokens` draws every random number from a `torch.Generator` passed in explicitly, so that a
+# given generator state always produces the same masks, whatever else the program does with
+# PyTorch's global random state. `seeded_generator(*keys)` makes such a generator from any tuple of
+# keys, for example `(seed, "mask", step, rank)`; we will see why keys beat a single running
+# generator when we resume training.
+
+# %% tags=["export:masking"]
+def seeded_generator(*keys) -> torch.Generator:
+    """A torch.Generator seeded from a hash of ``keys``: ``seeded_generator(seed, "mask", step, rank)``."""
+    digest = hashlib.sha256(repr(keys).encode()).digest()
+    return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
+
+
+def mask_tokens(input_ids: torch.Tensor, special: SpecialTokens,
+                generator: torch.Generator | None = None, *, mlm_probability: float = 0.15,
+                mask_fraction: float = 0.8, random_fraction: float = 0.1,
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's masked-LM corruption of a (B, T) batch: returns (corrupted input_ids, labels).
+
+    Each ordinary token is chosen with probability ``mlm_probability`` (special tokens and padding
+    never are). A chosen token becomes [MASK] with probability ``mask_fraction``, a random
+    ordinary token with probability ``random_fraction``, and stays itself otherwise. ``labels``
+    holds the original id at the chosen positions and -100 (ignored by the loss) everywhere else.
+    Every random draw comes from ``generator``, so the same generator state gives the same masks.
+    """
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"input_ids: expected an integer tensor of token ids, got {input_ids!r:.80}")
+    for name, p in (("mlm_probability", mlm_probability), ("mask_fraction", mask_fraction),
+                    ("random_fraction", random_fraction)):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"{name}: expected a probability in [0, 1], got {p!r}")
+    if mask_fraction + random_fraction > 1.0:
+        raise ValueError(f"mask_fraction + random_fraction must be at most 1, got "
+                         f"{mask_fraction} + {random_fraction}")
+    device = input_ids.device
+    special_ids = torch.tensor(special.ids, device=device)
+
+    def uniform() -> torch.Tensor:                   # (B, T) draws in [0, 1) from the generator
+        return torch.rand(input_ids.shape, generator=generator).to(device)
+
+    maskable = ~torch.isin(input_ids, special_ids)                          # (B, T)
+    chosen = maskable & (uniform() < mlm_probability)                       # (B, T) ~15%
+    labels = torch.where(chosen, input_ids, IGNORE_INDEX)                   # (B, T)
+    action = uniform()                                                      # (B, T) one draw decides 80/10/10
+    to_mask = chosen & (action < mask_fraction)
+    to_random = chosen & (action >= mask_fraction) & (action < mask_fraction + random_fraction)
+    every_id = torch.arange(special.vocab_size, device=device)
+    ordinary = every_id[~torch.isin(every_id, special_ids)]                 # ids a random token may take
+    random_ids = ordinary[torch.randint(len(ordinary), input_ids.shape, generator=generator).to(device)]
+    corrupted = torch.where(to_mask, special.mask, input_ids)
+    corrupted = torch.where(to_random, random_ids, corrupted)
+    return corrupted, labels
+
+
+# %% [markdown]
+# The slides' sentence, corrupted by the rule (with a choice rate of 30% instead of 15%, so that a
+# short sentence shows a few cases). The labels are `-100`, the value PyTorch's cross-entropy
+# ignores, everywhere except at the chosen positions:
+
+# %%
+sentence = torch.tensor([[special.cls, *encode_sentence(tokenizer, "Istanbul is a great city to visit"), special.sep]])
+corrupted, labels = mask_tokens(sentence, special, seeded_generator(0, "demo"), mlm_probability=0.3)
+print("input:    ", tokenizer.decode(sentence[0].tolist()))
+print("corrupted:", tokenizer.decode(corrupted[0].tolist()))
+print("labels:   ", labels[0].tolist())
+assert (labels[0, [0, -1]] == IGNORE_INDEX).all()               # never [CLS] or [SEP]
+
+# %% [markdown]
+# Over many tokens the rates are the ones the rule asks for. A random replacement can hit the
+# original token by chance (once in as many draws as there are ordinary tokens), so "unchanged" is
+# a hair above 10% and "random" a hair below:
+
+# %%
+flat = torch.tensor([t for d in token_documents for s in d for t in s])
+batch_ids = flat[:400 * max_len].view(-1, max_len)                  # up to 400 rows of running text
+corrupted, labels = mask_tokens(batch_ids, special, seeded_generator(0, "stats"))
+chosen = labels != IGNORE_INDEX
+maskable = ~torch.isin(batch_ids, torch.tensor(special.ids))
+rates = {"chosen / maskable": chosen.sum() / maskable.sum(),
+         "[MASK] / chosen": (corrupted[chosen] == special.mask).float().mean(),
+         "random / chosen": ((corrupted[chosen] != special.mask) & (corrupted[chosen] != batch_ids[chosen])).float().mean(),
+         "unchanged / chosen": (corrupted[chosen] == batch_ids[chosen]).float().mean()}
+for name, rate in rates.items():
+    print(f"{name:>20}: {rate:.3f}")
+print(f"over {chosen.sum().item():,} chosen of {maskable.sum().item():,} tokens")
+assert abs(rates["chosen / maskable"] - 0.15) < 0.01 and abs(rates["[MASK] / chosen"] - 0.8) < 0.03
+assert torch.equal(corrupted[~chosen], batch_ids[~chosen])
+
+
+# %% [markdown]
+# (sec-pretrain-static-dynamic)=
+# ### Static and dynamic masking
+#
+# BERT's original data pipeline masked each sequence once, when the training files were written:
+# *static* masking. To see more than one mask per sequence over 40 epochs, it wrote the data ten
+# times with different masks. RoBERTa {cite}`liu2019roberta` draws a new mask every time a sequence
+# is put into a batch, *dynamic* masking, and found it as good or slightly better while needing no
+# copies. The difference is only *when* `mask_tokens` is called: once per example up front, or once
+# per batch. Our batches support both; dynamic is the default.
+#
+# (sec-pretrain-batches)=
+# ## Examples and batches
+#
+# An example is one encoded pair with its NSP label; with static masking it also carries its MLM
+# labels. `collate` pads a list of examples to the longest one and returns exactly the keyword
+# arguments of `BertForPreTraining`, so a training step is `model(**batch)`.
+
+# %% tags=["export"]
+@dataclass(frozen=True)
+class PretrainingExample:
+    """One input sequence of BERT's pretraining; ``mlm_labels`` is set once it is masked (static masking)."""
+
+    input_ids: list[int]
+    token_type_ids: list[int]
+    nsp_label: int
+    mlm_labels: list[int] | None = None
+
+
+def make_examples(documents: Sequence[Sequence[list[int]]], special: SpecialTokens, max_len: int,
+                  generator: torch.Generator) -> list[PretrainingExample]:
+    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> NSP pairs -> examples."""
+    segmented = [make_segments(document, (max_len - 3) // 2) for document in documents]
+    return [PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
+            for p in sample_nsp_pairs(segmented, generator)]
+
+
+def collate(examples: Sequence[PretrainingExample], special: SpecialTokens) -> dict[str, torch.Tensor]:
+    """Pad a list of examples into a batch: the keyword arguments of BertForPreTraining.
+
+    input_ids, token_type_ids, attention_mask (True = real token) are (B, T) with T the longest
+    example; nsp_labels is (B,); mlm_labels (B, T) when every example is already masked.
+    """
+    B, T = len(examples), max(len(e.input_ids) for e in examples)
+    batch = {"input_ids": torch.full((B, T), special.pad),
+             "token_type_ids": torch.zeros(B, T, dtype=torch.long),
+             "attention_mask": torch.zeros(B, T, dtype=torch.bool),
+             "nsp_labels": torch.tensor([e.nsp_label for e in examples])}
+    masked = all(e.mlm_labels is not None for e in examples)
+    if masked:
+        batch["mlm_labels"] = torch.full((B, T), IGNORE_INDEX)
+    for i, e in enumerate(examples):
+        n = len(e.input_ids)
+        batch["input_ids"][i, :n] = torch.tensor(e.input_ids)
+        batch["token_type_ids"][i, :n] = torch.tensor(e.token_type_ids)
+        batch["attention_mask"][i, :n] = True
+        if masked:
+            batch["mlm_labels"][i, :n] = torch.tensor(e.mlm_labels)
+    return batch
+
+
+# %% [markdown]
+# The batch of a step is a *function of the step*. Epoch $e$ visits the examples in the order of a
+# permutation drawn from `seeded_generator(seed, "order", e)`, and the dynamic mask of step $s$
+# comes from `seeded_generator(seed, "mask", s, rank)`. Nothing is carried from one call to the
+# next, so a run restarted at step 1,000 gets batch 1,000 without replaying the first 999, which
+# is what exact resumption needs. For several processes, each takes every `world_size`-th example of
+# the step's global batch, the way PyTorch's `DistributedSampler` splits a data set.
+
+# %% tags=["export"]
+class PretrainingBatches:
+    """The batches of a run as a function of the step: ``batches(step) -> dict of (B, T) tensors``.
+
+    Epoch e visits the examples in the order of a permutation drawn from (seed, e); process
+    ``rank`` of ``world_size`` takes every ``world_size``-th example of each global batch, as
+    PyTorch's DistributedSampler does. Dynamic masking draws a fresh mask for every batch from
+    (seed, step, rank); static masking masks every example once, here, from (seed,). Because
+    nothing depends on earlier calls, a resumed run sees exactly the batches it would have seen.
+    """
+
+    def __init__(self, examples: Sequence[PretrainingExample], special: SpecialTokens, batch_size: int,
+                 *, seed: int = 0, dynamic_masking: bool = True, rank: int = 0, world_size: int = 1):
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank must lie in [0, world_size = {world_size}), got {rank}")
+        self.global_batch = batch_size * world_size
+        self.steps_per_epoch = len(examples) // self.global_batch
+        if batch_size < 1 or self.steps_per_epoch == 0:
+            raise ValueError(f"{len(examples)} examples cannot fill one global batch of "
+                             f"{batch_size} x {world_size} processes")
+        if not dynamic_masking:
+            g = seeded_generator(seed, "static")
+            examples = [replace(e, input_ids=ids[0].tolist(), mlm_labels=labels[0].tolist())
+                        for e in examples
+                        for ids, labels in [mask_tokens(torch.tensor([e.input_ids]), special, g)]]
+        self.examples, self.special, self.batch_size = list(examples), special, batch_size
+        self.seed, self.dynamic_masking, self.rank, self.world_size = seed, dynamic_masking, rank, world_size
+        self._order: tuple[int, torch.Tensor | None] = (-1, None)
+
+    def __call__(self, step: int) -> dict[str, torch.Tensor]:
+        epoch, index = divmod(step, self.steps_per_epoch)
+        if self._order[0] != epoch:
+            self._order = (epoch, torch.randperm(len(self.examples), generator=seeded_generator(self.seed, "order", epoch)))
+        order = self._order[1]
+        mine = order[index * self.global_batch:(index + 1) * self.global_batch][self.rank::self.world_size]
+        batch = collate([self.examples[i] for i in mine.tolist()], self.special)
+        if self.dynamic_masking:
+            g = seeded_generator(self.seed, "mask", step, self.rank)
+            batch["input_ids"], batch["mlm_labels"] = mask_tokens(batch["input_ids"], self.special, g)
+        return batch
+
+
+# %%
+examples = make_examples(token_documents, special, max_len, seeded_generator(0, "pairs"))
+batch_size = pick(quick=8, full=16)
+batches = PretrainingBatches(examples, special, batch_size, seed=0)
+batch = batches(0)
+for name, tensor in batch.items():
+    print(f"{name:>15}: {tuple(tensor.shape)} {tensor.dtype}")
+print("row 0:", tokenizer.decode(batch["input_ids"][0][batch["attention_mask"][0]].tolist())[:160], "...")
+again = PretrainingBatches(examples, special, batch_size, seed=0)(0)
+assert all(torch.equal(batch[k], again[k]) for k in batch)                  # a function of the step
+assert (batch["mlm_labels"][~batch["attention_mask"]] == IGNORE_INDEX).all()   # padding is never a target
+print(f"{len(examples):,} examples, {batches.steps_per_epoch:,} steps per epoch")
+
+# %% [markdown]
+# (sec-pretrain-optimizer)=
+# ## The optimizer and the learning-rate schedule
+#
+# BERT's recipe, from the paper and the slides: Adam with learning rate $10^{-4}$,
+# $\beta_1 = 0.9$, $\beta_2 = 0.999$, L2 weight decay 0.01, a learning rate that rises linearly over
+# the first 10,000 steps and then falls linearly to zero, dropout 0.1 everywhere, batches of 256
+# sequences for 1,000,000 steps, the first 90% of them with sequences of 128 tokens and the last 10%
+# with 512 (attention costs grow with the square of the length) {cite}`devlin2019bert`.
+#
+# *Weight decay* pulls every weight towards zero a little at each step. With Adam it should be
+# applied directly to the weights, $\theta \leftarrow \theta - \eta\,\lambda\,\theta$, rather than
+# added to the gradient, where Adam's per-parameter scaling would weaken it for parameters with
+# large gradients; that decoupled form is AdamW {cite}`loshchilov2019adamw`, which Google's BERT code
+# implemented too. Biases and LayerNorm parameters are not decayed: they do not multiply inputs, so
+# shrinking them does not make the function smoother, it only shifts or rescales it. In a
+# Transformer they are exactly the parameters with fewer than two dimensions, which gives a
+# one-line rule. (The embedding tables are matrices and *are* decayed, as in BERT.)
+#
+# The {term}`learning-rate warm-up` exists because Adam's first steps are unreliable: its step
+# sizes are estimated from only a few gradients, and large steps from random weights can push a
+# post-LN network's LayerNorms and attention softmaxes into regions they do not come back from. The linear decay to zero at the last step
+# lets the run settle at the end. Unlike the inverse-square-root schedule of {doc}`06_transformer`,
+# this schedule needs to know the total number of steps in advance.
+
+# %% tags=["export:training"]
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from tinybert.checkpoint import CONFIG_NAME, _write_atomically, load_model, save_model
+
+
+# %% tags=["export:training"]
+def make_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.01,
+                   betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6) -> torch.optim.AdamW:
+    """AdamW with two parameter groups: weight decay on weight matrices (and embedding tables),
+    none on biases and LayerNorm weights (every parameter with fewer than two dimensions)."""
+    if not lr > 0 or weight_decay < 0:
+        raise ValueError(f"lr must be positive and weight_decay non-negative, got {lr!r} and {weight_decay!r}")
+    decay, no_decay = [], []
+    for parameter in model.parameters():         # shared (tied) parameters are listed once
+        if parameter.requires_grad:
+            (decay if parameter.ndim >= 2 else no_decay).append(parameter)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)
+
+
+def linear_warmup_decay(optimizer: torch.optim.Optimizer, warmup_steps: int,
+                        total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """lr(s) = peak · s / warmup for s < warmup, then peak · (total - s) / (total - warmup), 0 after.
+
+    s counts the optimizer steps taken so far (call ``scheduler.step()`` after ``optimizer.step()``),
+    so the very first update uses lr 0 when warmup_steps > 0, as in BERT and Hugging Face.
+    """
+    for name, value in (("warmup_steps", warmup_steps), ("total_steps", total_steps)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name}: expected a non-negative int, got {value!r}")
+    if total_steps < 1 or warmup_steps > total_steps:
+        raise ValueError(f"expected 0 <= warmup_steps <= total_steps and total_steps >= 1, got "
+                         f"warmup_steps={warmup_steps}, total_steps={total_steps}")
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return step / warmup_steps
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+# %% [markdown]
+# For `bert-mini`, the decayed group holds the weight matrices and the three embedding tables; the
+# other group holds every bias and LayerNorm vector:
+
+# %%
+mini = pretrained.model                       # the shipped bert-mini, loaded above
+optimizer = make_optimizer(mini, lr=1e-3)
+for group in optimizer.param_groups:
+    print(f"weight decay {group['weight_decay']}: {len(group['params'])} tensors, "
+          f"{sum(p.numel() for p in group['params']):,} parameters")
+assert sum(p.numel() for g in optimizer.param_groups for p in g["params"]) == sum(p.numel() for p in mini.parameters())
+
+
+# %% [markdown]
+# The schedule for a run of 400 steps with 5% warm-up, next to the one Hugging Face's
+# `get_linear_schedule_with_warmup` computes:
+
+# %%
+def learning_rates(make_scheduler, steps=400, peak=1e-3):
+    opt = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=peak)
+    scheduler = make_scheduler(opt)
+    lrs = []
+    for _ in range(steps):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        scheduler.step()
+    return lrs
+
+
+ours = learning_rates(lambda opt: linear_warmup_decay(opt, warmup_steps=20, total_steps=400))
+try:
+    with warnings.catch_warnings():                  # transformers' import warns about notebook widgets
+        warnings.simplefilter("ignore")
+        from transformers import get_linear_schedule_with_warmup
+    theirs = learning_rates(lambda opt: get_linear_schedule_with_warmup(opt, 20, 400))
+    print(f"largest difference from Hugging Face's schedule: {max(abs(a - b) for a, b in zip(ours, theirs)):.1e}")
+    assert max(abs(a - b) for a, b in zip(ours, theirs)) < 1e-12
+except ImportError:
+    print("transformers is not installed: no comparison")
+fig, ax = plt.subplots(figsize=(6, 2.4))
+ax.plot(ours)
+ax.set(xlabel="step", ylabel="learning rate", title="linear warm-up (20 steps), then linear decay")
+plt.show()
+
+
+# %% [markdown]
+# The loop also *clips* the gradient: when the norm of all gradients together exceeds 1, it is
+# scaled down to 1 (`torch.nn.utils.clip_grad_norm_`), so that one unlucky batch cannot throw the
+# weights far away. Google's BERT clips at 1.0 as well.
+#
+# (sec-pretrain-amp)=
+# ## Mixed precision
+#
+# A float32 number takes 4 bytes; float16 and bfloat16 take 2. Modern GPUs multiply 16-bit
+# matrices many times faster than 32-bit ones, and half the bytes means half the memory traffic.
+# *Mixed-precision* training {cite}`micikevicius2018mixed` runs the big matrix products in 16 bits
+# while keeping the weights, the optimizer state and the sensitive reductions (softmax, LayerNorm,
+# losses) in 32 bits. In PyTorch, `torch.autocast` does the choosing operation by operation.
+#
+# The two 16-bit formats fail differently. float16 has 10 bits of mantissa but only 5 of exponent:
+# numbers below about $6 \times 10^{-8}$ become zero, and small gradients do. Its remedy is *loss
+# scaling*: multiply the loss by a large factor before `backward`, divide the gradients by it
+# before the update, and lower the factor whenever an overflow produces `inf` (PyTorch's
+# `GradScaler`). bfloat16 keeps float32's 8 exponent bits and gives up mantissa instead (7 bits),
+# so gradients do not underflow and no scaling is needed. The loop uses bfloat16 where the GPU
+# supports it, float16 with a `GradScaler` on older GPUs, and plain float32 on the CPU, where
+# 16-bit matrix products are rarely faster.
+
+# %% tags=["export:training"]
+def autocast_dtype(device: torch.device | str) -> torch.dtype | None:
+    """The mixed-precision type for ``device``: bfloat16 on CUDA GPUs that have it, else float16;
+    None (full float32) on CPU and MPS, where autocast rarely pays off for training."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+# %%
+tiny_gradient = torch.tensor(1e-8)
+for dtype in (torch.float32, torch.float16, torch.bfloat16):
+    info = torch.finfo(dtype)
+    print(f"{str(dtype):>15}: 1e-8 -> {tiny_gradient.to(dtype).item():.3g}, "
+          f"1 + 1/200 -> {torch.tensor(1 + 1 / 200).to(dtype).item():.6f}, largest {info.max:.3g}")
+print(f"this machine ({device}) trains in: {autocast_dtype(device) or torch.float32}")
+
+# %% [markdown]
+# (sec-pretrain-checkpoints)=
+# ## Checkpoints
+#
+# A long run must survive being stopped: a Colab session ends, a job hits its time limit, a
+# machine is shared. A checkpoint for *resuming* holds more than the weights: the optimizer's
+# moving averages (two tensors per parameter for Adam, twice the model's size), the scheduler's
+# position, the step, and the state of the random number generators. `save_checkpoint` writes the
+# model with `save_model` from {doc}`08_bert` and the training state beside it, in safetensors and
+# JSON, never in pickles (a pickle can run arbitrary code when it is loaded).
+#
+# Every file is written to a temporary name and then renamed over the old one, which the operating
+# system does in one step, so a reader sees the old file or the new one and never half of either.
+# A crash *between* two files could still pair a new model with an old optimizer state. To catch
+# that, each save draws a random id and records it in all of its files; `load_checkpoint` refuses a
+# checkpoint whose ids disagree, one whose files are truncated or corrupt, and a model or optimizer
+# that does not match the one that was saved, each with a message that says which.
+
+# %% tags=["export:training"]
+STATE_NAME, STATE_TENSORS_NAME = "training_state.json", "training_state.safetensors"
+
+
+def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch.optim.Optimizer | None = None,
+                    scheduler=None, step: int = 0, extra: dict | None = None,
+                    scaler: torch.amp.GradScaler | None = None,
+                    generator: torch.Generator | None = None) -> Path:
+    """The model (tinybert.checkpoint.save_model) plus what resuming needs, every file atomic.
+
+    training_state.safetensors holds the optimizer's tensors and the random number generators'
+    states; training_state.json the step, the scheduler, the optimizer's hyperparameters,
+    ``extra`` (any JSON) and the ids that tie the three files of one save together. It is
+    written last, so an interrupted save is detected by load_checkpoint instead of half-loaded.
+    """
+    from safetensors.torch import save_file
+
+    directory = save_model(model, directory)
+    save_id = uuid.uuid4().hex
+    tensors = {"rng.torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        tensors |= {f"rng.cuda.{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())}
+    if generator is not None:
+        tensors["rng.generator"] = generator.get_state()
+    state = {"format": 1, "step": int(step), "extra": extra or {}, "save_id": save_id,
+             "model_save_id": json.loads((directory / CONFIG_NAME).read_text())["save_id"]}
+    if optimizer is not None:
+        opt = optimizer.state_dict()
+        for index, values in opt["state"].items():
+            tensors |= {f"optimizer.{index}.{key}": value for key, value in values.items()}
+        state["optimizer_param_groups"] = opt["param_groups"]
+    if scheduler is not None:
+        state["scheduler"] = scheduler.state_dict()
+    if scaler is not None:
+        state["scaler"] = scaler.state_dict()
+    try:
+        text = json.dumps(state, indent=1)
+    except TypeError as error:
+        raise ValueError(f"save_checkpoint: extra and the scheduler state must be JSON-serialisable ({error})") from None
+    tensors = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
+    _write_atomically(directory / STATE_TENSORS_NAME,
+                      lambda tmp: save_file(tensors, tmp, metadata={"save_id": save_id}))
+    _write_atomically(directory / STATE_NAME, lambda tmp: Path(tmp).write_text(text + "\n"))
+    return directory
+
+
+# %% tags=["export:training"]
+@dataclass
+class Checkpoint:
+    """What load_checkpoint restored: the model (on ``map_location``), the step, the saved ``extra``."""
+
+    model: nn.Module
+    step: int
+    extra: dict = field(default_factory=dict)
+    directory: Path | None = None
+
+
+def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
+                    optimizer: torch.optim.Optimizer | None = None, scheduler=None,
+                    scaler: torch.amp.GradScaler | None = None, generator: torch.Generator | None = None,
+                    restore_rng: bool = True, map_location: str | torch.device = "cpu") -> Checkpoint:
+    """Resume from save_checkpoint's files: weights into ``model`` (or a new model), and the
+    state of whichever of optimizer, scheduler, scaler and generator are given.
+
+    Raises FileNotFoundError when a file is missing and ValueError when a file is corrupt, when
+    the files come from different (interrupted) saves, or when ``model`` or ``optimizer`` do not
+    match what was saved.
+    """
+    from safetensors import safe_open
+
+    directory = Path(directory)
+    path = directory / STATE_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file; {directory} is not a training checkpoint "
+                                "written by save_checkpoint (or its save was interrupted)")
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+        step, save_id = int(state["step"]), state["save_id"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: corrupt training state ({error!r})") from None
+    try:
+        with safe_open(directory / STATE_TENSORS_NAME, framework="pt", device="cpu") as f:
+            header, tensors = f.metadata() or {}, {key: f.get_tensor(key) for key in f.keys()}
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{directory / STATE_TENSORS_NAME}: no such file") from None
+    except Exception as error:                       # safetensors raises its own error types
+        raise ValueError(f"{directory / STATE_TENSORS_NAME}: not a readable safetensors file "
+                         f"(corrupt or truncated?): {error}") from None
+    model_meta = json.loads((directory / CONFIG_NAME).read_text()) if (directory / CONFIG_NAME).is_file() else {}
+    if header.get("save_id") != save_id or model_meta.get("save_id") != state.get("model_save_id"):
+        raise ValueError(f"{directory}: the model and training-state files come from different saves "
+                         "(an interrupted save_checkpoint?); resume from an earlier checkpoint")
+    loaded = load_model(directory, map_location=map_location)
+    if model is None:
+        model = loaded
+    else:
+        if type(model) is not type(loaded) or model.config != loaded.config:
+            raise ValueError(f"{directory}: the checkpoint holds a {type(loaded).__name__} with config "
+                             f"{loaded.config}, but the model given is a {type(model).__name__} with config "
+                             f"{getattr(model, 'config', None)}")
+        model.load_state_dict(loaded.state_dict())
+    if optimizer is not None:
+        if "optimizer_param_groups" not in state:
+            raise ValueError(f"{path}: the checkpoint was saved without an optimizer")
+        groups = [{**g, "betas": tuple(g["betas"])} if "betas" in g else g for g in state["optimizer_param_groups"]]
+        opt_state: dict[int, dict] = {}
+        for key, value in tensors.items():
+            if key.startswith("optimizer."):
+                _, index, name = key.split(".", 2)
+                opt_state.setdefault(int(index), {})[name] = value
+        try:
+            optimizer.load_state_dict({"state": opt_state, "param_groups": groups})
+        except ValueError as error:
+            raise ValueError(f"{directory}: the optimizer does not match the saved one ({error})") from None
+    if scheduler is not None:
+        scheduler.load_state_dict(state["scheduler"])
+    if scaler is not None and "scaler" in state:
+        scaler.load_state_dict(state["scaler"])
+    if generator is not None:
+        generator.set_state(tensors["rng.generator"])
+    if restore_rng:
+        torch.set_rng_state(tensors["rng.torch"])
+        cuda = [tensors[k] for k in sorted(tensors) if k.startswith("rng.cuda.")]
+        if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(cuda)
+    return Checkpoint(model=model, step=step, extra=state.get("extra", {}), directory=directory)
+
+
+# %% [markdown]
+# (sec-pretrain-loop)=
+# ## The training loop
+#
+# One step of pretraining is the loop of every PyTorch model, with three additions: the forward
+# pass runs under `autocast`, the loss goes through the `GradScaler` (which does nothing unless the
+# run is in float16), and the gradients are clipped after they are unscaled. The loss is BERT's:
+# the MLM cross-entropy averaged over the masked tokens plus the NSP cross-entropy averaged over the
+# pairs. `BertForPreTraining` from {doc}`08_bert` computes the MLM head only at the labelled
+# positions, 15% of the tokens, which skips most of the largest matrix product in the model.
+#
+# The only randomness left inside the model is dropout, which uses PyTorch's global generator. The
+# loop seeds it at every step from `(seed, "dropout", step, rank)`; with the data already a function
+# of the step, *every* random number of step $s$ is then fixed by the step alone. That is what makes
+# resuming exact, below, and it costs one `torch.manual_seed` call per step.
+
+# %% tags=["export:pretrain_loop"]
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from tinybert.checkpoint import _write_atomically, save_model
+from tinybert.distributed import DistributedContext
+from tinybert.masking import SpecialTokens, seeded_generator
+from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining
+from tinybert.pretraining import PretrainingBatches, make_examples
+from tinybert.pretraining_corpus import course_documents, tokenize_documents, vocabulary_texts
+from tinybert.runtime import get_device, progress
+from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
+from tinybert.training import (STATE_NAME, autocast_dtype, linear_warmup_decay, load_checkpoint,
+                               make_optimizer, save_checkpoint)
+
+
+# %% [markdown]
+# `pretraining_losses` returns the loss to differentiate and its two parts. The lines about several
+# processes are explained in {ref}`sec-pretrain-ddp`; in a single process they do nothing.
+# `evaluate_pretraining` measures, on held-out batches with fixed (static) masks, the MLM loss and
+# the *accuracy* of the top guess at the masked positions, and the NSP loss and accuracy.
+
+# %% tags=["export:pretrain_loop"]
+def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
+                       dist: DistributedContext = DistributedContext()) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(loss, mlm_loss, nsp_loss) of one batch, loss = mlm_loss + nsp_loss as in BERT.
+
+    In a run of several processes the MLM loss that is differentiated is divided by the number
+    of masked tokens of *all* processes, not this one's: DistributedDataParallel averages the
+    gradients, and an average of per-process means is not the mean over the whole batch.
+    """
+    out = model(**batch)
+    mlm_loss = out.mlm_loss
+    if dist.world_size > 1:
+        count = (batch["mlm_labels"] != IGNORE_INDEX).sum()                  # masked tokens here
+        total = dist.all_reduce_sum(count)                                   # ... and everywhere
+        mlm_loss = mlm_loss * count * dist.world_size / total
+    return mlm_loss + out.nsp_loss, out.mlm_loss.detach(), out.nsp_loss.detach()
+
+
+@torch.no_grad()
+def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Tensor]], *,
+                         dtype: torch.dtype | None = None) -> dict[str, float]:
+    """Held-out MLM loss and accuracy (over the masked tokens) and NSP loss and accuracy."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    total = dict.fromkeys(["mlm_loss", "mlm_correct", "mlm_tokens", "nsp_loss", "nsp_correct", "pairs"], 0.0)
+    for batch in batches:
+        batch = {k: v.to(device) for k, v in batch.items()}
+        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+            out = model(**batch)
+        targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]   # (N,) the order of out.mlm_logits
+        n, b = len(targets), len(batch["nsp_labels"])
+        total["mlm_loss"] += out.mlm_loss.item() * n
+        total["mlm_correct"] += (out.mlm_logits.argmax(-1) == targets).sum().item()
+        total["mlm_tokens"] += n
+        total["nsp_loss"] += out.nsp_loss.item() * b
+        total["nsp_correct"] += (out.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
+        total["pairs"] += b
+    model.train(was_training)
+    return {"mlm_loss": total["mlm_loss"] / total["mlm_tokens"],
+            "mlm_accuracy": total["mlm_correct"] / total["mlm_tokens"],
+            "nsp_loss": total["nsp_loss"] / total["pairs"],
+            "nsp_accuracy": total["nsp_correct"] / total["pairs"],
+            "mlm_tokens": int(total["mlm_tokens"]), "pairs": int(total["pairs"])}
+
+
+# %% [markdown]
+# `pretrain` is the loop. It prints a text progress bar and, every `eval_every` steps, one line with
+# the training and held-out numbers; it keeps the whole history for the loss curves, writes it to a
+# JSON file as it goes, and saves checkpoints.
+
+# %% tags=["export:pretrain_loop"]
+@dataclass
+class PretrainingConfig:
+    """The optimisation side of a pretraining run (the data side is PretrainingBatches)."""
+
+    steps: int                       # optimizer updates in the whole run
+    lr: float = 1e-3                 # peak learning rate (BERT-base: 1e-4; small models take more)
+    warmup_fraction: float = 0.05    # share of the steps spent warming up
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0       # gradient clipping
+    log_every: int = 10              # training losses are averaged over this many steps
+    eval_every: int = 100            # held-out evaluation (and metrics file) every this many steps
+    checkpoint_every: int = 0        # 0 = only at the end (and when stopping early)
+    seed: int = 0                    # dropout of step s is seeded from (seed, s, rank)
+    mixed_precision: bool = True     # autocast where the device supports it (CUDA)
+
+
+def _write_json(path: str | Path, data: dict) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    _write_atomically(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1) + "\n"))
+
+
+def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
+             eval_batches: Sequence[dict[str, torch.Tensor]] = (), device: torch.device | str | None = None,
+             checkpoint_dir: str | Path | None = None, resume: bool = False, stop_after: int | None = None,
+             metrics_path: str | Path | None = None, dist: DistributedContext = DistributedContext()) -> dict:
+    """Train ``model`` (a BertForPreTraining) on ``batches(step)``; return the history of losses.
+
+    With ``checkpoint_dir`` it saves a checkpoint every ``config.checkpoint_every`` steps, at the
+    end and when it stops early at ``stop_after``; with ``resume`` it continues from the one there.
+    Only rank 0 prints, evaluates and writes files.
+    """
+    device = torch.device(device) if device is not None else get_device()
+    model.to(device).train()
+    optimizer = make_optimizer(model, config.lr, config.weight_decay)
+    scheduler = linear_warmup_decay(optimizer, round(config.warmup_fraction * config.steps), config.steps)
+    dtype = autocast_dtype(device) if config.mixed_precision else None
+    scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)   # float16 needs loss scaling
+    history, start = {"train": [], "eval": [], "seconds": 0.0, "config": asdict(config)}, 0
+    if resume and checkpoint_dir is not None and (Path(checkpoint_dir) / STATE_NAME).is_file():
+        checkpoint = load_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
+                                     scaler=scaler, map_location=device)
+        start, history = checkpoint.step, checkpoint.extra["history"]
+    net = model if dist.world_size == 1 else DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == "cuda" else None)
+    end = config.steps if stop_after is None else min(config.steps, stop_after)
+    steps = range(start, end)
+    bar = progress(steps, desc="pretraining", updates=10) if dist.is_main else None
+    if bar is not None:
+        bar.maxinterval = float("inf")   # else tqdm's monitor thread redraws every step of a slow loop
+    running, clock = torch.zeros(4), time.perf_counter()        # loss, mlm, nsp sums and their count
+    for step in bar if bar is not None else steps:
+        torch.manual_seed(seeded_generator(config.seed, "dropout", step, dist.rank).initial_seed())
+        batch = {k: v.to(device, non_blocking=True) for k, v in batches(step).items()}
+        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+            loss, mlm_loss, nsp_loss = pretraining_losses(net, batch, dist)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)                       # clip the true gradients, not scaled ones
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        scheduler.step()
+        running += torch.stack([loss.detach().float(), mlm_loss.float(), nsp_loss.float(), torch.ones((), device=device)]).cpu()
+        done = step + 1
+        if done % config.log_every == 0:
+            loss_, mlm_, nsp_ = (running[:3] / running[3]).tolist()
+            history["train"].append({"step": done, "loss": loss_, "mlm_loss": mlm_, "nsp_loss": nsp_,
+                                     "lr": scheduler.get_last_lr()[0]})
+            running.zero_()
+        evaluate = eval_batches and (done % config.eval_every == 0 or done == config.steps)
+        save = checkpoint_dir is not None and (done == end or (config.checkpoint_every > 0
+                                                               and done % config.checkpoint_every == 0))
+        if dist.is_main and (evaluate or save):
+            history["seconds"] += time.perf_counter() - clock
+            clock = time.perf_counter()
+        if dist.is_main and evaluate:
+            metrics = evaluate_pretraining(model, eval_batches, dtype=dtype)
+            history["eval"].append({"step": done, **metrics})
+            train = f"train loss {history['train'][-1]['loss']:.3f} | " if history["train"] else ""
+            bar.write(f"step {done:>6}/{config.steps} | {train}held-out MLM loss "
+                      f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f} | NSP acc "
+                      f"{metrics['nsp_accuracy']:.3f} | {history['seconds']:.0f} s")
+            if metrics_path is not None:
+                _write_json(metrics_path, history)
+        if save:
+            if dist.is_main:
+                save_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
+                                scaler=scaler, step=done, extra={"history": history})
+            dist.barrier()
+    return history
+
+
+# %% [markdown]
+# `plot_history` draws the curves from a history (or from a run's `metrics.json`):
+
+# %% tags=["export:pretrain_loop"]
+def plot_history(history: dict, path: str | Path | None = None):
+    """Training and held-out losses (left) and held-out accuracies (right); saved when ``path`` is given."""
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
+    train, held = history["train"], history["eval"]
+    left.plot([r["step"] for r in train], [r["mlm_loss"] for r in train], label="MLM, training", alpha=0.7)
+    left.plot([r["step"] for r in train], [r["nsp_loss"] for r in train], label="NSP, training", alpha=0.7)
+    left.plot([r["step"] for r in held], [r["mlm_loss"] for r in held], "o-", label="MLM, held-out")
+    left.plot([r["step"] for r in held], [r["nsp_loss"] for r in held], "o-", label="NSP, held-out")
+    left.set(xlabel="step", ylabel="cross-entropy (nats)", title="losses")
+    right.plot([r["step"] for r in held], [r["mlm_accuracy"] for r in held], "o-", label="MLM (masked tokens)")
+    right.plot([r["step"] for r in held], [r["nsp_accuracy"] for r in held], "o-", label="NSP (pairs)")
+    right.axhline(0.5, color="0.6", linestyle=":", label="NSP chance")
+    right.set(xlabel="step", ylabel="held-out accuracy", title="accuracy", ylim=(0, 1))
+    for ax in (left, right):
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=80)
+    return fig
+
+
+# %% [markdown]
+# A small run in the chapter itself: a two-layer BERT on the documents loaded above, evaluated on
+# WikiText-2's held-out articles. In quick mode it only shows that the loop runs; the full budget
+# takes a couple of minutes on a laptop CPU, and the MLM loss falls well below its starting value
+# of about $\ln V$ (a uniform guess over the vocabulary).
+
+# %%
+small = BertConfig.preset("bert-mini", vocab_size=len(tokenizer), pad_token_id=special.pad, max_len=max_len,
+                          **pick(quick=dict(d_model=32, n_layers=1, n_heads=2, d_ff=64),
+                                 full=dict(d_model=128, n_layers=2, n_heads=2, d_ff=512)))
+held_examples = make_examples(tokenize_documents(heldout_documents, tokenizer), special, max_len,
+                              seeded_generator(0, "held-out pairs"))
+held = PretrainingBatches(held_examples, special, batch_size, dynamic_masking=False)
+held_batches = [held(i) for i in range(pick(quick=1, full=8))]
+seed_everything(0)
+model = BertForPreTraining(small)
+print(f"{sum(p.numel() for p in model.parameters()):,} parameters; ln V = {math.log(len(tokenizer)):.2f}")
+run = PretrainingConfig(steps=pick(quick=8, full=200), lr=1e-3, eval_every=pick(quick=4, full=50),
+                        log_every=pick(quick=2, full=10))
+start = time.perf_counter()
+history = pretrain(model, batches, run, eval_batches=held_batches, device=device)
+print(f"{run.steps} steps in {time.perf_counter() - start:.0f} s")
+plot_history(history)
+plt.show()
+
+# %% [markdown]
+# (sec-pretrain-resume)=
+# ### Resuming exactly
+#
+# The test of a checkpoint is strict: a run stopped at step $k$ and resumed must end with *exactly*
+# the parameters of a run that never stopped, bit for bit, with dropout on. Resuming restores the
+# weights, the optimizer and the scheduler from the checkpoint; the batches and the dropout masks
+# of the remaining steps are functions of the step, so nothing else needs restoring. (The checkpoint
+# also stores the random generators' states, for loops that draw from one running generator, and
+# `load_checkpoint` restores them; either mechanism alone makes the resumed run exact.) The cell runs
+# a tiny model both ways; the second "interrupted" run even starts from different random weights,
+# to show that the checkpoint, not luck, decides the result.
+
+# %%
+import shutil
+import tempfile
+
+tiny = BertConfig(vocab_size=len(tokenizer), d_model=32, n_layers=1, n_heads=4, d_ff=37, max_len=max_len,
+                  pad_token_id=special.pad)
+steps, stop = pick(quick=4, full=12), pick(quick=2, full=5)
+workdir = Path(tempfile.mkdtemp())
+
+
+def tiny_run(name, init_seed, **kwargs):
+    torch.manual_seed(init_seed)
+    model = BertForPreTraining(tiny)
+    config = PretrainingConfig(steps=steps, lr=3e-3, warmup_fraction=0.2, eval_every=steps)
+    pretrain(model, batches, config, device="cpu", checkpoint_dir=workdir / name, **kwargs)
+    return model
+
+
+straight = tiny_run("straight", init_seed=0)
+tiny_run("stopped", init_seed=0, stop_after=stop)
+print(f"stopped after step {json.loads((workdir / 'stopped' / STATE_NAME).read_text())['step']}")
+resumed = tiny_run("stopped", init_seed=1, resume=True)
+differences = [(a - b).abs().max().item() for a, b in zip(straight.state_dict().values(), resumed.state_dict().values())]
+print(f"largest difference between the two runs' parameters: {max(differences)}")
+assert all(torch.equal(a, b) for a, b in zip(straight.state_dict().values(), resumed.state_dict().values()))
+
+# %% [markdown]
+# A damaged checkpoint is refused with a message instead of being half-loaded:
+
+# %%
+state_file = workdir / "stopped" / STATE_TENSORS_NAME
+state_file.write_bytes(state_file.read_bytes()[:1000])              # as if the disk filled up mid-write
+try:
+    load_checkpoint(workdir / "stopped")
+except ValueError as error:
+    print("ValueError:", str(error)[:150], "...")
+try:
+    load_checkpoint(workdir / "straight", BertForPreTraining(small))    # a model of another size
+except ValueError as error:
+    print("ValueError:", str(error)[:150], "...")
+shutil.rmtree(workdir)
+
+# %% [markdown]
+# (sec-pretrain-ddp)=
+# ## Several GPUs
+#
+# With $W$ GPUs, *data parallelism* gives each one a full copy of the model and a different $1/W$ of
+# every batch. Each computes the gradients of its part; the gradients are averaged across the GPUs
+# (an *all-reduce*); every copy then takes the same optimizer step and stays identical to the others.
+# PyTorch's `DistributedDataParallel` (DDP) does the averaging during `backward`, in buckets of
+# gradients that are sent while the rest of the backward pass is still running, so that
+# communication hides behind computation {cite}`li2020pytorch`.
+#
+# The same script runs as several processes when started with `torchrun`, which launches one
+# process per GPU and tells each, through environment variables, who it is (`RANK`, `LOCAL_RANK`)
+# and how many there are (`WORLD_SIZE`):
+#
+# ```bash
+# torchrun --nproc_per_node=4 -m tinybert pretrain --out runs/bert-mini --steps 2000
+# ```
+#
+# `init_distributed` joins the process group those variables describe (NCCL between GPUs, Gloo
+# between CPU processes) and returns a small context; a plain `python` run gets a one-process
+# context, and the code is the same either way.
+
+# %% tags=["export:distributed"]
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class DistributedContext:
+    """Where this process stands in a run of ``world_size`` processes (1 = an ordinary run)."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0 is the one that logs, evaluates and saves."""
+        return self.rank == 0
+
+    def all_reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The sum of ``tensor`` over all processes (the tensor itself in a single process)."""
+        if self.world_size == 1:
+            return tensor
+        total = tensor.clone()
+        dist.all_reduce(total, op=dist.ReduceOp.SUM)
+        return total
+
+    def barrier(self) -> None:
+        if self.world_size > 1:
+            dist.barrier()
+
+
+def init_distributed(backend: str | None = None) -> DistributedContext:
+    """Join the process group that ``torchrun`` describes in the environment.
+
+    torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT for every process it
+    starts; without them (a plain ``python`` run) this returns the single-process context.
+    The backend is NCCL for GPUs and Gloo for CPUs unless ``backend`` says otherwise.
+    """
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size == 1:
+        return DistributedContext()
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if backend is None:
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(local_rank)    # one GPU per process
+    if not dist.is_initialized():
+        dist.init_process_group(backend)     # reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+    return DistributedContext(dist.get_rank(), dist.get_world_size(), local_rank)
+
+
+# %% [markdown]
+# Three things change in the loop. Each process reads its own shard of every global batch
+# (`PretrainingBatches(..., rank=, world_size=)`); only rank 0 prints, evaluates and writes files
+# (two processes writing one checkpoint would corrupt it), with a `barrier` so that no process
+# runs ahead of a save; and the MLM loss is normalised differently. DDP *averages* the processes'
+# gradients, which equals the gradient over the whole batch only if each process's loss is a mean
+# over the same number of items. Pairs are split evenly, but masked tokens are not: one shard may
+# hold 300 masked tokens and the other 280. The average of two means is then not the mean over all
+# tokens. The fix in `pretraining_losses`: rescale the local mean by $n_r W / N$, where $n_r$ is the
+# number of masked tokens in this process and $N$ the total over all processes (one extra
+# all-reduce of a single number). The cell checks the arithmetic on two halves of a batch:
+
+# %%
+model.eval()
+halves = [{k: v[r::2].to(device) for k, v in batches(0).items()} for r in range(2)]
+with torch.no_grad():
+    token_losses = [F.cross_entropy(model(**h).mlm_logits.float(), h["mlm_labels"][h["mlm_labels"] != IGNORE_INDEX],
+                                    reduction="none") for h in halves]
+n = [len(t) for t in token_losses]
+global_mean = torch.cat(token_losses).mean()
+mean_of_means = sum(t.mean() for t in token_losses) / 2
+rescaled = sum(t.mean() * n_r * 2 / sum(n) for t, n_r in zip(token_losses, n)) / 2
+print(f"masked tokens per half: {n}; mean over all: {global_mean:.5f}; average of the two means: "
+      f"{mean_of_means:.5f}; average of the rescaled means: {rescaled:.5f}")
+assert torch.allclose(rescaled, global_mean)
+
+
+# %% [markdown]
+# The test suite (`tests/test_ddp.py`) starts two CPU processes with the Gloo backend and checks that
+# their DDP gradients equal those of one process on the combined batch, and that a short run of
+# `pretrain` under DDP ends with the parameters of a one-process run, identical in both processes.
+#
+# (sec-pretrain-run)=
+# ## The real run
+#
+# The whole recipe is one function, `pretrain_bert`, which the command line `tinybert pretrain` calls
+# (`python -m tinybert pretrain --help` lists its options). It trains the vocabulary when the output
+# folder has none, builds the pairs and batches, pretrains, and writes everything a reader needs
+# to check the result: `vocab.txt`, `model.safetensors` and `config.json`, `metrics.json` (the
+# curves as numbers), `loss_curves.png`, and, in a `training_state/` sub-folder that is not shipped,
+# the resumable checkpoint.
+
+# %% tags=["export:pretrain_loop"]
+def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: dict | None = None,
+                  steps: int = 1000, batch_size: int = 32, lr: float = 1e-3, warmup_fraction: float = 0.05,
+                  vocab_size: int = 8192, vocab_min_count: int = 40, eval_every: int = 100,
+                  eval_batches: int = 25, checkpoint_every: int = 0, seed: int = 0,
+                  max_documents: int | None = None, dynamic_masking: bool = True, resume: bool = False,
+                  stop_after: int | None = None, device: torch.device | str | None = None,
+                  dist: DistributedContext = DistributedContext()) -> dict:
+    """The course's pretraining run, end to end, into ``out_dir``: what ``tinybert pretrain`` runs.
+
+    Trains an uncased WordPiece vocabulary on the training documents (or reuses out_dir/vocab.txt),
+    builds NSP pairs and MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes
+    vocab.txt, model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable
+    state in out_dir/training_state/.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    say = print if dist.is_main else (lambda *args, **kwargs: None)
+    documents = course_documents("train", max_documents=max_documents)
+    heldout = course_documents("heldout", max_documents=max_documents)
+    if dist.is_main and not (out / "vocab.txt").is_file():
+        say(f"training a {vocab_size}-token WordPiece vocabulary on {len(documents)} documents")
+        train_wordpiece_tokenizer(vocabulary_texts(documents), vocab_size, min_count=vocab_min_count).save(out / "vocab.txt")
+    dist.barrier()                                  # the other processes read rank 0's vocabulary
+    tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
+    special = SpecialTokens.from_vocab(tokenizer.vocab)
+    config = BertConfig.preset(preset, **{"vocab_size": len(tokenizer), "pad_token_id": special.pad,
+                                          **(overrides or {})})
+    train_examples = make_examples(tokenize_documents(documents, tokenizer), special, config.max_len,
+                                   seeded_generator(seed, "pairs"))
+    eval_examples = make_examples(tokenize_documents(heldout, tokenizer), special, config.max_len,
+                                  seeded_generator(seed, "held-out pairs"))
+    held = PretrainingBatches(eval_examples, special, batch_size, seed=seed, dynamic_masking=False)
+    eval_list = [held(i) for i in range(min(eval_batches, held.steps_per_epoch))]
+    batches = PretrainingBatches(train_examples, special, batch_size, seed=seed,
+                                 dynamic_masking=dynamic_masking, rank=dist.rank, world_size=dist.world_size)
+    say(f"{len(train_examples)} training pairs ({batches.steps_per_epoch} steps per epoch), "
+        f"{len(eval_list) * batch_size} held-out pairs; model {preset}: {config}")
+    torch.manual_seed(seed)                          # the same initial weights in every process
+    model = BertForPreTraining(config)
+    run = PretrainingConfig(steps=steps, lr=lr, warmup_fraction=warmup_fraction, eval_every=eval_every,
+                            checkpoint_every=checkpoint_every, seed=seed)
+    history = pretrain(model, batches, run, eval_batches=eval_list, device=device,
+                       checkpoint_dir=out / "training_state", resume=resume, stop_after=stop_after,
+                       metrics_path=out / "metrics.json", dist=dist)
+    if dist.is_main:
+        history["recipe"] = dict(preset=preset, overrides=overrides or {}, batch_size=batch_size,
+                                 processes=dist.world_size, vocab_size=len(tokenizer), vocab_min_count=vocab_min_count,
+                                 eval_batches=len(eval_list), train_pairs=len(train_examples),
+                                 dynamic_masking=dynamic_masking, seed=seed, max_documents=max_documents)
+        save_model(model, out)
+        _write_json(out / "metrics.json", history)
+        plot_history(history, out / "loss_curves.png")
+    return history
+
+
+# %% [markdown]
+# The course's checkpoint was made by this function on a shared two-core CPU, in the time budget of
+# a coffee break rather than of a data centre. `load_pretrained` loads it; when it is missing (a
+# copy of `tinybert` installed without the repository), it trains a short run instead, saying so.
+
+# %% tags=["export"]
+@dataclass
+class Pretrained:
+    """A pretrained BERT: the model (eval mode, on the CPU), its tokenizer, its config, its folder."""
+
+    model: nn.Module
+    tokenizer: WordPieceTokenizer
+    config: BertConfig
+    directory: Path
+
+
+CHECKPOINT_FILES = ("model.safetensors", "config.json", "vocab.txt")
+
+
+def shipped_checkpoint() -> Path:
+    """checkpoints/bert-mini/ of the repository that tinybert was installed from (editable install)."""
+    return Path(__file__).resolve().parent.parent / "checkpoints" / "bert-mini"
+
+
+def load_pretrained(directory: str | Path | None = None, *, train_if_missing: bool = True) -> Pretrained:
+    """Load a pretrained BertForPreTraining and its WordPiece tokenizer (uncased) from ``directory``.
+
+    ``directory`` None means the course's shipped checkpoint, checkpoints/bert-mini/, then a short
+    run trained earlier into the user cache. When there is none, a short run is trained (into
+    ``directory``, or the cache; never into the shipped folder), saying so, unless
+    ``train_if_missing`` is False, which raises FileNotFoundError instead.
+    """
+    cached = cache_dir().parent / "checkpoints" / "bert-mini-short"
+    candidates = [Path(directory)] if directory is not None else [shipped_checkpoint(), cached]
+    found = next((p for p in candidates if all((p / f).is_file() for f in CHECKPOINT_FILES)), None)
+    if found is None:
+        if not train_if_missing:
+            raise FileNotFoundError(
+                f"no pretrained checkpoint in {' or '.join(map(str, candidates))} (one needs "
+                f"{', '.join(CHECKPOINT_FILES)}); train one with `tinybert pretrain --out DIR` "
+                "(chapter 09) or call load_pretrained(train_if_missing=True)")
+        found = candidates[-1]
+        steps = pick(quick=10, full=200)
+        print(f"load_pretrained: no checkpoint found; training a SHORT bert-mini run ({steps} steps) into "
+              f"{found}. It is much weaker than the course's shipped checkpoint (chapter 09).")
+        from tinybert.pretrain_loop import pretrain_bert     # here: pretrain_loop imports this module
+        pretrain_bert(found, steps=steps, batch_size=16, eval_every=steps, eval_batches=4,
+                      max_documents=pick(quick=40, full=None))
+    model = load_model(found, map_location="cpu")
+    tokenizer = WordPieceTokenizer.from_file(found / "vocab.txt", lowercase=True)
+    if len(tokenizer) != model.config.vocab_size:
+        raise ValueError(f"{found}: vocab.txt has {len(tokenizer)} tokens but the model expects "
+                         f"{model.config.vocab_size}; the files come from different runs")
+    return Pretrained(model=model, tokenizer=tokenizer, config=model.config, directory=found)
+
+
+# %% [markdown]
+# What the run did, read from its own files:
+
+# %%
+import argparse
+
+from tinybert.commands.pretrain import add_arguments
+
+run_dir = pretrained.directory
+metrics = json.loads((run_dir / "metrics.json").read_text())
+log_file = run_dir / "train.log"
+command = next((line.removeprefix("command: ") for line in log_file.read_text().splitlines()
+                if line.startswith("command: ")), None) if log_file.is_file() else None
+print("command:", command or "(no train.log: a short run trained by load_pretrained)")
+parser = argparse.ArgumentParser()
+add_arguments(parser)                                   # the command's own parser reads its arguments
+args = parser.parse_args(command.split()[2:] if command else ["--out", "x", "--batch-size", "16"])
+steps = metrics["config"]["steps"]
+print(f"{steps * args.batch_size:,} sequences seen, as many as BERT-base's first "
+      f"{steps * args.batch_size / 256:.0f} steps of 256")
+final = metrics["eval"][-1]
+print(f"{steps} steps, {metrics['seconds'] / 60:.1f} minutes of training; "
+      f"{sum(p.numel() for p in pretrained.model.parameters()):,} parameters, "
+      f"model.safetensors {(run_dir / 'model.safetensors').stat().st_size / 1e6:.1f} MB")
+print(f"final held-out MLM loss {final['mlm_loss']:.3f}, MLM accuracy {final['mlm_accuracy']:.1%} "
+      f"(over {final['mlm_tokens']:,} masked tokens), NSP accuracy {final['nsp_accuracy']:.1%}")
+plot_history(metrics)
+plt.show()
+
+
+# %% [markdown]
+# Now the slides' question, and a few sentences in the style of the corpus. The helper puts the
+# vocabulary's `[MASK]` id wherever the text says `[MASK]`, runs the model without labels (so the
+# head scores every position) and lists the five most likely tokens at each masked position. The
+# second sentence is the opening of *Pride and Prejudice*, which the model read during training;
+# the others it has not seen. A masked language model learns in stages: first which tokens are
+# frequent (the guesses are then the same everywhere: "the", commas, "and"), then which tokens fit
+# which neighbours, and only much later facts such as what one visits in Istanbul. Judge from the
+# guesses how far a run of this size gets.
+
+# %%
+def fill_mask(text: str, k: int = 5) -> list[list[str]]:
+    ids = [special.cls]
+    for i, piece in enumerate(text.split("[MASK]")):
+        ids += ([special.mask] if i else []) + encode_sentence(tokenizer, piece)
+    input_ids = torch.tensor([ids + [special.sep]])                          # (1, T)
+    with torch.no_grad():
+        logits = pretrained.model(input_ids).mlm_logits[0]                   # (T, V)
+    positions = (input_ids[0] == special.mask).nonzero().flatten()
+    return [[tokenizer.id_to_token[i] for i in logits[p].topk(k).indices.tolist()] for p in positions]
+
+
+for text in ["Istanbul is a great [MASK] to visit.",
+             "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
+             "must be in want of a [MASK].",
+             "She opened the [MASK] and looked out into the garden.",
+             "The river flows into the [MASK] near the city.",
+             "He was born in [MASK] and died in 1850.",
+             "\"I do not know,\" said the [MASK], shaking his head."]:
+    print(text, "->", ", ".join("/".join(guesses) for guesses in fill_mask(text)))
+
+# %% [markdown]
+# The held-out accuracy, recomputed here from the loaded weights with the run's own settings (the
+# arguments parsed above): the first `--eval-batches` batches of
+# WikiText-2's test articles with fixed masks. For scale, the cell also scores the simplest
+# baseline, always guessing the most frequent token of the training text.
+
+# %%
+test_documents = course_documents("heldout", max_documents=pick(quick=3, full=None))
+test_examples = make_examples(tokenize_documents(test_documents, tokenizer), special, pretrained.config.max_len,
+                              seeded_generator(args.seed, "held-out pairs"))
+test = PretrainingBatches(test_examples, special, args.batch_size, seed=args.seed, dynamic_masking=False)
+test_batches = [test(i) for i in range(min(pick(quick=1, full=args.eval_batches), test.steps_per_epoch))]
+start = time.perf_counter()
+recomputed = evaluate_pretraining(pretrained.model, test_batches)
+print(f"held-out MLM accuracy {recomputed['mlm_accuracy']:.1%} and loss {recomputed['mlm_loss']:.3f} over "
+      f"{recomputed['mlm_tokens']:,} masked tokens; NSP accuracy {recomputed['nsp_accuracy']:.1%} "
+      f"({time.perf_counter() - start:.1f} s)")
+frequent = torch.bincount(flat, minlength=len(tokenizer)).argmax().item()
+targets = torch.cat([b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX] for b in test_batches])
+print(f"always guessing {tokenizer.id_to_token[frequent]!r}: {(targets == frequent).float().mean():.1%}")
+if not is_quick() and command:                    # the same batches as the run's last evaluation
+    assert abs(recomputed["mlm_accuracy"] - final["mlm_accuracy"]) < 1e-3
+    assert abs(recomputed["mlm_loss"] - final["mlm_loss"]) < 1e-3
+
+# %% [markdown]
+# A four-layer model trained for the minutes printed above on a shared CPU is far from BERT-base,
+# which trained on batches of 256 sequences for a million steps on sixteen TPU chips: the cell above
+# counts how few of BERT's steps our whole run amounts to. Longer training, more data
+# and bigger batches are exactly what RoBERTa {cite}`liu2019roberta` found to matter most. What our
+# model has learned, it has learned without a single human label, and {doc}`10_finetuning` puts it
+# to work.
+#
+# (sec-pretrain-summary)=
+# ## Summary
+#
+# - Pretraining data comes from *documents*: sentences are packed into segments, and each segment is
+#   paired with its successor (`IsNext`, class 0) or, half of the time, with a random segment of
+#   another document (`NotNext`, class 1), as `[CLS] A [SEP] B [SEP]` with segment ids 0 and 1.
+# - The masked language model chooses 15% of the ordinary tokens; 80% of those become `[MASK]`,
+#   10% a random token, 10% stay; labels are the original ids there and `-100` elsewhere. Special
+#   token ids come from the vocabulary. Static masking fixes the masks once; dynamic masking
+#   (RoBERTa) draws new ones for every batch.
+# - BERT trains with AdamW (weight decay 0.01, none on biases and LayerNorm), a linear warm-up then
+#   linear decay, gradient clipping at 1, and, on GPUs, mixed precision: bfloat16, or float16 with
+#   loss scaling.
+# - When every random draw of a step is a function of the step, a checkpoint of weights, optimizer
+#   and scheduler resumes a run *exactly*. Files are written atomically and tied together by a save
+#   id, so a damaged checkpoint fails loudly.
+# - With `DistributedDataParallel` each process trains on a shard of every batch and the gradients
+#   are averaged; the MLM loss must then be normalised by the masked tokens of all processes.
+# - `load_pretrained()` returns the course's `bert-mini`, trained by `tinybert pretrain` with the
+#   command, log and curves in `checkpoints/bert-mini/`.
+#
+# The next chapters import `make_optimizer`, `linear_warmup_decay` and `save_checkpoint` from
+# `tinybert.training`, `load_pretrained` from `tinybert.pretraining`, and `mask_tokens` from
+# `tinybert.masking`.
+#
+# (sec-pretrain-exercises)=
+# ## Exercises
+#
+# :::{exercise-start}
+# :label: ex-pretrain-mask
+# :::
+# **BERT's masking rule.** Write `bert_mask(input_ids, special, generator)` for a `(B, T)` tensor of
+# token ids, a `SpecialTokens` and a `torch.Generator`. Return `(corrupted, labels)`: choose each
+# token that is not one of `special.ids` with probability 0.15; of the chosen tokens, replace 80%
+# with `special.mask`, 10% with a random token that is not a special token, and keep 10%. `labels`
+# holds the original id at the chosen positions and `-100` elsewhere. Draw every random number from
+# `generator`, and do not modify `input_ids`. Do not use `mask_tokens`.
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-pretrain-mask
+# :class: dropdown
+# ::::
+# One uniform draw per position decides whether it is chosen, a second one decides what happens to
+# it: below 0.8 `[MASK]`, between 0.8 and 0.9 a random token, above 0.9 nothing. The random token
+# is drawn from the list of ordinary ids, so it is never `[CLS]` or `[PAD]`.
+
+# %% tags=["solution"]
+import torch
+
+
+def bert_mask(input_ids, special, generator):
+    ### BEGIN SOLUTION
+    special_ids = torch.tensor(special.ids)
+    chosen = ~torch.isin(input_ids, special_ids) & (torch.rand(input_ids.shape, generator=generator) < 0.15)
+    labels = torch.where(chosen, input_ids, -100)
+    action = torch.rand(input_ids.shape, generator=generator)
+    every_id = torch.arange(special.vocab_size)
+    ordinary = every_id[~torch.isin(every_id, special_ids)]
+    random_ids = ordinary[torch.randint(len(ordinary), input_ids.shape, generator=generator)]
+    corrupted = torch.where(chosen & (action < 0.8), special.mask, input_ids)
+    corrupted = torch.where(chosen & (action >= 0.8) & (action < 0.9), random_ids, corrupted)
+    return corrupted, labels
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch09 import check_bert_mask
+
+check_bert_mask(bert_mask)
+
+# %% [markdown]
+# :::{exercise-start}
+# :label: ex-pretrain-nsp
+# :::
+# **The next-sentence pair sampler.** Write `nsp_pairs(documents, generator)`. `documents` is a list
+# of documents, each a list of segments (lists of token ids). For every segment that has a
+# successor in its document, return a tuple `(a, b, label)`: with probability one half the successor
+# with label 0, otherwise a uniformly chosen segment of a uniformly chosen *other* non-empty
+# document with label 1. Raise `ValueError` when fewer than two documents have segments. Draw every
+# random number from `generator`.
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-pretrain-nsp
+# :class: dropdown
+# ::::
+# Choosing "another document" uniformly: draw $k$ among the other $n - 1$ usable documents and skip
+# over the current one.
+
+# %% tags=["solution"]
+import torch
+
+
+def nsp_pairs(documents, generator):
+    ### BEGIN SOLUTION
+    usable = [d for d, segments in enumerate(documents) if segments]
+    if len(usable) < 2:
+        raise ValueError(f"need at least two non-empty documents, got {len(usable)}")
+    pairs = []
+    for d, segments in enumerate(documents):
+        for i in range(len(segments) - 1):
+            if torch.rand(1, generator=generator).item() < 0.5:
+                pairs.append((segments[i], segments[i + 1], 0))
+            else:
+                others = [u for u in usable if u != d]
+                other = others[int(torch.randint(len(others), (1,), generator=generator))]
+                j = int(torch.randint(len(documents[other]), (1,), generator=generator))
+                pairs.append((segments[i], documents[other][j], 1))
+    return pairs
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch09 import check_nsp_pairs
+
+check_nsp_pairs(nsp_pairs)
+
+
+# %% [markdown]
+# :::{exercise-start}
+# :label: ex-pretrain-schedule
+# :::
+# **The schedule as a formula.** Write `warmup_decay_lr(step, peak, warmup_steps, total_steps)`, the
+# learning rate that `linear_warmup_decay` gives after `step` optimizer steps: a linear rise from 0
+# over `warmup_steps`, then a linear fall to 0 at `total_steps`, and 0 after that. Handle
+# `warmup_steps = 0` and `warmup_steps = total_steps`.
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-pretrain-schedule
+# :class: dropdown
+# ::::
+
+# %% tags=["solution"]
+def warmup_decay_lr(step, peak, warmup_steps, total_steps):
+    ### BEGIN SOLUTION
+    if step < warmup_steps:
+        return peak * step / warmup_steps
+    return peak * max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch09 import check_warmup_decay_lr
+
+check_warmup_decay_lr(warmup_decay_lr)
+
+# %% [markdown]
+# :::{exercise-start}
+# :label: ex-pretrain-copy
+# :::
+# **What the model sees (pen and paper).** Under the 15% / 80-10-10 rule with $V'$ ordinary tokens
+# in the vocabulary, what fraction of the ordinary input tokens does the model see as `[MASK]`?
+# What fraction of them differ from the original text? A lazy model predicts, at every position it
+# is asked about, the token it sees there. What MLM accuracy does it get? What does that say about
+# the accuracy of the shipped model?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-pretrain-copy
+# :class: dropdown
+# ::::
+# A token is shown as `[MASK]` when it is chosen and then masked: $0.15 \times 0.8 = 12\%$. It
+# differs from the original when it is masked or replaced by a *different* token:
+# $0.15\,(0.8 + 0.1\,(1 - 1/V')) \approx 13.5\%$. The lazy model is right when the chosen token was
+# kept or replaced by itself: accuracy $0.1 + 0.1/V' \approx 10\%$. Copying what it sees is thus
+# worth about 10% MLM accuracy without any understanding; the `[MASK]` positions, 80% of the
+# targets, are where the context has to do the work. Read the shipped model's accuracy, printed in
+# {ref}`sec-pretrain-run`, against this number and against the most-frequent-token baseline. The
+# cell measures all three on the chapter's text:
+
+# %%
+V_ordinary = special.vocab_size - len(special.ids)
+corrupted, labels = mask_tokens(batch_ids, special, seeded_generator(1, "exercise"))
+ordinary_tokens = ~torch.isin(batch_ids, torch.tensor(special.ids))
+chosen = labels != IGNORE_INDEX
+measured = {"shown as [MASK]": (corrupted[ordinary_tokens] == special.mask).float().mean().item(),
+            "changed": (corrupted[ordinary_tokens] != batch_ids[ordinary_tokens]).float().mean().item(),
+            "copy accuracy": (corrupted[chosen] == labels[chosen]).float().mean().item()}
+expected = {"shown as [MASK]": 0.15 * 0.8, "changed": 0.15 * (0.8 + 0.1 * (1 - 1 / V_ordinary)),
+            "copy accuracy": 0.1 + 0.1 / V_ordinary}
+for name in measured:
+    print(f"{name:>16}: expected {expected[name]:.4f}, measured {measured[name]:.4f}")
+    assert abs(measured[name] - expected[name]) < 0.02
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+#
+# :::{exercise-start}
+# :label: ex-pretrain-ddp-mean
+# :::
+# **The mean of means (pen and paper).** Two GPUs share a batch. GPU 0 has 3 masked tokens with
+# losses 1, 2, 3; GPU 1 has 7 masked tokens, each with loss 4. Each GPU computes the mean loss over
+# its own tokens, and DDP averages the two gradients, which amounts to differentiating the average
+# of the two means. Compute that average and the mean over all 10 tokens. By what factor must each
+# GPU multiply its own mean so that the average becomes the overall mean? Why does the NSP loss not
+# need the same correction?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-pretrain-ddp-mean
+# :class: dropdown
+# ::::
+# The means are $2$ and $4$, whose average is $3$; the mean over all tokens is
+# $(1 + 2 + 3 + 28)/10 = 3.4$. GPU 0's tokens together get weight $1/2$ instead of $3/10$: each of
+# its tokens counts more than each of GPU 1's. Multiplying GPU $r$'s mean $\bar\ell_r$ by
+# $n_r W / N$ gives $\frac{1}{W}\sum_r \bar\ell_r n_r W / N = \frac{1}{N}\sum_r n_r \bar\ell_r$, the
+# overall mean ($N = 10$, $W = 2$: factors $0.6$ and $1.4$). The NSP loss is a mean over pairs, and
+# every GPU gets the same number of pairs, so the two weightings agree; they would not if the last
+# batch of an epoch were split unevenly, which is why `PretrainingBatches` drops it.
+
+# %%
+losses = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([4.0] * 7)]
+counts, W = [len(x) for x in losses], 2
+average_of_means = sum(x.mean() for x in losses) / W
+rescaled = sum(x.mean() * n * W / sum(counts) for x, n in zip(losses, counts)) / W
+print(f"average of means {average_of_means:.2f}, overall mean {torch.cat(losses).mean():.2f}, "
+      f"rescaled average {rescaled:.2f}")
+assert torch.isclose(rescaled, torch.cat(losses).mean())
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::

@@ -1,0 +1,1105 @@
+# ---
+# jupyter:
+#   jupytext:
+#     default_lexer: ipython3
+#     formats: md:myst,py:percent
+#     notebook_metadata_filter: tinybert
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+#   tinybert:
+#     module: models.roberta
+# ---
+
+# %% [markdown]
+# (sec-roberta)=
+# # RoBERTa
+#
+# A year after BERT, a team at Facebook AI retrained it with more care and reported that BERT had
+# been "significantly undertrained" {cite}`liu2019roberta`. Their model, RoBERTa (a *Robustly
+# optimized BERT approach*), has BERT's architecture, layer for layer. What changed is the recipe:
+# the masks are drawn anew every time a sequence is used, the next-sentence task is gone and the
+# inputs are long runs of consecutive sentences instead of pairs, the batches are much larger
+# (with a larger learning rate), the vocabulary is byte-level BPE, and there is ten times more
+# text, seen for longer. With those changes alone, the same network matched or beat every model
+# published after BERT on GLUE, SQuAD and RACE.
+#
+# For this course that is good news: a new model that needs almost no new code. This chapter
+# shows each change as a small difference from {doc}`08_bert` and {doc}`09_pretraining`, and then
+# tries the two data changes on our own corpus at equal compute.
+#
+# **What you will learn**
+#
+# - what RoBERTa changes and what it keeps, with the paper's evidence for each change;
+# - the three small differences in the model itself (positions counted past the padding index,
+#   one segment, $\varepsilon = 10^{-5}$), and a `RobertaModel` built from BERT's parts that
+#   matches Hugging Face's to $10^{-5}$ and has its exact parameter count;
+# - FULL-SENTENCES packing, which replaces segment pairs, and dynamic masking, which replaces
+#   masks fixed once when the data is written;
+# - why larger batches go with larger learning rates, and how to get a large batch on a small
+#   machine;
+# - what byte-level BPE buys: no unknown tokens, for the price of a larger embedding table;
+# - how NSP with segment pairs compares with FULL-SENTENCES, and static with dynamic masking,
+#   when a small model is pretrained on our corpus with the same budget.
+#
+# **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
+# `BertForPreTraining`, `BertMLMHead` and `init_bert_weights`; `register`, `load_renamed`,
+# `bert_encoder_names`, `from_hf`, `to_hf` and the config converters `bert_config_from_hf` and
+# `bert_config_to_hf` from `tinybert.convert`; `register_model_class` from `tinybert.checkpoint`;
+# the ignored-label value `IGNORE_INDEX`. From {doc}`09_pretraining`: `mask_tokens`,
+# `seeded_generator` and `SpecialTokens` (`tinybert.masking`), `PretrainingExample`,
+# `PretrainingBatches`, `make_examples` and `shipped_checkpoint` (`tinybert.pretraining`), the
+# course corpus (`course_documents`, `tokenize_documents` and `vocabulary_texts` from
+# `tinybert.pretraining_corpus`), and
+# `make_optimizer` and `linear_warmup_decay` (`tinybert.training`). From {doc}`10_finetuning`:
+# `finetune_task`. From {doc}`07_tokenization`: `WordPieceTokenizer`, `train_wordpiece_tokenizer` and
+# `train_byte_level_bpe`. From {doc}`01_feedforward`: `count_parameters`.
+# The model goes to `tinybert.models.roberta`, the data functions to `tinybert.roberta_data`.
+#
+# (sec-roberta-setup)=
+# ## Setup
+#
+# The first cell holds the imports of `tinybert.models.roberta`; the second, those of
+# `tinybert.roberta_data`; the third, those of the teaching code (`transformers` is needed only for
+# the comparisons with Hugging Face's models).
+
+# %% tags=["export"]
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from tinybert.checkpoint import register_model_class
+from tinybert.convert import bert_config_from_hf, bert_config_to_hf, bert_encoder_names, load_renamed, register
+from tinybert.models.bert import (BertConfig, BertEmbeddings, BertForMaskedLM, BertMLMHead, BertModel,
+                                  init_bert_weights)
+
+# %% tags=["export:roberta_data"]
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from tinybert.masking import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.models.bert import IGNORE_INDEX
+from tinybert.pretraining import PretrainingExample
+
+# %%
+import math
+import time
+import warnings
+from dataclasses import fields
+
+from tinybert.feedforward import count_parameters
+from tinybert.models.bert import BertForPreTraining
+from tinybert.runtime import get_device, is_quick, pick, seed_everything
+
+with warnings.catch_warnings():                      # transformers' progress bars warn about widgets
+    warnings.simplefilter("ignore")
+    import transformers
+
+device = get_device()
+print(f"device: {device}, quick mode: {is_quick()}")
+
+
+# %% [markdown]
+# (sec-roberta-changes)=
+# ## What RoBERTa changes
+#
+# The RoBERTa paper {cite}`liu2019roberta` is a careful replication study. It retrains BERT-base
+# with one change at a time, keeps what helps, and then combines everything in a large run. The
+# lecture slides summarise the outcome in five points: dynamic instead of static masking, longer
+# sequences, no next-sentence prediction, a larger vocabulary, and more data, seen for longer and in
+# larger batches. In full:
+#
+# | | BERT {cite}`devlin2019bert` | RoBERTa {cite}`liu2019roberta` |
+# |---|---|---|
+# | masking | static: each sequence masked when the data is written (10 copies) | dynamic: a new mask every time a sequence is used |
+# | input | two segments A and B, with NSP; 90% of steps at 128 tokens | one segment of consecutive sentences, up to 512 tokens, no NSP |
+# | batch size, peak learning rate | 256 sequences, $10^{-4}$ | 8,000 sequences, a larger rate tuned with the batch size |
+# | vocabulary | WordPiece, 30k (with `[UNK]`) | byte-level BPE, 50k (never an unknown token) |
+# | data | 16 GB (BooksCorpus and Wikipedia) | 160 GB (adds news, web text and stories) |
+# | model | 12 layers, $D = 768$, 12 heads (base) | the same, with small changes to embeddings and LayerNorm |
+#
+# The last row is why the model part of this chapter is short: a few changed defaults and one new
+# rule for positions. Everything else RoBERTa changes is in the data and the training loop,
+# and most of it, {doc}`09_pretraining` can already do.
+#
+# (sec-roberta-model)=
+# ## The model: three small differences
+#
+# (sec-roberta-config)=
+# ### The configuration
+#
+# A RoBERTa is a BERT with other defaults, so its configuration is a subclass of `BertConfig` that
+# changes five of them, the values of the released `roberta-base`: a vocabulary of 50,265 tokens
+# (GPT-2's byte-level BPE and RoBERTa's special tokens); 514 rows in the position table (why two more than 512 is the subject of the next
+# section); one segment instead of two, since without NSP there is no sentence B; LayerNorm
+# $\varepsilon = 10^{-5}$, PyTorch's default, which the fairseq library RoBERTa was trained with
+# kept, instead of Google's $10^{-12}$; and the padding token at id 1, because fairseq's vocabulary starts with
+# `<s>` (0), `<pad>` (1), `</s>` (2) and `<unk>` (3).
+
+# %% tags=["export"]
+@dataclass
+class RobertaConfig(BertConfig):
+    """BERT's configuration with the released roberta-base as defaults; every field means the same."""
+
+    vocab_size: int = 50265           # byte-level BPE: GPT-2's tokens and RoBERTa's special tokens
+    max_len: int = 514                # position rows: 512 usable ones + pad_token_id + 1 that real tokens skip
+    type_vocab_size: int = 1          # one segment: without NSP there is no sentence B
+    layer_norm_eps: float = 1e-5      # fairseq's default (Google's BERT: 1e-12)
+    pad_token_id: int = 1             # <s> = 0, <pad> = 1, </s> = 2, <unk> = 3 in fairseq's vocabulary
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_len < self.pad_token_id + 2:
+            raise ValueError(f"RobertaConfig: max_len = {self.max_len} leaves no position for a real token "
+                             f"(positions start at pad_token_id + 1 = {self.pad_token_id + 1})")
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest input: rows 0 .. pad_token_id of the position table are never used by real tokens."""
+        return self.max_len - self.pad_token_id - 1
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> RobertaConfig:
+        """A released size by name (see ROBERTA_PRESETS), with any field overridden."""
+        if name not in ROBERTA_PRESETS:
+            raise ValueError(f"unknown RoBERTa preset {name!r}; known presets: {', '.join(ROBERTA_PRESETS)}")
+        return cls(**{**ROBERTA_PRESETS[name], **overrides})
+
+
+ROBERTA_PRESETS = {
+    "roberta-base": dict(),                                                    # N=12, D=768, H=12
+    "roberta-large": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),  # N=24, D=1024, H=16
+}
+
+# %% [markdown]
+# The whole difference between the two base models, field by field:
+
+# %%
+bert_base, roberta_base = BertConfig.preset("bert-base-uncased"), RobertaConfig.preset("roberta-base")
+print(f"{'field':<16} {'bert-base-uncased':>18} {'roberta-base':>14}")
+changed = []
+for field in fields(BertConfig):
+    a, b = getattr(bert_base, field.name), getattr(roberta_base, field.name)
+    if a != b:
+        changed.append(field.name)
+        print(f"{field.name:<16} {a!s:>18} {b!s:>14}")
+assert changed == ["vocab_size", "max_len", "type_vocab_size", "layer_norm_eps", "pad_token_id"]
+assert isinstance(roberta_base, BertConfig) and roberta_base.max_tokens == 512
+
+
+# %% [markdown]
+# (sec-roberta-positions)=
+# ### Positions that skip the padding
+#
+# BERT gives position $t$ to the $t$-th column of the batch, padding or not. RoBERTa inherits
+# fairseq's rule: positions count the *real* tokens of each sequence, starting right after the
+# padding id, and every padding token gets the padding id itself as its position,
+#
+# $$p_t = \begin{cases} \text{pad} + \#\{s \le t : w_s \ne \text{pad}\} & \text{if } w_t \ne \text{pad}, \\
+# \text{pad} & \text{if } w_t = \text{pad}. \end{cases}$$
+#
+# With the padding id 1, the first real token has position 2, and row 1 of the position table is
+# the padding row: it starts at zero and, as the `padding_idx` of the embedding, never receives a
+# gradient. Row 0 is never used at all. That is why the table has 514 rows for inputs of at most
+# 512 tokens. The rule is one line of cumulative sums; the embedding layer is BERT's, with that line
+# in place of `torch.arange`:
+
+# %% tags=["export"]
+def roberta_position_ids(input_ids: torch.Tensor, pad_token_id: int) -> torch.Tensor:
+    """Position of every token, counting real tokens only and starting at pad_token_id + 1; padding
+    gets pad_token_id. (B, T) -> (B, T); with pad 1: [[<s>, a, b, </s>, <pad>]] -> [[2, 3, 4, 5, 1]]."""
+    real = (input_ids != pad_token_id).long()                  # (B, T) 1 at real tokens
+    return torch.cumsum(real, dim=1) * real + pad_token_id     # (B, T)
+
+
+class RobertaEmbeddings(BertEmbeddings):
+    """BertEmbeddings with roberta_position_ids in place of 0, 1, ..., T - 1 (the only difference)."""
+
+    def __init__(self, config: RobertaConfig):
+        super().__init__(config)
+        self.pad_token_id = config.pad_token_id
+        self.position_embeddings.padding_idx = config.pad_token_id      # the padding row: zero, never trained
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        B, T = input_ids.shape
+        usable = self.position_embeddings.num_embeddings - self.pad_token_id - 1
+        if T > usable:
+            raise ValueError(f"input_ids: RoBERTa reads at most max_len - pad_token_id - 1 = {usable} tokens, "
+                             f"got length {T}")
+        positions = roberta_position_ids(input_ids, self.pad_token_id)                   # (B, T)
+        x = self.token_embeddings(input_ids) + self.segment_embeddings(token_type_ids)   # (B, T, D)
+        x = x + self.position_embeddings(positions)                                      # (B, T, D), per row
+        return self.dropout(self.norm(x))                                                # (B, T, D)
+
+
+# %% [markdown]
+# A batch with one short sequence padded on the right and the same sequence padded on the *left*:
+
+# %%
+pad = 1
+right = torch.tensor([[0, 31, 32, 33, 2, pad, pad]])                   # <s> a b c </s> <pad> <pad>
+left = torch.tensor([[pad, pad, 0, 31, 32, 33, 2]])                    # <pad> <pad> <s> a b c </s>
+for name, ids in [("right-padded", right), ("left-padded", left)]:
+    print(f"{name:<13} ids {ids[0].tolist()}  positions {roberta_position_ids(ids, pad)[0].tolist()}")
+assert roberta_position_ids(right, pad)[0].tolist() == [2, 3, 4, 5, 6, 1, 1]
+assert roberta_position_ids(left, pad)[0].tolist() == [1, 1, 2, 3, 4, 5, 6]
+
+
+# %% [markdown]
+# Every real token keeps its position wherever the padding goes. In BERT, left padding shifts every
+# position by the number of padding tokens and changes the output; in RoBERTa it changes nothing
+# (padding is masked out of attention in both). Left padding is rare for encoders, but the same
+# rule also makes a model's output independent of how much padding a batch happens to need. The
+# check below uses the models of the next section.
+#
+# (sec-roberta-classes)=
+# ### The models
+#
+# `RobertaModel` is `BertModel` with the new embedding layer: its constructor builds BERT's model
+# and swaps the embeddings, and everything else (the input checks, the encoder, the pooler, the
+# outputs) is inherited. `RobertaForMaskedLM` puts BERT's MLM head over it, tied to the token table
+# as in BERT, and inherits its `forward`. RoBERTa has no NSP head, so there is no `ForPreTraining`
+# class. The encoder keeps the attribute name `bert`, so that code written for
+# `BertForMaskedLM` (the training loops and evaluations of {doc}`09_pretraining`, the heads of
+# {doc}`10_finetuning`) works unchanged; only the converter uses Hugging Face's name, `roberta`.
+
+# %% tags=["export"]
+class RobertaModel(BertModel):
+    """BertModel with RobertaEmbeddings; layers, pooler, input checks and outputs are BERT's."""
+
+    config_class = RobertaConfig
+
+    def __init__(self, config: RobertaConfig, add_pooler: bool = True):
+        if not isinstance(config, RobertaConfig):
+            raise ValueError(f"RobertaModel expects a RobertaConfig, got {type(config).__name__}")
+        super().__init__(config, add_pooler)
+        self.embeddings = RobertaEmbeddings(config)          # same name, same place in the state dict
+        self.embeddings.apply(lambda module: init_bert_weights(module, config.initializer_range))
+
+
+class RobertaForMaskedLM(BertForMaskedLM):
+    """BertForMaskedLM over a RobertaModel: the same tied head and the same forward."""
+
+    config_class = RobertaConfig
+
+    def __init__(self, config: RobertaConfig):
+        nn.Module.__init__(self)                             # not BertForMaskedLM's, which builds a BertModel
+        self.config = config
+        self.bert = RobertaModel(config, add_pooler=False)   # "bert", so code for BertForMaskedLM works as is
+        self.mlm_head = BertMLMHead(config, self.bert.embeddings.token_embeddings)
+
+
+for _cls in (RobertaModel, RobertaForMaskedLM):
+    register_model_class(_cls)                               # tinybert.checkpoint.load_model can rebuild them
+
+# %% [markdown]
+# The padding check promised above, on a small random model with a batch that pads the same
+# sequence to the right and to the left. RoBERTa gives the same vectors at the real tokens; BERT
+# with the same weights does not:
+
+# %%
+seed_everything(0)
+tiny_config = RobertaConfig(vocab_size=99, d_model=32, n_layers=2, n_heads=4, d_ff=37, max_len=20)
+tiny_roberta = RobertaModel(tiny_config).eval()
+tiny_bert = BertModel(BertConfig(**{**tiny_config.to_dict(), "max_len": 20})).eval()
+tiny_bert.load_state_dict(tiny_roberta.state_dict())                   # the very same weights
+both = torch.cat([right, left])                                         # (2, 7)
+mask = both != pad                                                      # (2, 7) True at real tokens
+with torch.no_grad():
+    for name, model in [("RoBERTa", tiny_roberta), ("BERT", tiny_bert)]:
+        h = model(both, attention_mask=mask).last_hidden_state          # (2, 7, D)
+        gap = (h[0][mask[0]] - h[1][mask[1]]).abs().max().item()
+        print(f"{name:<8} right- vs left-padded, real tokens: max difference {gap:.1e}")
+        assert (gap < 1e-5) == (name == "RoBERTa")
+
+# %% [markdown]
+# (sec-roberta-sizes)=
+# ### Sizes
+#
+# RoBERTa-base has the parameters of BERT-base plus a larger token table, two more position rows,
+# and one fewer segment row. The slides put it at "15% more parameters". Counting on the `meta`
+# device, ours against Hugging Face's `RobertaModel` built from the released configuration:
+
+# %%
+with torch.device("meta"):
+    for name in ROBERTA_PRESETS:
+        config = RobertaConfig.preset(name)
+        ours_count = count_parameters(RobertaModel(config))
+        hf_count = count_parameters(transformers.RobertaModel(transformers.RobertaConfig(
+            vocab_size=config.vocab_size, hidden_size=config.d_model, num_hidden_layers=config.n_layers,
+            num_attention_heads=config.n_heads, intermediate_size=config.d_ff, max_position_embeddings=514,
+            type_vocab_size=1, layer_norm_eps=1e-5)))
+        bert_name = name.replace("roberta", "bert") + "-uncased"
+        bert_count = count_parameters(BertModel(BertConfig.preset(bert_name)))
+        print(f"{name:<14} ours {ours_count:>12,}  Hugging Face {hf_count:>12,}  "
+              f"{bert_name} {bert_count:>12,}  ({ours_count / bert_count - 1:+.1%})")
+        assert ours_count == hf_count
+extra = (roberta_base.vocab_size - bert_base.vocab_size) * bert_base.d_model
+print(f"the larger vocabulary alone: {roberta_base.vocab_size - bert_base.vocab_size:,} more rows of "
+      f"{bert_base.d_model} = {extra:,} parameters")
+
+# %% [markdown]
+# The difference is almost entirely the vocabulary: 20 thousand more rows of 768 numbers. The
+# layers, where the computation happens, are identical, so RoBERTa-base costs BERT-base's time per
+# token (apart from the larger output layer of the MLM head during pretraining).
+#
+# (sec-roberta-convert)=
+# ### Converting to and from Hugging Face
+#
+# Hugging Face's RoBERTa has BERT's tensor names under the prefix `roberta.` and calls the MLM head
+# `lm_head` (`lm_head.layer_norm`, `lm_head.bias`). The converter reuses chapter 8's table of
+# encoder names and `load_renamed`, which refuses any tensor left over on either side, and
+# registers our two classes, so that `tinybert.convert.from_hf` and `to_hf` handle them as soon as
+# this module is imported. Its configuration is Hugging Face's `BertConfig` with the same fields,
+# so we convert through chapter 8's functions.
+
+# %% tags=["export"]
+_HF_CONFIG_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                     "max_position_embeddings", "type_vocab_size", "hidden_dropout_prob",
+                     "attention_probs_dropout_prob", "layer_norm_eps", "initializer_range", "pad_token_id",
+                     "hidden_act")
+
+
+def roberta_config_from_hf(hf_config) -> RobertaConfig:
+    """transformers.RobertaConfig -> ours (the same fields as BERT's, read by bert_config_from_hf)."""
+    return RobertaConfig(**bert_config_from_hf(hf_config).to_dict())
+
+
+def roberta_config_to_hf(config: RobertaConfig):
+    """Our RobertaConfig -> transformers.RobertaConfig."""
+    import transformers
+
+    bert = bert_config_to_hf(config)
+    return transformers.RobertaConfig(**{name: getattr(bert, name) for name in _HF_CONFIG_FIELDS})
+
+
+def roberta_weight_names(model: nn.Module) -> dict[str, str]:
+    """Every tensor name of our RobertaModel / RobertaForMaskedLM -> Hugging Face's."""
+    if isinstance(model, RobertaModel):
+        return bert_encoder_names(model.config.n_layers, pooler=model.pooler is not None)
+    names = bert_encoder_names(model.config.n_layers, "bert.", "roberta.", pooler=False)
+    names.update({"mlm_head.dense.weight": "lm_head.dense.weight", "mlm_head.dense.bias": "lm_head.dense.bias",
+                  "mlm_head.norm.weight": "lm_head.layer_norm.weight", "mlm_head.norm.bias": "lm_head.layer_norm.bias",
+                  "mlm_head.decoder.bias": "lm_head.bias"})     # decoder.weight: tied to the token table
+    return names
+
+
+def _roberta_from_hf(hf_model) -> nn.Module:
+    config = roberta_config_from_hf(hf_model.config)
+    if type(hf_model).__name__ == "RobertaModel":
+        model = RobertaModel(config, add_pooler=hf_model.pooler is not None)
+    else:
+        model = RobertaForMaskedLM(config)
+    load_renamed(model, hf_model.state_dict(), roberta_weight_names(model))
+    return model.to(next(hf_model.parameters()).device).train(hf_model.training)
+
+
+def _roberta_to_hf(model: nn.Module):
+    import transformers
+
+    kwargs = {"add_pooling_layer": model.pooler is not None} if isinstance(model, RobertaModel) else {}
+    hf_model = getattr(transformers, type(model).__name__)(roberta_config_to_hf(model.config), **kwargs)
+    theirs_to_ours = {theirs: ours for ours, theirs in roberta_weight_names(model).items()}
+    load_renamed(hf_model, model.state_dict(), theirs_to_ours)
+    return hf_model.to(next(model.parameters()).device).train(model.training)
+
+
+for _cls in (RobertaModel, RobertaForMaskedLM):
+    register(_cls.__name__, _cls, _roberta_from_hf, _roberta_to_hf)
+
+# %% [markdown]
+# The parity check follows chapter 8's: a small Hugging Face `RobertaForMaskedLM` with odd sizes,
+# built from a configuration (nothing is downloaded), with noise added to every parameter so that
+# no bias or LayerNorm sits at a value that would hide a mistake, and a batch with padding whose
+# padded positions hold the padding id, as a RoBERTa tokenizer writes them.
+
+# %%
+from tinybert.convert import from_hf, to_hf
+
+seed_everything(1)
+hf_config = transformers.RobertaConfig(vocab_size=99, hidden_size=32, num_attention_heads=4, num_hidden_layers=3,
+                                       intermediate_size=37, max_position_embeddings=12, type_vocab_size=1,
+                                       layer_norm_eps=1e-5)
+hf_model = transformers.RobertaForMaskedLM(hf_config).eval()
+with torch.no_grad():
+    for p in hf_model.parameters():
+        p.add_(0.1 * torch.randn_like(p))
+ours = from_hf(hf_model)
+B_, T_ = 13, 7
+lengths = torch.randint(2, T_ + 1, (B_,))
+real = torch.arange(T_)[None, :] < lengths[:, None]                    # (B, T) True at real tokens
+ids = torch.randint(3, 99, (B_, T_)).masked_fill(~real, 1)             # padding holds <pad> = 1
+labels = torch.where((torch.rand(B_, T_) < 0.3) & real, ids, -100)
+labels[0, 0] = ids[0, 0]
+with torch.no_grad():
+    theirs = hf_model(input_ids=ids, attention_mask=real.long(), labels=labels)
+    mine = ours(ids, attention_mask=real)
+    mine_loss = ours(ids, attention_mask=real, labels=labels).loss
+    theirs_base = hf_model.roberta(input_ids=ids, attention_mask=real.long()).last_hidden_state
+    mine_base = ours.bert(ids, attention_mask=real).last_hidden_state
+parity = {"last hidden state": (mine_base[real] - theirs_base[real]).abs().max(),
+          "MLM logits": (mine.logits[real] - theirs.logits[real]).abs().max(),
+          "MLM loss": (mine_loss - theirs.loss).abs()}
+for what, error in parity.items():
+    print(f"{what:<18} max |ours - Hugging Face| = {error.item():.1e}")
+assert all(error < 1e-5 for error in parity.values())
+back = to_hf(ours)
+a, b = hf_model.state_dict(), back.state_dict()
+assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+print(f"to_hf(from_hf(model)): all {len(a)} tensors reproduced exactly")
+
+# %% [markdown]
+# (sec-roberta-real)=
+# ### Running the real roberta-base
+#
+# With an internet connection and `transformers` installed, the released weights and tokenizer
+# files load into our classes. RoBERTa's special tokens are `<s>` (its `[CLS]`), `</s>` (its
+# `[SEP]`), `<pad>` and `<mask>`; a single text is `<s> text </s>` and a pair is
+# `<s> A </s></s> B </s>`. The book does not run this cell.
+#
+# ```python
+# import torch
+# from huggingface_hub import hf_hub_download
+# from transformers import RobertaForMaskedLM as HFRobertaForMaskedLM
+#
+# import tinybert.models.roberta  # noqa: F401  (registers the converters)
+# from tinybert.convert import from_hf
+# from tinybert.tokenizers.byte_level import ByteLevelBPETokenizer
+#
+# model = from_hf(HFRobertaForMaskedLM.from_pretrained("roberta-base")).eval()   # about 500 MB
+# tokenizer = ByteLevelBPETokenizer.from_files(hf_hub_download("roberta-base", "vocab.json"),
+#                                              hf_hub_download("roberta-base", "merges.txt"))
+# left, right = tokenizer.encode("Paris is the"), tokenizer.encode(" of France.")
+# v = tokenizer.vocab
+# ids = [v["<s>"], *left.ids, v["<mask>"], *right.ids, v["</s>"]]
+# with torch.no_grad():
+#     scores = model(torch.tensor([ids])).logits[0, 1 + len(left.ids)]          # (V,) at the <mask>
+# print([tokenizer.decode([i]) for i in scores.topk(5).indices.tolist()])
+# ```
+#
+# (sec-roberta-bpe)=
+# ## Byte-level BPE
+#
+# BERT's WordPiece vocabulary is built over *characters*: a character it has never seen becomes
+# `[UNK]`, and so does every word that contains one. RoBERTa uses GPT-2's {term}`byte-level BPE`
+# {cite}`radford2019language` ({doc}`07_tokenization`): the base alphabet is the 256 possible
+# bytes of UTF-8, and BPE merges are learned on top of them. Every string is a sequence of bytes,
+# so every string can be encoded, and decoded back exactly. The cost is a larger vocabulary (50,000
+# merges, so that common words are still single tokens), which we counted in {ref}`sec-roberta-sizes`.
+# The paper found byte-level BPE slightly *worse* than a character-level vocabulary on some tasks,
+# and kept it for its universality.
+#
+# The cell compares chapter 9's WordPiece vocabulary with a small byte-level BPE trained on a slice
+# of the same corpus, on text that neither saw in training:
+
+# %%
+from tinybert.pretraining import shipped_checkpoint
+from tinybert.pretraining_corpus import course_documents, tokenize_documents, vocabulary_texts
+from tinybert.tokenizers.byte_level import train_byte_level_bpe
+from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
+
+n_documents = pick(quick=4, full=30)                       # the first WikiText-2 validation articles
+documents = course_documents("train", max_documents=n_documents)
+vocab_file = shipped_checkpoint() / "vocab.txt"
+if vocab_file.is_file():
+    wordpiece = WordPieceTokenizer.from_file(vocab_file, lowercase=True)   # chapter 9's bert-mini vocabulary
+else:
+    print("no checkpoints/bert-mini/vocab.txt: training a small WordPiece vocabulary instead")
+    wordpiece = train_wordpiece_tokenizer(vocabulary_texts(documents), 4096, min_count=10)
+texts = vocabulary_texts(documents)[:pick(quick=2, full=8)]
+byte_level = train_byte_level_bpe(texts, vocab_size=pick(quick=400, full=1000))
+sample = "Zoë's café served crème brûlée 😋 for €5 — naïve, but ∑ delicious."
+wp = wordpiece.encode(sample).tokens
+bl = byte_level.encode(sample)
+print(f"WordPiece ({len(wordpiece):,} tokens):      {len(wp)} pieces, {wp.count('[UNK]')} [UNK]:", " ".join(wp))
+print(f"byte-level BPE ({len(byte_level):,} tokens): {len(bl.ids)} pieces, decoded back exactly: "
+      f"{byte_level.decode(bl.ids) == sample}")
+print("  ", " ".join(bl.tokens))
+assert byte_level.decode(bl.ids) == sample and "[UNK]" in wp
+
+
+# %% [markdown]
+# The byte-level pieces print in GPT-2's alphabet, which shows a space as `Ġ` and every byte as a
+# visible character; a character outside ASCII takes two to four bytes, and an emoji that was never
+# merged stays as its four bytes. Nothing is lost, where WordPiece lost whole words.
+#
+# (sec-roberta-full-sentences)=
+# ## FULL-SENTENCES: one long segment, no NSP
+#
+# BERT's inputs are pairs of segments for next-sentence prediction. The RoBERTa authors compared
+# four input formats, each at about 512 tokens per input except the second {cite}`liu2019roberta`:
+#
+# - SEGMENT-PAIR (with NSP): BERT's own format, a pair of segments, each possibly several sentences;
+# - SENTENCE-PAIR (with NSP): a pair of single natural sentences, so much shorter inputs;
+# - FULL-SENTENCES (no NSP): consecutive sentences from one or more documents, up to 512 tokens,
+#   crossing into the next document when one ends, with an extra separator between documents;
+# - DOC-SENTENCES (no NSP): the same, but an input never crosses a document boundary.
+#
+# Their Table 2, from the slides (BERT-base-sized models; SQuAD F1, MNLI-m, SST-2 and RACE accuracy):
+#
+# | input format | NSP | SQuAD 1.1/2.0 | MNLI-m | SST-2 | RACE |
+# |---|---|---|---|---|---|
+# | SEGMENT-PAIR | yes | 90.4/78.7 | 84.0 | 92.9 | 64.2 |
+# | SENTENCE-PAIR | yes | 88.7/76.2 | 82.9 | 92.1 | 63.0 |
+# | FULL-SENTENCES | no | 90.4/79.1 | 84.7 | 92.5 | 64.8 |
+# | DOC-SENTENCES | no | 90.6/79.7 | 84.7 | 92.7 | 65.6 |
+#
+# Single sentences hurt, which the authors attribute to the model not learning long-range
+# dependencies. Dropping NSP did not hurt and mostly helped, contradicting BERT's own ablation
+# (which had removed NSP but kept the pair format). DOC-SENTENCES was best by a little, but it
+# makes batch sizes vary (inputs near the end of a document are short), so RoBERTa uses
+# FULL-SENTENCES. It is a simple greedy packing:
+
+# %% tags=["export:roberta_data"]
+def pack_full_sentences(documents: Sequence[Sequence[list[int]]], max_tokens: int,
+                        separator: int) -> list[list[int]]:
+    """RoBERTa's FULL-SENTENCES inputs: consecutive sentences packed up to ``max_tokens`` tokens,
+    crossing from one document into the next with ``separator`` between them.
+
+    ``documents`` are lists of sentences, each a list of token ids. A sentence that does not fit
+    starts the next input; a sentence longer than ``max_tokens`` is cut into pieces. Nothing is
+    dropped: the inputs, joined, are the documents joined with separators at the crossings.
+    """
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 2:
+        raise ValueError(f"max_tokens must be an int of at least 2, got {max_tokens!r}")
+    inputs, current = [], []
+    for document in documents:
+        sentences = [s for s in document if len(s) > 0]
+        if not sentences:
+            continue
+        if current and len(current) < max_tokens:
+            current.append(separator)                     # the input runs on into a new document
+        for sentence in sentences:
+            for start in range(0, len(sentence), max_tokens):
+                piece = list(sentence[start:start + max_tokens])
+                if len(current) + len(piece) > max_tokens:
+                    inputs.append(current)
+                    current = []
+                current += piece
+    if current:
+        inputs.append(current)
+    return [x for x in inputs if x]
+
+
+def full_sentence_examples(documents: Sequence[Sequence[list[int]]], special: SpecialTokens,
+                           max_len: int) -> list[PretrainingExample]:
+    """FULL-SENTENCES inputs as chapter 9's examples: [CLS] sentences [SEP], one segment, no NSP label.
+
+    The documents are separated by [SEP] (RoBERTa's </s>); ``nsp_label`` is -100 (ignored).
+    """
+    return [PretrainingExample([special.cls, *ids, special.sep], [0] * (len(ids) + 2), IGNORE_INDEX)
+            for ids in pack_full_sentences(documents, max_len - 2, special.sep)]
+
+
+# %% [markdown]
+# A toy corpus makes the rule visible: three documents of "sentences" whose token ids tell which
+# document and sentence they come from, packed into inputs of at most 8 tokens with `0` as the
+# separator:
+
+# %%
+toy = [[[11, 11, 11], [12, 12], [13, 13, 13, 13]], [[21, 21, 21, 21, 21]], [[31, 31], [32, 32, 32]]]
+for x in pack_full_sentences(toy, max_tokens=8, separator=0):
+    print(x)
+assert pack_full_sentences(toy, 8, 0) == [[11, 11, 11, 12, 12], [13, 13, 13, 13, 0], [21, 21, 21, 21, 21, 0, 31, 31],
+                                          [32, 32, 32]]
+
+# %% [markdown]
+# On the course corpus with the WordPiece vocabulary, the two formats side by side. NSP pairs are
+# built by chapter 9's `make_examples`: one pair per segment of at most $(T_\text{max} - 3)/2$
+# tokens, cut to fit when the two segments together are too long. FULL-SENTENCES inputs end where
+# the next whole sentence would not fit, so how full they are depends on the length of a sentence
+# compared with the length of an input; the cell also packs the corpus at RoBERTa's 512 tokens:
+
+# %%
+from tinybert.masking import SpecialTokens, seeded_generator
+from tinybert.pretraining import make_examples
+
+max_len = pick(quick=32, full=64)
+special = SpecialTokens.from_vocab(wordpiece.vocab)
+start = time.perf_counter()
+token_documents = tokenize_documents(documents, wordpiece)
+n_tokens = sum(len(s) for d in token_documents for s in d)
+pair_examples = make_examples(token_documents, special, max_len, seeded_generator(0, "pairs"))
+full_examples = full_sentence_examples(token_documents, special, max_len)
+print(f"{len(documents)} documents, {n_tokens:,} tokens (tokenized in {time.perf_counter() - start:.1f} s)")
+for name, examples in [("SEGMENT-PAIR", pair_examples), ("FULL-SENTENCES", full_examples)]:
+    lengths = torch.tensor([len(e.input_ids) for e in examples], dtype=torch.float)
+    print(f"{name:<15} {len(examples):>6,} inputs, mean length {lengths.mean():5.1f} of {max_len} "
+          f"({lengths.mean() / max_len:.0%} full), {lengths.sum():>9,.0f} tokens in all")
+long_inputs = pack_full_sentences(token_documents, 510, special.sep)
+print(f"FULL-SENTENCES at 512 tokens: {len(long_inputs):,} inputs, "
+      f"{sum(map(len, long_inputs)) / (510 * len(long_inputs)):.0%} full")
+packed = [t for e in full_examples for t in e.input_ids[1:-1] if t != special.sep]
+assert packed == [t for d in token_documents for s in d for t in s if t != special.sep]   # nothing lost
+
+
+# %% [markdown]
+# The two formats do not contain the same text. FULL-SENTENCES holds every token of the corpus
+# exactly once, in order (the assertion checks it), with room left at the end of most inputs,
+# room that shrinks as inputs grow longer than sentences. SEGMENT-PAIR holds some tokens twice
+# (every segment is an A once, and the B of its predecessor in the pairs labelled IsNext, or a
+# random B elsewhere) and loses others when a pair is cut to fit; its total can exceed the corpus.
+#
+# (sec-roberta-dynamic)=
+# ## Dynamic masking
+#
+# {doc}`09_pretraining` explained static and dynamic masking and its batches support both. Here
+# is the idea as a function of the epoch. BERT's data pipeline wrote the training data 10 times,
+# each copy with its own masks, and trained for 40 epochs, so every sequence was seen with each of
+# its 10 masks 4 times. RoBERTa draws a new mask every time a sequence is used. Both are one rule,
+# "epoch $e$ uses mask number $e \bmod k$": BERT has $k = 10$ copies, a fully static pipeline has
+# $k = 1$, and dynamic masking has $k = \infty$. The mask itself is chapter 9's `mask_tokens`; only
+# the seed of its random numbers changes.
+
+# %% tags=["export:roberta_data"]
+def mask_for_epoch(input_ids: torch.Tensor, special: SpecialTokens, *, seed: int, epoch: int, index: int,
+                   copies: int | None = None, **mask_options) -> tuple[torch.Tensor, torch.Tensor]:
+    """The MLM corruption of sequence ``index`` (or a batch) in ``epoch``: (corrupted ids, labels).
+
+    ``copies`` None is dynamic masking (RoBERTa): a new mask in every epoch. ``copies`` k is static
+    masking with k copies of the data (BERT wrote 10): epoch e reuses mask e mod k; k = 1 never
+    changes the mask. The mask is chapter 9's mask_tokens; ``mask_options`` go to it.
+    """
+    if copies is not None and (isinstance(copies, bool) or not isinstance(copies, int) or copies < 1):
+        raise ValueError(f"copies must be None (dynamic masking) or a positive int, got {copies!r}")
+    if epoch < 0 or index < 0:
+        raise ValueError(f"epoch and index must be non-negative, got epoch={epoch}, index={index}")
+    version = epoch if copies is None else epoch % copies
+    return mask_tokens(input_ids, special, seeded_generator(seed, "mask", index, version), **mask_options)
+
+
+# %% [markdown]
+# Forty epochs of one sequence under the three rules: how many different masks it sees, and how
+# often each position ends up as a prediction target.
+
+# %%
+sequence = torch.tensor([full_examples[0].input_ids])                     # (1, T) one FULL-SENTENCES input
+epochs = 40
+print(f"one sequence of {sequence.shape[1]} tokens, {epochs} epochs:")
+for name, copies in [("static, 1 copy", 1), ("BERT, 10 copies", 10), ("dynamic (RoBERTa)", None)]:
+    masks = [mask_for_epoch(sequence, special, seed=0, epoch=e, index=0, copies=copies)[1] != -100
+             for e in range(epochs)]
+    distinct = len({tuple(m[0].tolist()) for m in masks})
+    targeted = torch.stack(masks).any(dim=0).float().mean()               # share of positions ever predicted
+    print(f"  {name:<18} {distinct:>2} distinct masks; {targeted:.0%} of the positions are a target at least once")
+
+# %% [markdown]
+# With one fixed mask, the model is asked about the same 15% of the tokens every time, and the rest
+# of the sequence never teaches it anything as a target. Ten copies raise that share; dynamic
+# masking asks about nearly every token over the run. The masks themselves follow BERT's rates; over
+# many sequences, the 15% / 80% / 10% / 10% of {doc}`09_pretraining`:
+
+# %%
+batch_ids = torch.tensor([e.input_ids for e in full_examples if len(e.input_ids) == max_len][:200])  # (N, T)
+corrupted, labels = mask_for_epoch(batch_ids, special, seed=0, epoch=3, index=0)
+chosen = labels != -100
+maskable = ~torch.isin(batch_ids, torch.tensor(special.ids))
+rates = {"chosen / maskable": chosen.sum() / maskable.sum(),
+         "[MASK] / chosen": (corrupted[chosen] == special.mask).float().mean(),
+         "random / chosen": ((corrupted[chosen] != special.mask) & (corrupted[chosen] != batch_ids[chosen])).float().mean(),
+         "unchanged / chosen": (corrupted[chosen] == batch_ids[chosen]).float().mean()}
+print(", ".join(f"{name} {rate:.3f}" for name, rate in rates.items()), f"over {int(chosen.sum()):,} targets")
+assert abs(rates["chosen / maskable"] - 0.15) < 0.02 and abs(rates["[MASK] / chosen"] - 0.8) < 0.04
+
+# %% [markdown]
+# In the paper, dynamic masking did about as well as static masking with 10 copies (slightly
+# better on two of three tasks, by a few tenths of a point) and needs no copies of the data
+# {cite}`liu2019roberta`. Its real advantage shows with more data and longer training, where
+# copies become impractical and a small number of fixed masks would be seen many times.
+#
+# (sec-roberta-batches)=
+# ## Larger batches, larger learning rates
+#
+# BERT-base trained for 1M steps with batches of 256 sequences and a peak learning rate of
+# $10^{-4}$. RoBERTa's authors kept the number of sequences processed fixed and traded steps for
+# batch size, tuning the learning rate for each batch size (their Table 3, on the slides; *ppl* is
+# the MLM perplexity on held-out data):
+#
+# | batch size | steps | peak learning rate | ppl | MNLI-m | SST-2 |
+# |---|---|---|---|---|---|
+# | 256 | 1M | $1 \times 10^{-4}$ | 3.99 | 84.7 | 92.7 |
+# | 2K | 125K | $7 \times 10^{-4}$ | 3.68 | 85.2 | 92.9 |
+# | 8K | 31K | $1 \times 10^{-3}$ | 3.77 | 84.6 | 92.8 |
+
+# %%
+for batch, steps, lr in [(256, 1_000_000, 1e-4), (2048, 125_000, 7e-4), (8192, 31_000, 1e-3)]:
+    print(f"batch {batch:>5} x {steps:>9,} steps = {batch * steps / 1e6:5.0f}M sequences; "
+          f"lr {lr:.0e} = {lr / 1e-4:4.1f} x BERT's, batch {batch / 256:4.0f} x BERT's")
+
+# %% [markdown]
+# The same number of sequences, in 8 to 32 times fewer steps. A larger batch averages the
+# gradient over more examples, so each step's direction is less noisy and a larger step is safe;
+# with far fewer steps, a larger step is also necessary to get as far. The learning rate grew with
+# the batch size at first (a "linear scaling" of 8 would give $8 \times 10^{-4}$ at 2K, close to the
+# $7 \times 10^{-4}$ they found) and much less after that: at 8K it is only 10 times BERT's for 32
+# times the batch. Large batches are also what makes many GPUs useful, since each computes part of
+# the batch ({doc}`09_pretraining`). The final RoBERTa used 8K sequences of up to 512 tokens: 4
+# million tokens per step. On a single machine, a batch too large for its memory is obtained by
+# *gradient accumulation*: run several small batches, add up their gradients, and take one step
+# ({ref}`an exercise <ex-roberta-accumulation>`).
+#
+# (sec-roberta-experiment)=
+# ## An experiment at equal compute
+#
+# The two data changes can be tried on our corpus with a small model. Four runs pretrain the same
+# small BERT, from the same initial weights, for the same number of steps with the same batch size
+# and the same maximum length (so the same compute, up to padding), and differ only in the data:
+#
+# - the input format: SEGMENT-PAIR with the MLM and NSP losses (BERT) or FULL-SENTENCES with the MLM
+#   loss alone (RoBERTa);
+# - the masking: static (one mask per sequence, fixed for the whole run) or dynamic (a new mask
+#   for every batch), with chapter 9's `PretrainingBatches`.
+#
+# The model is `BertForPreTraining` in all four runs, so that nothing but the data differs (the
+# RoBERTa-style runs simply never pass NSP labels, and their pooler and NSP head are never
+# trained). The tokenizer is chapter 9's WordPiece in all runs: a byte-level vocabulary would
+# change the unit of the loss and make the numbers incomparable. The corpus is the WikiText-2
+# articles loaded above, small enough that the runs go through their inputs more than once, which
+# is when static masks can be memorised.
+
+# %%
+from tinybert.models.bert import IGNORE_INDEX
+from tinybert.pretraining import PretrainingBatches
+from tinybert.training import linear_warmup_decay, make_optimizer
+
+STEPS = pick(quick=6, full=200)
+BATCH = pick(quick=8, full=32)
+LR = 1e-3                                             # chapter 9's peak for small models
+small = BertConfig(vocab_size=len(wordpiece), max_len=max_len, pad_token_id=special.pad,
+                   **pick(quick=dict(d_model=32, n_layers=1, n_heads=2, d_ff=64),
+                          full=dict(d_model=64, n_layers=2, n_heads=2, d_ff=256)))
+
+
+def pretrain_small(examples, *, nsp: bool, dynamic: bool, seed: int = 0) -> tuple[nn.Module, dict]:
+    """Pretrain a fresh small BertForPreTraining on ``examples`` for STEPS steps; MLM (+ NSP if ``nsp``)."""
+    seed_everything(seed)
+    model = BertForPreTraining(small).to(device).train()
+    batches = PretrainingBatches(examples, special, BATCH, seed=seed, dynamic_masking=dynamic)
+    optimizer = make_optimizer(model, LR)
+    scheduler = linear_warmup_decay(optimizer, warmup_steps=STEPS // 20, total_steps=STEPS)
+    real_tokens, train_losses, start = 0, [], time.perf_counter()
+    for step in range(STEPS):
+        batch = {k: v.to(device) for k, v in batches(step).items()}
+        out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                    mlm_labels=batch["mlm_labels"], nsp_labels=batch["nsp_labels"] if nsp else None)
+        out.loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        scheduler.step()
+        real_tokens += int(batch["attention_mask"].sum())
+        train_losses.append(out.mlm_loss.item())
+    info = {"seconds": time.perf_counter() - start, "real tokens": real_tokens,
+            "epochs": STEPS / batches.steps_per_epoch, "last train MLM": sum(train_losses[-20:]) / len(train_losses[-20:])}
+    return model.eval(), info
+
+
+@torch.no_grad()
+def heldout_mlm_loss(model: nn.Module, batches: list[dict]) -> float:
+    """Mean cross-entropy over the masked tokens of fixed held-out batches (the masks never change)."""
+    total, count = 0.0, 0
+    for batch in batches:
+        batch = {k: v.to(device) for k, v in batch.items()}
+        out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], mlm_labels=batch["mlm_labels"])
+        n = int((batch["mlm_labels"] != IGNORE_INDEX).sum())
+        total, count = total + out.mlm_loss.item() * n, count + n
+    return total / count
+
+
+heldout_docs = tokenize_documents(course_documents("heldout", max_documents=pick(quick=3, full=10)), wordpiece)
+heldout = {"pairs": make_examples(heldout_docs, special, max_len, seeded_generator(1, "held-out pairs")),
+           "full": full_sentence_examples(heldout_docs, special, max_len)}
+heldout_batches = {}
+for name, examples in heldout.items():
+    fixed = PretrainingBatches(examples, special, BATCH, seed=1, dynamic_masking=False)   # masks fixed once
+    heldout_batches[name] = [fixed(i) for i in range(min(pick(quick=1, full=8), fixed.steps_per_epoch))]
+print(f"{STEPS} steps x {BATCH} sequences of at most {max_len} tokens per run; held-out: "
+      + ", ".join(f"{sum(len(b['input_ids']) for b in bs)} {name} inputs" for name, bs in heldout_batches.items()))
+
+# %%
+arms = {"SEGMENT-PAIR + NSP, static": (pair_examples, True, False),
+        "SEGMENT-PAIR + NSP, dynamic": (pair_examples, True, True),
+        "FULL-SENTENCES, static": (full_examples, False, False),
+        "FULL-SENTENCES, dynamic": (full_examples, False, True)}
+results = {}
+for name, (examples, nsp, dynamic) in arms.items():
+    model, info = pretrain_small(examples, nsp=nsp, dynamic=dynamic)
+    info["held-out MLM, pairs"] = heldout_mlm_loss(model, heldout_batches["pairs"])
+    info["held-out MLM, full"] = heldout_mlm_loss(model, heldout_batches["full"])
+    results[name] = (model, info)
+    print(f"{name:<28} {info['seconds']:5.1f} s, {info['epochs']:4.1f} epochs, {info['real tokens']:>9,} real tokens; "
+          f"MLM loss: last training steps {info['last train MLM']:.3f}, held-out pairs "
+          f"{info['held-out MLM, pairs']:.3f}, held-out full {info['held-out MLM, full']:.3f}")
+print(f"(a uniform guess over the vocabulary: ln V = {math.log(len(wordpiece)):.3f})")
+
+# %% [markdown]
+# Then each pretrained encoder is fine-tuned on Banking77 with chapter 10's `finetune_task`, the
+# same budget for all (an evenly spread subset of the training set, scored on a subset of the
+# validation set). A fifth row, the same model with no pretraining at all, shows how much of the
+# accuracy comes from pretraining in the first place: differences between the four runs mean little
+# unless they are large compared with that gain.
+
+# %%
+from tinybert.recipes import finetune_task
+
+seed_everything(0)
+untrained = BertForPreTraining(small).to(device).eval()
+results["no pretraining"] = (untrained, {"held-out MLM, pairs": heldout_mlm_loss(untrained, heldout_batches["pairs"]),
+                                         "held-out MLM, full": heldout_mlm_loss(untrained, heldout_batches["full"])})
+for name, (model, info) in results.items():
+    run = finetune_task("banking77", model.bert, wordpiece, train_examples=pick(quick=16, full=20 * 77),
+                        eval_examples=pick(quick=16, full=5 * 77), epochs=pick(quick=1, full=5), lr=2e-3,
+                        batch_size=BATCH)
+    info["Banking77 accuracy"] = run.metrics["accuracy"]
+print(f"{'run':<28} {'held-out MLM (pairs)':>21} {'held-out MLM (full)':>20} {'Banking77 acc.':>15}")
+for name, (_, info) in results.items():
+    print(f"{name:<28} {info['held-out MLM, pairs']:>21.3f} {info['held-out MLM, full']:>20.3f} "
+          f"{info['Banking77 accuracy']:>15.1%}")
+
+
+# %% [markdown]
+# How to read the table. The held-out MLM loss is measured twice, on inputs in each format, since
+# a model trained on one format is at home on it; lower is better, and the masks of the held-out
+# inputs are the same for every run. Differences of a few hundredths between runs of this size
+# are within what another random seed would give, so treat only clear gaps as findings, and rerun
+# with other seeds ({ref}`an exercise <ex-roberta-seeds>`) before believing a small one. Three things to
+# look for. First, memorised masks: a static run that goes through its data several times can fit
+# its fixed masks, which shows as a last training loss well below its held-out loss, a gap the
+# dynamic run of the same format should not have. Second, the epochs and real tokens columns: the
+# formats do not see the same amount of text for the same compute. Third, the Banking77 column
+# against the row without pretraining: a model that has only learned which tokens are frequent
+# (a held-out loss not far below that of guessing by frequency) has little to transfer, and then
+# the four runs land within noise of the untrained model, which is itself no better than a few
+# percent with this little data. The held-out MLM loss is the more sensitive measure at this
+# budget; Banking77 starts to separate the runs only when pretraining runs long enough for the
+# loss to fall well below that level (the pretrained `bert-mini` of {doc}`10_finetuning` is such a
+# model). Banking77 also classifies single short sentences, where what NSP teaches the `[CLS]`
+# vector about pairs of segments is of little direct use, while the no-NSP runs start fine-tuning
+# with an untrained pooler (as does the released RoBERTa, whose checkpoint has no trained pooler,
+# since nothing in its pretraining used one). Whatever the numbers show
+# on your machine, remember the scale: the paper's conclusions come from models a hundred times
+# larger trained on a thousand times more text, and a laptop experiment can agree or disagree with
+# them for reasons that have nothing to do with the method.
+#
+# (sec-roberta-summary)=
+# ## Summary
+#
+# - RoBERTa is BERT's architecture with a better recipe: dynamic masking, FULL-SENTENCES inputs
+#   without NSP, much larger batches with larger learning rates, a 50k byte-level BPE vocabulary,
+#   ten times more data and longer training {cite}`liu2019roberta`.
+# - In the model, three things differ: positions count real tokens from the padding id + 1 (so
+#   the table has 514 rows for 512 tokens, and padding never moves a token's position), one segment,
+#   and LayerNorm $\varepsilon = 10^{-5}$. `RobertaModel` is `BertModel` with one new embedding
+#   layer, equal to Hugging Face's to $10^{-5}$ with the same parameter count.
+# - RoBERTa-base's extra parameters over BERT-base are its larger token table.
+# - FULL-SENTENCES packs consecutive sentences up to the maximum length across documents, with a
+#   separator between documents; dynamic masking draws a new mask every time a sequence is used,
+#   where BERT's pipeline cycled through 10 fixed masks.
+# - Byte-level BPE encodes any string without an unknown token, at the cost of a larger vocabulary.
+#
+# Later chapters import `RobertaConfig`, `RobertaModel` and `RobertaForMaskedLM` from
+# `tinybert.models.roberta`, and `pack_full_sentences`, `full_sentence_examples` and
+# `mask_for_epoch` from `tinybert.roberta_data`.
+#
+# (sec-roberta-exercises)=
+# ## Exercises
+#
+# :::{exercise-start}
+# :label: ex-roberta-doc-sentences
+# :::
+# **DOC-SENTENCES.** Write `pack_doc_sentences(documents, max_tokens)`, the packing the RoBERTa
+# paper found best by a little: like `pack_full_sentences`, greedy, with sentences longer than
+# `max_tokens` cut into pieces of `max_tokens` (the last piece shorter), but an input never crosses
+# a document boundary, so no separator is needed. It returns a list of inputs (lists of ids); empty
+# sentences and documents produce nothing. The check compares it with a reference on random
+# corpora and edge cases. Then compare the lengths of its inputs on the course corpus with those of
+# `pack_full_sentences`: what would this do to the batch size, and how did the authors handle it?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-roberta-doc-sentences
+# :class: dropdown
+# ::::
+# Run the greedy packing once per document and collect the inputs. The last input of each document
+# is usually short, so with a fixed number of inputs per batch the number of tokens per batch
+# varies; the authors instead varied the batch size dynamically to keep the number of tokens
+# roughly constant, and preferred FULL-SENTENCES for the simpler comparison.
+
+# %% tags=["solution"]
+def pack_doc_sentences(documents, max_tokens):
+    ### BEGIN SOLUTION
+    inputs = []
+    for document in documents:
+        current = []
+        for sentence in document:
+            for start in range(0, len(sentence), max_tokens):
+                piece = list(sentence[start:start + max_tokens])
+                if current and len(current) + len(piece) > max_tokens:
+                    inputs.append(current)
+                    current = []
+                current += piece
+        if current:
+            inputs.append(current)
+    return inputs
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch11 import check_pack_doc_sentences
+
+check_pack_doc_sentences(pack_doc_sentences)
+
+
+# %% [markdown]
+# :::{exercise-start}
+# :label: ex-roberta-accumulation
+# :::
+# **A large batch on a small machine.** Write `accumulate_gradients(model, loss_fn, batch,
+# micro_batch_size)` that leaves in every parameter's `.grad` the gradient of `loss_fn(model,
+# batch)`, the *mean* loss over the whole batch, while only ever calling `loss_fn` on slices of at
+# most `micro_batch_size` examples. `batch` is a dict of tensors whose first dimension is the batch;
+# `loss_fn(model, part)` returns the mean loss over the examples of `part`. Start from zero
+# gradients, and get the weighting right when the last micro-batch is smaller than the others.
+# Why does gradient accumulation give the same *gradient* as a large batch but not always the same
+# *training run* as one (think of BatchNorm, dropout and the loss in chapter 9's MLM)?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-roberta-accumulation
+# :class: dropdown
+# ::::
+# The mean over the batch is the sum over micro-batches of (micro-batch mean × its size / batch
+# size), so each micro-batch's loss is scaled by its share of the examples before `backward`, and
+# the gradients add up in `.grad`. The function is the same; what can differ is everything that
+# depends on which examples share a forward pass (BatchNorm statistics, which BERT does not use)
+# and the random numbers drawn (dropout masks). And in MLM the mean is over *masked tokens*, not
+# sequences: micro-batches with different numbers of masked tokens must be weighted by those
+# counts, the same correction as for several GPUs in {doc}`09_pretraining`.
+
+# %% tags=["solution"]
+def accumulate_gradients(model, loss_fn, batch, micro_batch_size):
+    ### BEGIN SOLUTION
+    n = len(next(iter(batch.values())))
+    model.zero_grad(set_to_none=True)
+    for start in range(0, n, micro_batch_size):
+        part = {key: value[start:start + micro_batch_size] for key, value in batch.items()}
+        size = len(next(iter(part.values())))
+        (loss_fn(model, part) * size / n).backward()
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch11 import check_accumulate_gradients
+
+check_accumulate_gradients(accumulate_gradients)
+
+# %% [markdown]
+# :::{exercise-start}
+# :label: ex-roberta-positions
+# :::
+# **Position rows (pen and paper).** (a) A RoBERTa with padding id 1 and 514 position rows receives
+# a right-padded batch. Which rows of the position table are ever read, which one is read only by
+# padding, and which one never? (b) Hugging Face's RoBERTa computes the positions from
+# `input_ids`, not from the attention mask. What happens if a tokenizer pads with a token other than
+# `<pad>`, or a real text contains the padding id? (c) Why does chapter 8's BERT give different
+# outputs for a left-padded sequence, although the padded positions are masked out of attention?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-roberta-positions
+# :class: dropdown
+# ::::
+# (a) Real tokens read rows 2 to 513 (at most 512 of them); padding reads row 1, which is zero and
+# never trained; row 0 is never read. (b) The positions would count the wrong tokens: padding
+# written with another id gets real positions (harmless if it is masked out of attention, but a real
+# token equal to the padding id would lose its position and every later token would shift by one).
+# The rule trusts the ids, so the padding id must mean padding and nothing else. (c) The mask hides
+# padding from attention, but every real token still gets position $t$ = its column, so left padding
+# moves every real token to a later position, and the position vectors added to the tokens change.
+# ::::{solution-end}
+# ::::
+#
+# :::{exercise-start}
+# :label: ex-roberta-masks
+# :::
+# **How many masks (pen and paper).** BERT trained for 40 epochs on data written with 10 different
+# masks. (a) How often does the model see each masked version of a sequence? (b) With 15% of the
+# tokens chosen independently in each copy, what fraction of a sequence's tokens is never chosen
+# in any of the 10 copies, and in 40 epochs of dynamic masking? (c) Compare with the cell in
+# {ref}`sec-roberta-dynamic`.
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-roberta-masks
+# :class: dropdown
+# ::::
+# (a) 40 / 10 = 4 times each. (b) A token escapes one mask with probability 0.85, so it escapes all
+# 10 copies with probability $0.85^{10} \approx 0.197$ (about 20% never targeted) and 40 dynamic
+# masks with probability $0.85^{40} \approx 0.0015$. (c) The cell measured the share of positions
+# targeted at least once; its values are close to $1 - 0.85^{k}$ (the special tokens `[CLS]` and
+# `[SEP]` are never chosen, which lowers all three numbers a little).
+
+# %%
+for k in (1, 10, 40):
+    print(f"{k:>2} different masks: never chosen {0.85 ** k:.2%}, chosen at least once {1 - 0.85 ** k:.2%}")
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+#
+# :::{exercise-start}
+# :label: ex-roberta-seeds
+# :::
+# **How much is noise?** Rerun the experiment of {ref}`sec-roberta-experiment` with three different
+# seeds (pass `seed=` to `pretrain_small`) and report, for each run, the mean and the spread of the
+# held-out MLM loss and the Banking77 accuracy. Which differences in the table survive? Then double
+# `STEPS` for the FULL-SENTENCES runs only, and halve `BATCH`: which matters more for the held-out
+# loss in this regime, more steps or more tokens per step?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-roberta-seeds
+# :class: dropdown
+# ::::
+# Loop over seeds and keep the numbers:
+#
+# ```python
+# import statistics
+#
+# scores = {name: [] for name in arms}
+# for seed in (0, 1, 2):
+#     for name, (examples, nsp, dynamic) in arms.items():
+#         model, info = pretrain_small(examples, nsp=nsp, dynamic=dynamic, seed=seed)
+#         scores[name].append(heldout_mlm_loss(model, heldout_batches["full"]))
+# for name, values in scores.items():
+#     print(f"{name:<28} {statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}")
+# ```
+#
+# A difference between two runs is credible when it is several times larger than the spread across
+# seeds of each. With small models and a few hundred steps, the number of optimisation steps
+# usually matters more than the number of tokens per step, which is the regime where the RoBERTa
+# paper's trade of steps for batch size would *not* pay off; it pays off when many GPUs make a large
+# batch cost no more wall-clock time than a small one.
+# ::::{solution-end}
+# ::::

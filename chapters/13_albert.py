@@ -1,0 +1,1262 @@
+# ---
+# jupyter:
+#   jupytext:
+#     default_lexer: ipython3
+#     formats: md:myst,py:percent
+#     notebook_metadata_filter: tinybert
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+#   tinybert:
+#     module: models.albert
+# ---
+
+# %% [markdown]
+# (sec-albert)=
+# # ALBERT
+#
+# BERT-large has 24 layers of width 1024 and about 340M parameters, three times BERT-base, and it
+# is better on almost every benchmark {cite}`devlin2019bert`. Growing further runs into memory:
+# every parameter needs its gradient and two Adam moments beside it on the accelerator. ALBERT,
+# *A Lite BERT* {cite}`lan2020albert`, asks how many of those parameters BERT actually needs, and
+# answers with two changes to the architecture and one to the training:
+#
+# 1. **Factorised embeddings.** The token table does not need to be as wide as the layers: ALBERT
+#    keeps its $V$ token vectors at a small width $E$ and maps them to the layers' width $D$ with
+#    one shared matrix.
+# 2. **Cross-layer parameter sharing.** All $N$ layers use the same weights: one layer, applied
+#    $N$ times.
+# 3. **Sentence-order prediction (SOP)** replaces next sentence prediction: instead of telling a
+#    real continuation from a random segment of another document, the model must tell two
+#    consecutive segments in their order from the same two segments swapped.
+#
+# The lecture slides sum up the result as "90% fewer parameters": 12M for ALBERT-base and 18M for
+# ALBERT-large, against BERT's 110M and 340M. This chapter builds ALBERT from BERT's parts, writes
+# only what differs, proves that it computes what Hugging Face's ALBERT computes, counts the
+# parameters part by part to see where the 90% comes from, and compares SOP with NSP in a small
+# pretraining experiment.
+#
+# **What you will learn**
+#
+# - why the token table may be narrower than the model, and how a $V \times E$ table followed by an
+#   $E \times D$ projection replaces BERT's $V \times D$ table;
+# - cross-layer parameter sharing: one layer applied $N$ times, groups of layers in general, and
+#   why it saves parameters and memory but not computation;
+# - ALBERT assembled from chapter 8's embeddings, layer, pooler and heads, converted to and from
+#   Hugging Face `transformers` with outputs equal to $10^{-5}$;
+# - where the "90% fewer parameters" come from, part by part, for the published sizes and for
+#   this course's tiny ones;
+# - why next sentence prediction can be solved from the topic alone, how sentence-order pairs are
+#   made, and what each objective's head learns about the other's task at a small scale.
+#
+# **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertLayer`, `BertModel` (its
+# `forward`), `BertPooler`, `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`,
+# `init_bert_weights` and `masked_lm_logits_and_loss` from `tinybert.models.bert`;
+# `register`, `from_hf`, `to_hf`, `load_renamed`, `bert_config_from_hf` and `bert_encoder_names`
+# from `tinybert.convert`; `register_model_class`, `save_model` and `load_model` from
+# `tinybert.checkpoint`. From {doc}`09_pretraining`: `SegmentPair`, `encode_pair`, `PretrainingExample`,
+# `make_examples`, `PretrainingBatches` and `shipped_checkpoint` from `tinybert.pretraining`;
+# `SpecialTokens` and `seeded_generator` from `tinybert.masking`; `make_segments`,
+# `course_documents` and `tokenize_documents` from `tinybert.pretraining_corpus`; `pretrain`,
+# `PretrainingConfig` and `evaluate_pretraining` from `tinybert.pretrain_loop`. From
+# {doc}`10_finetuning`: `SequenceClassifier` from `tinybert.heads`. From {doc}`07_tokenization`:
+# `WordPieceTokenizer`. From {doc}`01_feedforward`: `count_parameters`.
+# The model goes to `tinybert.models.albert`, its converters to `tinybert.convert_albert`, the
+# sentence-order pairs to `tinybert.sentence_order`.
+#
+# (sec-albert-setup)=
+# ## Setup
+#
+# The first cell holds the imports of `tinybert.models.albert`; the second, those of the teaching
+# code.
+
+# %% tags=["export"]
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tinybert.checkpoint import register_model_class
+from tinybert.models.bert import (BertConfig, BertEmbeddings, BertLayer, BertMLMHead, BertModel, BertPooler,
+                                  MaskedLMOutput, _check_labels, init_bert_weights, masked_lm_logits_and_loss)
+
+# %%
+import statistics
+import tempfile
+import time
+import warnings
+
+import matplotlib.pyplot as plt
+
+from tinybert.feedforward import count_parameters
+from tinybert.runtime import get_device, is_quick, pick, seed_everything
+
+with warnings.catch_warnings():                              # transformers' progress bars warn about widgets
+    warnings.simplefilter("ignore")
+    import transformers
+
+device = get_device()
+print(f"device: {device}, quick mode: {is_quick()}")
+
+
+# %% [markdown]
+# (sec-albert-config)=
+# ## The configuration
+#
+# An ALBERT is a BERT with four more numbers, so its configuration *is* a `BertConfig` with those
+# four fields added: the embedding width $E$ (`embedding_size`), the number of distinct sets of
+# layer weights $G$ (`n_groups`), the number of layers inside each set (`inner_group_num`, 1 in
+# every released ALBERT), and the dropout before the sentence-order head. Everything else keeps
+# BERT's name and meaning: `d_model` is still the width $D$ of the layers (Hugging Face's
+# `hidden_size`; the ALBERT paper writes $H$ for it, a letter this course keeps for the number of
+# heads), `n_layers` still the depth $N$.
+#
+# Some defaults change. They are those of `albert-base-v2`: a SentencePiece vocabulary of 30,000
+# tokens, $E = 128$, no dropout (the second version of the released models was trained without
+# it), and the tanh approximation of GELU from {doc}`01_feedforward`, which is what Google's ALBERT
+# code calls `gelu` and Hugging Face calls `gelu_new`. The presets are three of the four published sizes
+# {cite}`lan2020albert` (base, large and xxlarge) and `albert-mini`, which has `bert-mini`'s sizes
+# with $E = 128$.
+
+# %% tags=["export"]
+@dataclass
+class AlbertConfig(BertConfig):
+    """BERT's configuration with ALBERT's defaults (albert-base-v2) and four more fields.
+
+    d_model is the width D of the layers; embedding_size the width E of the embedding tables.
+    Hugging Face's names are in tinybert.convert_albert.
+    """
+
+    vocab_size: int = 30000           # V, ALBERT's SentencePiece vocabulary
+    dropout: float = 0.0              # the v2 models were trained without dropout
+    attention_dropout: float = 0.0
+    activation: str = "gelu_tanh"     # the tanh GELU: "gelu" in Google's ALBERT code, "gelu_new" in HF's
+    embedding_size: int = 128         # E, width of the token, segment and position tables
+    n_groups: int = 1                 # G, distinct sets of layer weights; depth i uses set i·G // N
+    inner_group_num: int = 1          # layers inside one set, applied one after the other
+    classifier_dropout: float = 0.1   # before the sentence-order head (HF classifier_dropout_prob)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()                              # BERT's checks
+        for name in ("embedding_size", "n_groups", "inner_group_num"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"AlbertConfig.{name}: expected a positive int, got {value!r}")
+        if self.n_groups > self.n_layers:
+            raise ValueError(f"AlbertConfig: n_groups = {self.n_groups} exceeds n_layers = {self.n_layers}; "
+                             "a group that no depth uses would never be trained")
+        if not 0.0 <= self.classifier_dropout < 1.0:
+            raise ValueError(f"AlbertConfig.classifier_dropout: expected a probability in [0, 1), "
+                             f"got {self.classifier_dropout!r}")
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> AlbertConfig:
+        """A published size by name (see ALBERT_PRESETS), with any field overridden."""
+        if name not in ALBERT_PRESETS:
+            raise ValueError(f"unknown ALBERT preset {name!r}; known presets: {', '.join(ALBERT_PRESETS)}")
+        return cls(**{**ALBERT_PRESETS[name], **overrides})
+
+    def embedding_config(self) -> BertConfig:
+        """The BertConfig of ALBERT's embedding block: BERT's block at width E (heads play no part there)."""
+        shared = {f.name: getattr(self, f.name) for f in fields(BertConfig)}
+        return BertConfig(**{**shared, "d_model": self.embedding_size, "n_heads": 1})
+
+
+ALBERT_PRESETS = {
+    "albert-base-v2": dict(),                                                       # N=12, D=768, H=12, E=128
+    "albert-large-v2": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),     # N=24, D=1024, H=16
+    "albert-xxlarge-v2": dict(d_model=4096, n_layers=12, n_heads=64, d_ff=16384),  # N=12, D=4096, H=64
+    "albert-mini": dict(vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128),  # this course's
+}
+
+# %%
+print(f"{'preset':<18} {'V':>6} {'E':>4} {'D':>5} {'N':>3} {'G':>2} {'H':>3} {'F':>6} {'activation':>10}")
+for name in ALBERT_PRESETS:
+    c = AlbertConfig.preset(name)
+    print(f"{name:<18} {c.vocab_size:>6} {c.embedding_size:>4} {c.d_model:>5} {c.n_layers:>3} {c.n_groups:>2} "
+          f"{c.n_heads:>3} {c.d_ff:>6} {c.activation:>10}")
+assert isinstance(AlbertConfig(), BertConfig) and AlbertConfig.from_dict(AlbertConfig().to_dict()) == AlbertConfig()
+
+
+# %% [markdown]
+# (sec-albert-factorised)=
+# ## Factorised embeddings
+#
+# In BERT the token table has one row of width $D$ per vocabulary entry, $V \times D$ numbers,
+# because the embedding is added to the segment and position vectors and fed straight into the
+# first layer. ALBERT's argument {cite}`lan2020albert` is that the two widths serve different
+# purposes. A row of the token table is a *context-independent* vector: it only has to say which
+# token this is. The layers produce *context-dependent* vectors, which have to hold everything the
+# model has worked out about the token in its sentence. The second needs a large $D$; the first can
+# be much smaller. Keeping the two widths equal is also costly: the table has $V D$ numbers, so
+# every increase of $D$ is paid $V$ times over.
+#
+# So ALBERT keeps the tables at width $E$ and maps every position's sum to width $D$ with one
+# learned matrix $\mathbf P \in \mathbb R^{E \times D}$ (and a bias):
+#
+# $$\mathbf x_t = \operatorname{LayerNorm}\bigl(\mathbf E^\text{token}_{w_t} + \mathbf E^\text{segment}_{s_t}
+# + \mathbf E^\text{position}_{t}\bigr)\,\mathbf P + \mathbf b_P, \qquad
+# \mathbf E^\text{token} \in \mathbb R^{V \times E}.$$
+#
+# The token table shrinks from $V D$ to $V E + E D$ parameters (plus $D$ for the bias), a large
+# saving whenever $E \ll D$: with $V = 30{,}000$, $D = 768$ and $E = 128$, from 23.0M to 3.9M, as
+# the cell below prints. The product $\mathbf E^\text{token}\mathbf P$ is a $V \times D$ matrix of
+# rank at most $E$: the factorisation is a low-rank approximation of BERT's table.
+#
+# Everything before the projection is BERT's embedding block at width $E$, so ALBERT's embeddings
+# are chapter 8's `BertEmbeddings`, built from `embedding_config()` (a `BertConfig` whose
+# `d_model` is $E$), plus the projection. Hugging Face's code puts the projection at the start of
+# its encoder under the name `embedding_hidden_mapping_in`; it computes the same thing.
+
+# %% tags=["export"]
+class AlbertEmbeddings(BertEmbeddings):
+    """BERT's embeddings at width E, then one linear map to width D: (B, T) ids -> (B, T, D).
+
+    The three tables are (V, E), (2, E) and (max_len, E); the projection adds E·D + D parameters.
+    """
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__(config.embedding_config())                         # tables, LayerNorm(E), dropout
+        self.projection = nn.Linear(config.embedding_size, config.d_model)   # E -> D, shared by every token
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        x = super().forward(input_ids, token_type_ids)                       # (B, T, E)
+        return self.projection(x)                                            # (B, T, D)
+
+
+# %% [markdown]
+# The token table of `albert-base-v2` against BERT-base's, and the projection that makes up the
+# difference in width:
+
+# %%
+albert_base, bert_base = AlbertConfig.preset("albert-base-v2"), BertConfig.preset("bert-base-uncased")
+with torch.device("meta"):
+    embeddings = AlbertEmbeddings(albert_base)
+    bert_embeddings = BertModel(bert_base).embeddings
+for name, module in [("token table", embeddings.token_embeddings), ("projection", embeddings.projection),
+                     ("all ALBERT embeddings", embeddings), ("all BERT-base embeddings", bert_embeddings)]:
+    shapes = ", ".join(str(tuple(p.shape)) for p in module.parameters())
+    print(f"{name:<25} {count_parameters(module):>11,}  {shapes}")
+V, E, D = albert_base.vocab_size, albert_base.embedding_size, albert_base.d_model
+print(f"V·D = {V * D:,} against V·E + E·D + D = {V * E + E * D + D:,}")
+assert count_parameters(embeddings.token_embeddings) + count_parameters(embeddings.projection) == V * E + E * D + D
+
+
+# %% [markdown]
+# (sec-albert-sharing)=
+# ## Cross-layer parameter sharing
+#
+# The second change goes further: all $N$ layers of ALBERT use *the same* weights. The encoder
+# holds one {term}`post-LN` layer, exactly chapter 8's `BertLayer`, and applies it $N$ times:
+#
+# $$\mathbf h^{(i)} = \operatorname{Layer}_{\boldsymbol\theta}\bigl(\mathbf h^{(i-1)}\bigr), \quad i = 1, \dots, N,$$
+#
+# with one $\boldsymbol\theta$ for every depth. The paper tried sharing only the attention or only
+# the feed-forward block and found that sharing everything cost some accuracy at the base size
+# but saved the most parameters; sharing everything is ALBERT's default {cite}`lan2020albert`. The
+# paper also found that with sharing, the input and output of each layer change more smoothly
+# with depth than in BERT: the same function, applied again and again, refines its own output.
+#
+# Google's code allows a middle ground, which Hugging Face keeps: $G$ groups of weights, where
+# depth $i$ (counting from 0) uses group $\lfloor iG/N \rfloor$, so with $N = 12$ and $G = 3$ depths
+# 0 to 3 share the first group, 4 to 7 the second, 8 to 11 the third. $G = N$ is BERT; $G = 1$ is
+# ALBERT. Each group can hold several different layers (`inner_group_num`), run in order every
+# time the group is used. The released models all use $G = 1$ with one layer per group.
+
+# %% tags=["export"]
+class AlbertEncoder(nn.Module):
+    """N layers deep with only G sets of weights: depth i runs group i·G // N. (B, T, D) -> (B, T, D).
+
+    With G = 1, ALBERT's default, one BertLayer is applied N times. A group may hold several
+    layers (inner_group_num), applied one after the other each time the group runs.
+    """
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.n_layers = config.n_layers
+        self.groups = nn.ModuleList(nn.ModuleList(BertLayer(config) for _ in range(config.inner_group_num))
+                                    for _ in range(config.n_groups))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                output_hidden_states: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+        hidden_states = [x] if output_hidden_states else None       # the projected embeddings come first
+        G = len(self.groups)
+        for depth in range(self.n_layers):
+            for layer in self.groups[depth * G // self.n_layers]:    # the same modules at several depths
+                x = layer(x, mask)                                   # (B, T, D)
+                if hidden_states is not None:
+                    hidden_states.append(x)
+        return x, None if hidden_states is None else tuple(hidden_states)
+
+
+# %% [markdown]
+# Is chapter 8's layer really the layer Hugging Face's `AlbertLayer` computes? Written out, the
+# latter is: attention, dropout, add and LayerNorm; then the feed-forward block (dense,
+# activation, dense), add and LayerNorm. That is `BertLayer` with other names (`attention.dense`
+# for `attention.output`, `ffn` and `ffn_output` for `feed_forward.expand` and
+# `feed_forward.contract`, `full_layer_layer_norm` for `feed_forward_norm`), with one difference:
+# Hugging Face's layer applies no dropout to the feed-forward output, while `BertLayer` and Google's
+# ALBERT code do. In evaluation mode dropout does nothing, and the released ALBERTs have a dropout
+# of 0, so the two compute the same function; the parity test below checks it.
+#
+# Sharing is visible in the model: the module at depth 0 and the module at depth 11 are the same
+# Python object, and a 12-layer ALBERT encoder has the parameters of one layer.
+
+# %%
+with torch.device("meta"):
+    shared = AlbertEncoder(albert_base)
+    grouped = AlbertEncoder(AlbertConfig.preset("albert-base-v2", n_groups=3))
+    unshared = BertModel(bert_base).encoder
+depth_to_group = [depth * 3 // 12 for depth in range(12)]
+print(f"group used at each depth with G = 3: {depth_to_group}")
+for name, encoder in [("ALBERT-base encoder, G = 1", shared), ("ALBERT-base encoder, G = 3", grouped),
+                      ("BERT-base encoder (G = N)", unshared)]:
+    print(f"{name:<28} {count_parameters(encoder):>12,} parameters")
+assert count_parameters(shared) * 12 == count_parameters(unshared)
+
+
+# %% [markdown]
+# (sec-albert-model)=
+# ## The model
+#
+# The rest is BERT. `AlbertModel` holds the factorised embeddings, the shared encoder and BERT's
+# pooler ($\tanh$ of a dense layer on `[CLS]`), and its `forward` *is* `BertModel.forward`: check
+# the inputs, build the padding mask, embed, encode, pool. Nothing in those steps depends on how
+# the embeddings and the encoder are made, so the class borrows the method instead of copying it.
+# Weights start as in BERT (`init_bert_weights`); a shared layer is initialised once.
+
+# %% tags=["export"]
+class AlbertModel(nn.Module):
+    """ALBERT's encoder: factorised embeddings, N applications of shared layers, BERT's pooler on [CLS].
+
+    forward(input_ids, token_type_ids=None, attention_mask=None, output_hidden_states=False) -> BertOutput,
+    exactly as BertModel's: last_hidden_state (B, T, D), pooler_output (B, D) or None.
+    """
+
+    config_class = AlbertConfig
+
+    def __init__(self, config: AlbertConfig, add_pooler: bool = True):
+        super().__init__()
+        if not isinstance(config, AlbertConfig):
+            raise ValueError(f"AlbertModel expects an AlbertConfig, got {type(config).__name__}")
+        self.config = config
+        self.init_kwargs = {"add_pooler": add_pooler}        # what tinybert.checkpoint needs to rebuild it
+        self.embeddings = AlbertEmbeddings(config)
+        self.encoder = AlbertEncoder(config)
+        self.pooler = BertPooler(config.d_model) if add_pooler else None
+        self.apply(lambda module: init_bert_weights(module, config.initializer_range))
+
+    forward = BertModel.forward        # check ids, mask, embed, encode, pool: nothing there is BERT-specific
+
+
+# %% [markdown]
+# The masked-language-model head changes in one place. BERT's head transforms the final vector
+# with a $D \times D$ layer, then scores it against every row of the token table
+# ({term}`weight tying`, {doc}`08_bert`). ALBERT's token rows have width $E$, so its head maps the
+# vector down to $E$ first: dense $D \to E$, activation, LayerNorm over $E$, then the $(V, E)$
+# token table transposed, plus a bias. That is chapter 8's head built at width $E$ with its first layer replaced. The
+# head's decoder is $V \times E$ and tied, so it costs no parameters of its own beyond the bias.
+
+# %% tags=["export"]
+class AlbertMLMHead(BertMLMHead):
+    """BERT's MLM head at width E: dense D -> E, activation, LayerNorm(E), then the (V, E) token table + bias."""
+
+    def __init__(self, config: AlbertConfig, token_embeddings: nn.Embedding):
+        super().__init__(config.embedding_config(), token_embeddings)   # LayerNorm(E), decoder tied to (V, E)
+        self.dense = nn.Linear(config.d_model, config.embedding_size)   # the one change: D -> E instead of E -> E
+        init_bert_weights(self.dense, config.initializer_range)
+
+
+class AlbertForMaskedLM(nn.Module):
+    """ALBERT with the masked-language-model head (no pooler)."""
+
+    config_class = AlbertConfig
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.config = config
+        self.albert = AlbertModel(config, add_pooler=False)
+        self.mlm_head = AlbertMLMHead(config, self.albert.embeddings.token_embeddings)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> MaskedLMOutput:
+        hidden = self.albert(input_ids, token_type_ids, attention_mask).last_hidden_state   # (B, T, D)
+        logits, loss = masked_lm_logits_and_loss(self.mlm_head, hidden, labels, self.config.vocab_size)
+        return MaskedLMOutput(loss=loss, logits=logits)
+
+
+# %% [markdown]
+# For pretraining, ALBERT replaces BERT's next-sentence head by a sentence-order head of the same
+# shape, a linear layer from the pooled `[CLS]` vector to two classes, with dropout in front as in
+# Hugging Face's `AlbertSOPHead`. The classes follow Hugging Face: 0 means the two segments are in
+# their original order, 1 that they were swapped. Class 0 means "B follows A" in both tasks, which
+# is what lets us try each head on the other's task in {ref}`sec-albert-experiment`.
+
+# %% tags=["export"]
+@dataclass
+class AlbertPreTrainingOutput:
+    loss: torch.Tensor | None          # mlm_loss + sop_loss, the sum of those whose labels were given
+    mlm_loss: torch.Tensor | None
+    sop_loss: torch.Tensor | None
+    mlm_logits: torch.Tensor           # (B, T, V); with mlm_labels only the labelled positions, (N, V)
+    sop_logits: torch.Tensor           # (B, 2); class 0 = segments in order, 1 = swapped
+
+
+class AlbertForPreTraining(nn.Module):
+    """ALBERT with both pretraining heads: masked language model and sentence-order prediction."""
+
+    config_class = AlbertConfig
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.config = config
+        self.albert = AlbertModel(config, add_pooler=True)
+        self.mlm_head = AlbertMLMHead(config, self.albert.embeddings.token_embeddings)
+        self.sop_dropout = nn.Dropout(config.classifier_dropout)
+        self.sop_head = nn.Linear(config.d_model, 2)          # reads the pooled [CLS] vector
+        init_bert_weights(self.sop_head, config.initializer_range)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None, mlm_labels: torch.Tensor | None = None,
+                sop_labels: torch.Tensor | None = None) -> AlbertPreTrainingOutput:
+        out = self.albert(input_ids, token_type_ids, attention_mask)
+        mlm_logits, mlm_loss = masked_lm_logits_and_loss(self.mlm_head, out.last_hidden_state, mlm_labels,
+                                                         self.config.vocab_size)
+        sop_logits = self.sop_head(self.sop_dropout(out.pooler_output))     # (B, 2)
+        sop_loss = None
+        if sop_labels is not None:
+            _check_labels("sop_labels", sop_labels, (input_ids.shape[0],), 2)
+            sop_loss = F.cross_entropy(sop_logits, sop_labels)
+        losses = [loss for loss in (mlm_loss, sop_loss) if loss is not None]
+        return AlbertPreTrainingOutput(loss=sum(losses) if losses else None, mlm_loss=mlm_loss,
+                                       sop_loss=sop_loss, mlm_logits=mlm_logits, sop_logits=sop_logits)
+
+
+for _cls in (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining):
+    register_model_class(_cls)        # tinybert.checkpoint.save_model / load_model know them now
+
+# %% [markdown]
+# A forward pass through a small random ALBERT, with padding and both segments, and the usual
+# checks: the shapes, the tied decoder, and that padding changes nothing at the real positions.
+
+# %%
+seed_everything(0)
+small = AlbertConfig(vocab_size=99, embedding_size=16, d_model=32, n_layers=3, n_heads=4, d_ff=37, max_len=23)
+model = AlbertForPreTraining(small).eval()
+ids = torch.randint(5, 99, (2, 7))
+segments = torch.tensor([[0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 1, 1]])
+padded_ids = torch.cat([ids, torch.zeros(2, 3, dtype=torch.long)], dim=1)           # 3 [PAD] at the end
+padded_segments = torch.cat([segments, torch.ones(2, 3, dtype=torch.long)], dim=1)
+mask = torch.cat([torch.ones(2, 7), torch.zeros(2, 3)], dim=1).long()
+with torch.no_grad():
+    out = model(ids, segments)
+    out_padded = model(padded_ids, padded_segments, mask)
+print(f"mlm_logits {tuple(out.mlm_logits.shape)}, sop_logits {tuple(out.sop_logits.shape)}; "
+      f"{count_parameters(model):,} parameters")
+assert model.mlm_head.decoder.weight is model.albert.embeddings.token_embeddings.weight   # (V, E), tied
+assert out.mlm_logits.shape == (2, 7, 99) and out.sop_logits.shape == (2, 2)
+assert torch.allclose(out.mlm_logits, out_padded.mlm_logits[:, :7], atol=1e-5)
+assert torch.allclose(out.sop_logits, out_padded.sop_logits, atol=1e-5)
+
+# %% [markdown]
+# Saving and loading go through chapter 8's `save_model` and `load_model`, which now know the three
+# ALBERT classes; the shared layer is stored once.
+
+# %%
+from tinybert.checkpoint import load_model, save_model
+
+with tempfile.TemporaryDirectory() as directory:
+    save_model(model, directory)
+    loaded = load_model(directory)
+with torch.no_grad():
+    assert torch.equal(loaded(ids, segments).mlm_logits, out.mlm_logits)
+print(f"reloaded a {type(loaded).__name__} with {type(loaded.config).__name__}(embedding_size="
+      f"{loaded.config.embedding_size}, d_model={loaded.config.d_model}); same logits")
+
+# %% [markdown]
+# Fine-tuning needs nothing new either. The heads of {doc}`10_finetuning` read only an encoder's
+# `last_hidden_state`, its `pooler_output` and `config.d_model`, and an `AlbertModel` has all three:
+
+# %%
+from tinybert.heads import SequenceClassifier
+
+classifier = SequenceClassifier(AlbertModel(small), n_labels=3).eval()
+with torch.no_grad():
+    print("sentence classifier on ALBERT:", tuple(classifier(ids, segments).logits.shape), "logits")
+
+# %% [markdown]
+# (sec-albert-convert)=
+# ## Converting to and from Hugging Face
+#
+# Hugging Face's ALBERT has its own names for everything: `hidden_size`, `num_hidden_groups`,
+# `albert_layer_groups.0.albert_layers.0.ffn` and so on. The converter reuses chapter 8's machinery:
+# `bert_config_from_hf` reads the fields ALBERT shares with BERT (Hugging Face names them the same
+# way in both configurations), `bert_encoder_names` gives the names of the three tables and their
+# LayerNorm, and `load_renamed` copies the tensors and refuses any conversion that leaves a tensor
+# out. Registering the three classes with `register` teaches `from_hf` and `to_hf` about them. The
+# converter lives in its own small module, `tinybert.convert_albert`, as chapter 8's lives in
+# `tinybert.convert`; import it once before converting an ALBERT.
+
+# %% tags=["export:convert_albert"]
+from __future__ import annotations
+
+from torch import nn
+
+from tinybert.convert import _ACTIVATIONS_TO_HF, bert_config_from_hf, bert_encoder_names, load_renamed, register
+from tinybert.models.albert import AlbertConfig, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel
+
+
+def albert_config_from_hf(hf_config) -> AlbertConfig:
+    """Hugging Face's AlbertConfig -> ours: BERT's fields (same names in HF) plus ALBERT's four."""
+    shared = bert_config_from_hf(hf_config).to_dict()
+    return AlbertConfig(**shared, embedding_size=hf_config.embedding_size, n_groups=hf_config.num_hidden_groups,
+                        inner_group_num=hf_config.inner_group_num,
+                        classifier_dropout=hf_config.classifier_dropout_prob)
+
+
+def albert_config_to_hf(config: AlbertConfig):
+    """Our AlbertConfig -> transformers.AlbertConfig."""
+    import transformers
+
+    if config.activation not in _ACTIVATIONS_TO_HF:
+        raise ValueError(f"Hugging Face's ALBERT has no activation {config.activation!r}")
+    hidden_act = "gelu_new" if config.activation == "gelu_tanh" else _ACTIVATIONS_TO_HF[config.activation]
+    return transformers.AlbertConfig(
+        vocab_size=config.vocab_size, embedding_size=config.embedding_size, hidden_size=config.d_model,
+        num_hidden_layers=config.n_layers, num_hidden_groups=config.n_groups, num_attention_heads=config.n_heads,
+        intermediate_size=config.d_ff, inner_group_num=config.inner_group_num, hidden_act=hidden_act,
+        hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.attention_dropout,
+        max_position_embeddings=config.max_len, type_vocab_size=config.type_vocab_size,
+        initializer_range=config.initializer_range, layer_norm_eps=config.layer_norm_eps,
+        classifier_dropout_prob=config.classifier_dropout, pad_token_id=config.pad_token_id)
+
+
+_LAYER_NAMES = [("attention.query", "attention.query"), ("attention.key", "attention.key"),
+                ("attention.value", "attention.value"), ("attention.output", "attention.dense"),
+                ("attention_norm", "attention.LayerNorm"), ("feed_forward.expand", "ffn"),
+                ("feed_forward.contract", "ffn_output"), ("feed_forward_norm", "full_layer_layer_norm")]
+
+
+def albert_weight_names(model: nn.Module) -> dict[str, str]:
+    """Every tensor name of our AlbertModel / AlbertForMaskedLM / AlbertForPreTraining -> Hugging Face's."""
+    base = model if isinstance(model, AlbertModel) else model.albert
+    prefix = "" if base is model else "albert."                      # the same prefix on both sides
+    c = model.config
+    names = bert_encoder_names(0, prefix, prefix, pooler=False)      # the three tables and their LayerNorm
+    pairs = [("embeddings.projection", "encoder.embedding_hidden_mapping_in")]
+    for g in range(c.n_groups):
+        for i in range(c.inner_group_num):
+            pairs += [(f"encoder.groups.{g}.{i}.{ours}", f"encoder.albert_layer_groups.{g}.albert_layers.{i}.{theirs}")
+                      for ours, theirs in _LAYER_NAMES]
+    if base.pooler is not None:
+        pairs.append(("pooler.dense", "pooler"))
+    names |= {f"{prefix}{ours}.{w}": f"{prefix}{theirs}.{w}" for ours, theirs in pairs for w in ("weight", "bias")}
+    if base is not model:                                            # the MLM head; its decoder weight is tied
+        names |= {f"mlm_head.{ours}.{w}": f"predictions.{theirs}.{w}"
+                  for ours, theirs in [("dense", "dense"), ("norm", "LayerNorm")] for w in ("weight", "bias")}
+        names["mlm_head.decoder.bias"] = "predictions.bias"
+    if isinstance(model, AlbertForPreTraining):
+        names |= {f"sop_head.{w}": f"sop_classifier.classifier.{w}" for w in ("weight", "bias")}
+    return names
+
+
+_ALBERT_CLASSES = {cls.__name__: cls for cls in (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining)}
+
+
+def _albert_from_hf(hf_model) -> nn.Module:
+    config = albert_config_from_hf(hf_model.config)
+    cls = _ALBERT_CLASSES[type(hf_model).__name__]
+    model = AlbertModel(config, add_pooler=hf_model.pooler is not None) if cls is AlbertModel else cls(config)
+    load_renamed(model, hf_model.state_dict(), albert_weight_names(model))
+    return model.to(next(hf_model.parameters()).device).train(hf_model.training)
+
+
+def _albert_to_hf(model: nn.Module):
+    import transformers
+
+    hf_class = getattr(transformers, type(model).__name__)            # the same class names as ours
+    kwargs = {"add_pooling_layer": model.pooler is not None} if isinstance(model, AlbertModel) else {}
+    hf_model = hf_class(albert_config_to_hf(model.config), **kwargs)
+    theirs_to_ours = {theirs: ours for ours, theirs in albert_weight_names(model).items()}
+    load_renamed(hf_model, model.state_dict(), theirs_to_ours)
+    return hf_model.to(next(model.parameters()).device).train(model.training)
+
+
+for _name, _cls in _ALBERT_CLASSES.items():
+    register(_name, _cls, _albert_from_hf, _albert_to_hf)
+
+# %% [markdown]
+# The parity check follows chapter 8's: a Hugging Face `AlbertForPreTraining` built from a tiny
+# configuration with odd sizes and $E \ne D$ (nothing is downloaded), every parameter moved off
+# its initial value so that a misplaced bias or LayerNorm cannot hide, a batch with padding and
+# both segments, and the comparison at the real positions.
+
+# %%
+from tinybert.convert import from_hf, to_hf
+
+seed_everything(5)
+hf_config = transformers.AlbertConfig(vocab_size=99, embedding_size=24, hidden_size=32, num_attention_heads=4,
+                                      num_hidden_layers=3, intermediate_size=37, max_position_embeddings=23)
+hf_model = transformers.AlbertForPreTraining(hf_config).eval()
+with torch.no_grad():
+    for p in hf_model.parameters():
+        p.add_(0.1 * torch.randn_like(p))
+tiny = from_hf(hf_model)
+print(f"{type(hf_model).__name__} ({hf_config.hidden_act}) -> {type(tiny).__module__}.{type(tiny).__name__} "
+      f"(activation {tiny.config.activation!r}, E={tiny.config.embedding_size}, D={tiny.config.d_model})")
+
+B_, T_ = 13, 7
+tiny_ids = torch.randint(1, 99, (B_, T_))
+tiny_segments = (torch.arange(T_) >= 4).long().expand(B_, T_)              # A A A A B B B
+lengths = torch.randint(2, T_ + 1, (B_,))
+tiny_mask = (torch.arange(T_)[None, :] < lengths[:, None]).long()         # (B, T) 1 = real token
+tiny_labels = torch.where((torch.rand(B_, T_) < 0.3) & (tiny_mask == 1), tiny_ids, -100)
+tiny_labels[0, 0] = tiny_ids[0, 0]                                         # at least one label
+tiny_sop = torch.randint(0, 2, (B_,))
+with torch.no_grad():
+    theirs_base = hf_model.albert(input_ids=tiny_ids, token_type_ids=tiny_segments, attention_mask=tiny_mask)
+    theirs = hf_model(input_ids=tiny_ids, token_type_ids=tiny_segments, attention_mask=tiny_mask,
+                      labels=tiny_labels, sentence_order_label=tiny_sop)
+    mine_base = tiny.albert(tiny_ids, tiny_segments, tiny_mask)
+    mine = tiny(tiny_ids, tiny_segments, tiny_mask)
+    mine_loss = tiny(tiny_ids, tiny_segments, tiny_mask, mlm_labels=tiny_labels, sop_labels=tiny_sop).loss
+real = tiny_mask.bool()
+parity = {
+    "last hidden state": (mine_base.last_hidden_state[real] - theirs_base.last_hidden_state[real]).abs().max(),
+    "pooler output": (mine_base.pooler_output - theirs_base.pooler_output).abs().max(),
+    "MLM logits": (mine.mlm_logits[real] - theirs.prediction_logits[real]).abs().max(),
+    "SOP logits": (mine.sop_logits - theirs.sop_logits).abs().max(),
+    "loss (MLM + SOP)": (mine_loss - theirs.loss).abs(),
+}
+for what, error in parity.items():
+    print(f"{what:<18} max |ours - Hugging Face| = {error.item():.1e}")
+assert all(error < 1e-5 for error in parity.values())
+
+# %% [markdown]
+# Back again, every tensor must come out bit for bit, and both sides must keep the decoder tied to
+# the token table:
+
+# %%
+back = to_hf(tiny)
+a, b = hf_model.state_dict(), back.state_dict()
+assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+assert back.predictions.decoder.weight is back.albert.embeddings.word_embeddings.weight
+names = albert_weight_names(tiny)
+print(f"{len(a)} Hugging Face tensors reproduced exactly; {len(names)} names in the table, e.g.")
+for ours_name in ["albert.embeddings.projection.weight", "albert.encoder.groups.0.0.attention.output.weight",
+                  "albert.encoder.groups.0.0.feed_forward_norm.weight", "mlm_head.dense.weight", "sop_head.weight"]:
+    print(f"  {ours_name:<50} <-> {names[ours_name]}")
+
+
+# %% [markdown]
+# With an internet connection, `transformers.AlbertForMaskedLM.from_pretrained("albert/albert-base-v2")`
+# downloads the released weights (the whole model has fewer parameters than BERT-base's embedding
+# tables alone, as the next section counts) and `from_hf` turns them into our `AlbertForMaskedLM`. ALBERT's tokenizer is a SentencePiece
+# model, which this course does not build; Hugging Face's `AlbertTokenizer` produces the ids.
+#
+# (sec-albert-sizes)=
+# ## Where the 90% comes from
+#
+# Now the slides' claim. The cell builds BERT and ALBERT of the same published sizes on the `meta`
+# device (shapes without memory) and counts the parameters of each part: the embeddings (for
+# ALBERT including the projection), the encoder, and the pooler. It also builds Hugging Face's
+# `AlbertModel` from the same configurations and checks that the totals agree to the last
+# parameter. The course's `bert-mini` and `albert-mini` come last.
+
+# %%
+def parts(model: nn.Module) -> dict[str, int]:
+    return {"embeddings": count_parameters(model.embeddings), "encoder": count_parameters(model.encoder),
+            "pooler": count_parameters(model.pooler)}
+
+
+pairs_to_compare = [("bert-base-uncased", "albert-base-v2"), ("bert-large-uncased", "albert-large-v2"),
+                    ("bert-mini", "albert-mini")]
+counts = {}
+with torch.device("meta"):
+    for bert_name, albert_name in pairs_to_compare:
+        albert_config = AlbertConfig.preset(albert_name)
+        ours = AlbertModel(albert_config)
+        hf_count = count_parameters(transformers.AlbertModel(albert_config_to_hf(albert_config)))
+        assert count_parameters(ours) == hf_count, (albert_name, count_parameters(ours), hf_count)
+        counts[bert_name, albert_name] = (parts(BertModel(BertConfig.preset(bert_name))), parts(ours))
+    xxlarge = count_parameters(AlbertModel(AlbertConfig.preset("albert-xxlarge-v2")))
+
+print(f"{'BERT vs ALBERT':<34} {'part':<11} {'BERT':>12} {'ALBERT':>12} {'fewer':>7}")
+for (bert_name, albert_name), (bert_parts, albert_parts) in counts.items():
+    for i, part in enumerate([*bert_parts, "total"]):
+        b_ = sum(bert_parts.values()) if part == "total" else bert_parts[part]
+        a_ = sum(albert_parts.values()) if part == "total" else albert_parts[part]
+        label = f"{bert_name} vs {albert_name}" if i == 0 else ""
+        print(f"{label:<34} {part:<11} {b_:>12,} {a_:>12,} {1 - a_ / b_:>7.1%}")
+print(f"albert-xxlarge-v2 (D = 4096): {xxlarge:,} parameters")
+
+totals = {key: (sum(b.values()), sum(a.values())) for key, (b, a) in counts.items()}
+reduction = {key: 1 - a / b for key, (b, a) in totals.items()}
+base_key, large_key, mini_key = list(counts)
+assert round(totals[base_key][1] / 1e6) == 12 and round(totals[large_key][1] / 1e6) == 18      # the slides' 12M, 18M
+assert 0.85 < reduction[base_key] < 0.95 and reduction[large_key] > reduction[base_key] > reduction[mini_key]
+for (b, a) in counts.values():                      # the encoder saves more than the embeddings
+    assert b["encoder"] - a["encoder"] > b["embeddings"] - a["embeddings"]
+assert xxlarge > totals[base_key][0]                # albert-xxlarge-v2 is bigger than BERT-base
+
+# %% [markdown]
+# The totals of the released configurations round to the slides' 12M and 18M, and Hugging Face's
+# `AlbertModel` has exactly as many. The reduction is about 90% for the base size and larger for
+# the large one, and the table shows that the two changes do different work. The encoder shrinks by
+# a factor of $N$, since $N$ layers become one: that is most of the saving, and it grows with depth.
+# The embeddings shrink by the ratio of widths, most of it in the token table; the vocabulary also
+# differs a little (30,000 SentencePiece tokens against 30,522 WordPiece ones), which accounts for a
+# small part. The pooler is the same $D \times D$ layer in both.
+#
+# At the course's scale the picture changes. `bert-mini` has only 4 layers, so sharing saves a
+# factor of 4 in the encoder, not 12 or 24, and $E = 128$ is half of $D = 256$, so the factorised
+# table saves about half. The reduction in the last row is correspondingly smaller: ALBERT's
+# savings are a property of *large* models.
+#
+# Two cautions keep the 90% in proportion. First, parameters are not accuracy: in the paper
+# ALBERT-base and ALBERT-large score *below* BERT-base and BERT-large of the same widths, and the
+# ALBERT that beat BERT-large is `albert-xxlarge-v2`, with $D = 4096$ and the parameter count
+# printed above, more than BERT-base {cite}`lan2020albert`. Second, parameters are not computation,
+# which the next section measures.
+#
+# (sec-albert-speed)=
+# ### Fewer parameters, the same computation
+#
+# A shared layer applied $N$ times costs $N$ layers of arithmetic: sharing saves memory for
+# weights, gradients and optimizer state, and makes the model cheaper to store and to send between
+# machines, but it makes no forward pass faster. The factorised embeddings add an $E \times D$
+# product per token, and the MLM head's decoder gets cheaper ($V \times E$ instead of $V \times D$).
+# The cell times the forward pass of `bert-mini` and `albert-mini` (which has the same $D$, $N$,
+# $H$ and $F$), alternating so that both see the same machine load. In quick mode the batch is
+# tiny and the timings mostly measure overhead.
+
+# %%
+seed_everything(1)
+bert_mini = BertModel(BertConfig.preset("bert-mini")).eval()
+albert_mini = AlbertModel(AlbertConfig.preset("albert-mini")).eval()
+batch_size, seq_len = pick(quick=(1, 16), full=(16, 128))
+speed_ids = torch.randint(5, 8192, (batch_size, seq_len))
+times = {"bert-mini": [], "albert-mini": []}
+with torch.inference_mode():
+    for _ in range(pick(quick=2, full=6)):                         # the first round warms up
+        for name, m in [("bert-mini", bert_mini), ("albert-mini", albert_mini)]:
+            start = time.perf_counter()
+            m(speed_ids)
+            times[name].append(time.perf_counter() - start)
+median = {name: statistics.median(ts[1:]) for name, ts in times.items()}
+for name, m in [("bert-mini", bert_mini), ("albert-mini", albert_mini)]:
+    print(f"{name:<12} {count_parameters(m):>10,} parameters, forward {median[name] * 1e3:7.1f} ms "
+          f"for a ({batch_size}, {seq_len}) batch")
+print(f"ALBERT / BERT: {count_parameters(albert_mini) / count_parameters(bert_mini):.2f} of the parameters, "
+      f"{median['albert-mini'] / median['bert-mini']:.2f} of the time")
+
+# %% [markdown]
+# The parameters drop by the factor in the table, while the time should stay close to BERT's; on
+# a busy machine or a tiny batch the measured ratio scatters around 1. The slides' "1.7x faster"
+# for ALBERT-large is the paper's *training throughput* against BERT-large on many accelerators,
+# where fewer parameters also mean less data to move between them {cite}`lan2020albert`; per
+# token, a shared layer costs as much arithmetic as an unshared one (an exercise at the end of
+# the chapter counts it).
+#
+# (sec-albert-sop)=
+# ## Sentence-order prediction
+#
+# {doc}`09_pretraining` trained BERT's pooled `[CLS]` vector to tell whether segment B followed
+# segment A, with negatives taken from *other documents*. Later work found the task of little use:
+# RoBERTa {cite}`liu2019roberta` dropped it without loss. ALBERT's explanation {cite}`lan2020albert`
+# is that the task mixes two questions, *are A and B about the same thing?* (topic) and *does B
+# continue A?* (coherence), and that the first is much easier and already learned by the masked
+# language model: a random segment from another article is usually about something else, so
+# word overlap alone gives most NotNext pairs away.
+#
+# Sentence-order prediction removes the topic cue. Both classes are built from *two consecutive
+# segments of the same document*; a positive keeps their order, a negative swaps them. The slides
+# put it as: "take two consecutive parts from the same document as a positive class; swap the
+# order and use that as a negative example". Topic and vocabulary are the same in both classes; only
+# discourse (what is introduced first, what refers back to what) tells them apart.
+#
+# The sampler reuses chapter 9's pipeline: documents of tokenized sentences, `make_segments` to
+# pack them into segments, chapter 9's `SegmentPair` for the result, `encode_pair` for
+# `[CLS] A [SEP] B [SEP]`, and `PretrainingExample` for an example that `PretrainingBatches` can
+# batch and mask. The pair's label sits in the field chapter 9 calls `nsp_label`: 0 means B follows A
+# in the text in both tasks.
+
+# %% tags=["export:sentence_order"]
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from tinybert.masking import SpecialTokens
+from tinybert.pretraining import PretrainingExample, SegmentPair, encode_pair
+from tinybert.pretraining_corpus import make_segments
+
+
+def sample_sop_pairs(documents: Sequence[Sequence[list[int]]], generator: torch.Generator, *,
+                     p_in_order: float = 0.5) -> list[SegmentPair]:
+    """One pair for every two consecutive segments of a document, for sentence-order prediction.
+
+    With probability ``p_in_order`` the pair keeps the text's order (label 0, as NSP's IsNext);
+    otherwise the same two segments are swapped (label 1). Both come from one document, so
+    topic and vocabulary cannot tell the classes apart. Every draw comes from ``generator``.
+    """
+    if not 0.0 <= p_in_order <= 1.0:
+        raise ValueError(f"p_in_order: expected a probability in [0, 1], got {p_in_order!r}")
+    if not any(len(segments) >= 2 for segments in documents):
+        raise ValueError("sentence-order prediction needs a document with at least two segments; "
+                         f"got {len(documents)} documents with at most one")
+    pairs = []
+    for segments in documents:
+        for first, second in zip(segments, segments[1:]):          # consecutive segments (i, i + 1)
+            if float(torch.rand(1, generator=generator)) < p_in_order:
+                pairs.append(SegmentPair(first, second, 0))          # in order
+            else:
+                pairs.append(SegmentPair(second, first, 1))          # swapped
+    return pairs
+
+
+def make_sop_examples(documents: Sequence[Sequence[list[int]]], special: SpecialTokens, max_len: int,
+                      generator: torch.Generator) -> list[PretrainingExample]:
+    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> SOP pairs -> examples.
+
+    The sentence-order twin of chapter 9's make_examples; PretrainingBatches batches and masks them.
+    """
+    segmented = [make_segments(document, (max_len - 3) // 2) for document in documents]
+    return [PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
+            for p in sample_sop_pairs(segmented, generator)]
+
+
+# %% [markdown]
+# The pairs of a toy document of four one-token segments, and the balance of the classes on many:
+
+# %%
+from tinybert.masking import seeded_generator
+
+toy = [[[10], [11], [12], [13]], [[20]], [[30], [31]]]           # the middle document has one segment
+for pair in sample_sop_pairs(toy, seeded_generator(4, "toy")):
+    print(f"A = {pair.a}, B = {pair.b}, label {pair.nsp_label} ({'in order' if pair.nsp_label == 0 else 'swapped'})")
+many = sample_sop_pairs([[[i] for i in range(1000)]] * 5, seeded_generator(0, "many"))
+print(f"{len(many)} pairs, {sum(p.nsp_label for p in many) / len(many):.1%} swapped")
+assert abs(sum(p.nsp_label for p in many) / len(many) - 0.5) < 0.03
+
+# %% [markdown]
+# (sec-albert-experiment)=
+# ## SOP against NSP, at a small scale
+#
+# The paper's ablation {cite}`lan2020albert` pretrained the same ALBERT-base three ways (MLM only,
+# MLM + NSP, MLM + SOP) and tested each model's sentence-pair head on both tasks. The NSP-trained
+# head solved NSP but scored near chance on SOP; the SOP-trained head solved SOP and did
+# reasonably on NSP as well. We repeat the two-objective version with a tiny ALBERT and a few
+# minutes of CPU time, with equal compute: the same model, initial weights, steps, batch size,
+# learning rate and masking, with chapter 9's loop, only the pairs differ.
+#
+# The data is chapter 9's corpus (WikiText-2 articles and Gutenberg novels) tokenized with the
+# vocabulary of the course's `bert-mini` checkpoint, in sequences of at most 64 tokens, so that
+# segments hold up to 30 tokens (one or two sentences). Held-out pairs come from WikiText-2's test
+# articles. The NSP and SOP sets have exactly one pair per pair of consecutive segments, so both are
+# the same size.
+
+# %%
+from tinybert.masking import SpecialTokens
+from tinybert.pretraining import PretrainingBatches, make_examples, shipped_checkpoint
+from tinybert.pretraining_corpus import course_documents, tokenize_documents
+from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+
+tokenizer = WordPieceTokenizer.from_file(shipped_checkpoint() / "vocab.txt", lowercase=True)
+special = SpecialTokens.from_vocab(tokenizer.vocab)
+max_len = 64
+start = time.perf_counter()
+train_documents = tokenize_documents(course_documents("train", max_documents=pick(quick=3, full=200)), tokenizer)
+heldout_documents = tokenize_documents(course_documents("heldout", max_documents=pick(quick=2, full=20)), tokenizer)
+train_sets = {"NSP": make_examples(train_documents, special, max_len, seeded_generator(0, "nsp pairs")),
+              "SOP": make_sop_examples(train_documents, special, max_len, seeded_generator(0, "sop pairs"))}
+heldout_sets = {"NSP": make_examples(heldout_documents, special, max_len, seeded_generator(0, "held-out nsp")),
+                "SOP": make_sop_examples(heldout_documents, special, max_len, seeded_generator(0, "held-out sop"))}
+print(f"{len(train_documents)} training documents, {len(heldout_documents)} held-out; pairs per task: "
+      f"{len(train_sets['NSP']):,} training, {len(heldout_sets['NSP']):,} held-out "
+      f"({time.perf_counter() - start:.1f} s)")
+for task in ("NSP", "SOP"):
+    e = heldout_sets[task][0]
+    print(f"{task} example, label {e.nsp_label}: {' '.join(tokenizer.id_to_token[i] for i in e.input_ids)[:150]} ...")
+assert len(train_sets["NSP"]) == len(train_sets["SOP"])
+
+batch_size = pick(quick=8, full=32)
+heldout_batches = {}                                  # fixed masks, so both models see the same test
+for task, examples in heldout_sets.items():
+    held = PretrainingBatches(examples, special, batch_size, seed=0, dynamic_masking=False)
+    heldout_batches[task] = [held(i) for i in range(min(pick(quick=2, full=30), held.steps_per_epoch))]
+n_pairs = {task: sum(len(b["nsp_labels"]) for b in batches) for task, batches in heldout_batches.items()}
+print(f"held-out test: {n_pairs['NSP']} pairs per task")
+
+
+# %% [markdown]
+# Before training anything, one check for shortcuts. `make_segments` packs sentences greedily, so
+# every segment but the last of a document is nearly full, and the last one is often short. In a
+# swapped pair the short segment comes first. A rule that looks only at lengths ("swapped when A is
+# shorter than B") may therefore beat chance on SOP, and a model could learn that rule too; how
+# much it helps depends on how much the lengths of the other segments vary. The cell measures it
+# on both held-out sets; its score on SOP is the baseline that a model must beat before we may say
+# it learned anything about order:
+
+# %%
+def length_rule_accuracy(batches) -> float:
+    """Accuracy of the rule "label 1 (swapped / NotNext) when A is shorter than B"."""
+    correct = total = 0
+    for batch in batches:
+        real = batch["attention_mask"]
+        length_a = ((batch["token_type_ids"] == 0) & real).sum(1) - 2       # [CLS] A [SEP]
+        length_b = ((batch["token_type_ids"] == 1) & real).sum(1) - 1       # B [SEP]
+        correct += ((length_a < length_b).long() == batch["nsp_labels"]).sum().item()
+        total += len(batch["nsp_labels"])
+    return correct / total
+
+
+length_rule = {task: length_rule_accuracy(batches) for task, batches in heldout_batches.items()}
+for task, accuracy in length_rule.items():
+    print(f"length rule on held-out {task} pairs: {accuracy:.1%} (chance 50%)")
+
+# %% [markdown]
+# The model is an `albert-mini` narrowed to $D = 128$ with $E = 64$ (four applications of one
+# layer), small enough for a few minutes per objective on a laptop CPU. Chapter 9's `pretrain`
+# speaks NSP: it passes the batch's `nsp_labels` to the model and reads `nsp_loss` and
+# `nsp_logits`. A small adapter lets it train an `AlbertForPreTraining`, whose sentence head
+# then learns from whichever pairs the batches hold, and lets `evaluate_pretraining` score that head.
+
+# %%
+from tinybert.models.bert import PreTrainingOutput
+from tinybert.pretrain_loop import PretrainingConfig, evaluate_pretraining, pretrain
+
+
+class PairHeadAsNSP(nn.Module):
+    """Chapter 9's loop and evaluation for an AlbertForPreTraining: nsp_labels in, nsp_loss/nsp_logits out."""
+
+    def __init__(self, albert: AlbertForPreTraining):
+        super().__init__()
+        self.albert = albert
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None, nsp_labels=None):
+        out = self.albert(input_ids, token_type_ids, attention_mask, mlm_labels=mlm_labels, sop_labels=nsp_labels)
+        return PreTrainingOutput(loss=out.loss, mlm_loss=out.mlm_loss, nsp_loss=out.sop_loss,
+                                 mlm_logits=out.mlm_logits, nsp_logits=out.sop_logits)
+
+
+experiment_config = AlbertConfig.preset("albert-mini", vocab_size=len(tokenizer), pad_token_id=special.pad,
+                                        max_len=max_len, d_model=128, n_heads=4, d_ff=512, embedding_size=64)
+steps = pick(quick=3, full=500)
+print(f"{steps} steps of {batch_size} pairs per objective; "
+      f"{count_parameters(AlbertForPreTraining(experiment_config)):,} parameters")
+
+# %% [markdown]
+# Both runs start from the same weights (seed 0), see their batches in the same order with the same
+# dynamic masks (`PretrainingBatches` seeded alike), and use chapter 9's AdamW, warm-up and decay.
+
+# %%
+histories, trained = {}, {}
+for objective, examples in train_sets.items():
+    torch.manual_seed(0)                                               # the same initial weights for both
+    model = PairHeadAsNSP(AlbertForPreTraining(experiment_config))
+    batches = PretrainingBatches(examples, special, batch_size, seed=0)
+    start = time.perf_counter()
+    histories[objective] = pretrain(model, batches, PretrainingConfig(steps=steps, lr=1e-3, log_every=max(1, steps // 20),
+                                                                     eval_every=steps, mixed_precision=False),
+                                    device=device)
+    trained[objective] = model.cpu().eval()
+    print(f"MLM + {objective}: {time.perf_counter() - start:.0f} s")
+
+# %% [markdown]
+# Each model's sentence head on both held-out tasks, and its MLM accuracy on the masked tokens of
+# the held-out NSP batches (the same masks for both models):
+
+# %%
+results = {}
+for objective, model in trained.items():
+    scores = {task: evaluate_pretraining(model, heldout_batches[task]) for task in ("NSP", "SOP")}
+    results[objective] = {"MLM accuracy": scores["NSP"]["mlm_accuracy"],
+                          "on NSP pairs": scores["NSP"]["nsp_accuracy"], "on SOP pairs": scores["SOP"]["nsp_accuracy"]}
+print(f"{'trained with':<14}" + "".join(f"{column:>15}" for column in results["NSP"]))
+for objective, row in results.items():
+    print(f"{'MLM + ' + objective:<14}" + "".join(f"{value:>15.1%}" for value in row.values()))
+print(f"{'length rule':<14}{'':>15}{length_rule['NSP']:>15.1%}{length_rule['SOP']:>15.1%}")
+
+fig, ax = plt.subplots(figsize=(6, 3))
+for objective, history in histories.items():
+    ax.plot([r["step"] for r in history["train"]], [r["nsp_loss"] for r in history["train"]],
+            label=f"sentence-pair loss, trained on {objective}")
+ax.axhline(0.6931, color="0.6", linestyle=":", label="chance (ln 2)")
+ax.set(xlabel="step", ylabel="cross-entropy (nats)")
+ax.legend(fontsize=8)
+plt.show()
+
+
+# %%
+def versus(label: str, p: float, q: float, n: int) -> None:
+    """Is accuracy p (on n pairs) above q by more than two standard errors of the difference?"""
+    se = (p * (1 - p) / n + q * (1 - q) / n) ** 0.5
+    verdict = "yes" if p - q > 2 * se else "no"
+    print(f"{label:<48} {p:6.1%} vs {q:6.1%} (±{se:.1%}): clearly above? {verdict}")
+
+
+versus("NSP head on NSP pairs, above chance", results["NSP"]["on NSP pairs"], 0.5, n_pairs["NSP"])
+versus("NSP head on SOP pairs, above chance", results["NSP"]["on SOP pairs"], 0.5, n_pairs["SOP"])
+versus("SOP head on SOP pairs, above chance", results["SOP"]["on SOP pairs"], 0.5, n_pairs["SOP"])
+versus("SOP head on SOP pairs, above the length rule", results["SOP"]["on SOP pairs"], length_rule["SOP"],
+       n_pairs["SOP"])
+versus("SOP head on NSP pairs, above chance", results["SOP"]["on NSP pairs"], 0.5, n_pairs["NSP"])
+versus("SOP head above NSP head on SOP pairs", results["SOP"]["on SOP pairs"], results["NSP"]["on SOP pairs"],
+       n_pairs["SOP"])
+
+
+# %% [markdown]
+# How to read the table. The diagonal (NSP head on NSP pairs, SOP head on SOP pairs) says how far
+# each objective got on its own task; the off-diagonal entries say what one task teaches about the
+# other; the length rule is the shortcut to beat. With a few hundred held-out pairs an accuracy is
+# uncertain by a few percentage points, so the cell below states each comparison with its
+# standard error instead of leaving it to the eye. In quick mode (a handful of steps) every number
+# is noise. The paper's pattern, for a full-size model trained for days, was: NSP head good on NSP
+# and at chance on SOP; SOP head good on SOP and fair on NSP {cite}`lan2020albert`. A tiny model
+# trained for minutes need not reproduce all of it, and the verdicts say which parts it does.
+#
+# (sec-albert-summary)=
+# ## Summary
+#
+# - ALBERT {cite}`lan2020albert` is BERT with two architectural changes and one change of
+#   objective. Here it is built from chapter 8's parts, with only the differences written out: an
+#   `AlbertConfig` that extends `BertConfig`, `BertEmbeddings` at width $E$ plus a projection,
+#   one `BertLayer` applied $N$ times, `BertModel.forward`, and `BertMLMHead` with its first
+#   layer mapping $D \to E$.
+# - **Factorised embeddings**: a $V \times E$ table and an $E \times D$ projection instead of a
+#   $V \times D$ table, a rank-$E$ approximation that saves most of the embedding parameters.
+# - **Cross-layer sharing**: one set of layer weights for all depths (more generally $G$ groups),
+#   dividing the encoder's parameters by $N$ but not its computation.
+# - Our ALBERT and Hugging Face's compute the same function to $10^{-5}$, convert both ways bit
+#   for bit, and have the same parameter counts: the released base and large sizes round to the
+#   slides' 12M and 18M, about 90% and 95% fewer than BERT-base and BERT-large, most of it from
+#   sharing. At the course's tiny scale the reduction is much smaller.
+# - **Sentence-order prediction** takes two consecutive segments of one document and swaps them
+#   half of the time, so that topic cannot give the answer away; `tinybert.sentence_order` builds
+#   such pairs on chapter 9's pipeline. The experiment trains the same tiny ALBERT with NSP and
+#   with SOP at equal compute and scores each head on both tasks.
+#
+# (sec-albert-exercises)=
+# ## Exercises
+#
+# :::{exercise-start}
+# :label: ex-albert-embedding-count
+# :::
+# **Counting factorised embeddings.** Write `albert_embedding_parameters(vocab_size,
+# embedding_size, d_model, max_len, type_vocab_size=2)` that returns the number of parameters of
+# `AlbertEmbeddings` with that configuration, from a formula (do not build a model). Then find,
+# for $V = 30{,}000$ and $D = 768$, the largest $E$ for which the token table and the projection
+# together have fewer parameters than BERT's $V \times D$ table.
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-albert-embedding-count
+# :class: dropdown
+# ::::
+# The three tables have $(V + P + S)E$ parameters, their LayerNorm $2E$ (a scale and a shift per
+# feature), and the projection $ED + D$ with its bias. The factorisation pays off while
+# $VE + ED + D < VD$, that is $E < D(V - 1)/(V + D)$: for $V = 30{,}000$ and $D = 768$,
+# $E \le 748$. In practice $E$ is far smaller, since the point is a small table.
+
+# %% tags=["solution"]
+def albert_embedding_parameters(vocab_size, embedding_size, d_model, max_len, type_vocab_size=2):
+    ### BEGIN SOLUTION
+    V, E, D = vocab_size, embedding_size, d_model
+    tables = (V + max_len + type_vocab_size) * E
+    norm = 2 * E
+    projection = E * D + D
+    return tables + norm + projection
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch13 import check_albert_embedding_parameters
+
+check_albert_embedding_parameters(albert_embedding_parameters)
+
+# %% [markdown]
+# :::{exercise-start}
+# :label: ex-albert-shared-layers
+# :::
+# **Cross-layer sharing.** Write a module `SharedLayers(layer, n_layers)` whose `forward(x,
+# mask=None)` applies the one module `layer` (for instance a chapter 8 `BertLayer`) `n_layers` times,
+# `x = layer(x, mask)`, and returns the result. Its parameters must be those of `layer` alone.
+# Raise `ValueError` when `n_layers` is not a positive integer. The check also compares the gradient
+# of the shared weights with the sum of the gradients of $N$ separate copies: why must they be equal?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-albert-shared-layers
+# :class: dropdown
+# ::::
+# Store the layer once (as a submodule, so that its parameters are registered) and loop. The
+# gradient of a weight used at $N$ depths is the sum of the gradients it would receive as $N$
+# separate copies, evaluated at the same values: the chain rule adds one term per use. That is
+# why one update of a shared layer moves it by the sum of what the $N$ layers of an unshared model
+# would each have moved.
+
+# %% tags=["solution"]
+from torch import nn
+
+
+class SharedLayers(nn.Module):
+    ### BEGIN SOLUTION
+    def __init__(self, layer: nn.Module, n_layers: int):
+        super().__init__()
+        if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
+            raise ValueError(f"n_layers: expected a positive int, got {n_layers!r}")
+        self.layer = layer
+        self.n_layers = n_layers
+
+    def forward(self, x, mask=None):
+        for _ in range(self.n_layers):
+            x = self.layer(x, mask)
+        return x
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch13 import check_shared_layers
+
+check_shared_layers(SharedLayers)
+
+# %% [markdown]
+# :::{exercise-start}
+# :label: ex-albert-sop-pairs
+# :::
+# **Sentence-order pairs.** Write `sop_pairs(documents, generator)`. `documents` is a list of
+# documents, each a list of segments (lists of token ids). For every two consecutive segments
+# $s_i, s_{i+1}$ of a document, return a tuple `(a, b, label)`: with probability one half
+# `(s_i, s_{i+1}, 0)`, otherwise `(s_{i+1}, s_i, 1)`. Draw every random number from `generator`,
+# and raise `ValueError` when no document has two segments. Do not use `sample_sop_pairs`.
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-albert-sop-pairs
+# :class: dropdown
+# ::::
+# One uniform draw per pair of neighbours decides the order. Unlike NSP, no other document is
+# ever read, so a document with a single segment contributes nothing and a corpus of one long
+# document is fine.
+
+# %% tags=["solution"]
+import torch
+
+
+def sop_pairs(documents, generator):
+    ### BEGIN SOLUTION
+    if not any(len(segments) >= 2 for segments in documents):
+        raise ValueError("need a document with at least two segments")
+    pairs = []
+    for segments in documents:
+        for i in range(len(segments) - 1):
+            if torch.rand(1, generator=generator).item() < 0.5:
+                pairs.append((segments[i], segments[i + 1], 0))
+            else:
+                pairs.append((segments[i + 1], segments[i], 1))
+    return pairs
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch13 import check_sop_pairs
+
+check_sop_pairs(sop_pairs)
+
+# %% [markdown]
+# :::{exercise-start}
+# :label: ex-albert-flops
+# :::
+# **Parameters against arithmetic (pen and paper).** Count the multiply-adds per token of a
+# forward pass through the layers of BERT-large ($N = 24$, $D = 1024$, $F = 4096$) and of
+# ALBERT-large (the same, shared), ignoring the attention scores (they grow with the length) and
+# the embeddings. Add the MLM head at one position: $D^2 + DV$ for BERT, $DE + EV$ for ALBERT
+# ($V \approx 30{,}000$, $E = 128$). ALBERT-large has about 5% of BERT-large's parameters: what
+# fraction of its arithmetic does it need? What *does* sharing make cheaper?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-albert-flops
+# :class: dropdown
+# ::::
+# A layer costs $4D^2$ multiply-adds for the four attention projections and $2DF$ for the
+# feed-forward block, about 12.6M per token per layer here, whether or not its weights are shared,
+# and about 302M for the 24 layers of either model. The MLM head adds about 32M for BERT and 4M for
+# ALBERT at each predicted position. Per token, ALBERT-large needs about the same arithmetic as
+# BERT-large, so it trains and runs no faster per token. Sharing makes *memory* cheaper (the
+# weights, their gradients and Adam's two moments: 4 numbers per parameter, 16 bytes in float32),
+# and communication: in data-parallel training every step sends every gradient between machines,
+# and ALBERT-large has about 19 times fewer to send. The cell computes the numbers.
+
+# %%
+N_, D_, F_, V_, E_ = 24, 1024, 4096, 30000, 128
+per_layer = 4 * D_ * D_ + 2 * D_ * F_
+print(f"one layer: {per_layer / 1e6:.1f}M multiply-adds per token; {N_} layers: {N_ * per_layer / 1e6:.0f}M in both models")
+print(f"MLM head per predicted token: BERT {(D_ * D_ + D_ * V_) / 1e6:.1f}M, ALBERT {(D_ * E_ + E_ * V_) / 1e6:.1f}M")
+with torch.device("meta"):
+    sizes = {"BERT-large": count_parameters(BertModel(BertConfig.preset("bert-large-uncased"))),
+             "ALBERT-large": count_parameters(AlbertModel(AlbertConfig.preset("albert-large-v2")))}
+for name, n in sizes.items():
+    print(f"{name:<13} {n * 16 / 2**30:5.2f} GiB for weights, gradients and Adam's moments")
+print(f"gradients to exchange per step: {sizes['BERT-large'] / sizes['ALBERT-large']:.1f} times fewer for ALBERT-large")
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+#
+# :::{exercise-start}
+# :label: ex-albert-shortcuts
+# :::
+# **Shortcuts in pair tasks (pen and paper).** (a) An NSP-trained head reaches high accuracy on
+# NSP pairs. Explain why it can still score about 50% on SOP pairs. (b) The chapter measured a
+# possible length shortcut in our SOP pairs. Where does it come from? Propose a change to how
+# pairs are built that removes it, and say what the change costs. (c) Could a model solve SOP pairs from the segment embeddings
+# alone, without reading the words?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-albert-shortcuts
+# :class: dropdown
+# ::::
+# (a) On NSP pairs the cheapest signal is topic: NotNext pairs mix two articles. On SOP pairs both
+# segments always come from the same document, so the topic signal says "IsNext" for both classes;
+# a head that relies on it predicts class 0 for nearly everything and is right half of the time.
+#
+# (b) It comes from the greedy packing: only the last segment of a document is cut short by the
+# end of the text, and it is B in an in-order pair but A in a swapped one. How much that helps
+# depends on how much the other segments' lengths vary, which is why the chapter measures it
+# rather than assuming it. To remove it, build segments whose lengths do not depend on their
+# place in the document, for example by dropping a document's last, shorter segment before
+# pairing, or by cutting a block of text at a random sentence boundary into A and B as ALBERT's
+# own data pipeline does. The first wastes some text; the second makes A and B vary in length in
+# both classes alike. The check is the one the chapter ran: the length rule's accuracy should be
+# 50% up to sampling noise.
+#
+# (c) No. The segment ids are 0 for the first segment and 1 for the second in *both* classes; they
+# say which segment is first in the input, not which came first in the text. Only the content, or
+# a side channel such as length, can tell the order.
+# ::::{solution-end}
+# ::::

@@ -1,0 +1,234 @@
+"""Hand-written tests for tinybert.finetuning and tinybert.recipes (chapter 10): inputs, label
+alignment, batching, the training loop, prediction, and the `tinybert finetune` command."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tinybert.checkpoint import save_model
+from tinybert.finetuning import (batches, encode_sentences, encode_tagged, finetune, first_piece_labels,
+                                 pack_pair, pad_features, predict, special_token_id)
+from tinybert.heads import QuestionAnswerer, SequenceClassifier, TokenClassifier, set_trainable_layers
+from tinybert.models.bert import BertConfig, BertForPreTraining, BertModel
+from tinybert.tasks import TaggedSentence, TextExample
+from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
+
+TEXTS = ["I am still waiting on my card?", "How do I top up my account with a transfer?",
+         "Unbelievable! The exchange rate was wrong, again.", "with pale blue berries, in these peaceful shades",
+         "Matt lives in Canada and Sinan lives in California"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return train_wordpiece_tokenizer(TEXTS * 3, vocab_size=120, min_count=1)
+
+
+def tiny_bert(vocab_size: int, **overrides) -> BertModel:
+    torch.manual_seed(0)
+    config = dict(vocab_size=vocab_size, d_model=32, n_layers=2, n_heads=4, d_ff=37, max_len=64)
+    return BertModel(BertConfig(**{**config, **overrides}))
+
+
+# --- inputs ----------------------------------------------------------------------------------------
+
+def test_pack_pair(tokenizer):
+    cls, sep = tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
+    assert pack_pair(tokenizer, [11, 12]) == ([cls, 11, 12, sep], [0, 0, 0, 0])
+    assert pack_pair(tokenizer, [11], [21, 22]) == ([cls, 11, sep, 21, 22, sep], [0, 0, 0, 1, 1, 1])
+    assert pack_pair(tokenizer, [], []) == ([cls, sep, sep], [0, 0, 1])
+
+
+def test_special_token_id_names_what_is_missing(tokenizer):
+    assert special_token_id(tokenizer, "[PAD]") == tokenizer.vocab["[PAD]"]
+    with pytest.raises(ValueError, match=r"no '\[XYZ\]'"):
+        special_token_id(tokenizer, "[XYZ]")
+
+
+def test_encode_sentences_cuts_to_max_len(tokenizer):
+    examples = [TextExample(TEXTS[1], 3), TextExample("", 0)]
+    long, empty = encode_sentences(tokenizer, examples, max_len=6)
+    assert len(long["input_ids"]) == 6 and long["input_ids"][1:5] == tokenizer.encode(TEXTS[1]).ids[:4]
+    assert long["labels"] == 3 and long["token_type_ids"] == [0] * 6
+    assert len(empty["input_ids"]) == 2
+
+
+def test_first_piece_labels():
+    ids, labels = first_piece_labels([[5], [6, 7, 8], [9, 10]], [1, 2, 3])
+    assert ids == [5, 6, 7, 8, 9, 10] and labels == [1, 2, -100, -100, 3, -100]
+    with pytest.raises(ValueError, match="one label per word"):
+        first_piece_labels([[5], [6]], [1])
+    with pytest.raises(ValueError, match="at least one piece"):
+        first_piece_labels([[5], []], [1, 2])
+
+
+def test_encode_tagged_aligns_cuts_and_keeps_empty_words(tokenizer):
+    words = ["Unbelievable", "!", "\x00", "rate"]               # "\x00" normalises to nothing
+    assert tokenizer.encode("\x00").ids == [] and len(tokenizer.encode("Unbelievable").ids) > 1
+    (feature,), cut = encode_tagged(tokenizer, [TaggedSentence(words, [0, 12, 16, 7])])
+    labelled = [(tokenizer.id_to_token[i], label) for i, label in zip(feature["input_ids"], feature["labels"])
+                if label != -100]
+    assert [label for _, label in labelled] == [0, 12, 16, 7] and cut == 0
+    assert labelled[2][0] == "[UNK]"
+    assert feature["labels"][0] == feature["labels"][-1] == -100          # [CLS] and [SEP]
+    n_pieces, last_word = len(feature["input_ids"]) - 2, len(tokenizer.encode("rate").ids)
+    max_len = n_pieces + 2 - last_word                                    # no room for "rate"
+    (short,), cut = encode_tagged(tokenizer, [TaggedSentence(words, [0, 12, 16, 7])], max_len=max_len)
+    assert len(short["input_ids"]) == max_len and cut == 1
+    (cut_piece,), cut = encode_tagged(tokenizer, [TaggedSentence(["Unbelievable"], [0])], max_len=3)
+    assert cut_piece["labels"] == [-100, 0, -100] and cut == 0            # its first piece survives
+
+
+# --- batches ---------------------------------------------------------------------------------------
+
+def test_pad_features():
+    features = [{"input_ids": [2, 5, 3], "token_type_ids": [0, 0, 0], "labels": [-100, 4, -100],
+                 "offsets": ["ignored"]},
+                {"input_ids": [2, 6, 7, 8, 3], "token_type_ids": [0, 0, 0, 1, 1], "labels": [-100, 1, 2, 3, -100]}]
+    batch = pad_features(features, pad_id=9)
+    assert set(batch) == {"input_ids", "token_type_ids", "attention_mask", "labels"}
+    assert batch["input_ids"].tolist() == [[2, 5, 3, 9, 9], [2, 6, 7, 8, 3]]
+    assert batch["token_type_ids"].tolist() == [[0, 0, 0, 0, 0], [0, 0, 0, 1, 1]]
+    assert batch["attention_mask"].dtype == torch.bool
+    assert batch["attention_mask"].tolist() == [[True] * 3 + [False] * 2, [True] * 5]
+    assert batch["labels"].tolist() == [[-100, 4, -100, -100, -100], [-100, 1, 2, 3, -100]]
+    spans = pad_features([{"input_ids": [2, 3], "token_type_ids": [0, 0], "start_positions": 1, "end_positions": 1},
+                          {"input_ids": [2], "token_type_ids": [0], "start_positions": 0, "end_positions": 0}], 0)
+    assert spans["start_positions"].tolist() == [1, 0] and spans["end_positions"].shape == (2,)
+
+
+def test_batches_cover_every_feature_once_in_a_seeded_order():
+    features = [{"input_ids": [i], "token_type_ids": [0], "labels": i} for i in range(13)]
+    ordered = [b["labels"].tolist() for b in batches(features, 5, 0)]
+    assert ordered == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11, 12]]
+
+    def shuffled(seed):
+        g = torch.Generator().manual_seed(seed)
+        return [x for b in batches(features, 5, 0, shuffle=True, generator=g) for x in b["labels"].tolist()]
+    assert sorted(shuffled(0)) == list(range(13)) and shuffled(0) == shuffled(0) != shuffled(1)
+    with pytest.raises(ValueError, match="no features"):
+        next(batches([], 5, 0))
+
+
+def test_shuffled_batches_group_similar_lengths():
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(3, 60, (200,), generator=g).tolist()
+    features = [{"input_ids": [1] * n, "token_type_ids": [0] * n} for n in lengths]
+    shuffled = list(batches(features, 8, 0, shuffle=True, generator=g))
+    padding = sum((~b["attention_mask"]).sum().item() for b in shuffled)
+    in_file_order = sum((~b["attention_mask"]).sum().item() for b in batches(features, 8, 0))
+    assert sum(b["attention_mask"].sum().item() for b in shuffled) == sum(lengths)
+    assert padding < 0.2 * in_file_order
+    first_lengths = [b["attention_mask"].sum(1).max().item() for b in shuffled[:6]]
+    assert first_lengths != sorted(first_lengths)              # the batches themselves are shuffled
+
+
+# --- the loop and prediction -----------------------------------------------------------------------
+
+def _contains_seven(n: int, seed: int = 0):
+    """Sequences of ids 5..12; the label says whether id 7 occurs: a task a tiny model learns fast."""
+    g = torch.Generator().manual_seed(seed)
+    features = []
+    for _ in range(n):
+        ids = torch.randint(5, 13, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist()
+        features.append({"input_ids": [2, *ids, 3], "token_type_ids": [0] * (len(ids) + 2), "labels": int(7 in ids)})
+    return features
+
+
+def test_finetune_learns_and_follows_the_schedule():
+    torch.manual_seed(0)
+    model = SequenceClassifier(tiny_bert(13), 2)
+    features = _contains_seven(96)
+    result = finetune(model, features, pad_id=0, epochs=10, batch_size=16, lr=5e-3, warmup_fraction=0.1)
+    assert len(result.losses) == len(result.learning_rates) == 10 * 6
+    assert sum(result.losses[-6:]) < 0.3 * sum(result.losses[:6])
+    rates = result.learning_rates
+    peak = rates.index(max(rates))
+    assert rates[0] == 0.0 and max(rates) == pytest.approx(5e-3) and peak == 6
+    assert all(a <= b for a, b in zip(rates[:peak], rates[1:peak + 1]))            # warm-up
+    assert all(a >= b for a, b in zip(rates[peak:], rates[peak + 1:]))              # decay
+    assert result.trainable_parameters == sum(p.numel() for p in model.parameters()) and result.seconds > 0
+    assert not model.training                                                      # left in eval mode
+    predictions = torch.stack(predict(model, _contains_seven(64, seed=1), pad_id=0)).argmax(-1)
+    truth = torch.tensor([f["labels"] for f in _contains_seven(64, seed=1)])
+    assert (predictions == truth).float().mean() > 0.8
+
+
+def test_finetune_leaves_frozen_parameters_alone():
+    model = SequenceClassifier(tiny_bert(13), 2)
+    set_trainable_layers(model, 0)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    result = finetune(model, _contains_seven(32), pad_id=0, epochs=2, batch_size=8, lr=1e-2)
+    assert result.trainable_parameters == 32 * 2 + 2
+    for name, p in model.named_parameters():
+        assert torch.equal(p, before[name]) != name.startswith("classifier."), name
+
+
+def test_predict_removes_padding_and_does_not_depend_on_the_batch():
+    features = _contains_seven(13)
+    lengths = [len(f["input_ids"]) for f in features]
+    for model, shape in [(SequenceClassifier(tiny_bert(13), 3), lambda n: (3,)),
+                         (TokenClassifier(tiny_bert(13), 5), lambda n: (n, 5)),
+                         (QuestionAnswerer(tiny_bert(13)), lambda n: (n, 2))]:
+        one_by_one = predict(model, features, pad_id=0, batch_size=1)
+        all_at_once = predict(model, features, pad_id=0, batch_size=13)
+        assert [tuple(x.shape) for x in all_at_once] == [shape(n) for n in lengths]
+        for a, b in zip(one_by_one, all_at_once):
+            assert torch.allclose(a, b, atol=1e-5)
+
+
+# --- recipes and the command line ------------------------------------------------------------------
+
+def test_task_data_errors():
+    from tinybert.recipes import task_data
+    with pytest.raises(ValueError, match="unknown task 'imdb'"):
+        task_data("imdb", "train")
+    with pytest.raises(ValueError, match="split must be"):
+        task_data("banking77", "dev")
+
+
+def test_command_line_help(capsys):
+    from tinybert.__main__ import main
+    with pytest.raises(SystemExit) as exit_info:
+        main(["finetune", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("banking77", "squad", "--random-init", "--trainable-layers", "--train-examples"):
+        assert option in text
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    from tinybert.data import DataUnavailableError
+    from tinybert.tasks import read_poem_sentiment
+    try:
+        verses = [e.text for e in read_poem_sentiment("train")]
+    except DataUnavailableError as error:
+        pytest.skip(f"course data unavailable: {error}")
+    tokenizer = train_wordpiece_tokenizer(verses, vocab_size=300)
+    directory = tmp_path_factory.mktemp("tiny-bert")
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), d_model=32, n_layers=2, n_heads=4, d_ff=37, max_len=64)
+    save_model(BertForPreTraining(config), directory)
+    tokenizer.save(directory / "vocab.txt")
+    return directory
+
+
+@pytest.mark.parametrize("extra", [[], ["--random-init", "--trainable-layers", "1"]])
+def test_command_line_tiny_run(tiny_checkpoint, capsys, extra):
+    from tinybert.__main__ import main
+    code = main(["finetune", "poem_sentiment", "--checkpoint", str(tiny_checkpoint), "--train-examples", "24",
+                 "--eval-examples", "16", "--epochs", "1", "--batch-size", "8", *extra])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "validation: accuracy" in out and "for 3 steps" in out
+    accuracy = float(out.split("validation: accuracy ")[1].split()[0].rstrip(","))
+    assert 0.0 <= accuracy <= 1.0
+
+
+def test_command_line_reports_bad_input(tiny_checkpoint, tmp_path, capsys):
+    from tinybert.__main__ import main
+    assert main(["finetune", "banking77", "--checkpoint", str(tmp_path)]) == 1
+    assert "no pretrained checkpoint" in capsys.readouterr().out
+    assert main(["finetune", "poem_sentiment", "--checkpoint", str(tiny_checkpoint), "--train-examples", "8",
+                 "--trainable-layers", "7"]) == 2
+    assert "n_layers must be None" in capsys.readouterr().out

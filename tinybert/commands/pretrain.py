@@ -1,0 +1,83 @@
+"""Hand-written: ``tinybert pretrain`` — pretrain a BERT with MLM + NSP on the course corpus (chapter 09).
+
+Thin on purpose: it turns command-line arguments into a call of
+``tinybert.pretrain_loop.pretrain_bert``, which the chapter builds and explains. Runs under
+``torchrun --nproc_per_node=N`` too (DistributedDataParallel; only rank 0 prints and saves).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+
+
+def _override(text: str) -> tuple[str, object]:
+    """KEY=VALUE with VALUE read as JSON when it can be (numbers, true/false), else as a string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. n_layers=2), got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="output folder: vocab.txt, model.safetensors, "
+                        "config.json, metrics.json, loss_curves.png, training_state/")
+    parser.add_argument("--preset", default="bert-mini", help="BertConfig preset (default: bert-mini)")
+    parser.add_argument("--set", dest="overrides", action="append", type=_override, default=[],
+                        metavar="KEY=VALUE", help="override a BertConfig field, e.g. --set n_layers=2 (repeatable)")
+    parser.add_argument("--steps", type=int, default=1000, help="optimizer steps in the whole run (default: 1000)")
+    parser.add_argument("--batch-size", type=int, default=32, help="sequences per step and process (default: 32)")
+    parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default: 1e-3)")
+    parser.add_argument("--warmup", type=float, default=0.05, help="fraction of steps to warm up (default: 0.05)")
+    parser.add_argument("--vocab-size", type=int, default=8192, help="WordPiece vocabulary size (default: 8192)")
+    parser.add_argument("--vocab-min-count", type=int, default=40,
+                        help="a pair must occur this often to be merged (default: 40)")
+    parser.add_argument("--eval-every", type=int, default=100, help="held-out evaluation every N steps")
+    parser.add_argument("--eval-batches", type=int, default=25, help="held-out batches per evaluation")
+    parser.add_argument("--checkpoint-every", type=int, default=0,
+                        help="save a resumable checkpoint every N steps (0: only at the end)")
+    parser.add_argument("--static-masking", action="store_true", help="mask each example once (BERT) "
+                        "instead of per batch (RoBERTa's dynamic masking, the default)")
+    parser.add_argument("--max-documents", type=int, default=None, help="use only the first N documents (tests)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resume", action="store_true", help="continue from OUT/training_state/ if it exists")
+    parser.add_argument("--stop-after", type=int, default=None, metavar="STEP",
+                        help="save and stop after this step; --resume continues later")
+    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: the best available)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (torch.set_num_threads)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from tinybert.distributed import init_distributed
+    from tinybert.pretrain_loop import pretrain_bert
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    dist = init_distributed()
+    device = args.device
+    if device is None and dist.world_size > 1 and torch.cuda.is_available():
+        device = f"cuda:{dist.local_rank}"
+    if dist.is_main:
+        print("command: tinybert pretrain " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+              if sys.argv[1:2] == ["pretrain"] else "command: " + " ".join(map(shlex.quote, sys.argv)))
+        print(f"processes: {dist.world_size}; torch {torch.__version__}; threads {torch.get_num_threads()}")
+    start = time.perf_counter()
+    history = pretrain_bert(
+        args.out, preset=args.preset, overrides=dict(args.overrides), steps=args.steps,
+        batch_size=args.batch_size, lr=args.lr, warmup_fraction=args.warmup, vocab_size=args.vocab_size,
+        vocab_min_count=args.vocab_min_count, eval_every=args.eval_every, eval_batches=args.eval_batches,
+        checkpoint_every=args.checkpoint_every, seed=args.seed, max_documents=args.max_documents,
+        dynamic_masking=not args.static_masking, resume=args.resume, stop_after=args.stop_after,
+        device=device, dist=dist)
+    if dist.is_main:
+        final = history["eval"][-1] if history["eval"] else {}
+        print(f"done in {time.perf_counter() - start:.0f} s wall clock; "
+              + ", ".join(f"held-out {k} {v:.4f}" for k, v in final.items() if isinstance(v, float)))
+    return 0

@@ -1,0 +1,156 @@
+"""Hand-written (not generated): the checks for chapter 10's exercises (fine-tuning BERT).
+
+Each ``check_*`` function calls the student's code on several inputs, including edge cases,
+raises ``AssertionError`` saying what was expected and what came back, and prints a line
+starting with ✓ when everything passes.
+"""
+from __future__ import annotations
+
+import random
+import re
+import string
+from collections import Counter
+
+__all__ = ["check_labels_from_word_ids", "check_token_f1", "check_truncate_pair"]
+
+
+# --- ex-ft-word-ids --------------------------------------------------------------------------------
+
+def _reference_labels(word_ids, word_labels):
+    labels, previous = [], None
+    for word in word_ids:
+        labels.append(-100 if word is None or word == previous else word_labels[word])
+        previous = word
+    return labels
+
+
+def check_labels_from_word_ids(labels_from_word_ids) -> None:
+    """Check ``labels_from_word_ids(word_ids, word_labels) -> one label per token``."""
+    cases = [
+        ("the chapter's example", [None, 0, 1, 1, 1, 2, None], [3, 4, 5], [-100, 3, 4, -100, -100, 5, -100]),
+        ("one word, one piece, no special tokens", [0], [7], [7]),
+        ("a word cut by truncation (word 2 is missing)", [None, 0, 0, 1, None], [7, 8, 9],
+         [-100, 7, -100, 8, -100]),
+        ("only special tokens", [None, None], [], [-100, -100]),
+        ("neighbouring words with the same label", [None, 0, 1, 1, 2, None], [4, 4, 4],
+         [-100, 4, 4, -100, 4, -100]),
+        ("a pair: [CLS] A [SEP] B [SEP], word ids restart in B", [None, 0, 1, None, 0, 0, None], [1, 2],
+         [-100, 1, 2, -100, 1, -100, -100]),
+    ]
+    for description, word_ids, word_labels, expected in cases:
+        saved = (list(word_ids), list(word_labels))
+        got = labels_from_word_ids(word_ids, word_labels)
+        assert isinstance(got, list), f"labels_from_word_ids on {description}: expected a list, got {type(got).__name__}"
+        assert got == expected, (f"labels_from_word_ids on {description}, word_ids={word_ids}, "
+                                 f"word_labels={word_labels}:\n  expected {expected}\n  got      {got}")
+        assert (word_ids, word_labels) == saved, f"labels_from_word_ids on {description}: the inputs were modified"
+
+    rng = random.Random(110)
+    for _ in range(50):                                       # random sentences of 1 to 9 words
+        n_words = rng.randint(1, 9)
+        pieces = [rng.randint(1, 4) for _ in range(n_words)]
+        word_ids = [None] + [w for w, k in enumerate(pieces) for _ in range(k)] + [None]
+        cut = rng.randint(2, len(word_ids))                   # truncation: keep a prefix, then [SEP]
+        word_ids = word_ids[:cut - 1] + [None]
+        word_labels = [rng.randint(0, 16) for _ in range(n_words)]
+        expected = _reference_labels(word_ids, word_labels)
+        got = labels_from_word_ids(word_ids, word_labels)
+        assert got == expected, (f"labels_from_word_ids(word_ids={word_ids}, word_labels={word_labels}):\n"
+                                 f"  expected {expected}\n  got      {got}")
+    print("✓ labels_from_word_ids labels the first token of every word, -100 elsewhere (59 cases)")
+
+
+# --- ex-ft-squad-f1 --------------------------------------------------------------------------------
+
+def _reference_f1(prediction: str, references: list[str]) -> float:
+    def words(text):
+        text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
+        return re.sub(r"\b(a|an|the)\b", " ", text).split()
+
+    def f1(p, g):
+        common = sum((Counter(p) & Counter(g)).values())
+        return 0.0 if common == 0 else 2 * common / (len(p) + len(g))   # = 2PR / (P + R)
+    return max(f1(words(prediction), words(r)) for r in references)
+
+
+def check_token_f1(token_f1) -> None:
+    """Check ``token_f1(prediction, references) -> float`` on hand-worked cases and random strings."""
+    cases = [
+        ("in Paris, France", ["Paris"], 0.5),
+        ("new new york", ["New York"], 0.8),
+        ("The  Eiffel-Tower!", ["eiffeltower"], 1.0),
+        ("Denver Broncos", ["Broncos", "the Denver Broncos", "Denver"], 1.0),
+        ("Denver", ["Denver Broncos"], 2 / 3),
+        ("Carolina Panthers", ["Denver Broncos"], 0.0),
+        ("theatre", ["the atre"], 0.0),
+        ("the-end", ["theend"], 1.0),
+        ("An apple a day", ["apple day"], 1.0),
+        ("", ["something"], 0.0),
+        ("the", ["a"], 0.0),
+        ("1,000 km", ["1000 km", "one thousand kilometres"], 1.0),
+        ("Saint-Étienne", ["saintétienne"], 1.0),
+    ]
+    for prediction, references, expected in cases:
+        got = token_f1(prediction, list(references))
+        assert isinstance(got, (int, float)), f"token_f1{(prediction, references)}: expected a float, got {got!r}"
+        assert abs(got - expected) < 1e-9, (f"token_f1({prediction!r}, {references}): expected {expected:.4f}, "
+                                            f"got {got!r}")
+    rng = random.Random(111)
+    vocabulary = ["the", "a", "an", "The", "river", "Rhine", "river's", "1,000", "km", "(km)", "Basel", "-", "—",
+                  "an.", "theatre", "A", "of", "of", "école", "Zürich", "!", "and"]
+    for _ in range(200):
+        prediction = " ".join(rng.choices(vocabulary, k=rng.randint(0, 6)))
+        references = [" ".join(rng.choices(vocabulary, k=rng.randint(1, 6))) for _ in range(rng.randint(1, 3))]
+        expected = _reference_f1(prediction, references)
+        got = token_f1(prediction, references)
+        assert abs(got - expected) < 1e-9, (f"token_f1({prediction!r}, {references}): expected {expected:.4f}, "
+                                            f"got {got!r}")
+    print(f"✓ token_f1 matches the official SQuAD v1.1 F1 on {len(cases)} hand-worked cases and 200 random ones")
+
+
+# --- ex-ft-truncate-pair ---------------------------------------------------------------------------
+
+def _reference_truncate(a, b, max_len):
+    a, b = list(a), list(b)
+    while len(a) + len(b) + 3 > max_len:
+        (a if len(a) > len(b) else b).pop()
+    return a, b
+
+
+def check_truncate_pair(truncate_pair) -> None:
+    """Check ``truncate_pair(a, b, max_len) -> (a', b')``, longest first, ties cut B."""
+    a, b = [11, 12, 13, 14, 15], [21, 22, 23]
+    cases = [
+        ("the worked case: 5 + 3 tokens, max_len 8", a, b, 8, ([11, 12, 13], [21, 22])),
+        ("a pair that already fits", a, b, 11, (a, b)),
+        ("room for the special tokens only", a, b, 3, ([], [])),
+        ("equal lengths: B loses first", [1, 2], [3, 4], 6, ([1, 2], [3])),
+        ("B longer than A", [1], [2, 3, 4, 5, 6], 6, ([1], [2, 3])),
+        ("empty B", [1, 2, 3, 4], [], 5, ([1, 2], [])),
+    ]
+    for description, first, second, max_len, expected in cases:
+        saved = (list(first), list(second))
+        got = truncate_pair(first, second, max_len)
+        assert isinstance(got, tuple) and len(got) == 2, (
+            f"truncate_pair on {description}: expected a tuple (a, b), got {got!r}")
+        got = (list(got[0]), list(got[1]))
+        assert got == expected, (f"truncate_pair({first}, {second}, max_len={max_len}) ({description}):\n"
+                                 f"  expected {expected}\n  got      {got}")
+        assert (first, second) == saved, f"truncate_pair on {description}: the input lists were modified"
+    rng = random.Random(112)
+    for _ in range(100):
+        first = list(range(rng.randint(0, 20)))
+        second = list(range(100, 100 + rng.randint(0, 20)))
+        max_len = rng.randint(3, 45)
+        expected = _reference_truncate(first, second, max_len)
+        got = truncate_pair(first, second, max_len)
+        assert (list(got[0]), list(got[1])) == expected, (
+            f"truncate_pair({first}, {second}, max_len={max_len}):\n  expected {expected}\n  got      {got}")
+    for max_len in (2, 0, -1):
+        try:
+            truncate_pair([1], [2], max_len)
+        except ValueError:
+            continue
+        raise AssertionError(f"truncate_pair(..., max_len={max_len}): expected ValueError (no room for "
+                             "[CLS] and two [SEP]), got no error")
+    print("✓ truncate_pair cuts the longer segment first (B on ties) and leaves its inputs alone (106 cases)")
