@@ -105,7 +105,7 @@ def _official_max(metric_fn, prediction, ground_truths):
 @pytest.mark.parametrize("text, expected", [
     ("The Cat!", "cat"), ("  An   apple  ", "apple"), ("a-the", "athe"), ("the-end", "theend"),
     ("Theatre", "theatre"), ("café—bar", "café—bar"), ("1,000.5", "10005"), ("", ""), ("THE A AN", ""),
-    ("rock 'n' roll", "rock n roll")])
+    ("rock 'n' roll", "rock n roll"), ("rock—the—roll", "rock— —roll")])
 def test_normalize_answer(text, expected):
     assert normalize_answer(text) == expected == _official_normalize_answer(text)
 
