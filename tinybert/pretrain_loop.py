@@ -128,8 +128,6 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
     end = config.steps if stop_after is None else min(config.steps, stop_after)
     steps = range(start, end)
     bar = progress(steps, desc="pretraining", updates=10) if dist.is_main else None
-    if bar is not None:
-        bar.maxinterval = float("inf")   # else tqdm's monitor thread redraws every step of a slow loop
     running, clock = torch.zeros(4), time.perf_counter()        # loss, mlm, nsp sums and their count
     for step in bar if bar is not None else steps:
         torch.manual_seed(seeded_generator(config.seed, "dropout", step, dist.rank).initial_seed())
