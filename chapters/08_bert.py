@@ -24,29 +24,29 @@
 # BERT, *Bidirectional Encoder Representations from Transformers* {cite}`devlin2019bert`, is the
 # Transformer's {term}`encoder` and nothing else: no decoder, no causal mask, every token attends
 # to every other token in both directions. What made it famous is how it is used. It is first
-# *pretrained* on plain text with two self-made tasks (fill in masked words, and tell whether two
-# pieces of text follow each other), and the pretrained encoder is then *fine-tuned* on a small
+# *{term}`pretrained <pretraining>`* on plain text with two self-made tasks (fill in masked words, and tell whether two
+# pieces of text follow each other), and the pretrained encoder is then *{term}`fine-tuned <fine-tuning>`* on a small
 # labelled data set for the task at hand. This chapter builds the model; the next two pretrain it
 # and fine-tune it.
 #
 # Almost every part of BERT is already in `tinybert`. What is new is the input (three embedding
-# tables added together), the way a pair of texts is packed into one sequence, the pooler, the two
-# pretraining heads, and the practical side of a real model: published sizes, loading the weights
+# tables added together), the way a pair of texts is packed into one sequence, the {term}`pooler`, the two
+# pretraining {term}`heads <task head>`, and the practical side of a real model: published sizes, loading the weights
 # that Google released through Hugging Face, and saving our own.
 #
 # **What you will learn**
 #
 # - how BERT turns `[CLS] Paris is a beautiful city [SEP] I love Paris [SEP]` into an
-#   $11 \times 768$ matrix: token, segment and position {term}`embeddings <embedding>`, added, then
+#   $11 \times 768$ matrix: token, {term}`segment <segment embedding>` and position {term}`embeddings <embedding>`, added, then
 #   {term}`layer-normalized <layer normalization>`;
 # - the encoder stack (post-LN layers with GELU), built from the attention of {doc}`04_multihead_attention`
 #   and the feed-forward block of {doc}`01_feedforward`, with a fast path proved equal to it;
-# - the pooler on `[CLS]`, the masked-language-model head whose output matrix *is* the token
-#   embedding table, and the next-sentence head;
+# - the pooler on `[CLS]`, the {term}`masked-language-model <masked language model>` head whose output matrix *is* the token
+#   embedding table, and the {term}`next-sentence <next sentence prediction>` head;
 # - the published sizes as configuration presets, with parameter counts that match Hugging Face's
 #   to the last parameter, part by part;
 # - converting models to and from Hugging Face `transformers` with outputs equal to $10^{-5}$,
-#   saving and loading checkpoints safely, and how to run the real `bert-base-uncased`;
+#   saving and loading {term}`checkpoints <checkpoint>` safely, and how to run the real `bert-base-uncased`;
 # - what *contextual* means, measured: the same word gets different vectors in different sentences.
 #
 # **Uses.** From {doc}`04_multihead_attention`: `MultiHeadAttention` and `merge_heads`. From
@@ -101,7 +101,7 @@ print(f"device: {device}, quick mode: {is_quick()}")
 #
 # $$\texttt{[CLS]}\ \text{A}\ \texttt{[SEP]}\ \text{B}\ \texttt{[SEP]}$$
 #
-# with at most 512 tokens in all. `[CLS]` (classification) is a token like any other whose final
+# with at most 512 tokens in all. `[CLS]` ({term}`classification <classification token>`) is a token like any other whose final
 # vector is used as a summary of the whole input; `[SEP]` marks where a sentence ends. The
 # encoder maps the $T$ tokens to $T$ vectors of width $D$, each a function of the entire input:
 # these are the {term}`contextual embeddings <contextual embedding>` that every later use of BERT
@@ -909,11 +909,14 @@ with torch.device("meta"):
 # for `attention.query`, `LayerNorm` (with a capital L) for `norm`, `cls.predictions` for the MLM
 # head, and so on. A converter is a table from our names to theirs, plus a check that nothing is
 # left over; its first half is a small registry, so that the RoBERTa, DistilBERT and ALBERT
-# chapters can register converters for their own classes from their own modules.
+# chapters can register converters for their own classes from their own modules. `from_hf` and
+# `to_hf` import the module that registers a family the first time they meet one of its classes, so
+# that `from_hf(hf_roberta)` works without importing `tinybert.models.roberta` first.
 
 # %% tags=["export:convert"]
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -934,6 +937,16 @@ class Converter:
 
 _FROM_HF: dict[str, Converter] = {}     # keyed by the Hugging Face class name (no transformers import needed)
 _TO_HF: dict[type, Converter] = {}      # keyed by our class
+_FAMILY_MODULES = {"Roberta": "tinybert.models.roberta",        # chapter 11 registers RoBERTa's converters,
+                   "DistilBert": "tinybert.models.distilbert",  # chapter 12 DistilBERT's,
+                   "Albert": "tinybert.convert_albert"}         # chapter 13 ALBERT's
+
+
+def _import_family(class_name: str) -> None:
+    """Import the module that registers the converters of ``class_name``'s family (by its prefix)."""
+    for prefix, module in _FAMILY_MODULES.items():
+        if class_name.startswith(prefix):
+            importlib.import_module(module)
 
 
 def register(hf_class_name: str, tinybert_class: type, from_fn: Callable, to_fn: Callable) -> None:
@@ -947,12 +960,16 @@ def from_hf(hf_model) -> nn.Module:
     """The tinybert model that computes the same function as the Hugging Face model ``hf_model``."""
     name = type(hf_model).__name__
     if name not in _FROM_HF:
+        _import_family(name)
+    if name not in _FROM_HF:
         raise ValueError(f"from_hf: no converter for {name}; known classes: {', '.join(sorted(_FROM_HF))}")
     return _FROM_HF[name].from_fn(hf_model)
 
 
 def to_hf(model: nn.Module):
     """The Hugging Face transformers model that computes the same function as our ``model``."""
+    if type(model) not in _TO_HF:
+        _import_family(type(model).__name__)
     if type(model) not in _TO_HF:
         known = ", ".join(sorted(cls.__name__ for cls in _TO_HF))
         raise ValueError(f"to_hf: no converter for {type(model).__name__}; known classes: {known}")
@@ -1177,10 +1194,10 @@ for ours_name in ["bert.embeddings.token_embeddings.weight", "bert.encoder.layer
 # (sec-bert-save)=
 # ## Saving and loading
 #
-# A checkpoint is a directory with two files: the weights in safetensors format (a plain table of
+# A checkpoint is a directory with two files: the weights in {term}`safetensors` format (a plain table of
 # named tensors that, unlike a pickle, cannot run code when loaded) and a JSON file that says which
 # class to build and with which configuration. Tied weights are stored once and tied again on
-# loading. Saving is *atomic*: each file is written to a temporary name in the same directory and
+# loading. Saving is *{term}`atomic <atomic write>`*: each file is written to a temporary name in the same directory and
 # renamed over the old one in a single step, so a crash (or Ctrl-C) halfway leaves the previous
 # checkpoint intact instead of a half-written one. Both files carry the same random `save_id`, so
 # that a weights file and a config from two different saves are noticed. Loading checks

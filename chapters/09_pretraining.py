@@ -38,9 +38,9 @@
 # - how a corpus becomes pretraining data: documents, sentences, segments, pairs of segments with
 #   a 50/50 next-sentence label, and `[CLS] A [SEP] B [SEP]` sequences;
 # - BERT's masking rule (choose 15% of the tokens; replace 80% of those with `[MASK]`, 10% with a
-#   random token, keep 10%), why it is not simply "mask 15%", and static versus dynamic masking;
-# - the optimizer BERT uses (AdamW, weight decay except on biases and LayerNorm), its warm-up
-#   then linear-decay schedule, gradient clipping, and mixed precision;
+#   random token, keep 10%), why it is not simply "mask 15%", and {term}`static <static masking>` versus {term}`dynamic masking`;
+# - the optimizer BERT uses ({term}`AdamW`, {term}`weight decay` except on biases and LayerNorm), its warm-up
+#   then {term}`linear-decay <linear decay>` schedule, {term}`gradient clipping`, and {term}`mixed precision`;
 # - checkpoints that can be resumed *exactly*, with the same parameters to the last bit as a run
 #   that never stopped, and that refuse to load when they are corrupt or do not match;
 # - training on several GPUs with `DistributedDataParallel`, and the one line of the loss that
@@ -333,7 +333,7 @@ print(encode_sentence(tokenizer, "A <unk> of the lobster ."), "->",
 # - 50% of the time B is a random piece of text from another document (label `NotNext`).
 #
 # The label convention is Hugging Face's and {doc}`08_bert`'s: class 0 means "B follows A" and class
-# 1 means "B is random". A and B are not single sentences but *segments*: runs of consecutive
+# 1 means "B is random". A and B are not single sentences but *{term}`segments <segment>`*: runs of consecutive
 # sentences, so that a pair fills most of the sequence length. Our version packs each document's
 # sentences greedily into segments of at most $(T_\text{max} - 3)/2$ tokens (three positions go to
 # `[CLS]` and the two `[SEP]`s), then pairs every segment with its successor or, with probability
@@ -464,7 +464,7 @@ for label in (0, 1):
 # fine-tuned, so the model must not learn that only `[MASK]` positions matter. The random and
 # unchanged tokens force it to keep a good representation of *every* position, since any token
 # might be one it will be asked about. The paper's ablation (its Table 8) shows the mix matters most
-# when BERT's features are used without fine-tuning: 80/10/10 reached 94.9 F1 on named-entity
+# when BERT's features are used without fine-tuning: 80/10/10 reached 94.9 {term}`F1 <F1 score>` on named-entity
 # recognition, always `[MASK]` 94.0, always a random token 94.6; after fine-tuning, the differences
 # shrink to a few tenths of a point.
 #
@@ -840,15 +840,15 @@ plt.show()
 # (sec-pretrain-amp)=
 # ## Mixed precision
 #
-# A float32 number takes 4 bytes; float16 and bfloat16 take 2. Modern GPUs multiply 16-bit
+# A float32 number takes 4 bytes; float16 and {term}`bfloat16` take 2. Modern GPUs multiply 16-bit
 # matrices many times faster than 32-bit ones, and half the bytes means half the memory traffic.
 # *Mixed-precision* training {cite}`micikevicius2018mixed` runs the big matrix products in 16 bits
 # while keeping the weights, the optimizer state and the sensitive reductions (softmax, LayerNorm,
 # losses) in 32 bits. In PyTorch, `torch.autocast` does the choosing operation by operation.
 #
 # The two 16-bit formats fail differently. float16 has 10 bits of mantissa but only 5 of exponent:
-# numbers below about $6 \times 10^{-8}$ become zero, and small gradients do. Its remedy is *loss
-# scaling*: multiply the loss by a large factor before `backward`, divide the gradients by it
+# numbers below about $6 \times 10^{-8}$ become zero, and small gradients do. Its remedy is
+# *{term}`loss scaling`*: multiply the loss by a large factor before `backward`, divide the gradients by it
 # before the update, and lower the factor whenever an overflow produces `inf` (PyTorch's
 # `GradScaler`). bfloat16 keeps float32's 8 exponent bits and gives up mantissa instead (7 bits),
 # so gradients do not underflow and no scaling is needed. The loop uses bfloat16 where the GPU
@@ -1320,10 +1320,10 @@ shutil.rmtree(workdir)
 # (sec-pretrain-ddp)=
 # ## Several GPUs
 #
-# With $W$ GPUs, *data parallelism* gives each one a full copy of the model and a different $1/W$ of
+# With $W$ GPUs, *{term}`data parallelism`* gives each one a full copy of the model and a different $1/W$ of
 # every batch. Each computes the gradients of its part; the gradients are averaged across the GPUs
-# (an *all-reduce*); every copy then takes the same optimizer step and stays identical to the others.
-# PyTorch's `DistributedDataParallel` (DDP) does the averaging during `backward`, in buckets of
+# (an *{term}`all-reduce`*); every copy then takes the same optimizer step and stays identical to the others.
+# PyTorch's `DistributedDataParallel` ({term}`DDP <DistributedDataParallel>`) does the averaging during `backward`, in buckets of
 # gradients that are sent while the rest of the backward pass is still running, so that
 # communication hides behind computation {cite}`li2020pytorch`.
 #

@@ -42,13 +42,13 @@
 #   head of one linear layer turns the encoder's vectors into class scores, per-token
 #   tags or answer spans;
 # - how to fine-tune on intent classification (Banking77), part-of-speech tagging (Universal
-#   Dependencies) and extractive question answering (SQuAD), including the details that make or
-#   break the last two: labelling only the first word piece of each word, cutting long paragraphs
+#   Dependencies) and {term}`extractive question answering` (SQuAD), including the details that make or
+#   break the last two: {term}`labelling only the first word piece of each word <first-piece labelling>`, cutting long paragraphs
 #   into overlapping windows, and mapping a predicted span back to characters;
-# - how the metrics are computed: accuracy overall and per class, confusion matrices, and SQuAD's
-#   exact match and F1 exactly as the official script computes them;
+# - how the metrics are computed: accuracy overall and per class, {term}`confusion matrices <confusion matrix>`, and SQuAD's
+#   {term}`exact match` and {term}`F1 <F1 score>` exactly as the official script computes them;
 # - by measurement, on this model: the gain from pretraining over random initialisation, what
-#   freezing all or part of the encoder costs, and how the BERT paper's learning rates suit a
+#   {term}`freezing` all or part of the encoder costs, and how the BERT paper's learning rates suit a
 #   model this small;
 # - how far a 4-layer model pretrained on a few megabytes is from BERT-base, and why.
 #
@@ -103,19 +103,19 @@ print(f"checkpoint {pretrained.directory.name}: {config.n_layers} layers, d_mode
 # (sec-ft-transfer)=
 # ## From pretraining to fine-tuning
 #
-# The slides call this *transfer learning*: a model is first pretrained on an unlabelled corpus,
+# The slides call this *{term}`transfer learning`*: a model is first pretrained on an unlabelled corpus,
 # on objectives (masked language modelling, next sentence prediction) that are not useful in
 # themselves, and then fine-tuned, that is, updated, on a labelled "downstream" data set that is
 # usually much smaller. Trained on the small data set alone, say the slides, the same
 # architecture would never reach the same results; {ref}`sec-ft-gain` measures the difference for
 # our model.
 #
-# The BERT paper shows four kinds of downstream task, each with the same encoder and a different
+# The BERT paper shows four kinds of {term}`downstream task`, each with the same encoder and a different
 # way of reading its output {cite}`devlin2019bert` (its Figure 4):
 #
 # | kind of task | input | what the head reads | examples in the paper | in this chapter |
 # |---|---|---|---|---|
-# | single-sentence classification | `[CLS] A [SEP]` | the `[CLS]` vector | SST-2, CoLA | Banking77, Poem Sentiment |
+# | {term}`single-sentence classification <sentence classification>` | `[CLS] A [SEP]` | the `[CLS]` vector | SST-2, CoLA | Banking77, Poem Sentiment |
 # | sentence-pair classification | `[CLS] A [SEP] B [SEP]` | the `[CLS]` vector | MNLI, QQP, MRPC, ... | (an exercise) |
 # | extractive question answering | `[CLS] question [SEP] paragraph [SEP]` | every paragraph token: start and end scores | SQuAD v1.1 | SQuAD v1.1 |
 # | single-sentence tagging | `[CLS] A [SEP]` | every token's vector | CoNLL-2003 NER | UD part-of-speech tags |
@@ -265,7 +265,7 @@ def batches(features: list[dict], batch_size: int, pad_id: int, *, shuffle: bool
 #   $\tanh(W\mathbf h_\text{[CLS]} + \mathbf b)$, which pretraining trained for next sentence
 #   prediction, or the `[CLS]` vector itself for an encoder without a pooler. Dropout, then a
 #   linear layer to $C$ class scores;
-# - **token classification** applies dropout and a linear layer to every position's vector:
+# - **{term}`token classification`** applies dropout and a linear layer to every position's vector:
 #   $C$ scores per token;
 # - **question answering** gives every position two scores, from one linear layer
 #   $D \to 2$: how likely the answer *starts* there and how likely it *ends* there. A
@@ -465,12 +465,16 @@ for make_head, hf_class, hf_layer, our_layer, labels in cases:
 def set_trainable_layers(model: nn.Module, n_layers: int | None) -> int:
     """Choose what fine-tuning updates: everything (None), or the head, the pooler and the top
     ``n_layers`` encoder layers (0 = the head alone). Returns the number of trainable
-    parameters. The encoder must keep its layers in ``.encoder.layers``, as BertModel does."""
-    encoder = model.encoder
-    layers = encoder.encoder.layers
+    parameters. For n_layers other than None the encoder must keep its layers in
+    ``.encoder.layers``, as BertModel does."""
     for p in model.parameters():
         p.requires_grad_(n_layers is None)
     if n_layers is not None:
+        encoder = model.encoder
+        layers = getattr(getattr(encoder, "encoder", None), "layers", None)
+        if not isinstance(layers, nn.ModuleList):
+            raise ValueError(f"n_layers = {n_layers} needs an encoder whose layers are in .encoder.layers "
+                             f"(a BertModel), got {type(encoder).__name__}; use n_layers=None to train everything")
         if not 0 <= n_layers <= len(layers):
             raise ValueError(f"n_layers must be None (train everything) or 0..{len(layers)}, "
                              f"got {n_layers}")
@@ -1224,7 +1228,7 @@ print(f"{example.question!r} -> {example.answers} in a {len(example.context)}-ch
 # positions. A paragraph that does not fit is read through **overlapping windows**: each holds as
 # many paragraph tokens as the question leaves room for, and the next window starts
 # `doc_stride` tokens later, so that every token appears in some window with context on both
-# sides (BERT used 384 positions, a stride of 128 and questions of at most 64 tokens). Questions longer than `max_query_len`
+# sides (BERT used 384 positions, a {term}`stride <document stride>` of 128 and questions of at most 64 tokens). Questions longer than `max_query_len`
 # tokens are cut.
 #
 # For training, the answer's characters are mapped to the first and last tokens that overlap
@@ -1657,7 +1661,8 @@ def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: i
     train, labels = task_data(task, "train")
     evaluation, _ = task_data(task, eval_split)
     train, evaluation = evenly_spaced(train, train_examples), evenly_spaced(evaluation, eval_examples)
-    pad, max_len = special_token_id(tokenizer, "[PAD]"), encoder.config.max_len
+    pad = special_token_id(tokenizer, "[PAD]")
+    max_len = getattr(encoder.config, "max_tokens", encoder.config.max_len)   # RoBERTa reads max_len - pad - 1
     if task == "squad":
         model, (features, _) = QuestionAnswerer(encoder), make_qa_features(tokenizer, train, max_len=max_len)
         eval_features, _ = make_qa_features(tokenizer, evaluation, max_len=max_len, with_answers=False)

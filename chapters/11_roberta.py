@@ -40,7 +40,7 @@
 # - the three small differences in the model itself (positions counted past the padding index,
 #   one segment, $\varepsilon = 10^{-5}$), and a `RobertaModel` built from BERT's parts that
 #   matches Hugging Face's to $10^{-5}$ and has its exact parameter count;
-# - FULL-SENTENCES packing, which replaces segment pairs, and dynamic masking, which replaces
+# - {term}`FULL-SENTENCES` packing, which replaces segment pairs, and dynamic masking, which replaces
 #   masks fixed once when the data is written;
 # - why larger batches go with larger learning rates, and how to get a large batch on a small
 #   machine;
@@ -726,7 +726,7 @@ assert abs(rates["chosen / maskable"] - 0.15) < 0.02 and abs(rates["[MASK] / cho
 # BERT-base trained for 1M steps with batches of 256 sequences and a peak learning rate of
 # $10^{-4}$. RoBERTa's authors kept the number of sequences processed fixed and traded steps for
 # batch size, tuning the learning rate for each batch size (their Table 3, on the slides; *ppl* is
-# the MLM perplexity on held-out data):
+# the MLM {term}`perplexity` on held-out data):
 #
 # | batch size | steps | peak learning rate | ppl | MNLI-m | SST-2 |
 # |---|---|---|---|---|---|
@@ -748,7 +748,7 @@ for batch, steps, lr in [(256, 1_000_000, 1e-4), (2048, 125_000, 7e-4), (8192, 3
 # times the batch. Large batches are also what makes many GPUs useful, since each computes part of
 # the batch ({doc}`09_pretraining`). The final RoBERTa used 8K sequences of up to 512 tokens: 4
 # million tokens per step. On a single machine, a batch too large for its memory is obtained by
-# *gradient accumulation*: run several small batches, add up their gradients, and take one step
+# *{term}`gradient accumulation`*: run several small batches, add up their gradients, and take one step
 # ({ref}`an exercise <ex-roberta-accumulation>`).
 #
 # (sec-roberta-experiment)=

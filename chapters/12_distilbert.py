@@ -24,8 +24,8 @@
 # BERT-base has 110 million parameters and twelve layers, and every input goes through all of
 # them. For a phone, a browser or a server answering thousands of requests a second, that is a lot.
 # DistilBERT {cite}`sanh2019distilbert` is a smaller BERT trained to imitate a large one: a
-# *student* with half the layers learns from the outputs of a pretrained *teacher*, a technique
-# called knowledge distillation {cite}`hinton2015distilling`. The lecture slides give its headline
+# *{term}`student <student model>`* with half the layers learns from the outputs of a pretrained *{term}`teacher <teacher model>`*, a technique
+# called {term}`knowledge distillation` {cite}`hinton2015distilling`. The lecture slides give its headline
 # numbers: 40% fewer parameters, 60% faster, and 97% of BERT's performance on the GLUE benchmark.
 #
 # This chapter builds the student from BERT's parts, initialises it from the teacher's layers,
@@ -34,9 +34,9 @@
 #
 # **What you will learn**
 #
-# - knowledge distillation: soft targets, the softmax temperature $T$, what the teacher's "wrong"
+# - knowledge distillation: {term}`soft targets <soft target>`, the {term}`softmax temperature <temperature>` $T$, what the teacher's "wrong"
 #   probabilities teach, and why the loss is multiplied by $T^2$;
-# - DistilBERT's triple loss, $\alpha\,\mathcal L_\text{KL} + \beta\,\mathcal L_\text{MLM} +
+# - DistilBERT's {term}`triple loss`, $\alpha\,\mathcal L_\text{KL} + \beta\,\mathcal L_\text{MLM} +
 #   \gamma\,\mathcal L_\text{cos}$, as a function you can test by hand;
 # - the student: half the layers, no segment embeddings, no pooler, built from BERT's parts, equal
 #   to Hugging Face's `DistilBertModel` to $10^{-5}$ with its exact parameter count;
@@ -150,7 +150,7 @@ for T in (0.5, 1.0, 2.0, 5.0):
 # %% [markdown]
 # At $T = 1$ the two least likely words have a share of the probability too small to matter in a
 # loss; at $T = 2$ or $5$ their differences become visible. Distillation compares the student's and
-# the teacher's distributions at the *same* temperature $T$, with the Kullback-Leibler divergence
+# the teacher's distributions at the *same* temperature $T$, with the {term}`Kullback-Leibler divergence`
 # (the cross-entropy minus the teacher's own entropy, which the student cannot change), averaged
 # over the $N$ positions that count:
 #

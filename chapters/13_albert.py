@@ -27,12 +27,12 @@
 # *A Lite BERT* {cite}`lan2020albert`, asks how many of those parameters BERT actually needs, and
 # answers with two changes to the architecture and one to the training:
 #
-# 1. **Factorised embeddings.** The token table does not need to be as wide as the layers: ALBERT
+# 1. **{term}`Factorised embeddings <factorised embedding>`.** The token table does not need to be as wide as the layers: ALBERT
 #    keeps its $V$ token vectors at a small width $E$ and maps them to the layers' width $D$ with
 #    one shared matrix.
-# 2. **Cross-layer parameter sharing.** All $N$ layers use the same weights: one layer, applied
+# 2. **{term}`Cross-layer parameter sharing <cross-layer parameter sharing>`.** All $N$ layers use the same weights: one layer, applied
 #    $N$ times.
-# 3. **Sentence-order prediction (SOP)** replaces next sentence prediction: instead of telling a
+# 3. **{term}`Sentence-order prediction <sentence-order prediction>` (SOP)** replaces next sentence prediction: instead of telling a
 #    real continuation from a random segment of another document, the model must tell two
 #    consecutive segments in their order from the same two segments swapped.
 #

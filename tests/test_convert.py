@@ -235,3 +235,31 @@ def test_index_buffers_saved_by_older_transformers_are_ignored(monkeypatch):
     state["bert.embeddings.extra.weight"] = torch.zeros(3)                   # anything else is an error
     with pytest.raises(ValueError, match="unused source tensors \\['bert.embeddings.extra.weight'\\]"):
         from_hf(hf)
+
+
+def test_from_hf_finds_later_families_without_their_modules_imported():
+    """A fresh interpreter that imports only tinybert.convert converts RoBERTa, DistilBERT and ALBERT both ways."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import sys
+        import transformers
+        from tinybert.convert import from_hf, to_hf
+        later = ("tinybert.models.roberta", "tinybert.models.distilbert", "tinybert.convert_albert")
+        assert not any(m in sys.modules for m in later), [m for m in later if m in sys.modules]
+        small = dict(vocab_size=99, num_hidden_layers=1, num_attention_heads=2, max_position_embeddings=40)
+        hf = [transformers.RobertaForMaskedLM(transformers.RobertaConfig(hidden_size=32, intermediate_size=37, **small)),
+              transformers.AlbertModel(transformers.AlbertConfig(embedding_size=8, hidden_size=32,
+                                                                 intermediate_size=37, **small)),
+              transformers.DistilBertModel(transformers.DistilBertConfig(vocab_size=99, dim=32, n_layers=1, n_heads=2,
+                                                                         hidden_dim=37, max_position_embeddings=40))]
+        for model in hf:
+            ours = from_hf(model)
+            assert type(to_hf(ours)).__name__ == type(model).__name__, (type(model).__name__, type(ours).__name__)
+            print(type(model).__name__, "->", type(ours).__module__, type(ours).__name__)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("->") == 3, done.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 __all__ = ['Converter', 'register', 'from_hf', 'to_hf', 'load_renamed', 'bert_config_from_hf', 'bert_config_to_hf', 'bert_encoder_names', 'bert_weight_names']
 
 
+import importlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -29,6 +30,17 @@ class Converter:
 
 _FROM_HF: dict[str, Converter] = {}     # keyed by the Hugging Face class name (no transformers import needed)
 _TO_HF: dict[type, Converter] = {}      # keyed by our class
+_FAMILY_MODULES = {"Roberta": "tinybert.models.roberta",        # chapter 11 registers RoBERTa's converters,
+                   "DistilBert": "tinybert.models.distilbert",  # chapter 12 DistilBERT's,
+                   "Albert": "tinybert.convert_albert"}         # chapter 13 ALBERT's
+
+
+# Built in chapter 8, section "Converting to and from Hugging Face": chapters/08_bert.html#converting-to-and-from-hugging-face
+def _import_family(class_name: str) -> None:
+    """Import the module that registers the converters of ``class_name``'s family (by its prefix)."""
+    for prefix, module in _FAMILY_MODULES.items():
+        if class_name.startswith(prefix):
+            importlib.import_module(module)
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face": chapters/08_bert.html#converting-to-and-from-hugging-face
@@ -44,6 +56,8 @@ def from_hf(hf_model) -> nn.Module:
     """The tinybert model that computes the same function as the Hugging Face model ``hf_model``."""
     name = type(hf_model).__name__
     if name not in _FROM_HF:
+        _import_family(name)
+    if name not in _FROM_HF:
         raise ValueError(f"from_hf: no converter for {name}; known classes: {', '.join(sorted(_FROM_HF))}")
     return _FROM_HF[name].from_fn(hf_model)
 
@@ -51,6 +65,8 @@ def from_hf(hf_model) -> nn.Module:
 # Built in chapter 8, section "Converting to and from Hugging Face": chapters/08_bert.html#converting-to-and-from-hugging-face
 def to_hf(model: nn.Module):
     """The Hugging Face transformers model that computes the same function as our ``model``."""
+    if type(model) not in _TO_HF:
+        _import_family(type(model).__name__)
     if type(model) not in _TO_HF:
         known = ", ".join(sorted(cls.__name__ for cls in _TO_HF))
         raise ValueError(f"to_hf: no converter for {type(model).__name__}; known classes: {known}")

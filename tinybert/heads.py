@@ -119,12 +119,16 @@ class QuestionAnswerer(nn.Module):
 def set_trainable_layers(model: nn.Module, n_layers: int | None) -> int:
     """Choose what fine-tuning updates: everything (None), or the head, the pooler and the top
     ``n_layers`` encoder layers (0 = the head alone). Returns the number of trainable
-    parameters. The encoder must keep its layers in ``.encoder.layers``, as BertModel does."""
-    encoder = model.encoder
-    layers = encoder.encoder.layers
+    parameters. For n_layers other than None the encoder must keep its layers in
+    ``.encoder.layers``, as BertModel does."""
     for p in model.parameters():
         p.requires_grad_(n_layers is None)
     if n_layers is not None:
+        encoder = model.encoder
+        layers = getattr(getattr(encoder, "encoder", None), "layers", None)
+        if not isinstance(layers, nn.ModuleList):
+            raise ValueError(f"n_layers = {n_layers} needs an encoder whose layers are in .encoder.layers "
+                             f"(a BertModel), got {type(encoder).__name__}; use n_layers=None to train everything")
         if not 0 <= n_layers <= len(layers):
             raise ValueError(f"n_layers must be None (train everything) or 0..{len(layers)}, "
                              f"got {n_layers}")

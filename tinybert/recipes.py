@@ -69,7 +69,8 @@ def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: i
     train, labels = task_data(task, "train")
     evaluation, _ = task_data(task, eval_split)
     train, evaluation = evenly_spaced(train, train_examples), evenly_spaced(evaluation, eval_examples)
-    pad, max_len = special_token_id(tokenizer, "[PAD]"), encoder.config.max_len
+    pad = special_token_id(tokenizer, "[PAD]")
+    max_len = getattr(encoder.config, "max_tokens", encoder.config.max_len)   # RoBERTa reads max_len - pad - 1
     if task == "squad":
         model, (features, _) = QuestionAnswerer(encoder), make_qa_features(tokenizer, train, max_len=max_len)
         eval_features, _ = make_qa_features(tokenizer, evaluation, max_len=max_len, with_answers=False)
