@@ -48,7 +48,7 @@
 # `PretrainingBatches`, `make_examples` and `shipped_checkpoint` from `tinybert.pretraining`;
 # `SpecialTokens` and `seeded_generator` from `tinybert.masking`; `course_documents` and
 # `tokenize_documents` from `tinybert.pretraining_corpus`; `pretrain` and `PretrainingConfig` from
-# `tinybert.pretrain_loop`. From {doc}`10_finetuning`: `finetune_task` from `tinybert.recipes`.
+# `tinybert.pretrain_loop`; `make_optimizer` from `tinybert.training`. From {doc}`10_finetuning`: `finetune_task` from `tinybert.recipes`.
 # From {doc}`11_roberta`: `RobertaConfig`, `RobertaModel` and `RobertaForMaskedLM` from
 # `tinybert.models.roberta`; `full_sentence_examples` from `tinybert.roberta_data`. From
 # {doc}`12_distilbert`: `DistilBertConfig` and `DistilBertModel` from `tinybert.models.distilbert`;
@@ -89,6 +89,7 @@ from tinybert.roberta_data import full_sentence_examples
 from tinybert.runtime import get_device, is_quick, pick
 from tinybert.sentence_order import make_sop_examples
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+from tinybert.training import make_optimizer
 
 device = get_device()
 print(f"device: {device}, quick mode: {is_quick()}, torch threads: {torch.get_num_threads()}")
@@ -337,12 +338,45 @@ for name, run in runs.items():
     print(f"{name:<11} {run['seconds']:6.1f} s, {run['tokens']:>9,} real tokens read, "
           f"training MLM loss {run['curve'][0][1]:.3f} -> {run['curve'][-1][1]:.3f}")
 
+
+# %% [markdown]
+# Wall-clock times of runs made one after the other depend on whatever else the machine was doing
+# meanwhile. So the cost of a step is also measured the fair way: one training step of each model
+# (on a copy, with its own kind of batch), in rotation, several times, and the median of each, so
+# that all four share the same load.
+
+# %%
+def step_seconds(objectives: dict, inputs: dict, repeats: int) -> dict:
+    """Median seconds of one training step (forward, backward, AdamW) of each objective, timed in rotation."""
+    copies = {}
+    for name, objective in objectives.items():
+        model = copy.deepcopy(objective).to(device).train()
+        batch = PretrainingBatches(inputs[name], special, BATCH, seed=0)(0)
+        copies[name] = (model, make_optimizer(model, 1e-3), {k: v.to(device) for k, v in batch.items()})
+    times = {name: [] for name in copies}
+    for repeat in range(repeats + 1):
+        for name, (model, optimizer, batch) in copies.items():
+            start = time.perf_counter()
+            model(**batch).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            if repeat > 0:                                     # the first round warms up
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+inputs = {"BERT": train_sets["pairs"], "RoBERTa": train_sets["full"], "ALBERT": train_sets["sop"],
+          "DistilBERT": train_sets["full"]}
+step_time = step_seconds(objectives, inputs, repeats=pick(quick=1, full=5))
+for name, value in step_time.items():
+    print(f"{name:<11} {value * 1000:6.0f} ms per training step; {STEPS} steps: {value * STEPS:5.0f} s")
+
 # %% [markdown]
 # (sec-family-baseline)=
 # ### A baseline before any comparison
 #
 # A model that ignores its input and always predicts the token frequencies of the training text
-# (a *unigram* model) already gets a cross-entropy far below the uniform guess $\ln V$. Every
+# (a {term}`unigram model`) already gets a cross-entropy far below the uniform guess $\ln V$. Every
 # pretrained model passes through that point early in training, when it has learned which tokens
 # are common but not yet how to use the context; a model that is still there has learned nothing
 # that the comparison could be about. So the held-out evaluation first scores the frequencies
@@ -460,7 +494,8 @@ rows = {
     "parameters (encoder)": {n: f"{count_parameters(encoders[n]):,}" for n in runs},
     "layers / hidden / heads": {n: f"{encoders[n].config.n_layers} / {encoders[n].config.d_model} / "
                                    f"{encoders[n].config.n_heads}" for n in runs},
-    "pretraining time": {n: f"{runs[n]['seconds']:.0f} s" for n in runs},
+    "training step": {n: f"{step_time[n] * 1000:.0f} ms" for n in runs},
+    "pretraining run": {n: f"{runs[n]['seconds']:.0f} s" for n in runs},
     "tokens read": {n: f"{runs[n]['tokens']:,}" for n in runs},
     "held-out MLM loss": {n: f"{runs[n]['loss']:.3f}" for n in runs},
     "held-out MLM accuracy": {n: f"{runs[n]['accuracy']:.1%}" for n in runs},
@@ -469,10 +504,12 @@ rows = {
     "method": {"BERT": "MLM+NSP, static", "RoBERTa": "MLM, full, dynamic",
                "DistilBERT": "distilled", "ALBERT": "shared, SOP"},
 }
-rows["pretraining time"]["DistilBERT"] += f" + {runs['BERT']['seconds']:.0f} s"
+rows["training step"]["DistilBERT"] = f"{step_time['DistilBERT'] * 1000:.0f} + {step_time['BERT'] * 1000:.0f} ms"
+rows["pretraining run"]["DistilBERT"] += f" + {runs['BERT']['seconds']:.0f} s"
 print(f"{'':<23}" + "".join(f"{name:>19}" for name in runs))
 for row, values in rows.items():
     print(f"{row:<23}" + "".join(f"{values[name]:>19}" for name in runs))
+print("DistilBERT's time is its own step or run (which also runs the teacher) + its teacher's pretraining")
 print(f"\nthe token frequencies alone: held-out MLM loss {unigram['loss']:.3f}, accuracy {unigram['accuracy']:.1%}; "
       f"no pretraining: Banking77 accuracy {accuracy['no pretraining']:.1%}")
 
@@ -482,10 +519,10 @@ colours = ["C0", "C1", "C2", "C3"]
 fig, axes = plt.subplots(1, 4, figsize=(13, 3.2))
 axes[0].bar(names, [count_parameters(encoders[n]) / 1e6 for n in names], color=colours)
 axes[0].set(title="parameters (millions)")
-axes[1].bar(names, [runs[n]["seconds"] for n in names], color=colours)
-axes[1].bar(["DistilBERT"], [runs["BERT"]["seconds"]], bottom=[runs["DistilBERT"]["seconds"]],
-            color="C0", alpha=0.35, label="its teacher's run")
-axes[1].set(title="pretraining time (s)")
+axes[1].bar(names, [step_time[n] * STEPS for n in names], color=colours)
+axes[1].bar(["DistilBERT"], [step_time["BERT"] * STEPS], bottom=[step_time["DistilBERT"] * STEPS],
+            color="C0", alpha=0.35, label="its teacher's pretraining")
+axes[1].set(title=f"pretraining: {STEPS} steps (s)")
 axes[1].legend(fontsize=7)
 axes[2].bar(names, [runs[n]["loss"] for n in names], color=colours)
 axes[2].axhline(unigram["loss"], color="0.4", linestyle=":", label="token frequencies")
@@ -504,9 +541,12 @@ plt.show()
 # How to read it, whatever numbers your run printed:
 #
 # - **Parameters and speed are properties of the architecture**, and they reproduce the slides'
-#   pattern at any scale. ALBERT has the fewest parameters but is about as slow as BERT, because
-#   every token still goes through four layers of the same width; DistilBERT is the only model
-#   that is faster, because it is the only one with fewer layers.
+#   pattern at any scale. ALBERT has the fewest parameters but is about as slow as BERT, in
+#   training and in inference, because every token still goes through four layers of the same
+#   width; DistilBERT is the only model that is faster, because it is the only one with fewer
+#   layers, and its training step also runs the teacher. The "pretraining run" row is the wall
+#   clock of each run and depends on what else the machine did at the time; the "training step"
+#   row, timed in rotation, is the fair comparison of costs.
 # - **The losses and accuracies are properties of a training run**, and a run of a few hundred
 #   steps on a few megabytes of text is very far from the runs of the published table. Compare each
 #   model's held-out loss with the token frequencies first: a model at or above that line has only
@@ -535,12 +575,12 @@ plt.show()
 # left to right, since at every position it expects to see the future. Chapter 6 built the other two
 # arrangements of the original Transformer {cite}`vaswani2017attention`:
 #
-# - a **decoder-only** model (GPT {cite}`radford2019language`, LLaMA {cite}`touvron2023llama`)
-#   applies a causal mask, so that position $t$ sees only positions $1..t$, and is trained to predict
+# - a {term}`decoder-only <decoder-only model>` model (GPT {cite}`radford2019language`, LLaMA {cite}`touvron2023llama`)
+#   applies a {term}`causal mask`, so that position $t$ sees only positions $1..t$, and is trained to predict
 #   the next token; it generates text one token at a time, and a task becomes a prompt;
-# - an **encoder-decoder** (the original Transformer; T5 {cite}`raffel2020exploring`) encodes the
+# - an {term}`encoder-decoder <encoder-decoder model>` (the original Transformer; T5 {cite}`raffel2020exploring`) encodes the
 #   input with full attention and generates the output with a causal decoder that also attends to
-#   the encoder's states (cross-attention).
+#   the encoder's states ({term}`cross-attention`).
 #
 # The difference is visible in the attention masks alone:
 
@@ -576,8 +616,8 @@ for title, mask in patterns.items():
 # (sec-family-next)=
 # ## Where to go next
 #
-# - **Better encoders.** ELECTRA {cite}`clark2020electra` replaces MLM by *replaced token
-#   detection*: a small generator fills the masked positions, and the encoder learns to tell, at
+# - **Better encoders.** ELECTRA {cite}`clark2020electra` replaces MLM by
+#   {term}`replaced token detection`: a small generator fills the masked positions, and the encoder learns to tell, at
 #   every position, whether the token is original, so that all positions give a training signal.
 #   DeBERTa {cite}`he2021deberta` keeps separate content and position vectors in attention (an idea
 #   close to chapter 5's relative positions). XLNet {cite}`yang2019xlnet` predicts tokens in random
@@ -615,7 +655,7 @@ for title, mask in patterns.items():
 # :label: ex-family-prefix-mask
 # :::
 # **A prefix language model's mask.** Between BERT's full mask and GPT's causal mask lies the
-# *prefix LM* (UniLM, T5's prefix variant): the first `prefix` positions attend to each other in
+# {term}`prefix LM <prefix language model>` (UniLM, T5's prefix variant): the first `prefix` positions attend to each other in
 # both directions, and every later position attends causally (to itself, to everything before it,
 # and so to the whole prefix). Write `prefix_lm_mask(T, prefix)` that returns this bool `(T, T)`
 # mask (True = may attend, the course's convention), and raises `ValueError` unless

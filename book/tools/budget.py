@@ -91,8 +91,10 @@ def _cpus_available() -> int:
 
 
 def measure(chapter: Chapter, mode: str, *, timeout: int | None = None,
-            kernel_name: str = "python3") -> dict:
+            kernel_name: str = "python3", keep: Path | None = None) -> dict:
     """Execute ``chapter`` in ``mode`` ('quick' or 'normal') and return one measurement.
+
+    With ``keep`` (a folder), the executed notebook is also written there, outputs included.
 
     Raises ``nbclient.exceptions.CellExecutionError`` when a cell fails: a chapter that does
     not run has no budget.
@@ -123,6 +125,9 @@ def measure(chapter: Chapter, mode: str, *, timeout: int | None = None,
             os.environ["TINYBERT_QUICK"] = saved
     load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     probe = _probe_output(notebook.cells[-1])
+    if keep is not None:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, Path(keep) / f"{chapter.stem}.{mode}.ipynb")
     return {
         "seconds": round(seconds, 1),
         "measured": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -269,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--note", default="", help="a remark stored with these measurements")
     parser.add_argument("--out", type=Path, default=BUDGETS)
     parser.add_argument("--show", action="store_true", help="print the table and measure nothing")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="also write each executed notebook (with its outputs) into this folder")
     args = parser.parse_args(argv)
     if args.show:
         for row in table(load(args.out), [c.stem for c in _select(args.only)]):
@@ -283,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         for chapter in _select(args.only):
             print(f"{chapter.stem} ({mode} mode) ...", end=" ", flush=True)
             try:
-                entry = measure(chapter, mode)
+                entry = measure(chapter, mode, keep=args.keep)
             except Exception as error:  # a failing chapter is reported, the others still run
                 print(f"FAILED: {type(error).__name__}: {str(error).splitlines()[0][:300]}")
                 failures.append(f"{chapter.stem} ({mode})")

@@ -1,0 +1,152 @@
+"""Hand-written: write checkpoints/<run>/README.md from the run's own files.
+
+Everything in the README that is a number comes from the run's files (config.json, metrics.json,
+train.log, model.safetensors) or is computed here from the saved weights (the fill-in-the-blank
+guesses); only the notes on the machine are given on the command line. Usage, from the
+repository root:
+
+    python checkpoints/write_readme.py checkpoints/bert-mini --wall 4710 \\
+        --machine "a 2-core CPU shared with other jobs"
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+from tinybert.data import info
+from tinybert.feedforward import count_parameters
+from tinybert.masking import SpecialTokens
+from tinybert.pretraining import load_pretrained
+from tinybert.pretraining_corpus import TRAIN_BOOKS, encode_sentence
+
+PROBES = ["Istanbul is a great [MASK] to visit.",
+          "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
+          "must be in want of a [MASK].",
+          "She opened the [MASK] and looked out into the garden.",
+          "He was born in [MASK] and died in 1850."]
+
+
+def fill_mask(pretrained, text: str, k: int = 5) -> list[list[str]]:
+    """The k most likely tokens at each [MASK] of ``text``."""
+    special = SpecialTokens.from_vocab(pretrained.tokenizer.vocab)
+    ids = [special.cls]
+    for i, piece in enumerate(text.split("[MASK]")):
+        ids += ([special.mask] if i else []) + encode_sentence(pretrained.tokenizer, piece)
+    input_ids = torch.tensor([ids + [special.sep]])                          # (1, T)
+    with torch.no_grad():
+        logits = pretrained.model(input_ids).mlm_logits[0]                   # (T, V)
+    positions = (input_ids[0] == special.mask).nonzero().flatten()
+    return [[pretrained.tokenizer.id_to_token[i] for i in logits[p].topk(k).indices.tolist()] for p in positions]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="the checkpoint folder, e.g. checkpoints/bert-mini")
+    parser.add_argument("--wall", type=float, required=True, help="wall-clock seconds of the whole command")
+    parser.add_argument("--machine", required=True, help="where it ran, in words")
+    parser.add_argument("--note", default="", help="a paragraph on how the settings were chosen")
+    args = parser.parse_args()
+
+    run = args.run
+    metrics = json.loads((run / "metrics.json").read_text())
+    log = (run / "train.log").read_text().replace("\r", "\n").splitlines()
+    command = next(line.removeprefix("command: ") for line in log if line.startswith("command: "))
+    header = next(line for line in log if line.startswith("processes: "))
+    pretrained = load_pretrained(run, train_if_missing=False)
+    config, recipe, train = pretrained.config, metrics["recipe"], metrics["config"]
+    steps, batch = train["steps"], recipe["batch_size"] * recipe["processes"]
+    size_mb = (run / "model.safetensors").stat().st_size / 1e6
+    books = ", ".join(f"*{info(f'gutenberg/{number}').title}* ({number})" for number in TRAIN_BOOKS)
+    evals = metrics["eval"]
+    every = max(1, len(evals) // 12)
+    shown = [e for i, e in enumerate(evals) if (i + 1) % every == 0 or i == len(evals) - 1]
+    final = evals[-1]
+
+    lines = [
+        f"# {run.name}: the course's own pretrained BERT",
+        "",
+        "A `BertForPreTraining` (chapter 08) pretrained with masked-language-model and next-sentence",
+        "losses by chapter 09's code. `tinybert.pretraining.load_pretrained()` loads it. This README is",
+        f"written by `python checkpoints/write_readme.py {run}` from the files below.",
+        "",
+        "| file | what |",
+        "|---|---|",
+        f"| `model.safetensors`, `config.json` | the weights ({count_parameters(pretrained.model):,} parameters, "
+        f"{size_mb:.1f} MB, tied MLM decoder stored once) and `{{\"model_class\", \"config\"}}` |",
+        f"| `vocab.txt` | the uncased WordPiece vocabulary ({len(pretrained.tokenizer)} tokens) |",
+        "| `train.log` | everything the command printed |",
+        f"| `metrics.json` | the training losses (every {train['log_every']} steps) and held-out evaluations |",
+        "| `loss_curves.png` | the same, plotted |",
+        "",
+        "The resumable state (optimizer moments, scheduler, step) was written to `training_state/`, which",
+        "is not shipped (it is git-ignored and twice the model's size).",
+        "",
+        "## The command",
+        "",
+        "Run from the repository root, with the course data offline (`TINYBERT_DATA_DIR` pointing at",
+        "`../shared/data`, byte-identical to the registry's downloads), exactly as `train.log` records it:",
+        "",
+        "```bash",
+        command,
+        "```",
+        "",
+        "The run wrote into the folder named by `--out`; the shipped files were copied from there.",
+        f"From the log: {header}.",
+        "",
+        f"Model: {config.n_layers} layers, d_model {config.d_model}, {config.n_heads} heads, d_ff {config.d_ff}, "
+        f"max_len {config.max_len}, vocabulary {config.vocab_size}, dropout {config.dropout}.",
+        f"Optimisation: AdamW (weight decay {train['weight_decay']}, none on biases and LayerNorm), peak learning "
+        f"rate {train['lr']:g}, linear warm-up over {train['warmup_fraction']:.0%} of the {steps:,} steps then "
+        f"linear decay to 0, gradient clipping at {train['max_grad_norm']}, {batch} sequences of at most "
+        f"{config.max_len} tokens per step, {'dynamic' if recipe['dynamic_masking'] else 'static'} masking (15% of "
+        "the tokens; 80% [MASK], 10% random, 10% unchanged), 50/50 next-sentence pairs, float32 on the CPU.",
+        "",
+        "## Data",
+        "",
+        "- Training: the 60 articles of WikiText-2's validation split (`fetch(\"wikitext2/valid\")`, `<unk>`",
+        f"  mapped to `[UNK]`) and the bodies of the course's training books, in documents of 64 sentences: {books}.",
+        "  The course's other books are left out: chapter 10 tests on them.",
+        f"  {recipe['train_pairs']:,} training pairs; {steps:,} steps of {batch} pairs is "
+        f"{steps * batch / recipe['train_pairs']:.1f} epochs.",
+        "- Held-out: WikiText-2's test split (`fetch(\"wikitext2/test\")`); every evaluation uses the same",
+        f"  {final['pairs']} pairs with fixed masks ({final['mlm_tokens']:,} masked tokens).",
+        f"- Vocabulary: `train_wordpiece_tokenizer` (chapter 07) on the training documents, size "
+        f"{recipe['vocab_size']}, `min_count={recipe['vocab_min_count']}`.",
+        "",
+        "## The machine and the time",
+        "",
+        f"{args.machine}; torch {torch.__version__}. Wall clock of the whole command: {args.wall:.0f} s "
+        f"({args.wall / 60:.0f} min); the training loop itself: {metrics['seconds']:.0f} s "
+        f"({metrics['seconds'] / steps:.2f} s per step).",
+        *([""] + [args.note] if args.note else []),
+        "",
+        "## Results (held-out, from `metrics.json`)",
+        "",
+        "| step | MLM loss | MLM accuracy | NSP loss | NSP accuracy |",
+        "|---|---|---|---|---|",
+        *[f"| {e['step']} | {e['mlm_loss']:.3f} | {e['mlm_accuracy']:.1%} | {e['nsp_loss']:.3f} | "
+          f"{e['nsp_accuracy']:.1%} |" for e in shown],
+        "",
+        f"Final: held-out MLM loss **{final['mlm_loss']:.3f}**, MLM accuracy **{final['mlm_accuracy']:.1%}**, "
+        f"NSP accuracy **{final['nsp_accuracy']:.1%}**.",
+        "",
+        f"This is a small model trained briefly: {steps * batch:,} sequences, as many as BERT-base saw in its "
+        f"first {steps * batch / 256:.0f} steps of 256. Chapter 09 compares it with the simplest baseline "
+        "(always the most frequent token) on the same masked tokens.",
+        "",
+        "## Fill in the blanks",
+        "",
+        "The five most likely tokens at each `[MASK]`, computed from the saved weights by this script:",
+        "",
+        *[f"- {text} → {', '.join('/'.join(g) for g in fill_mask(pretrained, text))}" for text in PROBES],
+        "",
+    ]
+    (run / "README.md").write_text("\n".join(lines))
+    print(f"wrote {run / 'README.md'}")
+
+
+if __name__ == "__main__":
+    main()
