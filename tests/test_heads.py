@@ -172,3 +172,15 @@ def test_frozen_layers_get_no_gradient():
             assert (p.grad is not None) == p.requires_grad, name
     assert model.encoder.encoder.layers[2].feed_forward_norm.weight.grad is not None
     assert model.encoder.embeddings.token_embeddings.weight.grad is None
+
+
+def test_set_trainable_layers_with_an_albert_encoder():
+    """ALBERT shares one layer: training everything works; choosing top layers is refused clearly."""
+    from tinybert.models.albert import AlbertConfig, AlbertModel
+
+    config = AlbertConfig(vocab_size=50, embedding_size=8, d_model=16, n_layers=3, n_heads=2, d_ff=24, max_len=12)
+    model = SequenceClassifier(AlbertModel(config), 3)
+    assert set_trainable_layers(model, None) == sum(p.numel() for p in model.parameters())
+    with pytest.raises(ValueError, match=r"\.encoder\.layers.*AlbertModel"):
+        set_trainable_layers(model, 1)
+    assert all(p.requires_grad for p in model.parameters())

@@ -121,10 +121,8 @@ def set_trainable_layers(model: nn.Module, n_layers: int | None) -> int:
     ``n_layers`` encoder layers (0 = the head alone). Returns the number of trainable
     parameters. For n_layers other than None the encoder must keep its layers in
     ``.encoder.layers``, as BertModel does."""
-    for p in model.parameters():
-        p.requires_grad_(n_layers is None)
-    if n_layers is not None:
-        encoder = model.encoder
+    encoder = model.encoder
+    if n_layers is not None:                         # check everything before changing anything
         layers = getattr(getattr(encoder, "encoder", None), "layers", None)
         if not isinstance(layers, nn.ModuleList):
             raise ValueError(f"n_layers = {n_layers} needs an encoder whose layers are in .encoder.layers "
@@ -132,6 +130,9 @@ def set_trainable_layers(model: nn.Module, n_layers: int | None) -> int:
         if not 0 <= n_layers <= len(layers):
             raise ValueError(f"n_layers must be None (train everything) or 0..{len(layers)}, "
                              f"got {n_layers}")
+    for p in model.parameters():
+        p.requires_grad_(n_layers is None)
+    if n_layers is not None:
         top = list(layers)[len(layers) - n_layers:]
         pooler = [encoder.pooler] if n_layers > 0 and getattr(encoder, "pooler", None) else []
         head = [m for m in model.children() if m is not encoder]
