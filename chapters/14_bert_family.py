@@ -541,10 +541,12 @@ plt.show()
 # How to read it, whatever numbers your run printed:
 #
 # - **Parameters and speed are properties of the architecture**, and they reproduce the slides'
-#   pattern at any scale. ALBERT has the fewest parameters but is about as slow as BERT, in
-#   training and in inference, because every token still goes through four layers of the same
-#   width; DistilBERT is the only model that is faster, because it is the only one with fewer
-#   layers, and its training step also runs the teacher. The "pretraining run" row is the wall
+#   pattern at any scale. ALBERT has the fewest parameters but runs inference no faster than BERT,
+#   because every token still goes through four layers of the same width (plus its $E \to D$
+#   projection). Its training step can be somewhat cheaper at this tiny width, because AdamW
+#   updates fewer parameters and its output layer is $E$ wide instead of $D$; at BERT-base's size
+#   the layers dominate and that saving shrinks. DistilBERT, with half the layers, is the only model
+#   that is about twice as fast in inference; its training step also runs the teacher. The "pretraining run" row is the wall
 #   clock of each run and depends on what else the machine did at the time; the "training step"
 #   row, timed in rotation, is the fair comparison of costs.
 # - **The losses and accuracies are properties of a training run**, and a run of a few hundred
