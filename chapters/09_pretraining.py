@@ -1614,7 +1614,9 @@ for text in ["Istanbul is a great [MASK] to visit.",
 # The held-out accuracy, recomputed here from the loaded weights with the run's own settings (the
 # arguments parsed above): the first `--eval-batches` batches of
 # WikiText-2's test articles with fixed masks. For scale, the cell also scores the simplest
-# baseline, always guessing the most frequent token of the training text.
+# baseline, the token frequencies of the training text whatever the context: their cross-entropy
+# on the same masked tokens (roughly the best a model that ignores the context can do) and the
+# accuracy of always guessing the most frequent token.
 
 # %%
 test_documents = course_documents("heldout", max_documents=pick(quick=3, full=None))
@@ -1627,9 +1629,12 @@ recomputed = evaluate_pretraining(pretrained.model, test_batches)
 print(f"held-out MLM accuracy {recomputed['mlm_accuracy']:.1%} and loss {recomputed['mlm_loss']:.3f} over "
       f"{recomputed['mlm_tokens']:,} masked tokens; NSP accuracy {recomputed['nsp_accuracy']:.1%} "
       f"({time.perf_counter() - start:.1f} s)")
-frequent = torch.bincount(flat, minlength=len(tokenizer)).argmax().item()
+counts = torch.bincount(flat, minlength=len(tokenizer)).float()               # (V,) training-text counts
+frequent = counts.argmax().item()
 targets = torch.cat([b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX] for b in test_batches])
-print(f"always guessing {tokenizer.id_to_token[frequent]!r}: {(targets == frequent).float().mean():.1%}")
+unigram_loss = -((counts + 1) / (counts.sum() + len(counts))).log()[targets].mean().item()   # add-one smoothed
+print(f"the token frequencies alone, whatever the context: loss {unigram_loss:.3f}; "
+      f"always guessing {tokenizer.id_to_token[frequent]!r}: accuracy {(targets == frequent).float().mean():.1%}")
 if not is_quick() and command:                    # the same batches as the run's last evaluation
     assert abs(recomputed["mlm_accuracy"] - final["mlm_accuracy"]) < 1e-3
     assert abs(recomputed["mlm_loss"] - final["mlm_loss"]) < 1e-3
