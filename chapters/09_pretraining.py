@@ -1575,11 +1575,20 @@ print(f"{steps} steps, {metrics['seconds'] / 60:.1f} minutes of training; "
       f"model.safetensors {(run_dir / 'model.safetensors').stat().st_size / 1e6:.1f} MB")
 print(f"final held-out MLM loss {final['mlm_loss']:.3f}, MLM accuracy {final['mlm_accuracy']:.1%} "
       f"(over {final['mlm_tokens']:,} masked tokens), NSP accuracy {final['nsp_accuracy']:.1%}")
+first = metrics["eval"][0]
+print(f"held-out NSP loss {first['nsp_loss']:.3f} at step {first['step']} -> {final['nsp_loss']:.3f} "
+      f"at step {final['step']} (ln 2 = 0.693 for a 50/50 guess)")
 plot_history(metrics)
 plt.show()
 
 
 # %% [markdown]
+# Read the NSP numbers together. An accuracy near 50% with a held-out loss above $\ln 2$ means
+# that the NSP head has not learned to tell a true next segment from a random one, yet has become
+# confident: the training pairs are drawn once and seen again every epoch, so a model can
+# memorise their answers, and on new pairs that confidence is as often wrong as right. That
+# weakness of NSP is one reason RoBERTa dropped it ({doc}`11_roberta`).
+#
 # Now the slides' question, and a few sentences in the style of the corpus. The helper puts the
 # vocabulary's `[MASK]` id wherever the text says `[MASK]`, runs the model without labels (so the
 # head scores every position) and lists the five most likely tokens at each masked position. The

@@ -754,9 +754,12 @@ for row in rows:
 # smaller model's weights fit better in the processor's caches. The accuracy ratio is the least
 # comparable of the three. DistilBERT's 97% compares models each fine-tuned to convergence on
 # GLUE's tens of thousands of examples; here every model gets the same few hundred steps on ten
-# examples per intent, a budget that favours the shallower model, which fine-tunes faster. If the
-# ratio comes out above 100%, that is the reason: the teacher's fine-tuning has not converged
-# (give all three more epochs and watch the ratio fall), not that the student knows more. The
+# examples per intent, a budget that favours the shallower model, which fine-tunes faster. A ratio
+# above 100% does not mean that the student knows more than its teacher. This teacher is a poor
+# start for fine-tuning: chapter 10's linear probes ({ref}`sec-ft-gain`) find less about each
+# sentence in its outputs than in those of a random encoder. Under the same few hundred steps, a
+# shallower model may move away from such a start faster; comparing the runs with more epochs
+# is the way to tell how much of the ratio is the budget. The
 # validation subset is also small, so differences of a few points between the two students are
 # within noise; the undistilled student shows what the distillation steps added to the
 # initialisation from the teacher. In quick mode all of these numbers are meaningless: the budgets
