@@ -59,6 +59,14 @@ def demo_entry(content: bytes, url: str = NO_NETWORK) -> DataFile:
                     licence="CC0-1.0", citation="Nobody (2024). Hello.")
 
 
+@pytest.fixture(autouse=True)
+def network_state():
+    """Every test starts (and leaves) with no remembered network failure."""
+    data._offline.clear()
+    yield
+    data._offline.clear()
+
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch) -> Path:
     """No data folder and an empty private cache, so a test sees only the files it makes."""
@@ -263,6 +271,63 @@ def test_missing_file_without_network_says_what_to_do(cache):
     assert "Set TINYBERT_DATA_DIR to a folder that contains qa/squad_v1.1/dev-v1.1.json" in message
     assert isinstance(caught.value, FileNotFoundError)
     assert leftovers(cache) == []
+
+
+def refuse_connections(monkeypatch, calls: list | None = None) -> None:
+    """Make every download fail the way an unreachable network does (whatever proxies are set)."""
+    def refused(url, timeout):
+        if calls is not None:
+            calls.append(url)
+        raise data.urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
+    monkeypatch.setattr(data.urllib.request, "urlopen", refused)
+
+
+def test_after_a_network_failure_later_downloads_fail_at_once(monkeypatch, cache):
+    calls = []
+    refuse_connections(monkeypatch, calls)
+    with pytest.raises(DataUnavailableError):
+        data.fetch_file(demo_entry(b"x\n"))
+    other = dataclasses.replace(data.info("squad1.1/dev"), url="https://example.invalid/dev.json")
+    with pytest.raises(DataUnavailableError) as caught:
+        data.fetch_file(other)
+    assert calls == [NO_NETWORK]                                   # the second download was not tried
+    message = str(caught.value)
+    for part in ("not tried", "Connection refused", "tries again", "Set TINYBERT_DATA_DIR"):
+        assert part in message
+    assert leftovers(cache) == []
+
+
+def test_local_urls_are_tried_while_the_network_is_unreachable(tmp_path, monkeypatch, cache):
+    with monkeypatch.context() as patched:                         # the real urlopen again afterwards
+        refuse_connections(patched)
+        with pytest.raises(DataUnavailableError):
+            data.fetch_file(demo_entry(b"x\n"))
+    source = tmp_path / "upstream.txt"
+    source.write_bytes(b"local bytes\n")
+    assert data._offline                                           # still remembered
+    assert data.fetch_file(demo_entry(b"local bytes\n", url=source.as_uri())).read_bytes() == b"local bytes\n"
+
+
+def test_downloads_are_tried_again_after_the_retry_interval(monkeypatch, cache):
+    calls = []
+    refuse_connections(monkeypatch, calls)
+    with pytest.raises(DataUnavailableError):
+        data.fetch_file(demo_entry(b"x\n"))
+    start = data._offline["since"]
+    monkeypatch.setattr(data.time, "monotonic", lambda: start + data.OFFLINE_RETRY_SECONDS + 1)
+    with pytest.raises(DataUnavailableError):
+        data.fetch_file(demo_entry(b"x\n"))
+    assert calls == [NO_NETWORK, NO_NETWORK]
+
+
+def test_an_http_error_is_not_taken_for_a_missing_network(monkeypatch, cache):
+    def not_found(url, timeout):
+        raise data.urllib.error.HTTPError(url, 404, "Not Found", {}, None)
+    monkeypatch.setattr(data.urllib.request, "urlopen", not_found)
+    with pytest.raises(DataUnavailableError) as caught:
+        data.fetch_file(demo_entry(b"x\n", url="https://example.invalid/gone.txt"))
+    assert "404" in str(caught.value)
+    assert data._offline == {}
 
 
 # --- corrupt local copies --------------------------------------------------------------------

@@ -16,6 +16,8 @@ import hashlib
 import http.client
 import os
 import tempfile
+import time
+import urllib.error
 import urllib.request
 import warnings
 from dataclasses import dataclass
@@ -278,12 +280,43 @@ def _download(entry: DataFile, target: Path, timeout: float) -> None:
     _DIGESTS[_stat_key(target)] = entry.sha256
 
 
+OFFLINE_RETRY_SECONDS = 120.0
+_offline: dict = {}   # after a download fails for want of a network: {"since": monotonic time, "error": text}
+
+
+class _StillOffline(ConnectionError):
+    """Raised instead of a download while a recent network failure says there is no network."""
+
+
+def _is_network_failure(error: BaseException) -> bool:
+    """True when ``error`` says the network is unreachable (no DNS, refused, timed out), not that the
+    server answered badly (an HTTP status) or that a local file could not be written."""
+    if isinstance(error, (urllib.error.HTTPError, _StillOffline)):
+        return False
+    return isinstance(error, (urllib.error.URLError, TimeoutError, ConnectionError))
+
+
+def _check_network(url: str) -> None:
+    """Fail at once, without waiting for another timeout, if a download failed for want of a network
+    less than OFFLINE_RETRY_SECONDS ago; local (file:) URLs are always tried."""
+    if not url.startswith(("http:", "https:")) or not _offline:
+        return
+    waited = time.monotonic() - _offline["since"]
+    if waited < OFFLINE_RETRY_SECONDS:
+        raise _StillOffline(f"not tried: a download {waited:.0f} s ago failed ({_offline['error']}), so the "
+                            f"network looks unreachable; tinybert tries again {OFFLINE_RETRY_SECONDS - waited:.0f} s "
+                            "from now")
+    _offline.clear()
+
+
 def fetch_file(entry: DataFile, *, timeout: float = 60.0) -> Path:
     """Path of a verified local copy of ``entry``: data folder, then cache, then download.
 
     Takes a DataFile rather than a name so that any entry can be fetched, including one made up
     for a test. A bad file in ``$TINYBERT_DATA_DIR`` is the user's to fix, so it is reported, never
-    deleted; a bad file in the cache is tinybert's own, so it is replaced.
+    deleted; a bad file in the cache is tinybert's own, so it is replaced. After a download fails
+    for want of a network, later downloads fail at once for OFFLINE_RETRY_SECONDS instead of each
+    waiting ``timeout`` seconds again.
     """
     root = data_dir()
     if root is not None and (root / entry.relpath).is_file():
@@ -300,8 +333,11 @@ def fetch_file(entry: DataFile, *, timeout: float = 60.0) -> Path:
             warnings.warn(str(error), stacklevel=2)
             cached.unlink()
     try:
+        _check_network(entry.url)
         _download(entry, cached, timeout)
     except (OSError, http.client.HTTPException) as error:
+        if _is_network_failure(error) and entry.url.startswith(("http:", "https:")):
+            _offline.update(since=time.monotonic(), error=str(error))
         looked = f"{root / entry.relpath}" if root else "TINYBERT_DATA_DIR (not set)"
         offline = "" if entry.offline_copy else " This file is not in the course's offline data folder."
         raise DataUnavailableError(
