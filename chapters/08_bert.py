@@ -138,6 +138,7 @@ class BertConfig:
     initializer_range: float = 0.02   # std of the normal initialisation of weights and embeddings
     pad_token_id: int = 0             # the [PAD] row of the token table, kept at zero
     activation: str = "gelu"          # exact (erf) GELU, Hugging Face's "gelu"
+    norm_first: bool = False          # True: pre-LN layers and a final LayerNorm (not in HF's BERT)
     fast: bool = True                 # SDPA + one fused QKV matmul; False: the chapter 3/4 path (same function)
 
     def __post_init__(self) -> None:
@@ -158,6 +159,9 @@ class BertConfig:
             raise ValueError(f"BertConfig: layer_norm_eps and initializer_range must be positive, got "
                              f"{self.layer_norm_eps!r} and {self.initializer_range!r}")
         get_activation(self.activation)                      # raises ValueError for an unknown name
+        for name in ("norm_first", "fast"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"BertConfig.{name}: expected True or False, got {getattr(self, name)!r}")
 
     @classmethod
     def preset(cls, name: str, **overrides) -> BertConfig:
@@ -381,27 +385,32 @@ assert norm_error < 1e-5
 class BertLayer(nn.Module):
     """One post-LN encoder layer: x = LN(x + Dropout(SelfAttention(x))), then x = LN(x + Dropout(FFN(x))).
 
+    With config.norm_first, the pre-LN layer of chapter 6: x = x + Dropout(SelfAttention(LN(x))),
+    then x = x + Dropout(FFN(LN(x))). Same parameters, same names; only the order differs.
     Shapes: x (B, T, D) -> (B, T, D); mask bool (True = may attend) broadcastable to (B, H, T, T).
     """
 
     def __init__(self, config: BertConfig):
         super().__init__()
         D = config.d_model
-        self.fast = config.fast
+        self.fast, self.norm_first = config.fast, config.norm_first
         self.attention = MultiHeadAttention(D, config.n_heads, dropout=config.attention_dropout, fast=config.fast)
         self.attention_norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
         self.feed_forward = PositionwiseFeedForward(D, config.d_ff, activation=config.activation)
         self.feed_forward_norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)                 # residual dropout on each sub-layer's output
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def self_attention(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         if self.fast:
-            attended = fused_self_attention(self.attention, x, mask)          # (B, T, D)
-        else:
-            attended, _ = self.attention(x, mask=mask)                       # (B, T, D)
-        x = self.attention_norm(x + self.dropout(attended))                  # add & norm
-        x = self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))   # add & norm
-        return x
+            return fused_self_attention(self.attention, x, mask)             # (B, T, D)
+        return self.attention(x, mask=mask)[0]                               # (B, T, D)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        if self.norm_first:                                                  # pre-LN: norm, then add
+            x = x + self.dropout(self.self_attention(self.attention_norm(x), mask))
+            return x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
+        x = self.attention_norm(x + self.dropout(self.self_attention(x, mask)))  # add & norm
+        return self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))    # add & norm
 
 
 class BertEncoder(nn.Module):
@@ -410,12 +419,16 @@ class BertEncoder(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.n_layers))
+        # pre-LN layers leave their sum un-normalised: one LayerNorm at the end (chapter 6)
+        self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 output_hidden_states: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         hidden_states = [x] if output_hidden_states else None       # the embeddings come first
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
             x = layer(x, mask)                                       # (B, T, D)
+            if self.final_norm is not None and i == len(self.layers) - 1:
+                x = self.final_norm(x)
             if hidden_states is not None:
                 hidden_states.append(x)
         return x, None if hidden_states is None else tuple(hidden_states)
@@ -1030,6 +1043,9 @@ def bert_config_to_hf(config: BertConfig):
 
     if config.activation not in _ACTIVATIONS_TO_HF:
         raise ValueError(f"Hugging Face's BERT has no activation {config.activation!r}")
+    if config.norm_first:
+        raise ValueError("Hugging Face's BERT has post-LN layers only; this model has "
+                         "norm_first=True (pre-LN), so it has no Hugging Face equivalent")
     return transformers.BertConfig(
         vocab_size=config.vocab_size, hidden_size=config.d_model, num_hidden_layers=config.n_layers,
         num_attention_heads=config.n_heads, intermediate_size=config.d_ff,

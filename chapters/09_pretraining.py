@@ -624,17 +624,28 @@ def make_examples(documents: Sequence[Sequence[list[int]]], special: SpecialToke
             for p in sample_nsp_pairs(segmented, generator)]
 
 
+def single_segment_examples(documents: Sequence[Sequence[list[int]]], special: SpecialTokens,
+                            max_len: int) -> list[PretrainingExample]:
+    """Examples for MLM alone: [CLS] segment [SEP], each segment up to max_len - 2 consecutive
+    tokens of one document, one segment type, no NSP label (-100). No sequence is wasted on a
+    random second half, and each is about twice as long as one half of an NSP pair."""
+    return [PretrainingExample([special.cls, *segment, special.sep], [0] * (len(segment) + 2), IGNORE_INDEX)
+            for document in documents for segment in make_segments(document, max_len - 2)]
+
+
 def collate(examples: Sequence[PretrainingExample], special: SpecialTokens) -> dict[str, torch.Tensor]:
     """Pad a list of examples into a batch: the keyword arguments of BertForPreTraining.
 
     input_ids, token_type_ids, attention_mask (True = real token) are (B, T) with T the longest
-    example; nsp_labels is (B,); mlm_labels (B, T) when every example is already masked.
+    example; nsp_labels is (B,), left out when no example has one (MLM only: every label is
+    -100); mlm_labels (B, T) when every example is already masked.
     """
     B, T = len(examples), max(len(e.input_ids) for e in examples)
     batch = {"input_ids": torch.full((B, T), special.pad),
              "token_type_ids": torch.zeros(B, T, dtype=torch.long),
-             "attention_mask": torch.zeros(B, T, dtype=torch.bool),
-             "nsp_labels": torch.tensor([e.nsp_label for e in examples])}
+             "attention_mask": torch.zeros(B, T, dtype=torch.bool)}
+    if any(e.nsp_label != IGNORE_INDEX for e in examples):
+        batch["nsp_labels"] = torch.tensor([e.nsp_label for e in examples])
     masked = all(e.mlm_labels is not None for e in examples)
     if masked:
         batch["mlm_labels"] = torch.full((B, T), IGNORE_INDEX)
@@ -665,10 +676,12 @@ class PretrainingBatches:
     PyTorch's DistributedSampler does. Dynamic masking draws a fresh mask for every batch from
     (seed, step, rank); static masking masks every example once, here, from (seed,). Because
     nothing depends on earlier calls, a resumed run sees exactly the batches it would have seen.
+    ``mlm_probability`` is the share of tokens chosen for the MLM loss (BERT: 0.15).
     """
 
     def __init__(self, examples: Sequence[PretrainingExample], special: SpecialTokens, batch_size: int,
-                 *, seed: int = 0, dynamic_masking: bool = True, rank: int = 0, world_size: int = 1):
+                 *, seed: int = 0, dynamic_masking: bool = True, rank: int = 0, world_size: int = 1,
+                 mlm_probability: float = 0.15):
         if not 0 <= rank < world_size:
             raise ValueError(f"rank must lie in [0, world_size = {world_size}), got {rank}")
         self.global_batch = batch_size * world_size
@@ -680,9 +693,11 @@ class PretrainingBatches:
             g = seeded_generator(seed, "static")
             examples = [replace(e, input_ids=ids[0].tolist(), mlm_labels=labels[0].tolist())
                         for e in examples
-                        for ids, labels in [mask_tokens(torch.tensor([e.input_ids]), special, g)]]
+                        for ids, labels in [mask_tokens(torch.tensor([e.input_ids]), special, g,
+                                                        mlm_probability=mlm_probability)]]
         self.examples, self.special, self.batch_size = list(examples), special, batch_size
         self.seed, self.dynamic_masking, self.rank, self.world_size = seed, dynamic_masking, rank, world_size
+        self.mlm_probability = mlm_probability
         self._order: tuple[int, torch.Tensor | None] = (-1, None)
 
     def __call__(self, step: int) -> dict[str, torch.Tensor]:
@@ -694,7 +709,8 @@ class PretrainingBatches:
         batch = collate([self.examples[i] for i in mine.tolist()], self.special)
         if self.dynamic_masking:
             g = seeded_generator(self.seed, "mask", step, self.rank)
-            batch["input_ids"], batch["mlm_labels"] = mask_tokens(batch["input_ids"], self.special, g)
+            batch["input_ids"], batch["mlm_labels"] = mask_tokens(
+                batch["input_ids"], self.special, g, mlm_probability=self.mlm_probability)
         return batch
 
 
@@ -1052,8 +1068,9 @@ from tinybert.checkpoint import _write_atomically, save_model
 from tinybert.distributed import DistributedContext
 from tinybert.masking import SpecialTokens, seeded_generator
 from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining
-from tinybert.pretraining import PretrainingBatches, make_examples
-from tinybert.pretraining_corpus import course_documents, tokenize_documents, vocabulary_texts
+from tinybert.pretraining import PretrainingBatches, make_examples, single_segment_examples
+from tinybert.pretraining_corpus import (course_documents, task_documents, tokenize_documents,
+                                         vocabulary_texts)
 from tinybert.runtime import get_device, progress
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
@@ -1072,6 +1089,8 @@ def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
                        dist: DistributedContext = DistributedContext()) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(loss, mlm_loss, nsp_loss) of one batch, loss = mlm_loss + nsp_loss as in BERT.
 
+    A batch without nsp_labels (MLM only, as in RoBERTa) has nsp_loss 0 and loss = mlm_loss.
+
     In a run of several processes the MLM loss that is differentiated is divided by the number
     of masked tokens of *all* processes, not this one's: DistributedDataParallel averages the
     gradients, and an average of per-process means is not the mean over the whole batch.
@@ -1082,13 +1101,15 @@ def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
         count = (batch["mlm_labels"] != IGNORE_INDEX).sum()                  # masked tokens here
         total = dist.all_reduce_sum(count)                                   # ... and everywhere
         mlm_loss = mlm_loss * count * dist.world_size / total
-    return mlm_loss + out.nsp_loss, out.mlm_loss.detach(), out.nsp_loss.detach()
+    nsp_loss = out.nsp_loss if out.nsp_loss is not None else torch.zeros_like(mlm_loss)
+    return mlm_loss + nsp_loss, out.mlm_loss.detach(), nsp_loss.detach()
 
 
 @torch.no_grad()
 def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Tensor]], *,
                          dtype: torch.dtype | None = None) -> dict[str, float]:
-    """Held-out MLM loss and accuracy (over the masked tokens) and NSP loss and accuracy."""
+    """Held-out MLM loss and accuracy (over the masked tokens) and NSP loss and accuracy
+    (NSP only when the batches carry nsp_labels)."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -1098,19 +1119,24 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
             out = model(**batch)
         targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]   # (N,) the order of out.mlm_logits
-        n, b = len(targets), len(batch["nsp_labels"])
+        n = len(targets)
         total["mlm_loss"] += out.mlm_loss.item() * n
         total["mlm_correct"] += (out.mlm_logits.argmax(-1) == targets).sum().item()
         total["mlm_tokens"] += n
+        if "nsp_labels" not in batch:
+            continue
+        b = len(batch["nsp_labels"])
         total["nsp_loss"] += out.nsp_loss.item() * b
         total["nsp_correct"] += (out.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
         total["pairs"] += b
     model.train(was_training)
-    return {"mlm_loss": total["mlm_loss"] / total["mlm_tokens"],
-            "mlm_accuracy": total["mlm_correct"] / total["mlm_tokens"],
-            "nsp_loss": total["nsp_loss"] / total["pairs"],
-            "nsp_accuracy": total["nsp_correct"] / total["pairs"],
-            "mlm_tokens": int(total["mlm_tokens"]), "pairs": int(total["pairs"])}
+    metrics = {"mlm_loss": total["mlm_loss"] / total["mlm_tokens"],
+               "mlm_accuracy": total["mlm_correct"] / total["mlm_tokens"],
+               "mlm_tokens": int(total["mlm_tokens"]), "pairs": int(total["pairs"])}
+    if total["pairs"]:
+        metrics.update(nsp_loss=total["nsp_loss"] / total["pairs"],
+                       nsp_accuracy=total["nsp_correct"] / total["pairs"])
+    return metrics
 
 
 # %% [markdown]
@@ -1127,6 +1153,7 @@ class PretrainingConfig:
     lr: float = 1e-3                 # peak learning rate (BERT-base: 1e-4; small models take more)
     warmup_fraction: float = 0.05    # share of the steps spent warming up
     weight_decay: float = 0.01
+    adam_beta2: float = 0.999        # BERT: 0.999; RoBERTa: 0.98, steadier with large learning rates
     max_grad_norm: float = 1.0       # gradient clipping
     log_every: int = 10              # training losses are averaged over this many steps
     eval_every: int = 100            # held-out evaluation (and metrics file) every this many steps
@@ -1152,7 +1179,7 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
     """
     device = torch.device(device) if device is not None else get_device()
     model.to(device).train()
-    optimizer = make_optimizer(model, config.lr, config.weight_decay)
+    optimizer = make_optimizer(model, config.lr, config.weight_decay, betas=(0.9, config.adam_beta2))
     scheduler = linear_warmup_decay(optimizer, round(config.warmup_fraction * config.steps), config.steps)
     dtype = autocast_dtype(device) if config.mixed_precision else None
     scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)   # float16 needs loss scaling
@@ -1161,8 +1188,8 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
         checkpoint = load_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
                                      scaler=scaler, map_location=device)
         start, history = checkpoint.step, checkpoint.extra["history"]
-    net = model if dist.world_size == 1 else DistributedDataParallel(
-        model, device_ids=[device.index] if device.type == "cuda" else None)
+    net = model if dist.world_size == 1 else DistributedDataParallel(    # MLM only: NSP head unused
+        model, device_ids=[device.index] if device.type == "cuda" else None, find_unused_parameters=True)
     end = config.steps if stop_after is None else min(config.steps, stop_after)
     steps = range(start, end)
     bar = progress(steps, desc="pretraining", updates=10) if dist.is_main else None
@@ -1196,9 +1223,10 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
             metrics = evaluate_pretraining(model, eval_batches, dtype=dtype)
             history["eval"].append({"step": done, **metrics})
             train = f"train loss {history['train'][-1]['loss']:.3f} | " if history["train"] else ""
+            nsp = f" | NSP acc {metrics['nsp_accuracy']:.3f}" if "nsp_accuracy" in metrics else ""
             bar.write(f"step {done:>6}/{config.steps} | {train}held-out MLM loss "
-                      f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f} | NSP acc "
-                      f"{metrics['nsp_accuracy']:.3f} | {history['seconds']:.0f} s")
+                      f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}{nsp} | "
+                      f"{history['seconds']:.0f} s")
             if metrics_path is not None:
                 _write_json(metrics_path, history)
         if save:
@@ -1219,14 +1247,16 @@ def plot_history(history: dict, path: str | Path | None = None):
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
     train, held = history["train"], history["eval"]
+    nsp = any("nsp_accuracy" in r for r in held)           # False for an MLM-only run
     left.plot([r["step"] for r in train], [r["mlm_loss"] for r in train], label="MLM, training", alpha=0.7)
-    left.plot([r["step"] for r in train], [r["nsp_loss"] for r in train], label="NSP, training", alpha=0.7)
     left.plot([r["step"] for r in held], [r["mlm_loss"] for r in held], "o-", label="MLM, held-out")
-    left.plot([r["step"] for r in held], [r["nsp_loss"] for r in held], "o-", label="NSP, held-out")
-    left.set(xlabel="step", ylabel="cross-entropy (nats)", title="losses")
     right.plot([r["step"] for r in held], [r["mlm_accuracy"] for r in held], "o-", label="MLM (masked tokens)")
-    right.plot([r["step"] for r in held], [r["nsp_accuracy"] for r in held], "o-", label="NSP (pairs)")
-    right.axhline(0.5, color="0.6", linestyle=":", label="NSP chance")
+    if nsp:
+        left.plot([r["step"] for r in train], [r["nsp_loss"] for r in train], label="NSP, training", alpha=0.7)
+        left.plot([r["step"] for r in held], [r["nsp_loss"] for r in held], "o-", label="NSP, held-out")
+        right.plot([r["step"] for r in held], [r["nsp_accuracy"] for r in held], "o-", label="NSP (pairs)")
+        right.axhline(0.5, color="0.6", linestyle=":", label="NSP chance")
+    left.set(xlabel="step", ylabel="cross-entropy (nats)", title="losses")
     right.set(xlabel="step", ylabel="held-out accuracy", title="accuracy", ylim=(0, 1))
     for ax in (left, right):
         ax.legend(fontsize=8)
@@ -1436,6 +1466,33 @@ assert torch.allclose(rescaled, global_mean)
 # to check the result: `vocab.txt`, `model.safetensors` and `config.json`, `metrics.json` (the
 # curves as numbers), `loss_curves.png`, and, in a `training_state/` sub-folder that is not shipped,
 # the resumable checkpoint.
+#
+# Two options of the recipe need data of their own. *Task-adaptive pretraining*
+# (Gururangan et al., 2020) adds unlabelled text of the tasks a model will be fine-tuned on to its
+# pretraining corpus: here the **training** texts of chapter 10's tasks, without their labels. Their
+# validation and test texts stay out, so that chapter 10 still measures text the model never saw.
+
+# %% tags=["export:pretraining_corpus"]
+def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
+    """The unlabelled training text of chapter 10's tasks, as documents of sentences.
+
+    Banking77's training questions (not the tenth chapter 10 validates on), UD English-EWT's
+    training sentences (runs of ``sentences_per_document``) and the paragraphs of the SQuAD
+    training articles. No label, and no validation or test text, is used.
+    """
+    from tinybert.recipes import task_data          # chapter 10's readers; they import nothing of ours
+
+    banking, _ = task_data("banking77", "train")
+    ud, _ = task_data("ud_pos", "train")
+    squad, _ = task_data("squad", "train")
+    n = sentences_per_document
+    questions = [e.text for e in banking]
+    documents = [questions[i:i + n] for i in range(0, len(questions), n)]
+    ud_sentences = [" ".join(s.words) for s in ud]
+    documents += [ud_sentences[i:i + n] for i in range(0, len(ud_sentences), n)]
+    contexts = list(dict.fromkeys(e.context for e in squad))        # each paragraph once, in order
+    return documents + [split_sentences(c) for c in contexts]
+
 
 # %% tags=["export:pretrain_loop"]
 def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: dict | None = None,
@@ -1444,18 +1501,25 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
                   eval_batches: int = 25, checkpoint_every: int = 0, seed: int = 0,
                   max_documents: int | None = None, dynamic_masking: bool = True, resume: bool = False,
                   stop_after: int | None = None, device: torch.device | str | None = None,
-                  dist: DistributedContext = DistributedContext()) -> dict:
+                  objective: str = "mlm+nsp", mlm_probability: float = 0.15, adam_beta2: float = 0.999,
+                  task_text: bool = False, dist: DistributedContext = DistributedContext()) -> dict:
     """The course's pretraining run, end to end, into ``out_dir``: what ``tinybert pretrain`` runs.
 
     Trains an uncased WordPiece vocabulary on the training documents (or reuses out_dir/vocab.txt),
-    builds NSP pairs and MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes
-    vocab.txt, model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable
-    state in out_dir/training_state/.
+    builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``, RoBERTa) and
+    MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes vocab.txt,
+    model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable state in
+    out_dir/training_state/. ``task_text`` adds task_documents() to the training text. The
+    held-out batches always mask 15% of the tokens, whatever ``mlm_probability`` trains with.
     """
+    if objective not in ("mlm+nsp", "mlm"):
+        raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     say = print if dist.is_main else (lambda *args, **kwargs: None)
     documents = course_documents("train", max_documents=max_documents)
+    if task_text:
+        documents += task_documents()[:max_documents]
     heldout = course_documents("heldout", max_documents=max_documents)
     if dist.is_main and not (out / "vocab.txt").is_file():
         say(f"training a {vocab_size}-token WordPiece vocabulary on {len(documents)} documents")
@@ -1465,20 +1529,28 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     special = SpecialTokens.from_vocab(tokenizer.vocab)
     config = BertConfig.preset(preset, **{"vocab_size": len(tokenizer), "pad_token_id": special.pad,
                                           **(overrides or {})})
-    train_examples = make_examples(tokenize_documents(documents, tokenizer), special, config.max_len,
-                                   seeded_generator(seed, "pairs"))
-    eval_examples = make_examples(tokenize_documents(heldout, tokenizer), special, config.max_len,
-                                  seeded_generator(seed, "held-out pairs"))
+    if objective == "mlm":
+        train_examples = single_segment_examples(tokenize_documents(documents, tokenizer), special,
+                                                 config.max_len)
+        eval_examples = single_segment_examples(tokenize_documents(heldout, tokenizer), special,
+                                                config.max_len)
+    else:
+        train_examples = make_examples(tokenize_documents(documents, tokenizer), special, config.max_len,
+                                       seeded_generator(seed, "pairs"))
+        eval_examples = make_examples(tokenize_documents(heldout, tokenizer), special, config.max_len,
+                                      seeded_generator(seed, "held-out pairs"))
     held = PretrainingBatches(eval_examples, special, batch_size, seed=seed, dynamic_masking=False)
     eval_list = [held(i) for i in range(min(eval_batches, held.steps_per_epoch))]
     batches = PretrainingBatches(train_examples, special, batch_size, seed=seed,
-                                 dynamic_masking=dynamic_masking, rank=dist.rank, world_size=dist.world_size)
-    say(f"{len(train_examples)} training pairs ({batches.steps_per_epoch} steps per epoch), "
-        f"{len(eval_list) * batch_size} held-out pairs; model {preset}: {config}")
+                                 dynamic_masking=dynamic_masking, rank=dist.rank, world_size=dist.world_size,
+                                 mlm_probability=mlm_probability)
+    what = "pairs" if objective == "mlm+nsp" else "sequences"
+    say(f"{len(train_examples)} training {what} ({batches.steps_per_epoch} steps per epoch), "
+        f"{len(eval_list) * batch_size} held-out {what}; model {preset}: {config}")
     torch.manual_seed(seed)                          # the same initial weights in every process
     model = BertForPreTraining(config)
     run = PretrainingConfig(steps=steps, lr=lr, warmup_fraction=warmup_fraction, eval_every=eval_every,
-                            checkpoint_every=checkpoint_every, seed=seed)
+                            checkpoint_every=checkpoint_every, seed=seed, adam_beta2=adam_beta2)
     history = pretrain(model, batches, run, eval_batches=eval_list, device=device,
                        checkpoint_dir=out / "training_state", resume=resume, stop_after=stop_after,
                        metrics_path=out / "metrics.json", dist=dist)
@@ -1486,7 +1558,9 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
         history["recipe"] = dict(preset=preset, overrides=overrides or {}, batch_size=batch_size,
                                  processes=dist.world_size, vocab_size=len(tokenizer), vocab_min_count=vocab_min_count,
                                  eval_batches=len(eval_list), train_pairs=len(train_examples),
-                                 dynamic_masking=dynamic_masking, seed=seed, max_documents=max_documents)
+                                 dynamic_masking=dynamic_masking, seed=seed, max_documents=max_documents,
+                                 objective=objective, mlm_probability=mlm_probability,
+                                 adam_beta2=adam_beta2, task_text=task_text)
         save_model(model, out)
         _write_json(out / "metrics.json", history)
         plot_history(history, out / "loss_curves.png")

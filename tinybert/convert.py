@@ -125,6 +125,9 @@ def bert_config_to_hf(config: BertConfig):
 
     if config.activation not in _ACTIVATIONS_TO_HF:
         raise ValueError(f"Hugging Face's BERT has no activation {config.activation!r}")
+    if config.norm_first:
+        raise ValueError("Hugging Face's BERT has post-LN layers only; this model has "
+                         "norm_first=True (pre-LN), so it has no Hugging Face equivalent")
     return transformers.BertConfig(
         vocab_size=config.vocab_size, hidden_size=config.d_model, num_hidden_layers=config.n_layers,
         num_attention_heads=config.n_heads, intermediate_size=config.d_ff,

@@ -22,8 +22,9 @@ from tinybert.checkpoint import _write_atomically, save_model
 from tinybert.distributed import DistributedContext
 from tinybert.masking import SpecialTokens, seeded_generator
 from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining
-from tinybert.pretraining import PretrainingBatches, make_examples
-from tinybert.pretraining_corpus import course_documents, tokenize_documents, vocabulary_texts
+from tinybert.pretraining import PretrainingBatches, make_examples, single_segment_examples
+from tinybert.pretraining_corpus import (course_documents, task_documents, tokenize_documents,
+                                         vocabulary_texts)
 from tinybert.runtime import get_device, progress
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
@@ -36,6 +37,8 @@ def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
                        dist: DistributedContext = DistributedContext()) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(loss, mlm_loss, nsp_loss) of one batch, loss = mlm_loss + nsp_loss as in BERT.
 
+    A batch without nsp_labels (MLM only, as in RoBERTa) has nsp_loss 0 and loss = mlm_loss.
+
     In a run of several processes the MLM loss that is differentiated is divided by the number
     of masked tokens of *all* processes, not this one's: DistributedDataParallel averages the
     gradients, and an average of per-process means is not the mean over the whole batch.
@@ -46,14 +49,16 @@ def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
         count = (batch["mlm_labels"] != IGNORE_INDEX).sum()                  # masked tokens here
         total = dist.all_reduce_sum(count)                                   # ... and everywhere
         mlm_loss = mlm_loss * count * dist.world_size / total
-    return mlm_loss + out.nsp_loss, out.mlm_loss.detach(), out.nsp_loss.detach()
+    nsp_loss = out.nsp_loss if out.nsp_loss is not None else torch.zeros_like(mlm_loss)
+    return mlm_loss + nsp_loss, out.mlm_loss.detach(), nsp_loss.detach()
 
 
 # Built in chapter 9, section "The training loop": chapters/09_pretraining.html#the-training-loop
 @torch.no_grad()
 def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Tensor]], *,
                          dtype: torch.dtype | None = None) -> dict[str, float]:
-    """Held-out MLM loss and accuracy (over the masked tokens) and NSP loss and accuracy."""
+    """Held-out MLM loss and accuracy (over the masked tokens) and NSP loss and accuracy
+    (NSP only when the batches carry nsp_labels)."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -63,19 +68,24 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
             out = model(**batch)
         targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]   # (N,) the order of out.mlm_logits
-        n, b = len(targets), len(batch["nsp_labels"])
+        n = len(targets)
         total["mlm_loss"] += out.mlm_loss.item() * n
         total["mlm_correct"] += (out.mlm_logits.argmax(-1) == targets).sum().item()
         total["mlm_tokens"] += n
+        if "nsp_labels" not in batch:
+            continue
+        b = len(batch["nsp_labels"])
         total["nsp_loss"] += out.nsp_loss.item() * b
         total["nsp_correct"] += (out.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
         total["pairs"] += b
     model.train(was_training)
-    return {"mlm_loss": total["mlm_loss"] / total["mlm_tokens"],
-            "mlm_accuracy": total["mlm_correct"] / total["mlm_tokens"],
-            "nsp_loss": total["nsp_loss"] / total["pairs"],
-            "nsp_accuracy": total["nsp_correct"] / total["pairs"],
-            "mlm_tokens": int(total["mlm_tokens"]), "pairs": int(total["pairs"])}
+    metrics = {"mlm_loss": total["mlm_loss"] / total["mlm_tokens"],
+               "mlm_accuracy": total["mlm_correct"] / total["mlm_tokens"],
+               "mlm_tokens": int(total["mlm_tokens"]), "pairs": int(total["pairs"])}
+    if total["pairs"]:
+        metrics.update(nsp_loss=total["nsp_loss"] / total["pairs"],
+                       nsp_accuracy=total["nsp_correct"] / total["pairs"])
+    return metrics
 
 
 # Built in chapter 9, section "The training loop": chapters/09_pretraining.html#the-training-loop
@@ -87,6 +97,7 @@ class PretrainingConfig:
     lr: float = 1e-3                 # peak learning rate (BERT-base: 1e-4; small models take more)
     warmup_fraction: float = 0.05    # share of the steps spent warming up
     weight_decay: float = 0.01
+    adam_beta2: float = 0.999        # BERT: 0.999; RoBERTa: 0.98, steadier with large learning rates
     max_grad_norm: float = 1.0       # gradient clipping
     log_every: int = 10              # training losses are averaged over this many steps
     eval_every: int = 100            # held-out evaluation (and metrics file) every this many steps
@@ -114,7 +125,7 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
     """
     device = torch.device(device) if device is not None else get_device()
     model.to(device).train()
-    optimizer = make_optimizer(model, config.lr, config.weight_decay)
+    optimizer = make_optimizer(model, config.lr, config.weight_decay, betas=(0.9, config.adam_beta2))
     scheduler = linear_warmup_decay(optimizer, round(config.warmup_fraction * config.steps), config.steps)
     dtype = autocast_dtype(device) if config.mixed_precision else None
     scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)   # float16 needs loss scaling
@@ -123,8 +134,8 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
         checkpoint = load_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
                                      scaler=scaler, map_location=device)
         start, history = checkpoint.step, checkpoint.extra["history"]
-    net = model if dist.world_size == 1 else DistributedDataParallel(
-        model, device_ids=[device.index] if device.type == "cuda" else None)
+    net = model if dist.world_size == 1 else DistributedDataParallel(    # MLM only: NSP head unused
+        model, device_ids=[device.index] if device.type == "cuda" else None, find_unused_parameters=True)
     end = config.steps if stop_after is None else min(config.steps, stop_after)
     steps = range(start, end)
     bar = progress(steps, desc="pretraining", updates=10) if dist.is_main else None
@@ -158,9 +169,10 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
             metrics = evaluate_pretraining(model, eval_batches, dtype=dtype)
             history["eval"].append({"step": done, **metrics})
             train = f"train loss {history['train'][-1]['loss']:.3f} | " if history["train"] else ""
+            nsp = f" | NSP acc {metrics['nsp_accuracy']:.3f}" if "nsp_accuracy" in metrics else ""
             bar.write(f"step {done:>6}/{config.steps} | {train}held-out MLM loss "
-                      f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f} | NSP acc "
-                      f"{metrics['nsp_accuracy']:.3f} | {history['seconds']:.0f} s")
+                      f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}{nsp} | "
+                      f"{history['seconds']:.0f} s")
             if metrics_path is not None:
                 _write_json(metrics_path, history)
         if save:
@@ -178,14 +190,16 @@ def plot_history(history: dict, path: str | Path | None = None):
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
     train, held = history["train"], history["eval"]
+    nsp = any("nsp_accuracy" in r for r in held)           # False for an MLM-only run
     left.plot([r["step"] for r in train], [r["mlm_loss"] for r in train], label="MLM, training", alpha=0.7)
-    left.plot([r["step"] for r in train], [r["nsp_loss"] for r in train], label="NSP, training", alpha=0.7)
     left.plot([r["step"] for r in held], [r["mlm_loss"] for r in held], "o-", label="MLM, held-out")
-    left.plot([r["step"] for r in held], [r["nsp_loss"] for r in held], "o-", label="NSP, held-out")
-    left.set(xlabel="step", ylabel="cross-entropy (nats)", title="losses")
     right.plot([r["step"] for r in held], [r["mlm_accuracy"] for r in held], "o-", label="MLM (masked tokens)")
-    right.plot([r["step"] for r in held], [r["nsp_accuracy"] for r in held], "o-", label="NSP (pairs)")
-    right.axhline(0.5, color="0.6", linestyle=":", label="NSP chance")
+    if nsp:
+        left.plot([r["step"] for r in train], [r["nsp_loss"] for r in train], label="NSP, training", alpha=0.7)
+        left.plot([r["step"] for r in held], [r["nsp_loss"] for r in held], "o-", label="NSP, held-out")
+        right.plot([r["step"] for r in held], [r["nsp_accuracy"] for r in held], "o-", label="NSP (pairs)")
+        right.axhline(0.5, color="0.6", linestyle=":", label="NSP chance")
+    left.set(xlabel="step", ylabel="cross-entropy (nats)", title="losses")
     right.set(xlabel="step", ylabel="held-out accuracy", title="accuracy", ylim=(0, 1))
     for ax in (left, right):
         ax.legend(fontsize=8)
@@ -202,18 +216,25 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
                   eval_batches: int = 25, checkpoint_every: int = 0, seed: int = 0,
                   max_documents: int | None = None, dynamic_masking: bool = True, resume: bool = False,
                   stop_after: int | None = None, device: torch.device | str | None = None,
-                  dist: DistributedContext = DistributedContext()) -> dict:
+                  objective: str = "mlm+nsp", mlm_probability: float = 0.15, adam_beta2: float = 0.999,
+                  task_text: bool = False, dist: DistributedContext = DistributedContext()) -> dict:
     """The course's pretraining run, end to end, into ``out_dir``: what ``tinybert pretrain`` runs.
 
     Trains an uncased WordPiece vocabulary on the training documents (or reuses out_dir/vocab.txt),
-    builds NSP pairs and MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes
-    vocab.txt, model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable
-    state in out_dir/training_state/.
+    builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``, RoBERTa) and
+    MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes vocab.txt,
+    model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable state in
+    out_dir/training_state/. ``task_text`` adds task_documents() to the training text. The
+    held-out batches always mask 15% of the tokens, whatever ``mlm_probability`` trains with.
     """
+    if objective not in ("mlm+nsp", "mlm"):
+        raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     say = print if dist.is_main else (lambda *args, **kwargs: None)
     documents = course_documents("train", max_documents=max_documents)
+    if task_text:
+        documents += task_documents()[:max_documents]
     heldout = course_documents("heldout", max_documents=max_documents)
     if dist.is_main and not (out / "vocab.txt").is_file():
         say(f"training a {vocab_size}-token WordPiece vocabulary on {len(documents)} documents")
@@ -223,20 +244,28 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     special = SpecialTokens.from_vocab(tokenizer.vocab)
     config = BertConfig.preset(preset, **{"vocab_size": len(tokenizer), "pad_token_id": special.pad,
                                           **(overrides or {})})
-    train_examples = make_examples(tokenize_documents(documents, tokenizer), special, config.max_len,
-                                   seeded_generator(seed, "pairs"))
-    eval_examples = make_examples(tokenize_documents(heldout, tokenizer), special, config.max_len,
-                                  seeded_generator(seed, "held-out pairs"))
+    if objective == "mlm":
+        train_examples = single_segment_examples(tokenize_documents(documents, tokenizer), special,
+                                                 config.max_len)
+        eval_examples = single_segment_examples(tokenize_documents(heldout, tokenizer), special,
+                                                config.max_len)
+    else:
+        train_examples = make_examples(tokenize_documents(documents, tokenizer), special, config.max_len,
+                                       seeded_generator(seed, "pairs"))
+        eval_examples = make_examples(tokenize_documents(heldout, tokenizer), special, config.max_len,
+                                      seeded_generator(seed, "held-out pairs"))
     held = PretrainingBatches(eval_examples, special, batch_size, seed=seed, dynamic_masking=False)
     eval_list = [held(i) for i in range(min(eval_batches, held.steps_per_epoch))]
     batches = PretrainingBatches(train_examples, special, batch_size, seed=seed,
-                                 dynamic_masking=dynamic_masking, rank=dist.rank, world_size=dist.world_size)
-    say(f"{len(train_examples)} training pairs ({batches.steps_per_epoch} steps per epoch), "
-        f"{len(eval_list) * batch_size} held-out pairs; model {preset}: {config}")
+                                 dynamic_masking=dynamic_masking, rank=dist.rank, world_size=dist.world_size,
+                                 mlm_probability=mlm_probability)
+    what = "pairs" if objective == "mlm+nsp" else "sequences"
+    say(f"{len(train_examples)} training {what} ({batches.steps_per_epoch} steps per epoch), "
+        f"{len(eval_list) * batch_size} held-out {what}; model {preset}: {config}")
     torch.manual_seed(seed)                          # the same initial weights in every process
     model = BertForPreTraining(config)
     run = PretrainingConfig(steps=steps, lr=lr, warmup_fraction=warmup_fraction, eval_every=eval_every,
-                            checkpoint_every=checkpoint_every, seed=seed)
+                            checkpoint_every=checkpoint_every, seed=seed, adam_beta2=adam_beta2)
     history = pretrain(model, batches, run, eval_batches=eval_list, device=device,
                        checkpoint_dir=out / "training_state", resume=resume, stop_after=stop_after,
                        metrics_path=out / "metrics.json", dist=dist)
@@ -244,7 +273,9 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
         history["recipe"] = dict(preset=preset, overrides=overrides or {}, batch_size=batch_size,
                                  processes=dist.world_size, vocab_size=len(tokenizer), vocab_min_count=vocab_min_count,
                                  eval_batches=len(eval_list), train_pairs=len(train_examples),
-                                 dynamic_masking=dynamic_masking, seed=seed, max_documents=max_documents)
+                                 dynamic_masking=dynamic_masking, seed=seed, max_documents=max_documents,
+                                 objective=objective, mlm_probability=mlm_probability,
+                                 adam_beta2=adam_beta2, task_text=task_text)
         save_model(model, out)
         _write_json(out / "metrics.json", history)
         plot_history(history, out / "loss_curves.png")

@@ -5,7 +5,7 @@ Read it with its explanations at chapters/09_pretraining.html.
 """
 from __future__ import annotations
 
-__all__ = ['SegmentPair', 'sample_nsp_pairs', 'encode_pair', 'PretrainingExample', 'make_examples', 'collate', 'PretrainingBatches', 'Pretrained', 'CHECKPOINT_FILES', 'shipped_checkpoint', 'load_pretrained']
+__all__ = ['SegmentPair', 'sample_nsp_pairs', 'encode_pair', 'PretrainingExample', 'make_examples', 'single_segment_examples', 'collate', 'PretrainingBatches', 'Pretrained', 'CHECKPOINT_FILES', 'shipped_checkpoint', 'load_pretrained']
 
 
 from collections.abc import Sequence
@@ -103,17 +103,29 @@ def make_examples(documents: Sequence[Sequence[list[int]]], special: SpecialToke
 
 
 # Built in chapter 9, section "Examples and batches": chapters/09_pretraining.html#examples-and-batches
+def single_segment_examples(documents: Sequence[Sequence[list[int]]], special: SpecialTokens,
+                            max_len: int) -> list[PretrainingExample]:
+    """Examples for MLM alone: [CLS] segment [SEP], each segment up to max_len - 2 consecutive
+    tokens of one document, one segment type, no NSP label (-100). No sequence is wasted on a
+    random second half, and each is about twice as long as one half of an NSP pair."""
+    return [PretrainingExample([special.cls, *segment, special.sep], [0] * (len(segment) + 2), IGNORE_INDEX)
+            for document in documents for segment in make_segments(document, max_len - 2)]
+
+
+# Built in chapter 9, section "Examples and batches": chapters/09_pretraining.html#examples-and-batches
 def collate(examples: Sequence[PretrainingExample], special: SpecialTokens) -> dict[str, torch.Tensor]:
     """Pad a list of examples into a batch: the keyword arguments of BertForPreTraining.
 
     input_ids, token_type_ids, attention_mask (True = real token) are (B, T) with T the longest
-    example; nsp_labels is (B,); mlm_labels (B, T) when every example is already masked.
+    example; nsp_labels is (B,), left out when no example has one (MLM only: every label is
+    -100); mlm_labels (B, T) when every example is already masked.
     """
     B, T = len(examples), max(len(e.input_ids) for e in examples)
     batch = {"input_ids": torch.full((B, T), special.pad),
              "token_type_ids": torch.zeros(B, T, dtype=torch.long),
-             "attention_mask": torch.zeros(B, T, dtype=torch.bool),
-             "nsp_labels": torch.tensor([e.nsp_label for e in examples])}
+             "attention_mask": torch.zeros(B, T, dtype=torch.bool)}
+    if any(e.nsp_label != IGNORE_INDEX for e in examples):
+        batch["nsp_labels"] = torch.tensor([e.nsp_label for e in examples])
     masked = all(e.mlm_labels is not None for e in examples)
     if masked:
         batch["mlm_labels"] = torch.full((B, T), IGNORE_INDEX)
@@ -136,10 +148,12 @@ class PretrainingBatches:
     PyTorch's DistributedSampler does. Dynamic masking draws a fresh mask for every batch from
     (seed, step, rank); static masking masks every example once, here, from (seed,). Because
     nothing depends on earlier calls, a resumed run sees exactly the batches it would have seen.
+    ``mlm_probability`` is the share of tokens chosen for the MLM loss (BERT: 0.15).
     """
 
     def __init__(self, examples: Sequence[PretrainingExample], special: SpecialTokens, batch_size: int,
-                 *, seed: int = 0, dynamic_masking: bool = True, rank: int = 0, world_size: int = 1):
+                 *, seed: int = 0, dynamic_masking: bool = True, rank: int = 0, world_size: int = 1,
+                 mlm_probability: float = 0.15):
         if not 0 <= rank < world_size:
             raise ValueError(f"rank must lie in [0, world_size = {world_size}), got {rank}")
         self.global_batch = batch_size * world_size
@@ -151,9 +165,11 @@ class PretrainingBatches:
             g = seeded_generator(seed, "static")
             examples = [replace(e, input_ids=ids[0].tolist(), mlm_labels=labels[0].tolist())
                         for e in examples
-                        for ids, labels in [mask_tokens(torch.tensor([e.input_ids]), special, g)]]
+                        for ids, labels in [mask_tokens(torch.tensor([e.input_ids]), special, g,
+                                                        mlm_probability=mlm_probability)]]
         self.examples, self.special, self.batch_size = list(examples), special, batch_size
         self.seed, self.dynamic_masking, self.rank, self.world_size = seed, dynamic_masking, rank, world_size
+        self.mlm_probability = mlm_probability
         self._order: tuple[int, torch.Tensor | None] = (-1, None)
 
     def __call__(self, step: int) -> dict[str, torch.Tensor]:
@@ -165,7 +181,8 @@ class PretrainingBatches:
         batch = collate([self.examples[i] for i in mine.tolist()], self.special)
         if self.dynamic_masking:
             g = seeded_generator(self.seed, "mask", step, self.rank)
-            batch["input_ids"], batch["mlm_labels"] = mask_tokens(batch["input_ids"], self.special, g)
+            batch["input_ids"], batch["mlm_labels"] = mask_tokens(
+                batch["input_ids"], self.special, g, mlm_probability=self.mlm_probability)
         return batch
 
 

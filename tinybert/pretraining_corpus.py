@@ -5,7 +5,7 @@ Read it with its explanations at chapters/09_pretraining.html.
 """
 from __future__ import annotations
 
-__all__ = ['split_sentences', 'wikitext_articles', 'book_documents', 'TRAIN_BOOKS', 'course_documents', 'encode_sentence', 'tokenize_documents', 'vocabulary_texts', 'make_segments']
+__all__ = ['split_sentences', 'wikitext_articles', 'book_documents', 'TRAIN_BOOKS', 'course_documents', 'encode_sentence', 'tokenize_documents', 'vocabulary_texts', 'make_segments', 'task_documents']
 
 
 import re
@@ -142,3 +142,25 @@ def make_segments(document: Sequence[list[int]], max_tokens: int) -> list[list[i
     if current:
         segments.append(current)
     return segments
+
+
+# Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
+def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
+    """The unlabelled training text of chapter 10's tasks, as documents of sentences.
+
+    Banking77's training questions (not the tenth chapter 10 validates on), UD English-EWT's
+    training sentences (runs of ``sentences_per_document``) and the paragraphs of the SQuAD
+    training articles. No label, and no validation or test text, is used.
+    """
+    from tinybert.recipes import task_data          # chapter 10's readers; they import nothing of ours
+
+    banking, _ = task_data("banking77", "train")
+    ud, _ = task_data("ud_pos", "train")
+    squad, _ = task_data("squad", "train")
+    n = sentences_per_document
+    questions = [e.text for e in banking]
+    documents = [questions[i:i + n] for i in range(0, len(questions), n)]
+    ud_sentences = [" ".join(s.words) for s in ud]
+    documents += [ud_sentences[i:i + n] for i in range(0, len(ud_sentences), n)]
+    contexts = list(dict.fromkeys(e.context for e in squad))        # each paragraph once, in order
+    return documents + [split_sentences(c) for c in contexts]

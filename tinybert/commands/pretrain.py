@@ -43,6 +43,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="save a resumable checkpoint every N steps (0: only at the end)")
     parser.add_argument("--static-masking", action="store_true", help="mask each example once (BERT) "
                         "instead of per batch (RoBERTa's dynamic masking, the default)")
+    parser.add_argument("--objective", choices=("mlm+nsp", "mlm"), default="mlm+nsp",
+                        help="mlm+nsp: BERT's pairs and both losses (default); mlm: single "
+                        "segments and the MLM loss alone (RoBERTa)")
+    parser.add_argument("--mask-probability", type=float, default=0.15,
+                        help="share of tokens chosen for the MLM loss in training (default: 0.15; "
+                        "held-out evaluation always uses 0.15)")
+    parser.add_argument("--adam-beta2", type=float, default=0.999,
+                        help="AdamW's beta2 (default: 0.999 as in BERT; RoBERTa: 0.98)")
+    parser.add_argument("--task-text", action="store_true",
+                        help="add the unlabelled training text of chapter 10's tasks to the corpus")
     parser.add_argument("--max-documents", type=int, default=None, help="use only the first N documents (tests)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resume", action="store_true", help="continue from OUT/training_state/ if it exists")
@@ -75,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
         vocab_min_count=args.vocab_min_count, eval_every=args.eval_every, eval_batches=args.eval_batches,
         checkpoint_every=args.checkpoint_every, seed=args.seed, max_documents=args.max_documents,
         dynamic_masking=not args.static_masking, resume=args.resume, stop_after=args.stop_after,
-        device=device, dist=dist)
+        device=device, objective=args.objective, mlm_probability=args.mask_probability,
+        adam_beta2=args.adam_beta2, task_text=args.task_text, dist=dist)
     if dist.is_main:
         final = history["eval"][-1] if history["eval"] else {}
         print(f"done in {time.perf_counter() - start:.0f} s wall clock; "
