@@ -47,6 +47,8 @@
 #   to the last parameter, part by part;
 # - converting models to and from Hugging Face `transformers` with outputs equal to $10^{-5}$,
 #   saving and loading {term}`checkpoints <checkpoint>` safely, and how to run the real `bert-base-uncased`;
+# - reading a Hugging Face model folder without `transformers`, and a real pretrained encoder,
+#   all-MiniLM-L6-v2, placing paraphrases closer together than sentences that merely share a word;
 # - what *contextual* means, measured: the same word gets different vectors in different sentences.
 #
 # **Uses.** From {doc}`04_multihead_attention`: `MultiHeadAttention` and `merge_heads`. From
@@ -54,7 +56,8 @@
 # {doc}`01_feedforward`: `PositionwiseFeedForward`, `get_activation` and `count_parameters`. From
 # {doc}`06_transformer`: the design of the post-LN layer, and its `LayerNorm`, which we check
 # against PyTorch's.
-# From {doc}`07_tokenization`: `WordPieceTokenizer` and its `SPECIAL_TOKENS`. The model goes to `tinybert.models.bert`,
+# From {doc}`07_tokenization`: `WordPieceTokenizer` and its `SPECIAL_TOKENS`. From `tinybert.data`:
+# `fetch_group`, for the files of a real pretrained encoder. The model goes to `tinybert.models.bert`,
 # the converters to `tinybert.convert`, saving and loading to `tinybert.checkpoint`.
 #
 # (sec-bert-setup)=
@@ -930,14 +933,20 @@ with torch.device("meta"):
 from __future__ import annotations
 
 import importlib
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable
 
 import torch
+from safetensors.torch import load_file
 from torch import nn
 
 from tinybert.checkpoint import unique_state_dict
+from tinybert.data import fetch_group
 from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
+from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 
 @dataclass
@@ -1181,12 +1190,240 @@ for ours_name in ["bert.embeddings.token_embeddings.weight", "bert.encoder.layer
 
 # %% [markdown]
 # (sec-bert-real)=
-# ### Running the real BERT-base
+# ### Running a real pretrained BERT
 #
-# With an internet connection (once; Hugging Face caches the files) and `transformers`
-# installed, the released `bert-base-uncased` becomes a `tinybert` model in two lines, and its
-# WordPiece vocabulary loads into chapter 7's tokenizer. The book does not run this cell, so that
-# building the website needs no network; run it on your machine.
+# `from_hf` starts from a `transformers` model object. The files behind that object are simpler
+# than the library that reads them: a Hugging Face model is a folder with `config.json` (the sizes,
+# under Hugging Face's names), `model.safetensors` (the named tensors, in the {term}`safetensors`
+# format) and `vocab.txt` (the WordPiece vocabulary, one token per line). So `load_hf_bert` reads
+# such a folder with our own code and needs no `transformers` at all: the config goes through
+# `bert_config_from_hf`, the tensors through the same name table as `from_hf`, and the vocabulary
+# into chapter 7's tokenizer, lowercasing or not as the folder's `tokenizer_config.json` says.
+#
+# A folder saved from a model with a task head (`BertForMaskedLM`, `BertForSequenceClassification`,
+# ...) keeps its encoder under a `bert.` prefix; the loader takes the encoder and leaves the heads
+# out, since the encoder is the part that later chapters reuse. A folder that is not a BERT, lacks
+# a file, or whose vocabulary does not match its configuration is refused, with a message that
+# names the folder and what was expected.
+
+# %% tags=["export:convert"]
+_HF_BERT_SIZES = ("vocab_size", "hidden_size", "num_hidden_layers",
+                  "num_attention_heads", "intermediate_size")
+_HF_BERT_DEFAULTS = {                  # the defaults of transformers' BertConfig
+    "hidden_act": "gelu", "max_position_embeddings": 512, "type_vocab_size": 2,
+    "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+    "layer_norm_eps": 1e-12, "initializer_range": 0.02, "pad_token_id": 0}
+_HF_BERT_WEIGHTS = ("model.safetensors", "pytorch_model.bin")   # in order of preference
+
+
+@dataclass
+class PretrainedEncoder:
+    """A pretrained BERT encoder from a Hugging Face folder (eval mode, on the CPU)."""
+
+    model: BertModel                  # the encoder, with a pooler if the folder has one
+    tokenizer: WordPieceTokenizer     # the folder's vocab.txt
+    config: BertConfig
+    directory: Path
+
+
+def _hf_bert_config(directory: Path) -> BertConfig:
+    """config.json -> our BertConfig; anything but a BERT is refused."""
+    hf = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    kind = hf.get("model_type")
+    if kind is None and str((hf.get("architectures") or ["?"])[0]).startswith("Bert"):
+        kind = "bert"                 # saved before transformers wrote model_type
+    if kind != "bert":
+        raise ValueError(
+            f"{directory} does not hold a BERT: its config.json says model_type "
+            f"{hf.get('model_type')!r}, architectures {hf.get('architectures')}; "
+            "expected model_type 'bert'")
+    missing = [key for key in _HF_BERT_SIZES if key not in hf]
+    if missing:
+        raise ValueError(f"{directory}/config.json lacks {', '.join(missing)}")
+    return bert_config_from_hf(SimpleNamespace(**{**_HF_BERT_DEFAULTS, **hf}))
+
+
+def _hf_bert_tensors(path: Path) -> dict[str, torch.Tensor]:
+    """The encoder's tensors in ``path``, named as in BertModel (no prefix or heads)."""
+    if path.suffix == ".safetensors":
+        state = load_file(path)
+    else:                                                  # tensors only, never code
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    if any(name.startswith("bert.") for name in state):   # BertFor*: keep the encoder
+        state = {name.removeprefix("bert."): tensor for name, tensor in state.items()
+                 if name.startswith("bert.")}
+    tensors = {}
+    for name, tensor in state.items():
+        if name.endswith(("position_ids", "token_type_ids")):  # index buffers
+            continue
+        name = name.replace("LayerNorm.gamma", "LayerNorm.weight")  # the names of
+        name = name.replace("LayerNorm.beta", "LayerNorm.bias")     # TensorFlow's files
+        tensors[name] = tensor.float()
+    return tensors
+
+
+def load_hf_bert(directory: str | Path) -> PretrainedEncoder:
+    """A Hugging Face BERT folder as a tinybert BertModel and its WordPiece tokenizer.
+
+    Reads config.json, model.safetensors (or pytorch_model.bin, tensors only) and
+    vocab.txt with tinybert's own code: ``transformers`` is not needed. Folders saved
+    from BertModel and from BertFor* models both work; the latter's heads are left out.
+    """
+    directory = Path(directory)
+    expected = "config.json, model.safetensors (or pytorch_model.bin) and vocab.txt"
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory} is not a folder; a Hugging Face BERT "
+                                f"folder holds {expected}")
+    weights = [f for f in _HF_BERT_WEIGHTS if (directory / f).is_file()]
+    missing = [f for f in ("config.json", "vocab.txt") if not (directory / f).is_file()]
+    missing += [] if weights else ["model.safetensors (or pytorch_model.bin)"]
+    if missing:
+        raise FileNotFoundError(f"{directory} lacks {', '.join(missing)}; a Hugging "
+                                f"Face BERT folder holds {expected}")
+    config = _hf_bert_config(directory)
+    options, settings = {}, directory / "tokenizer_config.json"
+    if settings.is_file():
+        options = json.loads(settings.read_text(encoding="utf-8"))
+    tokenizer = WordPieceTokenizer.from_file(
+        directory / "vocab.txt", lowercase=options.get("do_lower_case", True),
+        strip_accents=options.get("strip_accents"),
+        handle_chinese_chars=options.get("tokenize_chinese_chars", True))
+    if len(tokenizer) != config.vocab_size:
+        raise ValueError(f"{directory}: vocab.txt has {len(tokenizer):,} tokens but "
+                         f"config.json says vocab_size {config.vocab_size:,}")
+    tensors = _hf_bert_tensors(directory / weights[0])
+    model = BertModel(config, add_pooler="pooler.dense.weight" in tensors)
+    try:
+        load_renamed(model, tensors, bert_weight_names(model))
+    except ValueError as error:
+        raise ValueError(f"{directory / weights[0]}: {error}") from None
+    return PretrainedEncoder(model.eval(), tokenizer, config, directory)
+
+
+def load_minilm() -> PretrainedEncoder:
+    """all-MiniLM-L6-v2 (the data registry's "minilm" files) as a tinybert BertModel."""
+    return load_hf_bert(fetch_group("minilm"))
+
+
+# %% [markdown]
+# The course's data registry holds one real pretrained encoder, registered like a dataset (pinned
+# address, checksums, licence): `all-MiniLM-L6-v2`, published by the sentence-transformers project
+# {cite}`reimers2019sentence`. It is a BERT in every detail of its architecture, six layers and
+# 384 wide, with bert-base-uncased's vocabulary, but it was trained in two stages that are not
+# BERT's. First, Microsoft's MiniLM-L6-H384-uncased {cite}`wang2020minilm` was *distilled* from a
+# larger BERT-style teacher: instead of predicting masked words itself, the small model learned to
+# reproduce the teacher's self-attention distributions ({doc}`12_distilbert` is about
+# distillation). Then the sentence-transformers project trained it *contrastively* on pairs of
+# texts that belong together (a question and its answer, a title and its abstract, a comment and
+# its reply): the two texts of a pair should get close vectors, the other texts of the batch
+# distant ones. A text's vector is the mean of its final hidden states over its real tokens, scaled
+# to length 1. The model has no MLM or NSP head; its folder has the encoder with a pooler, which
+# that training never used. The cell lists the folder, loads it, and reads the size of the
+# training set and the pooling from the model card and `1_Pooling/config.json`:
+
+# %%
+import re
+
+folder = fetch_group("minilm")     # TINYBERT_DATA_DIR, else the cache, else a download
+for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    name = path.relative_to(folder).as_posix()
+    print(f"  {name:<36} {path.stat().st_size:>12,} bytes")
+minilm = load_hf_bert(folder)
+mini = minilm.config
+mini_count = count_parameters(minilm.model)
+print(f"{type(minilm.model).__name__}: {mini.n_layers} layers, d_model {mini.d_model}, "
+      f"{mini.n_heads} heads, d_ff {mini.d_ff}, vocabulary {mini.vocab_size:,}, "
+      f"lowercase {minilm.tokenizer.lowercase}")
+with torch.device("meta"):
+    base_count = count_parameters(BertModel(BertConfig.preset("bert-base-uncased")))
+table = minilm.model.embeddings.token_embeddings.weight.numel()
+print(f"{mini_count:,} parameters (pooler included): {mini_count / base_count:.1%} of "
+      f"BERT-base's {base_count:,}; the token table holds {table / mini_count:.1%}")
+card = (folder / "README.md").read_text(encoding="utf-8")
+total = re.search(r"\*\*Total\*\*.*?\*\*([\d,]+)\*\*", card).group(1)
+pooling = json.loads((folder / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
+print(f"model card: {total} training pairs; pooling: "
+      + ", ".join(key for key, value in pooling.items() if value is True))
+
+
+# %% [markdown]
+# About 22.7 million parameters, a fifth of BERT-base, and half of them in the token table.
+# To see what the contrastive training bought, we embed four pairs of paraphrases. Each
+# pair shares a meaning with few words in common, while sentences from different pairs often share
+# a word: the slides' "I love my pet python" and "I love coding in python" share most of their
+# words but not their meaning, and "bank" appears in a sentence about money and in one about a
+# river. A good sentence
+# encoder places each sentence closer to its paraphrase than to any sentence with another meaning,
+# and the cell asserts that it does, with a margin.
+
+# %%
+def sentence_embeddings(encoder: BertModel, tokenizer: WordPieceTokenizer,
+                        sentences: list[str]) -> torch.Tensor:
+    """Each sentence's final vectors averaged over its real tokens, length 1: (B, D)."""
+    rows = [tokenizer.encode(s, add_special_tokens=True).ids for s in sentences]
+    T, pad = max(len(row) for row in rows), tokenizer.vocab["[PAD]"]
+    ids = torch.tensor([row + [pad] * (T - len(row)) for row in rows])       # (B, T)
+    lengths = torch.tensor([len(row) for row in rows])
+    mask = (torch.arange(T)[None, :] < lengths[:, None]).long()              # (B, T)
+    with torch.no_grad():
+        out = encoder(ids.to(device), attention_mask=mask.to(device))
+    hidden = out.last_hidden_state.cpu()                                     # (B, T, D)
+    real = mask[..., None].to(hidden.dtype)                                  # (B, T, 1)
+    mean = (hidden * real).sum(dim=1) / real.sum(dim=1)                      # (B, D)
+    return F.normalize(mean, dim=-1)
+
+
+paraphrases = [("I love my pet python.", "My pet snake is a python and I adore it."),
+               ("I love coding in python.", "I enjoy writing programs in Python."),
+               ("The bank lent him money.", "He got a loan from the bank."),
+               ("He sat on the bank of the river.", "He sat by the edge of the river.")]
+sentences = [s for pair in paraphrases for s in pair]
+n = len(sentences)
+unit = sentence_embeddings(minilm.model.to(device), minilm.tokenizer, sentences)
+sentence_sim = unit @ unit.T                       # (n, n) cosine similarities
+for i, s in enumerate(sentences):
+    print(f"{i + 1}. {s}")
+print("    " + "".join(f"{j + 1:>7}" for j in range(n)))
+for i, row in enumerate(sentence_sim.tolist()):
+    print(f"{i + 1:>4}" + "".join(f"{value:>7.3f}" for value in row))
+
+same = torch.stack([sentence_sim[2 * k, 2 * k + 1] for k in range(len(paraphrases))])
+other = [(sentence_sim[i, j].item(), i, j) for i in range(n) for j in range(i + 1, n)
+         if i // 2 != j // 2]                          # two different meanings
+worst, i, j = max(other)
+print(f"paraphrase pairs: {', '.join(f'{v:.3f}' for v in same.tolist())}; "
+      f"lowest {same.min():.3f}")
+print(f"different meanings: highest {worst:.3f} ({i + 1} and {j + 1}); "
+      f"margin {same.min() - worst:.3f}")
+assert same.min() - worst > 0.1
+
+# %%
+fig, ax = plt.subplots(figsize=(7.5, 5.5), layout="constrained")
+image = ax.imshow(sentence_sim.numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+ax.set_xticks(range(n), [str(i + 1) for i in range(n)])
+ax.set_yticks(range(n), [f"{i + 1}. {s}" for i, s in enumerate(sentences)], fontsize=8)
+for i in range(n):
+    for j in range(n):
+        value = sentence_sim[i, j].item()
+        ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                color="white" if value < 0.6 else "black")
+ax.set_title("all-MiniLM-L6-v2: cosine similarity of mean-pooled sentence vectors",
+             fontsize=10)
+fig.colorbar(image, ax=ax, shrink=0.8)
+plt.show()
+
+# %% [markdown]
+# The bright 2×2 blocks on the diagonal are the paraphrase pairs. Sentences that share a word but
+# not a meaning ("python" in 1 and 3, "bank" in 5 and 7) land in between: the model has not
+# forgotten the words, but meaning moves the vectors further than wording. Sentences with neither
+# in common are close to orthogonal. None of this comes from BERT's own pretraining tasks: the
+# contrastive training on more than a billion pairs taught it. The same loader reads any Hugging
+# Face BERT folder; `tinybert finetune TASK --from-hf FOLDER` fine-tunes one on a course task.
+#
+# With an internet connection (once; Hugging Face caches the files) and `transformers` installed,
+# the released `bert-base-uncased` with its pretraining heads becomes a `tinybert` model in two
+# lines through `from_hf`, and its WordPiece vocabulary loads into chapter 7's tokenizer. The book
+# does not run this cell, so that building the website needs no network; run it on your machine.
 #
 # ```python
 # import torch
@@ -1491,11 +1728,15 @@ plt.show()
 # - `tinybert.convert.from_hf` / `to_hf` move weights between Hugging Face and `tinybert` with
 #   outputs equal to $10^{-5}$ and tensors reproduced exactly; `tinybert.checkpoint.save_model` /
 #   `load_model` save and load safetensors checkpoints atomically, with clear errors.
+# - `load_hf_bert` reads a Hugging Face BERT folder (config, safetensors, vocabulary) without
+#   `transformers`; `load_minilm` loads the real all-MiniLM-L6-v2 from the course's data
+#   registry, whose mean-pooled sentence vectors rank paraphrases above sentences that only share
+#   words.
 # - The same word gets a different vector in every sentence: BERT's vectors are contextual.
 #
 # Later chapters import `BertConfig`, `BertModel`, `BertForMaskedLM`, `BertForPreTraining` and
-# their parts from `tinybert.models.bert`, `from_hf`, `to_hf` and `register` from
-# `tinybert.convert`, and `save_model`, `load_model` and `register_model_class` from
+# their parts from `tinybert.models.bert`, `from_hf`, `to_hf`, `register`, `load_hf_bert` and
+# `load_minilm` from `tinybert.convert`, and `save_model`, `load_model` and `register_model_class` from
 # `tinybert.checkpoint`.
 #
 # (sec-bert-exercises)=

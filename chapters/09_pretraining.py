@@ -51,7 +51,8 @@
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertForPreTraining`, `IGNORE_INDEX`, and
 # `save_model`/`load_model` from `tinybert.checkpoint`. From {doc}`07_tokenization`:
 # `WordPieceTokenizer` and `train_wordpiece_tokenizer`. From {doc}`02_word_vectors`:
-# `load_gutenberg`. The chapter's code goes to six small modules: `tinybert.pretraining_corpus`
+# `load_gutenberg`. From {doc}`10_finetuning`: `task_data`, the readers of the tasks whose
+# unlabelled training text the course checkpoint adds to its corpus. The chapter's code goes to six small modules: `tinybert.pretraining_corpus`
 # (text to documents), `tinybert.masking`, `tinybert.pretraining` (pairs, batches,
 # `load_pretrained`), `tinybert.training` (optimizer, schedule, checkpoints; {doc}`10_finetuning`
 # uses them too), `tinybert.distributed` and `tinybert.pretrain_loop`. The command

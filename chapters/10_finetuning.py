@@ -56,7 +56,8 @@
 # with `from_hf` and `bert_config_to_hf` for a check against Hugging Face; the pretrained checkpoint
 # (`load_pretrained`) and the optimiser and schedule (`make_optimizer`, `linear_warmup_decay`)
 # from {doc}`09_pretraining`; the WordPiece tokenizer and its character offsets from
-# {doc}`07_tokenization`; and `fetch` from `tinybert.data` for the data sets.
+# {doc}`07_tokenization`; `load_minilm`, the real pretrained encoder, from {doc}`08_bert`; and
+# `fetch` from `tinybert.data` for the data sets.
 #
 # (sec-ft-setup)=
 # ## Setup
@@ -318,20 +319,37 @@ def _new_linear(encoder: nn.Module, n_out: int) -> nn.Linear:
     return layer
 
 
-class SequenceClassifier(nn.Module):
-    """One label per sequence, from the pooled [CLS] vector: (B, T) ids -> (B, C) logits."""
+POOLINGS = ("pooler", "mean")
 
-    def __init__(self, encoder: nn.Module, n_labels: int, dropout: float = 0.1):
+
+class SequenceClassifier(nn.Module):
+    """One label per sequence, from one summary vector: (B, T) ids -> (B, C) logits.
+
+    ``pooling="pooler"``: BERT's pooled [CLS] vector (the final [CLS] state for encoders without
+    a pooler), which next-sentence prediction trains. ``"mean"``: the mean of the final states
+    over the real tokens, the summary of encoders trained without NSP (RoBERTa, sentence
+    encoders).
+    """
+
+    def __init__(self, encoder: nn.Module, n_labels: int, dropout: float = 0.1,
+                 pooling: str = "pooler"):
         super().__init__()
-        self.encoder, self.n_labels = encoder, n_labels
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        self.encoder, self.n_labels, self.pooling = encoder, n_labels, pooling
         self.dropout = nn.Dropout(dropout)
         self.classifier = _new_linear(encoder, n_labels)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None):
         out = self.encoder(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
-        summary = getattr(out, "pooler_output", None)             # (B, D) tanh(W h_[CLS] + b)
-        if summary is None:
-            summary = out.last_hidden_state[:, 0]                 # (B, D) encoders without a pooler
+        if self.pooling == "mean":
+            real = (torch.ones_like(input_ids) if attention_mask is None else attention_mask)
+            real = real[..., None].to(out.last_hidden_state.dtype)          # (B, T, 1)
+            summary = (out.last_hidden_state * real).sum(1) / real.sum(1)    # (B, D)
+        else:
+            summary = getattr(out, "pooler_output", None)             # (B, D) tanh(W h_[CLS] + b)
+            if summary is None:
+                summary = out.last_hidden_state[:, 0]                 # (B, D) encoders without a pooler
         logits = self.classifier(self.dropout(summary))           # (B, C)
         loss = None
         if labels is not None:
@@ -644,6 +662,17 @@ def evenly_spaced(items: list, n: int | None) -> list:
     if n < 0:
         raise ValueError(f"n must be None or at least 0, got {n}")
     return [items[i * len(items) // n] for i in range(n)]
+
+
+def per_label(examples: list, k: int) -> list:
+    """``k`` examples of every label (evenly spread through that label's examples), in file
+    order: the few-shot training sets of the transfer ladder. Labels with fewer keep all."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    by_label: dict[int, list[int]] = {}
+    for i, example in enumerate(examples):
+        by_label.setdefault(example.label, []).append(i)
+    return [examples[i] for i in sorted(j for ids in by_label.values() for j in evenly_spaced(ids, k))]
 
 
 # %%
@@ -1669,7 +1698,10 @@ for name, size, em, f1 in rows:
 # %% tags=["export:recipes"]
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -1680,8 +1712,10 @@ from tinybert.finetuning import (FinetuneResult, encode_sentences, encode_tagged
 from tinybert.heads import QuestionAnswerer, SequenceClassifier, TokenClassifier, set_trainable_layers
 from tinybert.metrics import accuracy, squad_evaluate
 from tinybert.qa import make_qa_features, predict_answers
+from tinybert.models.bert import BertModel
+from tinybert.runtime import get_device, pick
 from tinybert.tasks import (POEM_LABELS, UPOS_TAGS, evenly_spaced, holdout_split, load_squad_dev_split,
-                            read_banking77, read_conllu, read_poem_sentiment, read_squad)
+                            per_label, read_banking77, read_conllu, read_poem_sentiment, read_squad)
 
 # %% tags=["export:recipes"]
 TASKS = ("banking77", "poem_sentiment", "ud_pos", "squad")
@@ -1720,13 +1754,17 @@ class TaskRun:
 def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: int | None = None,
                   eval_examples: int | None = None, eval_split: str = "validation",
                   epochs: int = 3, lr: float = 1e-4, batch_size: int = 32,
-                  trainable_layers: int | None = None, seed: int = 0,
-                  desc: str | None = None) -> TaskRun:
+                  trainable_layers: int | None = None, seed: int = 0, pooling: str = "pooler",
+                  train_per_label: int | None = None, desc: str | None = None) -> TaskRun:
     """Fine-tune a new head over ``encoder`` on ``task`` and score it. The example counts pick
-    evenly spread subsets (None = everything)."""
+    evenly spread subsets (None = everything); ``train_per_label`` instead takes that many
+    training examples of every label (sentence tasks); ``pooling`` is the sentence classifiers'
+    summary (see SequenceClassifier)."""
     train, labels = task_data(task, "train")
     evaluation, _ = task_data(task, eval_split)
     train, evaluation = evenly_spaced(train, train_examples), evenly_spaced(evaluation, eval_examples)
+    if train_per_label is not None:
+        train = per_label(train, train_per_label)
     pad = special_token_id(tokenizer, "[PAD]")
     max_len = getattr(encoder.config, "max_tokens", encoder.config.max_len)   # RoBERTa reads max_len - pad - 1
     if task == "squad":
@@ -1736,7 +1774,8 @@ def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: i
         model, (features, _) = TokenClassifier(encoder, len(labels)), encode_tagged(tokenizer, train, max_len=max_len)
         eval_features, _ = encode_tagged(tokenizer, evaluation, max_len=max_len)
     else:
-        model, features = SequenceClassifier(encoder, len(labels)), encode_sentences(tokenizer, train, max_len=max_len)
+        model = SequenceClassifier(encoder, len(labels), pooling=pooling)
+        features = encode_sentences(tokenizer, train, max_len=max_len)
         eval_features = encode_sentences(tokenizer, evaluation, max_len=max_len)
     model = model.to(next(encoder.parameters()).device)
     set_trainable_layers(model, trainable_layers)
@@ -1754,6 +1793,76 @@ def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: i
     else:
         metrics = {"accuracy": accuracy(torch.stack(logits).argmax(-1), torch.tensor([e.label for e in evaluation]))}
     return TaskRun(task, metrics, result, model)
+
+
+# %% [markdown]
+# **The transfer ladder.** {ref}`sec-ft-gain` asks the question this chapter exists for: does
+# pretraining pay off? It fine-tunes three encoders with one recipe per task: the course's
+# architecture from random weights, the course's own checkpoint (chapter 9), and a real
+# pretrained encoder, all-MiniLM-L6-v2 (chapter 8). Each *arm* makes a fresh encoder for every
+# run, with dropout 0.1 as in BERT's fine-tuning, and names the sentence summary its encoder
+# suits. The settings of each task are fixed here, so that the learning-rate sweep
+# (`experiments/transfer_sweep.py`, run once outside the book) and the chapter use the same ones.
+
+# %% tags=["export:recipes"]
+@dataclass(frozen=True)
+class LadderTask:
+    train_examples: int | None   # evenly spread over the training split (None: per_label decides)
+    eval_examples: int           # evenly spread over the validation or test split
+    epochs: int                  # enough passes for few-shot data
+    per_label: int | None = None # few-shot: this many training examples of every label
+    batch_size: int = 16
+
+
+LADDER = {"banking77": LadderTask(None, pick(quick=16, full=1000), pick(quick=1, full=15),
+                                  per_label=pick(quick=1, full=4)),
+          "ud_pos": LadderTask(pick(quick=8, full=400), pick(quick=8, full=500), pick(quick=1, full=10))}
+LADDER_LRS = (5e-5, 1e-4, 3e-4, 1e-3)     # one grid for every arm; each picks its best on validation
+
+
+@dataclass
+class LadderArm:
+    make_encoder: Callable[[int], nn.Module]   # seed -> a fresh encoder
+    tokenizer: object
+    pooling: str                               # SequenceClassifier's summary
+
+
+def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
+    """The three encoders of the ladder. The course checkpoint was trained by MLM alone (no NSP),
+    like all-MiniLM-L6-v2, so both (and the random start) summarise a sentence by the mean."""
+    from tinybert.convert import load_minilm         # chapter 8: the real encoder, offline
+    from tinybert.pretraining import load_pretrained  # chapter 9: the course's checkpoint
+
+    course = load_pretrained(checkpoint, train_if_missing=False)
+    config = replace(course.config, dropout=0.1, attention_dropout=0.1)
+    weights = course.model.bert.state_dict()
+    real = load_minilm()
+
+    def random_init(seed: int) -> nn.Module:
+        torch.manual_seed(seed)
+        return BertModel(config)
+
+    def course_checkpoint(seed: int) -> nn.Module:
+        encoder = BertModel(config)
+        encoder.load_state_dict(weights)
+        return encoder
+
+    return {"random init": LadderArm(random_init, course.tokenizer, "mean"),
+            "course checkpoint": LadderArm(course_checkpoint, course.tokenizer, "mean"),
+            "all-MiniLM-L6-v2": LadderArm(lambda seed: copy.deepcopy(real.model), real.tokenizer,
+                                          "mean")}
+
+
+def ladder_score(task: str, arm: LadderArm, *, lr: float, seed: int, split: str = "validation",
+                 pooling: str | None = None) -> float:
+    """Fine-tune arm's fresh encoder on ``task`` with the ladder's settings; the accuracy."""
+    settings = LADDER[task]
+    run = finetune_task(task, arm.make_encoder(seed).to(get_device()), arm.tokenizer,
+                        train_examples=settings.train_examples, eval_examples=settings.eval_examples,
+                        eval_split=split, epochs=settings.epochs, lr=lr,
+                        batch_size=settings.batch_size, seed=seed, pooling=pooling or arm.pooling,
+                        train_per_label=settings.per_label)
+    return run.metrics["accuracy"]
 
 
 # %% [markdown]

@@ -25,7 +25,7 @@ DATA_DIR = Path(_DATA_DIR_VALUE).expanduser().absolute() if _DATA_DIR_VALUE else
 # SHA256SUMS and SOURCES.md when TINYBERT_DATA_DIR is not set.
 SIBLING_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 NOT_ORIGINALS = ("licenses/", "derived/", "make_subsets.py")
-LICENCES = {"CC-BY-SA-3.0", "CC-BY-SA-4.0", "CC-BY-4.0", "public-domain", "BSD-3-Clause"}
+LICENCES = {"CC-BY-SA-3.0", "CC-BY-SA-4.0", "CC-BY-4.0", "public-domain", "BSD-3-Clause", "Apache-2.0"}
 
 
 def sha256_hex(path: Path) -> str:
@@ -84,8 +84,14 @@ EXPECTED_NAMES = (
     + ["banking77/train", "banking77/test", "banking77/categories",
        "poem_sentiment/train", "poem_sentiment/dev", "poem_sentiment/test",
        "sentence_polarity/zip", "sentence_polarity/xml",
-       "ud_ewt/train", "ud_ewt/dev", "ud_ewt/test", "squad1.1/dev"]
+       "ud_ewt/train", "ud_ewt/dev", "ud_ewt/test", "uner_ewt/dev", "uner_ewt/test",
+       "squad1.1/dev"]
+    + [f"minilm/{n}" for n in ("model", "config", "vocab", "tokenizer", "tokenizer_config",
+                                "special_tokens_map", "modules", "sentence_bert_config",
+                                "config_sentence_transformers", "pooling_config", "model_card")]
 )
+MINILM_URL = ("https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/"
+              "c9745ed1d9f207416be6d2e6f8de32d1f16199bf/FILE")  # the pattern of SOURCES.md section 11
 
 
 def test_module_starts_with_hand_written_docstring():
@@ -104,8 +110,10 @@ def test_entry_is_well_formed(name):
     entry = data.info(name)
     assert entry.name == name
     assert re.fullmatch(r"[0-9a-f]{64}", entry.sha256), entry.sha256
-    # Pinned: raw GitHub content at a full 40-hex commit, ending in the file's own name.
-    assert re.fullmatch(r"https://raw\.githubusercontent\.com/[\w.-]+/[\w.-]+/[0-9a-f]{40}/\S+", entry.url)
+    # Pinned: raw GitHub content (or a Hugging Face model file) at a full 40-hex commit, ending in
+    # the file's own name.
+    assert (re.fullmatch(r"https://raw\.githubusercontent\.com/[\w.-]+/[\w.-]+/[0-9a-f]{40}/\S+", entry.url)
+            or re.fullmatch(r"https://huggingface\.co/[\w.-]+/[\w.-]+/resolve/[0-9a-f]{40}/\S+", entry.url))
     assert entry.url.rsplit("/", 1)[1] == entry.relpath.rsplit("/", 1)[1]
     assert entry.licence in LICENCES
     assert re.search(r"\(\d{4}\)", entry.citation), entry.citation  # "Who (year). Title."
@@ -178,8 +186,14 @@ def test_urls_are_those_given_in_sources_md():
         entry = by_relpath[f"pretraining/gutenberg/{filename}"]
         assert entry.url == f"https://raw.githubusercontent.com/GITenberg/{repo}/{commit}/{filename}"
         assert (entry.size, entry.sha256) == (int(size), sha256)
+    assert MINILM_URL in text
+    for name in data.names("minilm/"):   # the model's files: the pattern, FILE = path in the folder
+        entry = data.info(name)
+        in_folder = entry.relpath.removeprefix("pretrained/all-MiniLM-L6-v2/")
+        assert entry.url == MINILM_URL.replace("FILE", in_folder), entry.url
+        assert f"`{in_folder}`" in text and entry.sha256 in text, name
     for entry in data.REGISTRY.values():  # every other URL's folder, commit included, is in the text
-        if not entry.name.startswith("gutenberg/"):
+        if not entry.name.startswith(("gutenberg/", "minilm/")):
             assert entry.url.rsplit("/", 1)[0] + "/" in text, entry.url
     assert data.info("wikitext2/train").url in text and data.info("wikitext2/train").sha256 in text
 
@@ -190,6 +204,46 @@ def test_fetch_by_name_finds_the_real_file_in_data_dir():
     path = data.fetch("wikitext2/readme")
     assert path == DATA_DIR / "pretraining/wikitext-2/README"
     assert path.read_bytes().startswith(b"This is raw data from the wikitext-2 dataset.")
+
+
+def test_fetch_group_returns_the_model_folder_in_data_dir():
+    if DATA_DIR is None:
+        pytest.skip("TINYBERT_DATA_DIR is not set")
+    if not (DATA_DIR / "pretrained/all-MiniLM-L6-v2/model.safetensors").is_file():
+        pytest.skip("this data folder has no pretrained/all-MiniLM-L6-v2")
+    folder = data.fetch_group("minilm")
+    assert folder == DATA_DIR / "pretrained/all-MiniLM-L6-v2"
+    for name in data.names("minilm/"):
+        assert (DATA_DIR / data.info(name).relpath).is_relative_to(folder)
+    assert (folder / "1_Pooling" / "config.json").is_file()
+
+
+def test_fetch_group_completes_a_folder_split_between_data_dir_and_cache(tmp_path, monkeypatch,
+                                                                        cache):
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    entries = {}
+    for short, relpath, content in [("a", "grp/model/a.txt", b"in the data folder\n"),
+                                    ("b", "grp/model/sub/b.txt", b"downloaded\n")]:
+        (upstream / relpath.rsplit("/", 1)[1]).write_bytes(content)
+        entries[f"grp/{short}"] = DataFile(
+            f"grp/{short}", relpath, (upstream / relpath.rsplit("/", 1)[1]).as_uri(),
+            hashlib.sha256(content).hexdigest(), len(content), "CC0-1.0", "Nobody (2024). Hi.")
+    monkeypatch.setattr(data, "REGISTRY", {**data.REGISTRY, **entries})
+    monkeypatch.setenv("TINYBERT_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "data/grp/model").mkdir(parents=True)
+    (tmp_path / "data/grp/model/a.txt").write_bytes(b"in the data folder\n")
+    folder = data.fetch_group("grp")
+    assert folder == cache / "grp/model"
+    assert (folder / "a.txt").read_bytes() == b"in the data folder\n"
+    assert (folder / "sub/b.txt").read_bytes() == b"downloaded\n"
+    assert files_under(cache) == ["grp/model/a.txt", "grp/model/sub/b.txt"]  # no temporary left
+    assert (tmp_path / "data/grp/model/a.txt").exists()                     # data dir untouched
+
+
+def test_fetch_group_of_an_unknown_prefix_lists_the_groups():
+    with pytest.raises(UnknownDataError, match="minilm"):
+        data.fetch_group("no-such-group")
 
 
 # --- where fetch() looks ---------------------------------------------------------------------

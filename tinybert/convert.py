@@ -5,18 +5,24 @@ Read it with its explanations at chapters/08_bert.html.
 """
 from __future__ import annotations
 
-__all__ = ['Converter', 'register', 'from_hf', 'to_hf', 'load_renamed', 'bert_config_from_hf', 'bert_config_to_hf', 'bert_encoder_names', 'bert_weight_names']
+__all__ = ['Converter', 'register', 'from_hf', 'to_hf', 'load_renamed', 'bert_config_from_hf', 'bert_config_to_hf', 'bert_encoder_names', 'bert_weight_names', 'PretrainedEncoder', 'load_hf_bert', 'load_minilm']
 
 
 import importlib
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable
 
 import torch
+from safetensors.torch import load_file
 from torch import nn
 
 from tinybert.checkpoint import unique_state_dict
+from tinybert.data import fetch_group
 from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
+from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face": chapters/08_bert.html#converting-to-and-from-hugging-face
@@ -200,3 +206,106 @@ def _bert_to_hf(model: nn.Module):
 
 for _cls in (BertModel, BertForMaskedLM, BertForPreTraining):
     register(_cls.__name__, _cls, _bert_from_hf, _bert_to_hf)
+
+
+_HF_BERT_SIZES = ("vocab_size", "hidden_size", "num_hidden_layers",
+                  "num_attention_heads", "intermediate_size")
+_HF_BERT_DEFAULTS = {                  # the defaults of transformers' BertConfig
+    "hidden_act": "gelu", "max_position_embeddings": 512, "type_vocab_size": 2,
+    "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+    "layer_norm_eps": 1e-12, "initializer_range": 0.02, "pad_token_id": 0}
+_HF_BERT_WEIGHTS = ("model.safetensors", "pytorch_model.bin")   # in order of preference
+
+
+# Built in chapter 8, section "Running a real pretrained BERT": chapters/08_bert.html#running-a-real-pretrained-bert
+@dataclass
+class PretrainedEncoder:
+    """A pretrained BERT encoder from a Hugging Face folder (eval mode, on the CPU)."""
+
+    model: BertModel                  # the encoder, with a pooler if the folder has one
+    tokenizer: WordPieceTokenizer     # the folder's vocab.txt
+    config: BertConfig
+    directory: Path
+
+
+# Built in chapter 8, section "Running a real pretrained BERT": chapters/08_bert.html#running-a-real-pretrained-bert
+def _hf_bert_config(directory: Path) -> BertConfig:
+    """config.json -> our BertConfig; anything but a BERT is refused."""
+    hf = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    kind = hf.get("model_type")
+    if kind is None and str((hf.get("architectures") or ["?"])[0]).startswith("Bert"):
+        kind = "bert"                 # saved before transformers wrote model_type
+    if kind != "bert":
+        raise ValueError(
+            f"{directory} does not hold a BERT: its config.json says model_type "
+            f"{hf.get('model_type')!r}, architectures {hf.get('architectures')}; "
+            "expected model_type 'bert'")
+    missing = [key for key in _HF_BERT_SIZES if key not in hf]
+    if missing:
+        raise ValueError(f"{directory}/config.json lacks {', '.join(missing)}")
+    return bert_config_from_hf(SimpleNamespace(**{**_HF_BERT_DEFAULTS, **hf}))
+
+
+# Built in chapter 8, section "Running a real pretrained BERT": chapters/08_bert.html#running-a-real-pretrained-bert
+def _hf_bert_tensors(path: Path) -> dict[str, torch.Tensor]:
+    """The encoder's tensors in ``path``, named as in BertModel (no prefix or heads)."""
+    if path.suffix == ".safetensors":
+        state = load_file(path)
+    else:                                                  # tensors only, never code
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    if any(name.startswith("bert.") for name in state):   # BertFor*: keep the encoder
+        state = {name.removeprefix("bert."): tensor for name, tensor in state.items()
+                 if name.startswith("bert.")}
+    tensors = {}
+    for name, tensor in state.items():
+        if name.endswith(("position_ids", "token_type_ids")):  # index buffers
+            continue
+        name = name.replace("LayerNorm.gamma", "LayerNorm.weight")  # the names of
+        name = name.replace("LayerNorm.beta", "LayerNorm.bias")     # TensorFlow's files
+        tensors[name] = tensor.float()
+    return tensors
+
+
+# Built in chapter 8, section "Running a real pretrained BERT": chapters/08_bert.html#running-a-real-pretrained-bert
+def load_hf_bert(directory: str | Path) -> PretrainedEncoder:
+    """A Hugging Face BERT folder as a tinybert BertModel and its WordPiece tokenizer.
+
+    Reads config.json, model.safetensors (or pytorch_model.bin, tensors only) and
+    vocab.txt with tinybert's own code: ``transformers`` is not needed. Folders saved
+    from BertModel and from BertFor* models both work; the latter's heads are left out.
+    """
+    directory = Path(directory)
+    expected = "config.json, model.safetensors (or pytorch_model.bin) and vocab.txt"
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory} is not a folder; a Hugging Face BERT "
+                                f"folder holds {expected}")
+    weights = [f for f in _HF_BERT_WEIGHTS if (directory / f).is_file()]
+    missing = [f for f in ("config.json", "vocab.txt") if not (directory / f).is_file()]
+    missing += [] if weights else ["model.safetensors (or pytorch_model.bin)"]
+    if missing:
+        raise FileNotFoundError(f"{directory} lacks {', '.join(missing)}; a Hugging "
+                                f"Face BERT folder holds {expected}")
+    config = _hf_bert_config(directory)
+    options, settings = {}, directory / "tokenizer_config.json"
+    if settings.is_file():
+        options = json.loads(settings.read_text(encoding="utf-8"))
+    tokenizer = WordPieceTokenizer.from_file(
+        directory / "vocab.txt", lowercase=options.get("do_lower_case", True),
+        strip_accents=options.get("strip_accents"),
+        handle_chinese_chars=options.get("tokenize_chinese_chars", True))
+    if len(tokenizer) != config.vocab_size:
+        raise ValueError(f"{directory}: vocab.txt has {len(tokenizer):,} tokens but "
+                         f"config.json says vocab_size {config.vocab_size:,}")
+    tensors = _hf_bert_tensors(directory / weights[0])
+    model = BertModel(config, add_pooler="pooler.dense.weight" in tensors)
+    try:
+        load_renamed(model, tensors, bert_weight_names(model))
+    except ValueError as error:
+        raise ValueError(f"{directory / weights[0]}: {error}") from None
+    return PretrainedEncoder(model.eval(), tokenizer, config, directory)
+
+
+# Built in chapter 8, section "Running a real pretrained BERT": chapters/08_bert.html#running-a-real-pretrained-bert
+def load_minilm() -> PretrainedEncoder:
+    """all-MiniLM-L6-v2 (the data registry's "minilm" files) as a tinybert BertModel."""
+    return load_hf_bert(fetch_group("minilm"))

@@ -6,7 +6,8 @@ the course's data folder, where it came from, its SHA-256 and size, its licence 
 (the book's attribution page is generated from ``REGISTRY``). ``fetch(name)`` returns the path of a
 verified local copy. It looks in ``$TINYBERT_DATA_DIR`` first, then in the user cache, and only
 then downloads into the cache. Files that tinybert derives from these (splits, subsets) are made
-by its own code, so they are not listed here.
+by its own code, so they are not listed here. The one pretrained model the course borrows,
+all-MiniLM-L6-v2, is registered the same way, and ``fetch_group("minilm")`` returns its folder.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import difflib
 import hashlib
 import http.client
 import os
+import shutil
 import tempfile
 import time
 import urllib.error
@@ -25,7 +27,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 __all__ = ["DataFile", "REGISTRY", "ChecksumError", "DataUnavailableError", "UnknownDataError",
-           "names", "info", "fetch", "fetch_file", "data_dir", "cache_dir", "sha256_of"]
+           "names", "info", "fetch", "fetch_file", "fetch_group", "data_dir", "cache_dir",
+           "sha256_of"]
 
 
 @dataclass(frozen=True)
@@ -161,12 +164,51 @@ _group("ud_ewt", "token_classification/ud_english_ewt",
     ("test", "en_ewt-ud-test.conllu", 1_804_515, "e266e515a0a7547657ed3d90d9ba46487d6bd251f27ad4269d4e8a427c8555cd"),
 ], note="The licence covers the annotations; portions of the underlying web text may be "
         "(c) Google, Yahoo!, the University of Pennsylvania or other original authors.")
+_group("uner_ewt", "token_classification/uner_english_ewt",
+       _GH + "UniversalNER/UNER_English-EWT/8ed072de2fd24022cc62458997fe96a8fe191ea4/",
+       "CC-BY-SA-4.0", "Stephen Mayhew, Terra Blevins, Shuheng Liu, Marek Šuppa, Hila Gonen, Joseph "
+       "Marvin Imperial, Börje F. Karlsson, Peiqin Lin, Nikola Ljubešić, LJ Miranda, Barbara "
+       "Plank, Arij Riabi, Yuval Pinter (2024). Universal NER: A Gold-Standard Multilingual Named "
+       "Entity Recognition Benchmark. NAACL 2024. English-EWT.", [
+    ("dev", "en_ewt-ud-dev.iob2", 620_415, "0cafd881cf31d39897b6d588420fab8fbbe4423d271725c59921ac9dd49c0713"),
+    ("test", "en_ewt-ud-test.iob2", 623_751, "821ad826d5f503ac03b4edc3fbc2174f21fbb005ec25863caf2051c434616d6e"),
+], note="The sentences are UD English-EWT's, so the note on its web text applies. The training "
+        "file is not in the offline folder (dev and test only).")
 _group("squad1.1", "qa/squad_v1.1",
        _GH + "rajpurkar/SQuAD-explorer/e0c66cfec263165fb3c15cb76a22175e371b71d7/dataset/",
        "CC-BY-SA-4.0", "Pranav Rajpurkar, Jian Zhang, Konstantin Lopyrev, Percy Liang (2016). "
        "SQuAD: 100,000+ Questions for Machine Comprehension of Text.", [
     ("dev", "dev-v1.1.json", 4_854_279, "95aa6a52d5d6a735563366753ca50492a658031da74f301ac5238b03966972c9"),
 ])
+
+# A real pretrained encoder, registered like a dataset: Hugging Face's all-MiniLM-L6-v2 (a BertModel,
+# 6 layers, hidden 384, bert-base-uncased's vocabulary). The files of one model must sit side by
+# side in one folder (config.json next to model.safetensors): fetch_group("minilm") returns it.
+_MINILM = ("https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/"
+           "c9745ed1d9f207416be6d2e6f8de32d1f16199bf/")
+_group("minilm", "pretrained/all-MiniLM-L6-v2", _MINILM, "Apache-2.0",
+       "Nils Reimers, Iryna Gurevych (2019). Sentence-BERT: Sentence Embeddings using Siamese "
+       "BERT-Networks; and Wenhui Wang, Furu Wei, Li Dong, Hangbo Bao, Nan Yang, Ming Zhou (2020). "
+       "MiniLM: Deep Self-Attention Distillation for Task-Agnostic Compression of Pre-Trained "
+       "Transformers. The model: sentence-transformers/all-MiniLM-L6-v2.", [
+    ("model", "model.safetensors", 90_868_376, "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+    ("config", "config.json", 612, "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
+    ("vocab", "vocab.txt", 231_508, "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"),
+    ("tokenizer", "tokenizer.json", 466_247, "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+    ("tokenizer_config", "tokenizer_config.json", 350,
+     "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
+    ("special_tokens_map", "special_tokens_map.json", 112,
+     "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3"),
+    ("modules", "modules.json", 349, "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf"),
+    ("sentence_bert_config", "sentence_bert_config.json", 53,
+     "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7"),
+    ("config_sentence_transformers", "config_sentence_transformers.json", 116,
+     "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3"),
+    ("pooling_config", "1_Pooling/config.json", 190,
+     "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23"),
+    ("model_card", "README.md", 10_454, "7dfc82496ec33f906b5b0d6750c1e2397da6530c74d1ae3568c55bc2739125e7"),
+], note="Pretrained weights, not a dataset. Its training pairs include SQuAD 2.0 training "
+        "(question, passage) pairs (model card); the course evaluates on SQuAD v1.1 dev articles.")
 
 #: Every registered file, by name, in the order above. Read-only: build a DataFile to try others.
 REGISTRY = MappingProxyType({entry.name: entry for entry in _ENTRIES})
@@ -351,3 +393,37 @@ def fetch_file(entry: DataFile, *, timeout: float = 60.0) -> Path:
 def fetch(name: str, *, timeout: float = 60.0) -> Path:
     """Path of a verified local copy of the registered file ``name``, e.g. ``fetch("squad1.1/dev")``."""
     return fetch_file(info(name), timeout=timeout)
+
+
+def fetch_group(prefix: str, *, timeout: float = 60.0) -> Path:
+    """Fetch every file registered under ``prefix/`` and return the one folder that holds them all.
+
+    For files that only make sense together, such as a model's weights, config and vocabulary:
+    ``fetch_group("minilm")`` is the all-MiniLM-L6-v2 folder, ready for a loader that reads
+    ``folder / "config.json"``. When some files are in ``$TINYBERT_DATA_DIR`` and the others had
+    to be downloaded into the cache, the verified data-folder files are copied into the cache
+    too, so that the folder returned is complete.
+    """
+    entries = [info(name) for name in names(f"{prefix}/")]
+    if not entries:
+        raise UnknownDataError(f"no data files are registered under {prefix!r}/; registered "
+                               f"groups: {', '.join(dict.fromkeys(n.split('/')[0] for n in REGISTRY))}")
+    folder = Path(os.path.commonpath([entry.relpath for entry in entries]))
+    paths = [fetch_file(entry, timeout=timeout) for entry in entries]
+    roots = {path.parents[len(Path(entry.relpath).parts) - 1] for entry, path in zip(entries, paths)}
+    if len(roots) == 1:
+        return roots.pop() / folder
+    for entry, path in zip(entries, paths):        # mixed: complete the copy in the cache
+        target = cache_dir() / entry.relpath
+        if path != target:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+            os.close(handle)
+            try:
+                shutil.copyfile(path, temporary)
+                os.replace(temporary, target)       # atomic, as for a download
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temporary)
+                raise
+    return cache_dir() / folder

@@ -5,7 +5,7 @@ Read it with its explanations at chapters/10_finetuning.html.
 """
 from __future__ import annotations
 
-__all__ = ['ClassifierOutput', 'SpanOutput', 'SequenceClassifier', 'TokenClassifier', 'QuestionAnswerer', 'set_trainable_layers']
+__all__ = ['ClassifierOutput', 'SpanOutput', 'POOLINGS', 'SequenceClassifier', 'TokenClassifier', 'QuestionAnswerer', 'set_trainable_layers']
 
 
 from dataclasses import dataclass
@@ -47,21 +47,38 @@ def _new_linear(encoder: nn.Module, n_out: int) -> nn.Linear:
     return layer
 
 
+POOLINGS = ("pooler", "mean")
+
+
 # Built in chapter 10, section "Heads: a small module over any encoder": chapters/10_finetuning.html#heads-a-small-module-over-any-encoder
 class SequenceClassifier(nn.Module):
-    """One label per sequence, from the pooled [CLS] vector: (B, T) ids -> (B, C) logits."""
+    """One label per sequence, from one summary vector: (B, T) ids -> (B, C) logits.
 
-    def __init__(self, encoder: nn.Module, n_labels: int, dropout: float = 0.1):
+    ``pooling="pooler"``: BERT's pooled [CLS] vector (the final [CLS] state for encoders without
+    a pooler), which next-sentence prediction trains. ``"mean"``: the mean of the final states
+    over the real tokens, the summary of encoders trained without NSP (RoBERTa, sentence
+    encoders).
+    """
+
+    def __init__(self, encoder: nn.Module, n_labels: int, dropout: float = 0.1,
+                 pooling: str = "pooler"):
         super().__init__()
-        self.encoder, self.n_labels = encoder, n_labels
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        self.encoder, self.n_labels, self.pooling = encoder, n_labels, pooling
         self.dropout = nn.Dropout(dropout)
         self.classifier = _new_linear(encoder, n_labels)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None):
         out = self.encoder(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
-        summary = getattr(out, "pooler_output", None)             # (B, D) tanh(W h_[CLS] + b)
-        if summary is None:
-            summary = out.last_hidden_state[:, 0]                 # (B, D) encoders without a pooler
+        if self.pooling == "mean":
+            real = (torch.ones_like(input_ids) if attention_mask is None else attention_mask)
+            real = real[..., None].to(out.last_hidden_state.dtype)          # (B, T, 1)
+            summary = (out.last_hidden_state * real).sum(1) / real.sum(1)    # (B, D)
+        else:
+            summary = getattr(out, "pooler_output", None)             # (B, D) tanh(W h_[CLS] + b)
+            if summary is None:
+                summary = out.last_hidden_state[:, 0]                 # (B, D) encoders without a pooler
         logits = self.classifier(self.dropout(summary))           # (B, C)
         loss = None
         if labels is not None:

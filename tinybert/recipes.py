@@ -5,10 +5,13 @@ Read it with its explanations at chapters/10_finetuning.html.
 """
 from __future__ import annotations
 
-__all__ = ['TASKS', 'task_data', 'TaskRun', 'finetune_task']
+__all__ = ['TASKS', 'task_data', 'TaskRun', 'finetune_task', 'LadderTask', 'LADDER', 'LADDER_LRS', 'LadderArm', 'ladder_arms', 'ladder_score']
 
 
-from dataclasses import dataclass
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -19,8 +22,10 @@ from tinybert.finetuning import (FinetuneResult, encode_sentences, encode_tagged
 from tinybert.heads import QuestionAnswerer, SequenceClassifier, TokenClassifier, set_trainable_layers
 from tinybert.metrics import accuracy, squad_evaluate
 from tinybert.qa import make_qa_features, predict_answers
+from tinybert.models.bert import BertModel
+from tinybert.runtime import get_device, pick
 from tinybert.tasks import (POEM_LABELS, UPOS_TAGS, evenly_spaced, holdout_split, load_squad_dev_split,
-                            read_banking77, read_conllu, read_poem_sentiment, read_squad)
+                            per_label, read_banking77, read_conllu, read_poem_sentiment, read_squad)
 
 
 TASKS = ("banking77", "poem_sentiment", "ud_pos", "squad")
@@ -62,13 +67,17 @@ class TaskRun:
 def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: int | None = None,
                   eval_examples: int | None = None, eval_split: str = "validation",
                   epochs: int = 3, lr: float = 1e-4, batch_size: int = 32,
-                  trainable_layers: int | None = None, seed: int = 0,
-                  desc: str | None = None) -> TaskRun:
+                  trainable_layers: int | None = None, seed: int = 0, pooling: str = "pooler",
+                  train_per_label: int | None = None, desc: str | None = None) -> TaskRun:
     """Fine-tune a new head over ``encoder`` on ``task`` and score it. The example counts pick
-    evenly spread subsets (None = everything)."""
+    evenly spread subsets (None = everything); ``train_per_label`` instead takes that many
+    training examples of every label (sentence tasks); ``pooling`` is the sentence classifiers'
+    summary (see SequenceClassifier)."""
     train, labels = task_data(task, "train")
     evaluation, _ = task_data(task, eval_split)
     train, evaluation = evenly_spaced(train, train_examples), evenly_spaced(evaluation, eval_examples)
+    if train_per_label is not None:
+        train = per_label(train, train_per_label)
     pad = special_token_id(tokenizer, "[PAD]")
     max_len = getattr(encoder.config, "max_tokens", encoder.config.max_len)   # RoBERTa reads max_len - pad - 1
     if task == "squad":
@@ -78,7 +87,8 @@ def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: i
         model, (features, _) = TokenClassifier(encoder, len(labels)), encode_tagged(tokenizer, train, max_len=max_len)
         eval_features, _ = encode_tagged(tokenizer, evaluation, max_len=max_len)
     else:
-        model, features = SequenceClassifier(encoder, len(labels)), encode_sentences(tokenizer, train, max_len=max_len)
+        model = SequenceClassifier(encoder, len(labels), pooling=pooling)
+        features = encode_sentences(tokenizer, train, max_len=max_len)
         eval_features = encode_sentences(tokenizer, evaluation, max_len=max_len)
     model = model.to(next(encoder.parameters()).device)
     set_trainable_layers(model, trainable_layers)
@@ -96,3 +106,67 @@ def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: i
     else:
         metrics = {"accuracy": accuracy(torch.stack(logits).argmax(-1), torch.tensor([e.label for e in evaluation]))}
     return TaskRun(task, metrics, result, model)
+
+
+# Built in chapter 10, section "One call per task, and the command line": chapters/10_finetuning.html#one-call-per-task-and-the-command-line
+@dataclass(frozen=True)
+class LadderTask:
+    train_examples: int | None   # evenly spread over the training split (None: per_label decides)
+    eval_examples: int           # evenly spread over the validation or test split
+    epochs: int                  # enough passes for few-shot data
+    per_label: int | None = None # few-shot: this many training examples of every label
+    batch_size: int = 16
+
+
+LADDER = {"banking77": LadderTask(None, pick(quick=16, full=1000), pick(quick=1, full=15),
+                                  per_label=pick(quick=1, full=4)),
+          "ud_pos": LadderTask(pick(quick=8, full=400), pick(quick=8, full=500), pick(quick=1, full=10))}
+LADDER_LRS = (5e-5, 1e-4, 3e-4, 1e-3)     # one grid for every arm; each picks its best on validation
+
+
+# Built in chapter 10, section "One call per task, and the command line": chapters/10_finetuning.html#one-call-per-task-and-the-command-line
+@dataclass
+class LadderArm:
+    make_encoder: Callable[[int], nn.Module]   # seed -> a fresh encoder
+    tokenizer: object
+    pooling: str                               # SequenceClassifier's summary
+
+
+# Built in chapter 10, section "One call per task, and the command line": chapters/10_finetuning.html#one-call-per-task-and-the-command-line
+def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
+    """The three encoders of the ladder. The course checkpoint was trained by MLM alone (no NSP),
+    like all-MiniLM-L6-v2, so both (and the random start) summarise a sentence by the mean."""
+    from tinybert.convert import load_minilm         # chapter 8: the real encoder, offline
+    from tinybert.pretraining import load_pretrained  # chapter 9: the course's checkpoint
+
+    course = load_pretrained(checkpoint, train_if_missing=False)
+    config = replace(course.config, dropout=0.1, attention_dropout=0.1)
+    weights = course.model.bert.state_dict()
+    real = load_minilm()
+
+    def random_init(seed: int) -> nn.Module:
+        torch.manual_seed(seed)
+        return BertModel(config)
+
+    def course_checkpoint(seed: int) -> nn.Module:
+        encoder = BertModel(config)
+        encoder.load_state_dict(weights)
+        return encoder
+
+    return {"random init": LadderArm(random_init, course.tokenizer, "mean"),
+            "course checkpoint": LadderArm(course_checkpoint, course.tokenizer, "mean"),
+            "all-MiniLM-L6-v2": LadderArm(lambda seed: copy.deepcopy(real.model), real.tokenizer,
+                                          "mean")}
+
+
+# Built in chapter 10, section "One call per task, and the command line": chapters/10_finetuning.html#one-call-per-task-and-the-command-line
+def ladder_score(task: str, arm: LadderArm, *, lr: float, seed: int, split: str = "validation",
+                 pooling: str | None = None) -> float:
+    """Fine-tune arm's fresh encoder on ``task`` with the ladder's settings; the accuracy."""
+    settings = LADDER[task]
+    run = finetune_task(task, arm.make_encoder(seed).to(get_device()), arm.tokenizer,
+                        train_examples=settings.train_examples, eval_examples=settings.eval_examples,
+                        eval_split=split, epochs=settings.epochs, lr=lr,
+                        batch_size=settings.batch_size, seed=seed, pooling=pooling or arm.pooling,
+                        train_per_label=settings.per_label)
+    return run.metrics["accuracy"]

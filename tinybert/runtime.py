@@ -6,6 +6,8 @@ asks them in one line.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import random
 import sys
@@ -14,7 +16,8 @@ import numpy as np
 import torch
 from tqdm.std import tqdm
 
-__all__ = ["is_quick", "pick", "get_device", "seed_everything", "progress"]
+__all__ = ["is_quick", "pick", "get_device", "seed_everything", "progress",
+           "fix_malloc_threshold"]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
@@ -85,3 +88,24 @@ def progress(iterable=None, *, total: int | None = None, desc: str | None = None
     return tqdm(iterable, total=total, desc=desc, file=sys.stdout, ascii=True, ncols=80,
                 mininterval=0.0, miniters=every,
                 maxinterval=float("inf"))   # else tqdm's monitor thread resets miniters to 1 on slow steps
+
+
+_M_MMAP_THRESHOLD = -3          # glibc's mallopt parameter number (malloc.h)
+
+
+def fix_malloc_threshold(threshold: int = 1 << 20) -> bool:
+    """Stop glibc's heap from growing without bound in long training runs; True if it applied.
+
+    glibc raises its mmap threshold each time a large block is freed, so that later large
+    blocks (activations, logits of a size that changes every batch) come from the heap, which
+    then fragments: a pretraining run measured here grew by about 25 MB a step until the
+    machine ran out of memory. Fixing the threshold (which also disables its adjustment), as
+    ``MALLOC_MMAP_THRESHOLD_`` does, keeps the memory flat. Elsewhere than glibc it does nothing.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, int(threshold)))
+    except (OSError, AttributeError):   # not glibc (musl has no mallopt)
+        return False

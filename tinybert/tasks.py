@@ -5,7 +5,7 @@ Read it with its explanations at chapters/10_finetuning.html.
 """
 from __future__ import annotations
 
-__all__ = ['TextExample', 'read_labelled_csv', 'read_banking77', 'holdout_split', 'evenly_spaced', 'UPOS_TAGS', 'TaggedSentence', 'read_conllu', 'QAExample', 'split_squad', 'load_squad_dev_split', 'read_squad', 'POEM_LABELS', 'read_poem_sentiment']
+__all__ = ['TextExample', 'read_labelled_csv', 'read_banking77', 'holdout_split', 'evenly_spaced', 'per_label', 'UPOS_TAGS', 'TaggedSentence', 'read_conllu', 'QAExample', 'split_squad', 'load_squad_dev_split', 'read_squad', 'POEM_LABELS', 'read_poem_sentiment']
 
 
 import csv
@@ -80,6 +80,18 @@ def evenly_spaced(items: list, n: int | None) -> list:
     if n < 0:
         raise ValueError(f"n must be None or at least 0, got {n}")
     return [items[i * len(items) // n] for i in range(n)]
+
+
+# Built in chapter 10, section "Sentence classification: Banking77": chapters/10_finetuning.html#sentence-classification-banking77
+def per_label(examples: list, k: int) -> list:
+    """``k`` examples of every label (evenly spread through that label's examples), in file
+    order: the few-shot training sets of the transfer ladder. Labels with fewer keep all."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    by_label: dict[int, list[int]] = {}
+    for i, example in enumerate(examples):
+        by_label.setdefault(example.label, []).append(i)
+    return [examples[i] for i in sorted(j for ids in by_label.values() for j in evenly_spaced(ids, k))]
 
 
 UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",

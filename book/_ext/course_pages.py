@@ -40,6 +40,7 @@ LICENCES = {
     "CC-BY-SA-3.0": ("CC BY-SA 3.0", "https://creativecommons.org/licenses/by-sa/3.0/"),
     "CC-BY-SA-4.0": ("CC BY-SA 4.0", "https://creativecommons.org/licenses/by-sa/4.0/"),
     "BSD-3-Clause": ("BSD 3-Clause", "https://opensource.org/license/bsd-3-clause"),
+    "Apache-2.0": ("Apache 2.0", "https://www.apache.org/licenses/LICENSE-2.0"),
     "public-domain": ("public domain", ""),
 }
 DATASETS = {  # registry prefix -> (name, bibliography key or "")
@@ -50,7 +51,9 @@ DATASETS = {  # registry prefix -> (name, bibliography key or "")
     "poem_sentiment": ("Poem Sentiment", "sheng2020investigating"),
     "sentence_polarity": ("Sentence Polarity v1.0", ""),
     "ud_ewt": ("Universal Dependencies English Web Treebank (EWT)", "silveira2014gold"),
+    "uner_ewt": ("Universal NER English-EWT", "mayhew2024universal"),
     "squad1.1": ("SQuAD v1.1", "rajpurkar2016squad"),
+    "minilm": ("all-MiniLM-L6-v2 (pretrained weights)", "reimers2019sentence"),
 }
 
 

@@ -135,9 +135,11 @@ def datasets_used(chapter: Chapter) -> list[str]:
     code = "\n".join(source for source, _ in _code(chapter))
     used = []
     for prefix in prefixes:
-        direct = re.search(r"""fetch\(\s*f?["']""" + re.escape(prefix) + "/", code)
+        direct = re.search(r"""fetch\(\s*f?["']""" + re.escape(prefix) + "/", code) or \
+            re.search(r"""fetch_group\(\s*["']""" + re.escape(prefix) + """["']""", code)
         books = prefix == "gutenberg" and re.search(r"\bload_gutenberg\(", code)
-        if direct or books:
+        model = prefix == "minilm" and re.search(r"\bload_minilm\(", code)
+        if direct or books or model:
             used.append(prefix)
     return used
 

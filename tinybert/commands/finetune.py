@@ -1,12 +1,20 @@
 """Hand-written (not generated): ``tinybert finetune TASK`` — fine-tune a pretrained BERT on one task.
 
 A thin wrapper around ``tinybert.recipes.finetune_task`` (chapter 10): it loads the pretrained
-checkpoint (chapter 09's ``load_pretrained``), optionally swaps in a randomly initialised encoder
-of the same architecture, fine-tunes a new head and prints the evaluation metrics.
+encoder, optionally swaps in a randomly initialised encoder of the same architecture, fine-tunes
+a new head and prints the evaluation metrics. The encoder comes from the course's own checkpoint
+(chapter 09's ``load_pretrained``, the default, or ``--checkpoint DIR``) or, with ``--from-hf``,
+from any Hugging Face BERT: a local folder is read by chapter 08's ``load_hf_bert`` (no
+``transformers`` needed), a hub name such as ``google/bert_uncased_L-4_H-256_A-4`` through
+``transformers`` and ``from_hf`` (online, once: Hugging Face caches the files).
 """
 from __future__ import annotations
 
 import argparse
+import re
+from pathlib import Path
+
+_HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")   # "bert-base-uncased", "org/name"
 
 
 def _positive_int(text: str) -> int:
@@ -22,6 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", choices=TASKS, help="the task to fine-tune on")
     parser.add_argument("--checkpoint", default=None, metavar="DIR",
                         help="pretrained checkpoint folder (default: the shipped checkpoints/bert-mini)")
+    parser.add_argument("--from-hf", default=None, metavar="NAME_OR_DIR",
+                        help="start from a Hugging Face BERT instead: a local folder (config.json, "
+                             "model.safetensors, vocab.txt; no transformers needed) or a hub name "
+                             "such as google/bert_uncased_L-4_H-256_A-4 (needs transformers and, "
+                             "the first time, a network)")
     parser.add_argument("--random-init", action="store_true",
                         help="start from random weights of the same architecture (the no-pretraining baseline)")
     parser.add_argument("--epochs", type=_positive_int, default=3, help="passes over the training examples (default 3)")
@@ -39,24 +52,91 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
+def _from_hub(name: str):
+    """(encoder, tokenizer) of a BERT on the Hugging Face hub, through ``transformers``."""
+    import json
+    import warnings
+
+    from tinybert.convert import from_hf
+    from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import transformers
+        from huggingface_hub import hf_hub_download
+    except ImportError as error:
+        raise ValueError(f"{name!r} is not a local folder, and loading it from the Hugging Face "
+                         f"hub needs transformers ({error}); install it with "
+                         "pip install 'tinybert[hf]', or pass a local folder") from None
+    try:
+        config = transformers.AutoConfig.from_pretrained(name)
+        if config.model_type != "bert":
+            raise ValueError(f"{name!r} is not a BERT: its config says model_type "
+                             f"{config.model_type!r}; expected 'bert'")
+        hf_model = transformers.BertModel.from_pretrained(name)
+        vocab = hf_hub_download(name, "vocab.txt")
+        try:
+            options = json.loads(Path(hf_hub_download(name, "tokenizer_config.json")).read_text())
+        except Exception:                   # optional: many BERT repositories have none
+            options = {}
+    except OSError as error:                # transformers' way of saying "not found / offline"
+        raise FileNotFoundError(
+            f"could not load {name!r} from the Hugging Face hub, and there is no local folder "
+            f"of that name ({str(error).splitlines()[0]}). Check the name, go online once (the "
+            "files are cached), or pass a local folder with config.json, model.safetensors "
+            "and vocab.txt") from None
+    tokenizer = WordPieceTokenizer.from_file(
+        vocab, lowercase=options.get("do_lower_case", True), strip_accents=options.get("strip_accents"),
+        handle_chinese_chars=options.get("tokenize_chinese_chars", True))
+    encoder = from_hf(hf_model).eval()
+    if len(tokenizer) != encoder.config.vocab_size:
+        raise ValueError(f"{name!r}: vocab.txt has {len(tokenizer):,} tokens but the model's "
+                         f"vocab_size is {encoder.config.vocab_size:,}")
+    return encoder, tokenizer
+
+
+def _load_hf(name_or_dir: str):
+    """(encoder, tokenizer, description) from a local Hugging Face folder or a hub name."""
+    from tinybert.convert import load_hf_bert
+
+    path = Path(name_or_dir).expanduser()
+    if path.exists() or not _HUB_NAME.fullmatch(name_or_dir):
+        loaded = load_hf_bert(path)         # also explains a missing or incomplete folder
+        return loaded.model, loaded.tokenizer, f"the Hugging Face folder {loaded.directory}"
+    encoder, tokenizer = _from_hub(name_or_dir)
+    return encoder, tokenizer, f"{name_or_dir} from the Hugging Face hub"
+
+
 def run(args: argparse.Namespace) -> int:
     from tinybert.models.bert import BertModel
     from tinybert.pretraining import load_pretrained
     from tinybert.recipes import finetune_task
-    from tinybert.runtime import get_device, seed_everything
+    from tinybert.runtime import fix_malloc_threshold, get_device, seed_everything
 
+    fix_malloc_threshold()
+    if args.from_hf is not None and args.checkpoint is not None:
+        print("tinybert finetune: --from-hf and --checkpoint both name the encoder to start "
+              "from; give one of them")
+        return 1
     try:
-        pretrained = load_pretrained(args.checkpoint, train_if_missing=False)
+        if args.from_hf is not None:
+            encoder, tokenizer, source = _load_hf(args.from_hf)
+        else:
+            pretrained = load_pretrained(args.checkpoint, train_if_missing=False)
+            encoder, tokenizer = pretrained.model.bert, pretrained.tokenizer
+            source = f"the checkpoint in {pretrained.directory}"
     except (FileNotFoundError, ValueError) as error:
         print(f"tinybert finetune: {error}")
         return 1
     seed_everything(args.seed)
-    encoder = BertModel(pretrained.config) if args.random_init else pretrained.model.bert
+    if args.random_init:                    # same architecture, random weights
+        encoder = BertModel(encoder.config, add_pooler=encoder.pooler is not None)
+        source = f"random initialisation (the architecture of {source})"
     encoder = encoder.to(get_device())
-    start = "random initialisation" if args.random_init else f"the checkpoint in {pretrained.directory}"
-    print(f"fine-tuning on {args.task} from {start}")
+    print(f"fine-tuning on {args.task} from {source}")
     try:
-        outcome = finetune_task(args.task, encoder, pretrained.tokenizer, train_examples=args.train_examples,
+        outcome = finetune_task(args.task, encoder, tokenizer, train_examples=args.train_examples,
                                 eval_examples=args.eval_examples, eval_split="test" if args.test else "validation",
                                 epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
                                 trainable_layers=args.trainable_layers, seed=args.seed, desc=args.task)

@@ -67,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
 
     from tinybert.distributed import init_distributed
     from tinybert.pretrain_loop import pretrain_bert
+    from tinybert.runtime import fix_malloc_threshold
 
+    fix_malloc_threshold()                # else the heap grows ~25 MB a step (see its docstring)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     dist = init_distributed()
