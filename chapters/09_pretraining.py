@@ -1569,9 +1569,66 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
 
 
 # %% [markdown]
-# The course's checkpoint was made by this function on a shared two-core CPU, in the time budget of
-# a coffee break rather than of a data centre. `load_pretrained` loads it; when it is missing (a
-# copy of `tinybert` installed without the repository), it trains a short run instead, saying so.
+# (sec-pretrain-recipe)=
+# ### A recipe for one CPU core
+#
+# BERT's own recipe (post-LN layers, MLM and NSP on sentence pairs, dropout 0.1, 15% of the tokens
+# masked, AdamW with $\beta_2 = 0.999$) was designed for a million steps of 256 sequences. On a
+# laptop's budget it stalls: an earlier course checkpoint trained that way for 6,000 steps of 16
+# sequences reached 13.8% held-out MLM accuracy, barely past the token frequencies, and fine-tuned
+# *worse* than random weights. The course checkpoint is now trained with changes that later work
+# found to help small budgets, each of them an option of `pretrain_bert` or `--set`:
+#
+# - **pre-LN layers** (`--set norm_first=true`): the LayerNorm before each sub-layer, as in chapter 6,
+#   so that gradients reach the lower layers undamped and a large learning rate is safe
+#   {cite}`xiong2020layer`;
+# - **MLM alone** (`--objective mlm`), on single segments of up to 126 tokens of one document,
+#   RoBERTa's finding that NSP does not help {cite}`liu2019roberta`; no sequence is half random;
+# - **no dropout** (`--set dropout=0 --set attention_dropout=0`): a model that sees each token a
+#   few times cannot overfit, and dropout only slows it (Cramming {cite}`geiping2023cramming`);
+# - **20% of the tokens masked** (`--mask-probability 0.2`), more signal per sequence
+#   {cite}`wettig2023should`, and **AdamW's $\beta_2 = 0.98$** (`--adam-beta2 0.98`), RoBERTa's
+#   setting for stable training with large learning rates;
+# - **task-adaptive text** (`--task-text`): the unlabelled training text of chapter 10's tasks joins
+#   the corpus {cite}`gururangan2020dont`.
+#
+# `experiments/recipe_ablation.py` measured these changes at small scale, one at a time, each run
+# 150 steps of 32 sequences with the same vocabulary and learning rate; every final model is then
+# scored on the same held-out masked tokens (single segments of WikiText-2's test articles, 15%
+# masked). The cell reads its output:
+
+# %%
+import tinybert
+
+ablation = json.loads((Path(tinybert.__file__).parent.parent / "experiments"
+                       / "recipe_ablation.json").read_text())
+print(ablation["command"])
+fig, (ax_curve, ax_final) = plt.subplots(1, 2, figsize=(10, 3.2))
+for name, run in ablation["runs"].items():
+    ax_curve.plot([r["step"] for r in run["train"]], [r["mlm_loss"] for r in run["train"]],
+                  label=name, lw=1)
+ax_curve.set(xlabel="step", ylabel="training MLM loss", title="training curves")
+ax_curve.legend(fontsize=7)
+names = list(ablation["runs"])
+finals = [100 * ablation["runs"][n]["final"]["mlm_accuracy"] for n in names]
+ax_final.barh(range(len(names)), finals, color="C0")
+ax_final.set_yticks(range(len(names)), names, fontsize=8)
+ax_final.invert_yaxis()
+ax_final.set(xlabel="held-out MLM accuracy (%)", title=f"after {ablation['steps']} steps")
+plt.tight_layout()
+plt.show()
+for name in names:
+    run = ablation["runs"][name]
+    print(f"{name:<40} held-out MLM accuracy {run['final']['mlm_accuracy']:6.1%}, loss "
+          f"{run['final']['mlm_loss']:.3f} ({run['seconds']:.0f} s)")
+bert_recipe, course_recipe = (ablation["runs"][n]["final"]["mlm_accuracy"] for n in (names[0], names[-1]))
+assert course_recipe > bert_recipe + 0.02          # the recipe's gain at equal steps
+
+
+# %% [markdown]
+# The course's checkpoint was made by `pretrain_bert` with that recipe, on one core of a two-core
+# CPU. `load_pretrained` loads it; when it is missing (a copy of `tinybert` installed without the
+# repository), it trains a short run instead, saying so.
 
 # %% tags=["export"]
 @dataclass
@@ -1649,20 +1706,23 @@ print(f"{steps} steps, {metrics['seconds'] / 60:.1f} minutes of training; "
       f"{sum(p.numel() for p in pretrained.model.parameters()):,} parameters, "
       f"model.safetensors {(run_dir / 'model.safetensors').stat().st_size / 1e6:.1f} MB")
 print(f"final held-out MLM loss {final['mlm_loss']:.3f}, MLM accuracy {final['mlm_accuracy']:.1%} "
-      f"(over {final['mlm_tokens']:,} masked tokens), NSP accuracy {final['nsp_accuracy']:.1%}")
-first = metrics["eval"][0]
-print(f"held-out NSP loss {first['nsp_loss']:.3f} at step {first['step']} -> {final['nsp_loss']:.3f} "
-      f"at step {final['step']} (ln 2 = 0.693 for a 50/50 guess)")
+      f"(over {final['mlm_tokens']:,} masked tokens)"
+      + (f", NSP accuracy {final['nsp_accuracy']:.1%}" if "nsp_accuracy" in final else ""))
+tokens = steps * args.batch_size * pretrained.config.max_len          # an upper bound: no padding
+print(f"at most {tokens / metrics['seconds']:,.0f} tokens per second; held-out MLM accuracy "
+      f"{final['mlm_accuracy']:.1%} after {metrics['seconds'] / 3600:.2f} CPU-core hours")
+for row in metrics["eval"][::3]:
+    print(f"  step {row['step']:>5}: held-out MLM accuracy {row['mlm_accuracy']:.1%}, "
+          f"loss {row['mlm_loss']:.3f}")
 plot_history(metrics)
 plt.show()
+if not is_quick() and command:
+    assert final["mlm_accuracy"] >= 0.30               # the course checkpoint's target
 
 
 # %% [markdown]
-# Read the NSP numbers together. An accuracy near 50% with a held-out loss above $\ln 2$ means
-# that the NSP head has not learned to tell a true next segment from a random one, yet has become
-# confident: the training pairs are drawn once and seen again every epoch, so a model can
-# memorise their answers, and on new pairs that confidence is as often wrong as right. That
-# weakness of NSP is one reason RoBERTa dropped it ({doc}`11_roberta`).
+# Most of the accuracy comes early: the model first learns which tokens are frequent, then which
+# tokens fit which neighbours, and the curve flattens as the learning rate decays to zero.
 #
 # Now the slides' question, and a few sentences in the style of the corpus. The helper puts the
 # vocabulary's `[MASK]` id wherever the text says `[MASK]`, runs the model without labels (so the
@@ -1670,8 +1730,9 @@ plt.show()
 # second sentence is the opening of *Pride and Prejudice*, which the model read during training;
 # the others it has not seen. A masked language model learns in stages: first which tokens are
 # frequent (the guesses are then the same everywhere: "the", commas, "and"), then which tokens fit
-# which neighbours, and only much later facts such as what one visits in Istanbul. Judge from the
-# guesses how far a run of this size gets.
+# which neighbours, and only much later facts such as what one visits in Istanbul. The cell counts
+# how many of the top guesses are *not* among the ten most frequent tokens of the training text:
+# a model stuck at the frequencies would have none.
 
 # %%
 def fill_mask(text: str, k: int = 5) -> list[list[str]]:
@@ -1685,6 +1746,8 @@ def fill_mask(text: str, k: int = 5) -> list[list[str]]:
     return [[tokenizer.id_to_token[i] for i in logits[p].topk(k).indices.tolist()] for p in positions]
 
 
+top_frequent = {tokenizer.id_to_token[i] for i in torch.bincount(flat).topk(10).indices.tolist()}
+first_guesses = []
 for text in ["Istanbul is a great [MASK] to visit.",
              "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
              "must be in want of a [MASK].",
@@ -1692,7 +1755,14 @@ for text in ["Istanbul is a great [MASK] to visit.",
              "The river flows into the [MASK] near the city.",
              "He was born in [MASK] and died in 1850.",
              "\"I do not know,\" said the [MASK], shaking his head."]:
-    print(text, "->", ", ".join("/".join(guesses) for guesses in fill_mask(text)))
+    guesses = fill_mask(text)
+    first_guesses += [g[0] for g in guesses]
+    print(text, "->", ", ".join("/".join(g) for g in guesses))
+beyond = [g for g in first_guesses if g not in top_frequent]
+print(f"top guesses outside the ten most frequent tokens: {len(beyond)} of {len(first_guesses)} "
+      f"({', '.join(beyond)})")
+if not is_quick():
+    assert len(beyond) >= len(first_guesses) // 2
 
 # %% [markdown]
 # The held-out accuracy, recomputed here from the loaded weights with the run's own settings (the
@@ -1704,15 +1774,18 @@ for text in ["Istanbul is a great [MASK] to visit.",
 
 # %%
 test_documents = course_documents("heldout", max_documents=pick(quick=3, full=None))
-test_examples = make_examples(tokenize_documents(test_documents, tokenizer), special, pretrained.config.max_len,
-                              seeded_generator(args.seed, "held-out pairs"))
+test_tokens = tokenize_documents(test_documents, tokenizer)
+if args.objective == "mlm":                    # the held-out examples the run itself evaluated
+    test_examples = single_segment_examples(test_tokens, special, pretrained.config.max_len)
+else:
+    test_examples = make_examples(test_tokens, special, pretrained.config.max_len,
+                                  seeded_generator(args.seed, "held-out pairs"))
 test = PretrainingBatches(test_examples, special, args.batch_size, seed=args.seed, dynamic_masking=False)
 test_batches = [test(i) for i in range(min(pick(quick=1, full=args.eval_batches), test.steps_per_epoch))]
 start = time.perf_counter()
 recomputed = evaluate_pretraining(pretrained.model, test_batches)
 print(f"held-out MLM accuracy {recomputed['mlm_accuracy']:.1%} and loss {recomputed['mlm_loss']:.3f} over "
-      f"{recomputed['mlm_tokens']:,} masked tokens; NSP accuracy {recomputed['nsp_accuracy']:.1%} "
-      f"({time.perf_counter() - start:.1f} s)")
+      f"{recomputed['mlm_tokens']:,} masked tokens ({time.perf_counter() - start:.1f} s)")
 counts = torch.bincount(flat, minlength=len(tokenizer)).float()               # (V,) training-text counts
 frequent = counts.argmax().item()
 targets = torch.cat([b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX] for b in test_batches])
@@ -1722,9 +1795,10 @@ print(f"the token frequencies alone, whatever the context: loss {unigram_loss:.3
 if not is_quick() and command:                    # the same batches as the run's last evaluation
     assert abs(recomputed["mlm_accuracy"] - final["mlm_accuracy"]) < 1e-3
     assert abs(recomputed["mlm_loss"] - final["mlm_loss"]) < 1e-3
+    assert recomputed["mlm_loss"] < unigram_loss - 1.0     # far beyond the token frequencies
 
 # %% [markdown]
-# A four-layer model trained for the minutes printed above on a shared CPU is far from BERT-base,
+# A four-layer model trained for the time printed above on one CPU core is far from BERT-base,
 # which trained on batches of 256 sequences for a million steps on sixteen TPU chips: the cell above
 # counts how few of BERT's steps our whole run amounts to. Longer training, more data
 # and bigger batches are exactly what RoBERTa {cite}`liu2019roberta` found to matter most. What our

@@ -64,12 +64,18 @@ def main() -> None:
     every = max(1, len(evals) // 12)
     shown = [e for i, e in enumerate(evals) if (i + 1) % every == 0 or i == len(evals) - 1]
     final = evals[-1]
+    nsp = "nsp_accuracy" in final
+    objective = recipe.get("objective", "mlm+nsp")
+    mask_share = recipe.get("mlm_probability", 0.15)
+    what = "pairs" if objective == "mlm+nsp" else "sequences"
 
     lines = [
         f"# {run.name}: the course's own pretrained BERT",
         "",
-        "A `BertForPreTraining` (chapter 08) pretrained with masked-language-model and next-sentence",
-        "losses by chapter 09's code. `tinybert.pretraining.load_pretrained()` loads it. This README is",
+        "A `BertForPreTraining` (chapter 08) pretrained by chapter 09's code with the "
+        + ("masked-language-model and next-sentence losses." if nsp else
+           "masked-language-model loss alone (its pooler and NSP head are untrained)."),
+        "`tinybert.pretraining.load_pretrained()` loads it. This README is",
         f"written by `python checkpoints/write_readme.py {run}` from the files below.",
         "",
         "| file | what |",
@@ -97,22 +103,32 @@ def main() -> None:
         f"From the log: {header}.",
         "",
         f"Model: {config.n_layers} layers, d_model {config.d_model}, {config.n_heads} heads, d_ff {config.d_ff}, "
-        f"max_len {config.max_len}, vocabulary {config.vocab_size}, dropout {config.dropout}.",
-        f"Optimisation: AdamW (weight decay {train['weight_decay']}, none on biases and LayerNorm), peak learning "
+        f"max_len {config.max_len}, vocabulary {config.vocab_size}, dropout {config.dropout}, "
+        f"{'pre-LN' if config.norm_first else 'post-LN'} layers.",
+        f"Optimisation: AdamW (weight decay {train['weight_decay']}, none on biases and LayerNorm, "
+        f"beta2 {train.get('adam_beta2', 0.999)}), peak learning "
         f"rate {train['lr']:g}, linear warm-up over {train['warmup_fraction']:.0%} of the {steps:,} steps then "
         f"linear decay to 0, gradient clipping at {train['max_grad_norm']}, {batch} sequences of at most "
-        f"{config.max_len} tokens per step, {'dynamic' if recipe['dynamic_masking'] else 'static'} masking (15% of "
-        "the tokens; 80% [MASK], 10% random, 10% unchanged), 50/50 next-sentence pairs, float32 on the CPU.",
+        f"{config.max_len} tokens per step, {'dynamic' if recipe['dynamic_masking'] else 'static'} masking "
+        f"({mask_share:.0%} of the tokens; 80% [MASK], 10% random, 10% unchanged), "
+        + ("50/50 next-sentence pairs" if objective == "mlm+nsp" else
+           "single segments of up to max_len - 2 tokens of one document, no NSP")
+        + ", float32 on the CPU.",
         "",
         "## Data",
         "",
         "- Training: the 60 articles of WikiText-2's validation split (`fetch(\"wikitext2/valid\")`, `<unk>`",
         f"  mapped to `[UNK]`) and the bodies of the course's training books, in documents of 64 sentences: {books}.",
-        "  The course's other books are left out: chapter 10 tests on them.",
-        f"  {recipe['train_pairs']:,} training pairs; {steps:,} steps of {batch} pairs is "
+        "  The course's other four books are not in the corpus.",
+        *(["- Task-adaptive text (`--task-text`, `task_documents()`): the unlabelled *training* texts of",
+           "  chapter 10's tasks (Banking77's training questions except the tenth used for validation,",
+           "  UD English-EWT's training sentences, the paragraphs of the SQuAD training articles)."]
+          if recipe.get("task_text") else []),
+        f"  {recipe['train_pairs']:,} training {what}; {steps:,} steps of {batch} {what} is "
         f"{steps * batch / recipe['train_pairs']:.1f} epochs.",
         "- Held-out: WikiText-2's test split (`fetch(\"wikitext2/test\")`); every evaluation uses the same",
-        f"  {final['pairs']} pairs with fixed masks ({final['mlm_tokens']:,} masked tokens).",
+        f"  {recipe['eval_batches'] * recipe['batch_size']} {what} with fixed masks (15%, "
+        f"{final['mlm_tokens']:,} masked tokens).",
         f"- Vocabulary: `train_wordpiece_tokenizer` (chapter 07) on the training documents, size "
         f"{recipe['vocab_size']}, `min_count={recipe['vocab_min_count']}`.",
         "",
@@ -125,13 +141,13 @@ def main() -> None:
         "",
         "## Results (held-out, from `metrics.json`)",
         "",
-        "| step | MLM loss | MLM accuracy | NSP loss | NSP accuracy |",
-        "|---|---|---|---|---|",
-        *[f"| {e['step']} | {e['mlm_loss']:.3f} | {e['mlm_accuracy']:.1%} | {e['nsp_loss']:.3f} | "
-          f"{e['nsp_accuracy']:.1%} |" for e in shown],
+        "| step | MLM loss | MLM accuracy |" + (" NSP loss | NSP accuracy |" if nsp else ""),
+        "|---|---|---|" + ("---|---|" if nsp else ""),
+        *[f"| {e['step']} | {e['mlm_loss']:.3f} | {e['mlm_accuracy']:.1%} |"
+          + (f" {e['nsp_loss']:.3f} | {e['nsp_accuracy']:.1%} |" if nsp else "") for e in shown],
         "",
-        f"Final: held-out MLM loss **{final['mlm_loss']:.3f}**, MLM accuracy **{final['mlm_accuracy']:.1%}**, "
-        f"NSP accuracy **{final['nsp_accuracy']:.1%}**.",
+        f"Final: held-out MLM loss **{final['mlm_loss']:.3f}**, MLM accuracy **{final['mlm_accuracy']:.1%}**"
+        + (f", NSP accuracy **{final['nsp_accuracy']:.1%}**." if nsp else "."),
         "",
         f"This is a small model trained briefly: {steps * batch:,} sequences, as many as BERT-base saw in its "
         f"first {steps * batch / 256:.0f} steps of 256. Chapter 09 compares it with the simplest baseline "

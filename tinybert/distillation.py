@@ -93,5 +93,7 @@ def student_from_teacher(teacher: nn.Module, layers: Sequence[int] | None = None
         target.norm.load_state_dict(source.norm.state_dict())
         for k, i in enumerate(layers):
             student.bert.encoder.layers[k].load_state_dict(bert.encoder.layers[i].state_dict())
+        if bert.encoder.final_norm is not None:                          # a pre-LN teacher's last norm
+            student.bert.encoder.final_norm.load_state_dict(bert.encoder.final_norm.state_dict())
         student.mlm_head.load_state_dict(teacher.mlm_head.state_dict())     # its decoder is the (copied) token table
     return student.train(teacher.training)

@@ -186,7 +186,7 @@ class PretrainingBatches:
         return batch
 
 
-# Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
+# Built in chapter 9, section "A recipe for one CPU core": chapters/09_pretraining.html#a-recipe-for-one-cpu-core
 @dataclass
 class Pretrained:
     """A pretrained BERT: the model (eval mode, on the CPU), its tokenizer, its config, its folder."""
@@ -200,13 +200,13 @@ class Pretrained:
 CHECKPOINT_FILES = ("model.safetensors", "config.json", "vocab.txt")
 
 
-# Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
+# Built in chapter 9, section "A recipe for one CPU core": chapters/09_pretraining.html#a-recipe-for-one-cpu-core
 def shipped_checkpoint() -> Path:
     """checkpoints/bert-mini/ of the repository that tinybert was installed from (editable install)."""
     return Path(__file__).resolve().parent.parent / "checkpoints" / "bert-mini"
 
 
-# Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
+# Built in chapter 9, section "A recipe for one CPU core": chapters/09_pretraining.html#a-recipe-for-one-cpu-core
 def load_pretrained(directory: str | Path | None = None, *, train_if_missing: bool = True) -> Pretrained:
     """Load a pretrained BertForPreTraining and its WordPiece tokenizer (uncased) from ``directory``.
 

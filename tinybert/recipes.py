@@ -121,7 +121,7 @@ class LadderTask:
 LADDER = {"banking77": LadderTask(None, pick(quick=16, full=1000), pick(quick=1, full=15),
                                   per_label=pick(quick=1, full=4)),
           "ud_pos": LadderTask(pick(quick=8, full=400), pick(quick=8, full=500), pick(quick=1, full=10))}
-LADDER_LRS = (5e-5, 1e-4, 3e-4, 1e-3)     # one grid for every arm; each picks its best on validation
+LADDER_LRS = (1e-4, 3e-4, 1e-3, 3e-3)     # one grid for every arm; each picks its best on validation
 
 
 # Built in chapter 10, section "One call per task, and the command line": chapters/10_finetuning.html#one-call-per-task-and-the-command-line

@@ -50,6 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--test", action="store_true",
                         help="evaluate on the test split instead of the validation split")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--pooling", choices=("mean", "pooler"), default="mean",
+                        help="sentence summary for banking77/poem_sentiment: the mean of the final "
+                             "vectors (default; the shipped checkpoint learned MLM alone) or the "
+                             "pooled [CLS] vector, which only NSP trains")
 
 
 def _from_hub(name: str):
@@ -139,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
         outcome = finetune_task(args.task, encoder, tokenizer, train_examples=args.train_examples,
                                 eval_examples=args.eval_examples, eval_split="test" if args.test else "validation",
                                 epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
-                                trainable_layers=args.trainable_layers, seed=args.seed, desc=args.task)
+                                trainable_layers=args.trainable_layers, seed=args.seed,
+                                pooling=args.pooling, desc=args.task)
     except ValueError as error:                      # e.g. --trainable-layers out of range
         print(f"tinybert finetune: {error}")
         return 2
