@@ -132,9 +132,9 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # WikiText-2 {cite}`merity2016pointer` (60 good and featured Wikipedia articles); the book part is
 # eight of the course's twelve Project Gutenberg novels, read with `load_gutenberg` from
 # {doc}`02_word_vectors`. The other four books (*Persuasion*, *Oliver Twist*, *A Connecticut
-# Yankee* and *The Sign of the Four*) are kept out, because {doc}`10_finetuning` tests on them,
-# and a model should not have read its test set during pretraining. The held-out set is the test
-# split of WikiText-2, 60-odd other articles.
+# Yankee* and *The Sign of the Four*) are kept out of the corpus, one per author, so that
+# unseen text by each author stays available (the derived authorship files in the course data are
+# built from them). The held-out set is the test split of WikiText-2, 60-odd other articles.
 #
 # A WikiText article starts with a line ` = Title = `; section headings ` = = Heading = = ` are
 # dropped, and the data set's `@-@`, `@,@` and `@.@` (a hyphen, comma or point inside a number or
@@ -202,7 +202,7 @@ def book_documents(text: str, sentences_per_document: int = 64) -> list[list[str
     return [sentences[i:i + n] for i in range(0, len(sentences), n)]
 
 
-TRAIN_BOOKS = (1342, 158, 98, 1400, 76, 74, 1661, 2852)   # not 105, 730, 86, 2097: chapter 10 tests on those
+TRAIN_BOOKS = (1342, 158, 98, 1400, 76, 74, 1661, 2852)   # not 105, 730, 86, 2097: unseen text
 
 
 def course_documents(split: str = "train", *, max_documents: int | None = None) -> list[list[str]]:

@@ -1964,6 +1964,33 @@ for ax, task in zip(axes, LADDER):
 plt.tight_layout()
 plt.show()
 
+# %% [markdown]
+# The claims, read off the runs above. A gap between two rungs counts only when it is larger than
+# the spread of either rung over its seeds (max minus min), so that a lucky seed cannot make it:
+
+# %%
+claims = {}
+for task in LADDER:
+    runs = {arm: torch.tensor(ladder[task, arm]) for arm in arms}
+    mean = {arm: 100 * r.mean().item() for arm, r in runs.items()}
+    spread = {arm: 100 * (r.max() - r.min()).item() for arm, r in runs.items()}
+    rungs = list(arms)                                   # random init, course checkpoint, real
+    best_baseline = max(baselines[task].values()) * 100
+    for lower, upper in zip(rungs, rungs[1:]):
+        gap = mean[upper] - mean[lower]
+        margin = max(spread[lower], spread[upper])
+        claims[task, upper, lower] = (gap, margin)
+        print(f"{task}: {upper} {mean[upper]:.1f}% vs {lower} {mean[lower]:.1f}%: "
+              f"{gap:+.1f} points; seeds' spread {margin:.1f}")
+    print(f"{task}: all-MiniLM-L6-v2 vs random init {mean[rungs[2]] - mean[rungs[0]]:+.1f} points; "
+          f"best baseline without a model {best_baseline:.1f}%")
+if not is_quick():
+    for (task, upper, lower), (gap, margin) in claims.items():
+        assert gap > margin, (task, upper, lower, gap, margin)   # each rung above the one below
+    for task in LADDER:
+        real = min(ladder[task, "all-MiniLM-L6-v2"])
+        assert real > max(baselines[task].values())               # above every baseline
+
 
 # %% [markdown]
 # (sec-ft-summary)=

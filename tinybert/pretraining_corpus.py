@@ -76,7 +76,7 @@ def book_documents(text: str, sentences_per_document: int = 64) -> list[list[str
     return [sentences[i:i + n] for i in range(0, len(sentences), n)]
 
 
-TRAIN_BOOKS = (1342, 158, 98, 1400, 76, 74, 1661, 2852)   # not 105, 730, 86, 2097: chapter 10 tests on those
+TRAIN_BOOKS = (1342, 158, 98, 1400, 76, 74, 1661, 2852)   # not 105, 730, 86, 2097: unseen text
 
 
 # Built in chapter 9, section "From text to documents": chapters/09_pretraining.html#from-text-to-documents
