@@ -936,7 +936,7 @@ import json
 
 sweep = json.loads((Path(tinybert.__file__).parent.parent / "experiments"
                     / "transfer_sweep.json").read_text())
-print(sweep["command"])
+print("\n".join(sweep["commands"]))
 fig, axes = plt.subplots(1, 2, figsize=(9, 3), sharey=False)
 for ax, task in zip(axes, ["banking77", "ud_pos"]):
     for arm, by_lr in sweep[task].items():
@@ -1985,11 +1985,12 @@ for task in LADDER:
     print(f"{task}: all-MiniLM-L6-v2 vs random init {mean[rungs[2]] - mean[rungs[0]]:+.1f} points; "
           f"best baseline without a model {best_baseline:.1f}%")
 if not is_quick():
-    for (task, upper, lower), (gap, margin) in claims.items():
-        assert gap > margin, (task, upper, lower, gap, margin)   # each rung above the one below
     for task in LADDER:
-        real = min(ladder[task, "all-MiniLM-L6-v2"])
-        assert real > max(baselines[task].values())               # above every baseline
+        runs = {arm: torch.tensor(ladder[task, arm]) for arm in arms}
+        real = runs["all-MiniLM-L6-v2"]
+        for arm in ("random init", "course checkpoint"):          # the real encoder's lead,
+            assert real.min() > runs[arm].max(), (task, arm)      # beyond every seed
+        assert real.min() > max(baselines[task].values())        # above every baseline
 
 
 # %% [markdown]
@@ -2005,10 +2006,11 @@ if not is_quick():
 #   decay, dropout 0.1, 2 to 4 epochs, a learning rate chosen on the validation set (the paper's
 #   grid is 5e-5, 3e-5, 2e-5). A small model on a short run needs more passes and, as
 #   {ref}`sec-ft-lr` measured, a different rate: tune it, do not copy it.
-# - What pretraining is worth is measured against random initialisation with the same budget
-#   ({ref}`sec-ft-gain`); it depends on how much the checkpoint learned, and a checkpoint that
-#   only learned word frequencies can be worse than none. Freezing the encoder saves time; what
-#   it costs depends on how good the frozen features are ({ref}`sec-ft-approaches`).
+# - What pretraining is worth is measured, not assumed ({ref}`sec-ft-gain`): the same recipe, each
+#   encoder's own learning rate from a sweep on validation data, several seeds, the test split, and
+#   baselines that need no model. A real pretrained encoder beats random initialisation on both
+#   tasks beyond the spread of the seeds; how far the course's own checkpoint gets is printed there. Freezing the encoder saves time; what it costs
+#   depends on how good the frozen features are ({ref}`sec-ft-approaches`).
 # - Token classification labels the first word piece of every word and ignores the others
 #   (-100); question answering reads long paragraphs in overlapping windows, labels windows
 #   without the answer with `[CLS]`, picks the best valid span over all windows, and maps it back
