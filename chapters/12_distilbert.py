@@ -757,16 +757,14 @@ for row in rows:
 # smaller model's weights fit better in the processor's caches. The accuracy ratio is the least
 # comparable of the three. DistilBERT's 97% compares models each fine-tuned to convergence on
 # GLUE's tens of thousands of examples; here every model gets the same few hundred steps on ten
-# examples per intent, a budget that favours the shallower model, which fine-tunes faster. A ratio
-# above 100% does not mean that the student knows more than its teacher. This teacher is a poor
-# start for fine-tuning: chapter 10's linear probes ({ref}`sec-ft-gain`) find less about each
-# sentence in its outputs than in those of a random encoder. Under the same few hundred steps, a
-# shallower model may move away from such a start faster; comparing the runs with more epochs
-# is the way to tell how much of the ratio is the budget. The
-# validation subset is also small, so differences of a few points between the two students are
-# within noise; the undistilled student shows what the distillation steps added to the
-# initialisation from the teacher. In quick mode all of these numbers are meaningless: the budgets
-# are a few steps.
+# examples per intent, a budget that favours the shallower model, which fine-tunes faster. And a
+# student inherits what its teacher knows: chapter 10's transfer ladder ({ref}`sec-ft-gain`)
+# measured that this teacher's two CPU hours of pretraining help with part-of-speech tags but not
+# with intents, where it does no better than random weights, so the teacher's accuracy here is
+# mostly what fine-tuning itself learned. The undistilled student shows what the distillation
+# steps added to the initialisation from the teacher; the validation subset is small, so
+# differences of a few points between the two students are within noise. In quick mode all of
+# these numbers are meaningless: the budgets are a few steps.
 #
 # (sec-distil-summary)=
 # ## Summary

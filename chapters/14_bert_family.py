@@ -443,7 +443,7 @@ plt.show()
 # ### Downstream: Banking77
 #
 # Each pretrained encoder then gets the same fine-tuning budget on Banking77 with chapter 10's
-# `finetune_task`, on a copy: ten utterances per intent for training, five per intent from the
+# `finetune_task`, on a copy: six utterances per intent for training, five per intent from the
 # held-out part of the training set for scoring, eight epochs. BERT's and ALBERT's classifiers read
 # the pooled `[CLS]` vector (their poolers were trained by NSP and SOP); RoBERTa and DistilBERT
 # have no pooler and read `[CLS]` directly. A fifth encoder, BERT's architecture with random
@@ -456,7 +456,7 @@ encoders["no pretraining"] = BertModel(BertConfig(max_len=MAX_LEN, **size))
 accuracy = {}
 for name, encoder in encoders.items():
     run = finetune_task("banking77", copy.deepcopy(encoder).to(device), tokenizer,
-                        train_examples=pick(quick=16, full=10 * 77), eval_examples=pick(quick=16, full=5 * 77),
+                        train_examples=pick(quick=16, full=6 * 77), eval_examples=pick(quick=16, full=5 * 77),
                         epochs=pick(quick=1, full=8), lr=5e-4, batch_size=pick(quick=8, full=32), desc=name)
     accuracy[name] = run.metrics["accuracy"]
     print(f"{name:<15} Banking77 accuracy {accuracy[name]:.1%} ({run.result.seconds:.0f} s of fine-tuning)")

@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
 
+    from dataclasses import asdict
+
     import torch
 
     from tinybert.recipes import LADDER, LADDER_LRS, ladder_arms, ladder_score
@@ -42,7 +44,14 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.is_file() else {}
-    results["command"] = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+    command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+    if command not in results.setdefault("commands", []):
+        results["commands"].append(command)
+    settings = {task: asdict(LADDER[task]) for task in LADDER}
+    if results.setdefault("settings", settings) != settings:
+        raise SystemExit(f"{out} holds results for other ladder settings "
+                         f"({results['settings']}); write to a new file")
+    results.setdefault("note", "validation accuracy; settings: tinybert.recipes.LADDER")
     results.setdefault("log", [])
     arms = ladder_arms(args.checkpoint)
     for task in args.tasks or list(LADDER):

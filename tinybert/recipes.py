@@ -118,9 +118,10 @@ class LadderTask:
     batch_size: int = 16
 
 
-LADDER = {"banking77": LadderTask(None, pick(quick=16, full=1000), pick(quick=1, full=15),
-                                  per_label=pick(quick=1, full=4)),
-          "ud_pos": LadderTask(pick(quick=8, full=400), pick(quick=8, full=500), pick(quick=1, full=10))}
+LADDER = {"banking77": LadderTask(None, pick(quick=16, full=500), pick(quick=1, full=16),
+                                  per_label=pick(quick=1, full=2)),
+          "ud_pos": LadderTask(pick(quick=8, full=150), pick(quick=8, full=300),
+                               pick(quick=1, full=12))}
 LADDER_LRS = (1e-4, 3e-4, 1e-3, 3e-3)     # one grid for every arm; each picks its best on validation
 
 
