@@ -780,7 +780,7 @@ assert per_class_accuracy(counts).tolist() == [1.0, 2 / 3, 0.0]
 # model, so we train for more, with the smaller of the paper's batch sizes, 16.
 
 # %%
-N_TRAIN = pick(quick=16, full=6 * len(intents))      # 6 per intent; the full set has about 117
+N_TRAIN = pick(quick=16, full=4 * len(intents))      # 4 per intent; the full set has about 117
 N_VALID = pick(quick=16, full=6 * len(intents))      # to compare settings
 N_TEST = pick(quick=16, full=None)                   # None = the whole test set
 EPOCHS, BATCH_SIZE, LR = pick(quick=1, full=8), pick(quick=8, full=16), 3e-4

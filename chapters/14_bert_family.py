@@ -187,7 +187,7 @@ for family, preset, model_class, config_class, slides in published:
 tokenizer = WordPieceTokenizer.from_file(shipped_checkpoint() / "vocab.txt", lowercase=True)
 special = SpecialTokens.from_vocab(tokenizer.vocab)
 MAX_LEN = pick(quick=32, full=64)
-STEPS = pick(quick=4, full=250)
+STEPS = pick(quick=4, full=200)
 BATCH = pick(quick=8, full=32)
 
 start = time.perf_counter()
