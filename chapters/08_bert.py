@@ -718,13 +718,15 @@ def masked_lm_logits_and_loss(head: BertMLMHead, hidden: torch.Tensor, labels: t
                               vocab_size: int) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Without labels: logits (B, T, V) for every position and no loss. With labels (B, T): the
     head runs only where labels != -100, so logits is (N, V) for those N positions (in the order of
-    labels[labels != -100]) and loss is their mean cross-entropy.
+    labels[labels != -100]) and loss is their mean cross-entropy (0 if there are none).
     """
     if labels is None:
         return head(hidden), None                            # (B, T, V)
     _check_labels("labels", labels, tuple(hidden.shape[:2]), vocab_size)
     selected = labels != IGNORE_INDEX                        # (B, T)
     logits = head(hidden[selected])                          # (N, D) -> (N, V)
+    if logits.shape[0] == 0:                     # nothing to predict: a loss of 0,
+        return logits, logits.sum()              # not the mean of nothing (NaN)
     return logits, F.cross_entropy(logits, labels[selected])
 
 
@@ -1450,19 +1452,26 @@ plt.show()
 # A checkpoint is a directory with two files: the weights in {term}`safetensors` format (a plain table of
 # named tensors that, unlike a pickle, cannot run code when loaded) and a JSON file that says which
 # class to build and with which configuration. Tied weights are stored once and tied again on
-# loading. Saving is *{term}`atomic <atomic write>`*: each file is written to a temporary name in the same directory and
-# renamed over the old one in a single step, so a crash (or Ctrl-C) halfway leaves the previous
-# checkpoint intact instead of a half-written one. Both files carry the same random `save_id`, so
-# that a weights file and a config from two different saves are noticed. Loading checks
-# everything it can and says what is wrong: a missing file, a corrupt one, an unknown class,
-# weights that do not fit the configuration.
+# loading. Saving is *{term}`atomic <atomic write>`*: a crash, a full disk or Ctrl-C at any
+# moment of a save leaves either the complete new checkpoint or the complete old one, never a
+# mixture. One file alone is easy: write it under a temporary name in the same directory, then
+# rename it over the old one, which the operating system does in a single step. Several files
+# need one more idea, because a crash *between* two renames would pair a new weights file with
+# an old config. `save_files` writes the whole new set into a staging folder first; then it keeps
+# the files it is about to replace (hard links, so nothing is copied) in a folder
+# `.previous` that appears in a single rename; then it renames the new files in and finally
+# removes `.previous`. Whoever finds a `.previous` folder knows that a save died while it swapped
+# its files in: the loaders read the kept files instead, and the next save puts them back first.
+# Both files also carry the same random `save_id`, so that a weights file and a config from two
+# different saves are noticed. Loading checks everything it can and says what is wrong: a missing
+# file, a corrupt one, an unknown class, weights that do not fit the configuration.
 
 # %% tags=["export:checkpoint"]
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import shutil
 import uuid
 from pathlib import Path
 from typing import Callable
@@ -1501,39 +1510,141 @@ def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
 
 def _write_atomically(path: Path, write: Callable[[str], None]) -> None:
     """write(temporary path) next to ``path``, flush it to disk, then rename it over ``path`` in one step."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        write(tmp)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
+        _create(tmp, lambda p: write(str(p)))
         os.replace(tmp, path)                      # atomic: readers see the old file or the new one
     except BaseException:
-        os.unlink(tmp)
+        tmp.unlink(missing_ok=True)
         raise
 
 
-# %% tags=["export:checkpoint"]
-def save_model(model: nn.Module, directory: str | Path) -> Path:
-    """directory/model.safetensors (tied weights once) + directory/config.json, each written atomically.
+def _create(path: Path, write: Callable[[Path], None]) -> None:
+    """write(path) into a new file with the usual mode (0644 under umask 022)."""
+    path.touch(exist_ok=False)                 # created as open() does: umask applies
+    mode = path.stat().st_mode & 0o777
+    write(path)
+    os.chmod(path, mode)                       # safetensors makes its files 0600
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
 
-    config.json = {"model_class", "config", "init_kwargs", "save_id"}; the same random save_id is
-    stored in the safetensors header, so that load_model notices a pair of files from two saves.
+
+# %% tags=["export:checkpoint"]
+PREVIOUS, FILES_NAME = ".previous", "FILES.json"  # what an interrupted save replaced
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)                 # a second name for the same bytes
+    except OSError:                             # file systems without hard links
+        shutil.copy2(source, target)
+
+
+def _discard(folder: Path) -> None:
+    """Remove ``folder``: it disappears in one rename, never seen half removed."""
+    trash = folder.with_name(f".saving-{uuid.uuid4().hex[:8]}-trash")
+    os.replace(folder, trash)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def saved_file(directory: str | Path, name: str) -> Path:
+    """Where the last *complete* save keeps ``name``: directory/name, or the copy in
+    directory/.previous/ when a save died while it swapped its files in."""
+    directory = Path(directory)
+    listed = directory / PREVIOUS / FILES_NAME
+    if listed.is_file() and name in json.loads(listed.read_text(encoding="utf-8")):
+        return directory / PREVIOUS / name
+    return directory / name
+
+
+def _restore_previous(directory: Path) -> None:
+    """Undo a save that died while it swapped its files in: put back what it kept."""
+    kept = directory / PREVIOUS
+    if not (kept / FILES_NAME).is_file():
+        return
+    for name in json.loads((kept / FILES_NAME).read_text(encoding="utf-8")):
+        old, target = kept / name, directory / name
+        if not old.is_file():                   # it did not exist before that save
+            target.unlink(missing_ok=True)
+        elif not (target.is_file() and os.path.samefile(old, target)):  # not yet back:
+            tmp = directory / f".{name}.{uuid.uuid4().hex[:8]}.tmp"     # link, rename,
+            _link_or_copy(old, tmp)                                     # so that kept
+            os.replace(tmp, target)                                     # stays whole
+    _discard(kept)
+
+
+def save_files(directory: str | Path,
+               writers: dict[str, Callable[[Path], None]]) -> Path:
+    """Write the files ``{name: write(path)}`` into ``directory``, all or nothing.
+
+    1. every file is written, and flushed to disk, in a staging folder (a crash: the old
+       set is intact);
+    2. the files about to be replaced are kept in directory/.previous, which appears in
+       one rename (a crash: the old set is intact);
+    3. the new files are renamed in (a crash: the old set is in .previous, saved_file);
+    4. .previous is removed in one rename: from here on the new set is the checkpoint.
+    An exception or Ctrl-C before step 4 puts the old set back before it propagates.
     """
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise NotADirectoryError(f"{directory}: is a file, not a folder to save into")
+    directory.mkdir(parents=True, exist_ok=True)
+    _restore_previous(directory)                # an earlier save died halfway: undo it
+    for leftover in directory.glob(".saving-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    token = uuid.uuid4().hex[:8]
+    staging = directory / f".saving-{token}"
+    keeping = directory / f".saving-{token}-previous"
+    try:
+        staging.mkdir()
+        for name, write in writers.items():
+            _create(staging / name, write)
+        keeping.mkdir()
+        for name in writers:
+            if (directory / name).is_file():
+                _link_or_copy(directory / name, keeping / name)
+        (keeping / FILES_NAME).write_text(json.dumps(list(writers)), encoding="utf-8")
+        os.replace(keeping, directory / PREVIOUS)
+        for name in writers:
+            os.replace(staging / name, directory / name)
+        _discard(directory / PREVIOUS)
+    except BaseException:
+        _restore_previous(directory)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(keeping, ignore_errors=True)
+    return directory
+
+
+# %% tags=["export:checkpoint"]
+def _model_files(model: nn.Module) -> tuple[str, dict[str, Callable[[Path], None]]]:
+    """The save_id and the writers of model.safetensors and config.json (save_model)."""
     from safetensors.torch import save_file
 
     name = type(model).__name__
     if MODEL_CLASSES.get(name) is not type(model):
         raise ValueError(f"save_model: {name} is not registered (register_model_class); known: {sorted(MODEL_CLASSES)}")
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     save_id = uuid.uuid4().hex
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in unique_state_dict(model).items()}
     meta = {"model_class": name, "config": model.config.to_dict(),
             "init_kwargs": dict(getattr(model, "init_kwargs", {})), "save_id": save_id}
-    _write_atomically(directory / WEIGHTS_NAME, lambda tmp: save_file(tensors, tmp, metadata={"save_id": save_id}))
-    _write_atomically(directory / CONFIG_NAME, lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=2) + "\n"))
-    return directory
+    text, header = json.dumps(meta, indent=2) + "\n", {"save_id": save_id}
+    return save_id, {
+        WEIGHTS_NAME: lambda path: save_file(tensors, path, metadata=header),
+        CONFIG_NAME: lambda path: path.write_text(text, encoding="utf-8")}
+
+
+def save_model(model: nn.Module, directory: str | Path) -> Path:
+    """directory/model.safetensors (tied weights once) + directory/config.json, saved
+    all or nothing by save_files.
+
+    config.json = {"model_class", "config", "init_kwargs", "save_id"}; the same random
+    save_id is stored in the safetensors header, so that load_model notices a pair of
+    files from two saves.
+    """
+    _, writers = _model_files(model)
+    return save_files(directory, writers)
 
 
 def load_model(directory: str | Path, model_class: type | None = None, *,
@@ -1546,24 +1657,28 @@ def load_model(directory: str | Path, model_class: type | None = None, *,
     from safetensors import safe_open
 
     directory = Path(directory)
-    for path in (directory / CONFIG_NAME, directory / WEIGHTS_NAME):
+    config_path = saved_file(directory, CONFIG_NAME)          # see save_files
+    weights_path = saved_file(directory, WEIGHTS_NAME)
+    for path in (config_path, weights_path):
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such file; a checkpoint directory holds {WEIGHTS_NAME} and "
                                     f"{CONFIG_NAME}, as written by tinybert.checkpoint.save_model")
     try:
-        meta = json.loads((directory / CONFIG_NAME).read_text(encoding="utf-8"))
+        meta = json.loads(config_path.read_text(encoding="utf-8"))
         name, config_dict = meta["model_class"], meta["config"]
     except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{directory / CONFIG_NAME}: expected JSON with model_class and config ({error!r})") from None
+        raise ValueError(f"{config_path}: expected JSON with model_class and config "
+                         f"({error!r})") from None
     cls = model_class or MODEL_CLASSES.get(name)
     if cls is None:
-        raise ValueError(f"{directory / CONFIG_NAME}: unknown model_class {name!r}; registered: {sorted(MODEL_CLASSES)}")
+        raise ValueError(f"{config_path}: unknown model_class {name!r}; "
+                         f"registered: {sorted(MODEL_CLASSES)}")
     config = cls.config_class.from_dict(config_dict)
     try:
-        with safe_open(directory / WEIGHTS_NAME, framework="pt", device="cpu") as f:
+        with safe_open(weights_path, framework="pt", device="cpu") as f:
             header, tensors = f.metadata() or {}, {key: f.get_tensor(key) for key in f.keys()}
     except Exception as error:                       # safetensors raises its own error types
-        raise ValueError(f"{directory / WEIGHTS_NAME}: not a readable safetensors file (corrupt or "
+        raise ValueError(f"{weights_path}: not a readable safetensors file (corrupt or "
                          f"truncated?): {error}") from None
     if meta.get("save_id") is not None and header.get("save_id") != meta["save_id"]:
         raise ValueError(f"{directory}: {WEIGHTS_NAME} and {CONFIG_NAME} come from different saves "
@@ -1574,8 +1689,9 @@ def load_model(directory: str | Path, model_class: type | None = None, *,
     shapes = [f"{k}: file {tuple(tensors[k].shape)}, model {tuple(expected[k].shape)}"
               for k in expected if k in tensors and tensors[k].shape != expected[k].shape]
     if missing or unexpected or shapes:
-        raise ValueError(f"{directory / WEIGHTS_NAME} does not fit {cls.__name__} with the config in "
-                         f"{CONFIG_NAME}: missing {missing[:5]}, unexpected {unexpected[:5]}, shapes {shapes[:5]}")
+        raise ValueError(f"{weights_path} does not fit {cls.__name__} with the config "
+                         f"in {CONFIG_NAME}: missing {missing[:5]}, unexpected "
+                         f"{unexpected[:5]}, shapes {shapes[:5]}")
     model.load_state_dict(tensors, strict=False)     # strict=False: tied aliases are filled through their first name
     return model.to(map_location).eval()
 

@@ -49,7 +49,7 @@
 #   for masked words.
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertForPreTraining`, `IGNORE_INDEX`, and
-# `save_model`/`load_model` from `tinybert.checkpoint`. From {doc}`07_tokenization`:
+# `save_model`/`load_model`/`save_files`/`saved_file` from `tinybert.checkpoint`. From {doc}`07_tokenization`:
 # `WordPieceTokenizer` and `train_wordpiece_tokenizer`. From {doc}`02_word_vectors`:
 # `load_gutenberg`. From {doc}`10_finetuning`: `task_data`, the readers of the tasks whose
 # unlabelled training text the course checkpoint adds to its corpus. The chapter's code goes to six small modules: `tinybert.pretraining_corpus`
@@ -95,7 +95,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint import load_model
+from tinybert.checkpoint import load_model, saved_file
 from tinybert.data import cache_dir
 from tinybert.masking import SpecialTokens, mask_tokens, seeded_generator
 from tinybert.models.bert import IGNORE_INDEX, BertConfig
@@ -278,7 +278,7 @@ for min_count in (2, 40):
 # %%
 from tinybert.pretraining import load_pretrained   # built at the end of this chapter
 
-pretrained = load_pretrained()                # checkpoints/bert-mini/ (trains a short run if missing)
+pretrained = load_pretrained()                # checkpoints/bert-mini/ (an error if missing)
 tokenizer = pretrained.tokenizer
 print(f"{len(tokenizer)} tokens; 'Istanbul is a great city to visit' ->",
       tokenizer.encode("Istanbul is a great city to visit").tokens)
@@ -764,7 +764,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint import CONFIG_NAME, _write_atomically, load_model, save_model
+from tinybert.checkpoint import (CONFIG_NAME, _model_files, load_model, save_files,
+                                 saved_file)
 
 
 # %% tags=["export:training"]
@@ -901,12 +902,14 @@ print(f"this machine ({device}) trains in: {autocast_dtype(device) or torch.floa
 # model with `save_model` from {doc}`08_bert` and the training state beside it, in safetensors and
 # JSON, never in pickles (a pickle can run arbitrary code when it is loaded).
 #
-# Every file is written to a temporary name and then renamed over the old one, which the operating
-# system does in one step, so a reader sees the old file or the new one and never half of either.
-# A crash *between* two files could still pair a new model with an old optimizer state. To catch
-# that, each save draws a random id and records it in all of its files; `load_checkpoint` refuses a
-# checkpoint whose ids disagree, one whose files are truncated or corrupt, and a model or optimizer
-# that does not match the one that was saved, each with a message that says which.
+# The four files are saved together by `save_files` from {doc}`08_bert`: written in full into a
+# staging folder, then swapped in, with the old ones kept aside until the swap is complete, so a
+# crash, a full disk or Ctrl-C at any moment leaves the previous checkpoint or the new one, never
+# a new model beside an old optimizer state, and a long run never loses its last good checkpoint.
+# Each save also draws a random id and records it in all of its files; `load_checkpoint` refuses
+# a checkpoint whose ids disagree (files copied together from two runs, say), one whose files are
+# truncated or corrupt, and a model or optimizer that does not match the one that was saved, each
+# with a message that says which.
 
 # %% tags=["export:training"]
 STATE_NAME, STATE_TENSORS_NAME = "training_state.json", "training_state.safetensors"
@@ -916,16 +919,16 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
                     scheduler=None, step: int = 0, extra: dict | None = None,
                     scaler: torch.amp.GradScaler | None = None,
                     generator: torch.Generator | None = None) -> Path:
-    """The model (tinybert.checkpoint.save_model) plus what resuming needs, every file atomic.
+    """The model (as tinybert.checkpoint.save_model writes it) plus what resuming needs,
+    the four files saved all or nothing by save_files.
 
     training_state.safetensors holds the optimizer's tensors and the random number generators'
     states; training_state.json the step, the scheduler, the optimizer's hyperparameters,
-    ``extra`` (any JSON) and the ids that tie the three files of one save together. It is
-    written last, so an interrupted save is detected by load_checkpoint instead of half-loaded.
+    ``extra`` (any JSON) and the ids that tie the files of one save together.
     """
     from safetensors.torch import save_file
 
-    directory = save_model(model, directory)
+    model_save_id, writers = _model_files(model)
     save_id = uuid.uuid4().hex
     tensors = {"rng.torch": torch.get_rng_state()}
     if torch.cuda.is_available():
@@ -933,7 +936,7 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
     if generator is not None:
         tensors["rng.generator"] = generator.get_state()
     state = {"format": 1, "step": int(step), "extra": extra or {}, "save_id": save_id,
-             "model_save_id": json.loads((directory / CONFIG_NAME).read_text())["save_id"]}
+             "model_save_id": model_save_id}
     if optimizer is not None:
         opt = optimizer.state_dict()
         for index, values in opt["state"].items():
@@ -948,10 +951,10 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
     except TypeError as error:
         raise ValueError(f"save_checkpoint: extra and the scheduler state must be JSON-serialisable ({error})") from None
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
-    _write_atomically(directory / STATE_TENSORS_NAME,
-                      lambda tmp: save_file(tensors, tmp, metadata={"save_id": save_id}))
-    _write_atomically(directory / STATE_NAME, lambda tmp: Path(tmp).write_text(text + "\n"))
-    return directory
+    writers[STATE_TENSORS_NAME] = lambda path: save_file(tensors, path,
+                                                         metadata={"save_id": save_id})
+    writers[STATE_NAME] = lambda path: path.write_text(text + "\n", encoding="utf-8")
+    return save_files(directory, writers)
 
 
 # %% tags=["export:training"]
@@ -979,7 +982,8 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
     from safetensors import safe_open
 
     directory = Path(directory)
-    path = directory / STATE_NAME
+    path = saved_file(directory, STATE_NAME)                  # see save_files
+    tensors_path = saved_file(directory, STATE_TENSORS_NAME)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file; {directory} is not a training checkpoint "
                                 "written by save_checkpoint (or its save was interrupted)")
@@ -989,14 +993,15 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path}: corrupt training state ({error!r})") from None
     try:
-        with safe_open(directory / STATE_TENSORS_NAME, framework="pt", device="cpu") as f:
+        with safe_open(tensors_path, framework="pt", device="cpu") as f:
             header, tensors = f.metadata() or {}, {key: f.get_tensor(key) for key in f.keys()}
     except FileNotFoundError:
-        raise FileNotFoundError(f"{directory / STATE_TENSORS_NAME}: no such file") from None
+        raise FileNotFoundError(f"{tensors_path}: no such file") from None
     except Exception as error:                       # safetensors raises its own error types
-        raise ValueError(f"{directory / STATE_TENSORS_NAME}: not a readable safetensors file "
+        raise ValueError(f"{tensors_path}: not a readable safetensors file "
                          f"(corrupt or truncated?): {error}") from None
-    model_meta = json.loads((directory / CONFIG_NAME).read_text()) if (directory / CONFIG_NAME).is_file() else {}
+    config_path = saved_file(directory, CONFIG_NAME)
+    model_meta = json.loads(config_path.read_text()) if config_path.is_file() else {}
     if header.get("save_id") != save_id or model_meta.get("save_id") != state.get("model_save_id"):
         raise ValueError(f"{directory}: the model and training-state files come from different saves "
                          "(an interrupted save_checkpoint?); resume from an earlier checkpoint")
@@ -1056,20 +1061,22 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tinybert.checkpoint import _write_atomically, save_model
+from tinybert.checkpoint import _write_atomically, save_model, saved_file
 from tinybert.distributed import DistributedContext
 from tinybert.masking import SpecialTokens, seeded_generator
 from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining
-from tinybert.pretraining import PretrainingBatches, make_examples, single_segment_examples
+from tinybert.pretraining import (CHECKPOINT_FILES, PretrainingBatches, make_examples,
+                                  single_segment_examples)
 from tinybert.pretraining_corpus import (course_documents, task_documents, tokenize_documents,
                                          vocabulary_texts)
 from tinybert.runtime import get_device, progress
@@ -1100,7 +1107,7 @@ def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
     mlm_loss = out.mlm_loss
     if dist.world_size > 1:
         count = (batch["mlm_labels"] != IGNORE_INDEX).sum()                  # masked tokens here
-        total = dist.all_reduce_sum(count)                                   # ... and everywhere
+        total = dist.all_reduce_sum(count).clamp(min=1)          # ... and everywhere
         mlm_loss = mlm_loss * count * dist.world_size / total
     nsp_loss = out.nsp_loss if out.nsp_loss is not None else torch.zeros_like(mlm_loss)
     return mlm_loss + nsp_loss, out.mlm_loss.detach(), nsp_loss.detach()
@@ -1110,7 +1117,8 @@ def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
 def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Tensor]], *,
                          dtype: torch.dtype | None = None) -> dict[str, float]:
     """Held-out MLM loss and accuracy (over the masked tokens) and NSP loss and accuracy
-    (NSP only when the batches carry nsp_labels)."""
+    (NSP only when the batches carry nsp_labels). A batch without masked tokens adds
+    nothing to the MLM numbers; no masked token at all is an error, not NaN."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -1121,7 +1129,7 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
             out = model(**batch)
         targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]   # (N,) the order of out.mlm_logits
         n = len(targets)
-        total["mlm_loss"] += out.mlm_loss.item() * n
+        total["mlm_loss"] += out.mlm_loss.item() * n if n else 0.0
         total["mlm_correct"] += (out.mlm_logits.argmax(-1) == targets).sum().item()
         total["mlm_tokens"] += n
         if "nsp_labels" not in batch:
@@ -1131,6 +1139,9 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
         total["nsp_correct"] += (out.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
         total["pairs"] += b
     model.train(was_training)
+    if not total["mlm_tokens"]:
+        raise ValueError(f"evaluate_pretraining: no masked token (mlm_labels != "
+                         f"{IGNORE_INDEX}) in the {len(batches)} held-out batches")
     metrics = {"mlm_loss": total["mlm_loss"] / total["mlm_tokens"],
                "mlm_accuracy": total["mlm_correct"] / total["mlm_tokens"],
                "mlm_tokens": int(total["mlm_tokens"]), "pairs": int(total["pairs"])}
@@ -1168,6 +1179,16 @@ def _write_json(path: str | Path, data: dict) -> None:
     _write_atomically(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1) + "\n"))
 
 
+def _diverged(step: int, loss, mlm_loss, nsp_loss, checkpoint_dir) -> str:
+    state = None if checkpoint_dir is None else saved_file(checkpoint_dir, STATE_NAME)
+    kept = (f"the last checkpoint, {checkpoint_dir} (step "
+            f"{json.loads(state.read_text())['step']}), is kept"
+            if state is not None and state.is_file() else "no checkpoint was saved yet")
+    return (f"step {step}: the training loss is {loss.item()} (MLM {mlm_loss.item()}, "
+            f"NSP {nsp_loss.item()}), so the run stops here; {kept}. A lower learning "
+            "rate or more warm-up usually helps.")
+
+
 def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
              eval_batches: Sequence[dict[str, torch.Tensor]] = (), device: torch.device | str | None = None,
              checkpoint_dir: str | Path | None = None, resume: bool = False, stop_after: int | None = None,
@@ -1176,7 +1197,8 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
 
     With ``checkpoint_dir`` it saves a checkpoint every ``config.checkpoint_every`` steps, at the
     end and when it stops early at ``stop_after``; with ``resume`` it continues from the one there.
-    Only rank 0 prints, evaluates and writes files.
+    Only rank 0 prints, evaluates and writes files. A NaN or infinite loss raises
+    FloatingPointError before the update: the checkpoint on disk is the last good one.
     """
     device = torch.device(device) if device is not None else get_device()
     model.to(device).train()
@@ -1185,7 +1207,8 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
     dtype = autocast_dtype(device) if config.mixed_precision else None
     scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)   # float16 needs loss scaling
     history, start = {"train": [], "eval": [], "seconds": 0.0, "config": asdict(config)}, 0
-    if resume and checkpoint_dir is not None and (Path(checkpoint_dir) / STATE_NAME).is_file():
+    if resume and checkpoint_dir is not None and saved_file(checkpoint_dir,
+                                                            STATE_NAME).is_file():
         checkpoint = load_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
                                      scaler=scaler, map_location=device)
         start, history = checkpoint.step, checkpoint.extra["history"]
@@ -1200,6 +1223,9 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
         batch = {k: v.to(device, non_blocking=True) for k, v in batches(step).items()}
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
             loss, mlm_loss, nsp_loss = pretraining_losses(net, batch, dist)
+        if not torch.isfinite(loss):                 # stop before the update spreads it
+            raise FloatingPointError(
+                _diverged(step + 1, loss, mlm_loss, nsp_loss, checkpoint_dir))
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)                       # clip the true gradients, not scaled ones
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
@@ -1495,6 +1521,68 @@ def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
     return documents + [split_sentences(c) for c in contexts]
 
 
+# %% [markdown]
+# A run takes hours, so `pretrain_bert` checks everything it can *before* it starts and before it
+# creates a file: the model configuration, the numbers of steps and batches, the device, and the
+# output folder. A folder that already holds a run, finished or partial, is never overwritten
+# silently: `resume=True` (`--resume`) continues it, `overwrite=True` (`--overwrite`) deletes that
+# run's files first, and without either the call stops and says what is there.
+
+# %% tags=["export:pretrain_loop"]
+RUN_FILES = ("vocab.txt", "model.safetensors", "config.json", "metrics.json",
+             "loss_curves.png", "training_state")    # what pretrain_bert writes
+
+
+def check_run_folder(out_dir: str | Path, *, resume: bool = False,
+                     overwrite: bool = False) -> Path:
+    """The folder of a run, checked before any work: never overwrite a run silently.
+
+    A folder holding a finished or partial run (any of RUN_FILES) is refused unless
+    ``resume`` (continue that run) or ``overwrite`` (delete that run's files, and only
+    those) is given.
+    """
+    if not str(out_dir).strip():
+        raise ValueError("the output folder is empty (''); name the folder for the run")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out}: is a file, not a folder; choose another")
+    if resume and overwrite:
+        raise ValueError("resume and overwrite exclude each other: continue or replace")
+    present = [name for name in RUN_FILES if (out / name).exists()]
+    if not present or resume:
+        return out
+    if overwrite:
+        for name in present:
+            (shutil.rmtree if (out / name).is_dir() else Path.unlink)(out / name)
+        return out
+    state = saved_file(out / "training_state", STATE_NAME)
+    if all((out / name).is_file() for name in CHECKPOINT_FILES):
+        what = "a finished run"
+    elif state.is_file():
+        what = f"a partial run (saved at step {json.loads(state.read_text())['step']})"
+    else:
+        what = "a partial run (stopped before its first checkpoint)"
+    raise FileExistsError(f"{out} already holds {what}: {', '.join(present)}. "
+                          "Continue it with --resume (resume=True), replace it with "
+                          "--overwrite (overwrite=True), or choose another folder")
+
+
+def _check_counts(minimum: int = 1, **counts) -> None:
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _check_config(preset: str, overrides: dict, vocab_size: int) -> None:
+    """Build the model configuration once, with a stand-in vocabulary: errors first."""
+    unknown = sorted(set(overrides) - {f.name for f in fields(BertConfig)})
+    if unknown:
+        raise ValueError(f"unknown BertConfig field(s) {unknown}; known: "
+                         f"{', '.join(f.name for f in fields(BertConfig))}")
+    BertConfig.preset(preset, **{"vocab_size": vocab_size, "pad_token_id": 0,
+                                 **overrides})
+
+
 # %% tags=["export:pretrain_loop"]
 def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: dict | None = None,
                   steps: int = 1000, batch_size: int = 32, lr: float = 1e-3, warmup_fraction: float = 0.05,
@@ -1503,19 +1591,36 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
                   max_documents: int | None = None, dynamic_masking: bool = True, resume: bool = False,
                   stop_after: int | None = None, device: torch.device | str | None = None,
                   objective: str = "mlm+nsp", mlm_probability: float = 0.15, adam_beta2: float = 0.999,
-                  task_text: bool = False, dist: DistributedContext = DistributedContext()) -> dict:
+                  task_text: bool = False, overwrite: bool = False,
+                  dist: DistributedContext = DistributedContext()) -> dict:
     """The course's pretraining run, end to end, into ``out_dir``: what ``tinybert pretrain`` runs.
 
-    Trains an uncased WordPiece vocabulary on the training documents (or reuses out_dir/vocab.txt),
+    Trains an uncased WordPiece vocabulary on the training documents (with ``resume``,
+    reuses out_dir/vocab.txt),
     builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``, RoBERTa) and
     MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes vocab.txt,
     model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable state in
     out_dir/training_state/. ``task_text`` adds task_documents() to the training text. The
     held-out batches always mask 15% of the tokens, whatever ``mlm_probability`` trains with.
+    Arguments and folder are checked before any work (check_run_folder: ``resume``,
+    ``overwrite``).
     """
     if objective not in ("mlm+nsp", "mlm"):
         raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
-    out = Path(out_dir)
+    _check_counts(steps=steps, batch_size=batch_size, eval_every=eval_every,
+                  eval_batches=eval_batches, vocab_size=vocab_size)
+    _check_counts(minimum=0, checkpoint_every=checkpoint_every)
+    if stop_after is not None:
+        _check_counts(stop_after=stop_after)
+    _check_config(preset, overrides or {}, vocab_size)
+    if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not lr > 0:
+        raise ValueError(f"expected 0 < mlm_probability < 1, 0 <= warmup_fraction <= 1"
+                         f" and lr > 0, got {mlm_probability}, {warmup_fraction}, {lr}")
+    try:
+        device = get_device(device) if device is not None else None
+    except RuntimeError as error:               # a device asked for that is not here
+        raise ValueError(str(error)) from None
+    out = check_run_folder(out_dir, resume=resume, overwrite=overwrite)
     out.mkdir(parents=True, exist_ok=True)
     say = print if dist.is_main else (lambda *args, **kwargs: None)
     documents = course_documents("train", max_documents=max_documents)
@@ -1524,7 +1629,9 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     heldout = course_documents("heldout", max_documents=max_documents)
     if dist.is_main and not (out / "vocab.txt").is_file():
         say(f"training a {vocab_size}-token WordPiece vocabulary on {len(documents)} documents")
-        train_wordpiece_tokenizer(vocabulary_texts(documents), vocab_size, min_count=vocab_min_count).save(out / "vocab.txt")
+        vocab = train_wordpiece_tokenizer(vocabulary_texts(documents), vocab_size,
+                                          min_count=vocab_min_count)
+        _write_atomically(out / "vocab.txt", vocab.save)
     dist.barrier()                                  # the other processes read rank 0's vocabulary
     tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
     special = SpecialTokens.from_vocab(tokenizer.vocab)
@@ -1636,8 +1743,10 @@ assert losses[-1] < losses[0]                       # lower at equal steps, in t
 # run's 153,600).
 #
 # The course's checkpoint was made by `pretrain_bert` with that recipe, on one core of a two-core
-# CPU. `load_pretrained` loads it; when it is missing (a copy of `tinybert` installed without the
-# repository), it trains a short run instead, saying so.
+# CPU. `load_pretrained` loads it. When it is missing (a copy of `tinybert` installed without the
+# repository), it says so and names the two ways out: train a run with `tinybert pretrain` and
+# load that folder, or ask, explicitly, for a short and much weaker run with
+# `load_pretrained(train_if_missing=True)`. Loading never starts a training run by surprise.
 
 # %% tags=["export"]
 @dataclass
@@ -1658,30 +1767,49 @@ def shipped_checkpoint() -> Path:
     return Path(__file__).resolve().parent.parent / "checkpoints" / "bert-mini"
 
 
-def load_pretrained(directory: str | Path | None = None, *, train_if_missing: bool = True) -> Pretrained:
+def _missing(directory: Path) -> list[str]:
+    return [f for f in CHECKPOINT_FILES if not saved_file(directory, f).is_file()]
+
+
+def load_pretrained(directory: str | Path | None = None, *,
+                    train_if_missing: bool = False) -> Pretrained:
     """Load a pretrained BertForPreTraining and its WordPiece tokenizer (uncased) from ``directory``.
 
     ``directory`` None means the course's shipped checkpoint, checkpoints/bert-mini/, then a short
-    run trained earlier into the user cache. When there is none, a short run is trained (into
-    ``directory``, or the cache; never into the shipped folder), saying so, unless
-    ``train_if_missing`` is False, which raises FileNotFoundError instead.
+    run trained earlier into the user cache. A folder without a checkpoint raises
+    FileNotFoundError naming what is missing. Training is never a default: only
+    ``train_if_missing=True`` (with ``directory`` None) trains a short, much weaker run
+    when there is no checkpoint, saying so, into the user cache, never a named folder.
     """
+    if directory is not None and not str(directory).strip():
+        raise ValueError("load_pretrained: directory is empty (''); name a checkpoint "
+                         "folder or pass None for the course's checkpoint")
+    if directory is not None and train_if_missing:
+        raise ValueError(f"load_pretrained({str(directory)!r}, train_if_missing=True): "
+                         "a fallback run is trained only into the user cache, never "
+                         "into a folder you name; drop the folder, or train into it "
+                         "with `tinybert pretrain --out DIR`")
     cached = cache_dir().parent / "checkpoints" / "bert-mini-short"
     candidates = [Path(directory)] if directory is not None else [shipped_checkpoint(), cached]
-    found = next((p for p in candidates if all((p / f).is_file() for f in CHECKPOINT_FILES)), None)
+    found = next((p for p in candidates if not _missing(p)), None)
+    if found is None and not train_if_missing:
+        holds = "; ".join(f"{p} does not exist" if not p.exists() else
+                          f"{p} is not a folder" if not p.is_dir() else
+                          f"{p} lacks {', '.join(_missing(p))}" for p in candidates)
+        raise FileNotFoundError(
+            f"no pretrained checkpoint: {holds} (a checkpoint holds "
+            f"{', '.join(CHECKPOINT_FILES)}). "
+            "Train one with `tinybert pretrain --out DIR` (chapter 09), load it with "
+            "load_pretrained(DIR), or ask for a short, weak run in the user cache with "
+            "load_pretrained(train_if_missing=True)")
     if found is None:
-        if not train_if_missing:
-            raise FileNotFoundError(
-                f"no pretrained checkpoint in {' or '.join(map(str, candidates))} (one needs "
-                f"{', '.join(CHECKPOINT_FILES)}); train one with `tinybert pretrain --out DIR` "
-                "(chapter 09) or call load_pretrained(train_if_missing=True)")
-        found = candidates[-1]
+        found = cached
         steps = pick(quick=10, full=200)
         print(f"load_pretrained: no checkpoint found; training a SHORT bert-mini run ({steps} steps) into "
               f"{found}. It is much weaker than the course's shipped checkpoint (chapter 09).")
         from tinybert.pretrain_loop import pretrain_bert     # here: pretrain_loop imports this module
         pretrain_bert(found, steps=steps, batch_size=16, eval_every=steps, eval_batches=4,
-                      max_documents=pick(quick=40, full=None))
+                      max_documents=pick(quick=40, full=None), overwrite=True)
     model = load_model(found, map_location="cpu")
     tokenizer = WordPieceTokenizer.from_file(found / "vocab.txt", lowercase=True)
     if len(tokenizer) != model.config.vocab_size:

@@ -85,7 +85,7 @@ from tinybert.pretraining import load_pretrained
 from tinybert.runtime import get_device, is_quick, pick, seed_everything
 
 device = get_device()
-pretrained = load_pretrained()               # the course's bert-mini: loaded, or trained if missing
+pretrained = load_pretrained()               # the course's bert-mini (chapter 09)
 tokenizer, config = pretrained.tokenizer, pretrained.config
 PAD = tokenizer.vocab["[PAD]"]
 
@@ -375,7 +375,11 @@ class TokenClassifier(nn.Module):
         loss = None
         if labels is not None:
             _check_class_labels("labels", labels, self.n_labels)
-            loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX)
+            if (labels != IGNORE_INDEX).any():
+                loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(),
+                                       ignore_index=IGNORE_INDEX)
+            else:                                   # no labelled token: 0, not NaN
+                loss = logits.sum() * 0.0
         return ClassifierOutput(loss, logits)
 
 

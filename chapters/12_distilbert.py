@@ -603,7 +603,7 @@ from tinybert.pretraining_corpus import course_documents, tokenize_documents
 from tinybert.roberta_data import full_sentence_examples
 from tinybert.training import linear_warmup_decay, make_optimizer
 
-pretrained = load_pretrained()                       # checkpoints/bert-mini (a short run if it is missing)
+pretrained = load_pretrained()                       # checkpoints/bert-mini (chapter 09)
 teacher, tokenizer = pretrained.model.to(device).eval(), pretrained.tokenizer
 special = SpecialTokens.from_vocab(tokenizer.vocab)
 print(f"teacher: {pretrained.directory}, {teacher.config.n_layers} layers of width {teacher.config.d_model}")

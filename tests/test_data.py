@@ -268,6 +268,25 @@ def test_cache_is_used_when_data_dir_lacks_the_file(tmp_path, monkeypatch, cache
     assert data.fetch_file(entry) == cache / entry.relpath
 
 
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_data_dir_that_is_not_a_folder_is_an_error_not_a_download(tmp_path, monkeypatch,
+                                                                      cache, kind):
+    source = tmp_path / "upstream.txt"
+    source.write_bytes(b"hello\n")
+    entry = demo_entry(b"hello\n", url=source.as_uri())        # a download would work
+    target = tmp_path / "datta"                                 # a typo
+    if kind == "file":
+        target.write_text("not a folder\n")
+    monkeypatch.setenv("TINYBERT_DATA_DIR", str(target))
+    with pytest.raises(DataUnavailableError) as caught:
+        data.fetch_file(entry)
+    message = str(caught.value)
+    for part in (str(target), "does not exist" if kind == "missing" else "is a file",
+                 entry.relpath, "unset it"):
+        assert part in message
+    assert leftovers(cache) == [] and not (cache / entry.relpath).exists()
+
+
 def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("TINYBERT_CACHE_DIR", str(tmp_path / "mine"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))

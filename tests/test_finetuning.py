@@ -232,3 +232,28 @@ def test_command_line_reports_bad_input(tiny_checkpoint, tmp_path, capsys):
     assert main(["finetune", "poem_sentiment", "--checkpoint", str(tiny_checkpoint), "--train-examples", "8",
                  "--trainable-layers", "7"]) == 2
     assert "n_layers must be None" in capsys.readouterr().out
+
+
+def test_command_line_fine_tunes_a_headless_checkpoint_and_refuses_others(
+        tiny_checkpoint, tmp_path, capsys):
+    import shutil
+
+    from tinybert.__main__ import main
+    from tinybert.checkpoint import load_model
+    from tinybert.models.albert import AlbertConfig, AlbertModel
+
+    headless = tmp_path / "headless"
+    save_model(load_model(tiny_checkpoint).bert, headless)       # a BertModel alone
+    shutil.copy(tiny_checkpoint / "vocab.txt", headless / "vocab.txt")
+    code = main(["finetune", "poem_sentiment", "--checkpoint", str(headless),
+                 "--train-examples", "8", "--eval-examples", "8", "--epochs", "1"])
+    assert code == 0, capsys.readouterr().out
+    other = tmp_path / "other"
+    vocab = len((tiny_checkpoint / "vocab.txt").read_text().splitlines())
+    save_model(AlbertModel(AlbertConfig(vocab_size=vocab, d_model=32, n_layers=1, n_heads=4,
+                                        d_ff=37, max_len=64, embedding_size=16)), other)
+    shutil.copy(tiny_checkpoint / "vocab.txt", other / "vocab.txt")
+    capsys.readouterr()
+    assert main(["finetune", "poem_sentiment", "--checkpoint", str(other)]) == 1
+    out = capsys.readouterr().out
+    assert "AlbertModel" in out and "expected a BertModel" in out

@@ -6,6 +6,7 @@ files are available locally (and where), without downloading anything.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 from importlib import metadata
@@ -25,6 +26,19 @@ def _local_copy(entry) -> str | None:
     for root in (data_dir(), cache_dir()):
         if root is not None and (root / entry.relpath).is_file():
             return str(root)
+    return None
+
+
+def _data_dir_problem(root) -> str | None:
+    """Why the folder named by TINYBERT_DATA_DIR cannot be used, or None when it can."""
+    if root is None:
+        return None
+    if not root.exists():
+        return f"TINYBERT_DATA_DIR={root} does not exist"
+    if not root.is_dir():
+        return f"TINYBERT_DATA_DIR={root} is a file, not a folder"
+    if not os.access(root, os.R_OK | os.X_OK):
+        return f"TINYBERT_DATA_DIR={root} cannot be read (permissions)"
     return None
 
 
@@ -48,8 +62,16 @@ def doctor() -> int:
         device, problems = f"error: {error}", problems + ["device"]
     cuda = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA"
     print(f"device   {device} ({cuda}); torch threads {torch.get_num_threads()}")
-    print(f"quick mode {'on' if is_quick() else 'off'} (TINYBERT_QUICK)")
+    try:
+        print(f"quick mode {'on' if is_quick() else 'off'} (TINYBERT_QUICK)")
+    except ValueError as error:            # e.g. TINYBERT_QUICK=maybe
+        print(f"quick mode error: {error}")
+        problems.append("TINYBERT_QUICK")
     print(f"data dir {data_dir() or '(TINYBERT_DATA_DIR not set)'}; cache {cache_dir()}")
+    unusable = _data_dir_problem(data_dir())
+    if unusable is not None:
+        print(f"data dir error: {unusable}")
+        problems.append("TINYBERT_DATA_DIR")
     local = {name for name, entry in REGISTRY.items() if _local_copy(entry) is not None}
     missing = [e for e in REGISTRY.values() if e.name not in local]
     print(f"data     {len(local)} of {len(REGISTRY)} registered files found locally "
@@ -79,16 +101,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tinybert", description="tinybert: the course's command line")
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
     sub.add_parser("doctor", help="report the set-up: versions, device, quick mode, data")
-    modules = {}
+    modules, broken = {}, {}
     for name, (module_name, help_text) in COMMANDS.items():
         try:
             modules[name] = importlib.import_module(module_name)
+            modules[name].add_arguments(argparse.ArgumentParser())  # a dry run first
         except ModuleNotFoundError as error:
             if error.name != module_name:
                 raise
             continue                                  # a chapter that has not landed yet
+        except ValueError as error:           # e.g. TINYBERT_QUICK=maybe, on import
+            broken[name] = error
+            sub.add_parser(name, help=help_text, description=help_text)
+            continue
         modules[name].add_arguments(sub.add_parser(name, help=help_text, description=help_text))
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if args.command in broken:
+        print(f"tinybert {args.command}: error: {broken[args.command]} "
+              "(`tinybert doctor` checks the set-up)", file=sys.stderr)
+        return 2
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "doctor":
         return doctor()
     return modules[args.command].run(args)

@@ -361,6 +361,13 @@ def fetch_file(entry: DataFile, *, timeout: float = 60.0) -> Path:
     waiting ``timeout`` seconds again.
     """
     root = data_dir()
+    if root is not None and not root.is_dir():      # a typo must not turn into a download
+        what = "is a file" if root.exists() else "does not exist"
+        raise DataUnavailableError(
+            f"TINYBERT_DATA_DIR is {os.environ['TINYBERT_DATA_DIR'].strip()!r}, which {what}; "
+            f"expected the course's data folder (the one with SOURCES.md), which holds "
+            f"{entry.relpath}. Fix the variable, or unset it to use the cache "
+            f"({cache_dir()}) and downloads.")
     if root is not None and (root / entry.relpath).is_file():
         path = root / entry.relpath
         _verify(entry, path, f"Replace it with the original, or delete it to use the cache ({path} "

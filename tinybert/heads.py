@@ -104,7 +104,11 @@ class TokenClassifier(nn.Module):
         loss = None
         if labels is not None:
             _check_class_labels("labels", labels, self.n_labels)
-            loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX)
+            if (labels != IGNORE_INDEX).any():
+                loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(),
+                                       ignore_index=IGNORE_INDEX)
+            else:                                   # no labelled token: 0, not NaN
+                loss = logits.sum() * 0.0
         return ClassifierOutput(loss, logits)
 
 

@@ -5,24 +5,26 @@ Read it with its explanations at chapters/09_pretraining.html.
 """
 from __future__ import annotations
 
-__all__ = ['pretraining_losses', 'evaluate_pretraining', 'PretrainingConfig', 'pretrain', 'plot_history', 'pretrain_bert']
+__all__ = ['pretraining_losses', 'evaluate_pretraining', 'PretrainingConfig', 'pretrain', 'plot_history', 'RUN_FILES', 'check_run_folder', 'pretrain_bert']
 
 
 import json
+import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tinybert.checkpoint import _write_atomically, save_model
+from tinybert.checkpoint import _write_atomically, save_model, saved_file
 from tinybert.distributed import DistributedContext
 from tinybert.masking import SpecialTokens, seeded_generator
 from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining
-from tinybert.pretraining import PretrainingBatches, make_examples, single_segment_examples
+from tinybert.pretraining import (CHECKPOINT_FILES, PretrainingBatches, make_examples,
+                                  single_segment_examples)
 from tinybert.pretraining_corpus import (course_documents, task_documents, tokenize_documents,
                                          vocabulary_texts)
 from tinybert.runtime import get_device, progress
@@ -47,7 +49,7 @@ def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
     mlm_loss = out.mlm_loss
     if dist.world_size > 1:
         count = (batch["mlm_labels"] != IGNORE_INDEX).sum()                  # masked tokens here
-        total = dist.all_reduce_sum(count)                                   # ... and everywhere
+        total = dist.all_reduce_sum(count).clamp(min=1)          # ... and everywhere
         mlm_loss = mlm_loss * count * dist.world_size / total
     nsp_loss = out.nsp_loss if out.nsp_loss is not None else torch.zeros_like(mlm_loss)
     return mlm_loss + nsp_loss, out.mlm_loss.detach(), nsp_loss.detach()
@@ -58,7 +60,8 @@ def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
 def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Tensor]], *,
                          dtype: torch.dtype | None = None) -> dict[str, float]:
     """Held-out MLM loss and accuracy (over the masked tokens) and NSP loss and accuracy
-    (NSP only when the batches carry nsp_labels)."""
+    (NSP only when the batches carry nsp_labels). A batch without masked tokens adds
+    nothing to the MLM numbers; no masked token at all is an error, not NaN."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -69,7 +72,7 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
             out = model(**batch)
         targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]   # (N,) the order of out.mlm_logits
         n = len(targets)
-        total["mlm_loss"] += out.mlm_loss.item() * n
+        total["mlm_loss"] += out.mlm_loss.item() * n if n else 0.0
         total["mlm_correct"] += (out.mlm_logits.argmax(-1) == targets).sum().item()
         total["mlm_tokens"] += n
         if "nsp_labels" not in batch:
@@ -79,6 +82,9 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
         total["nsp_correct"] += (out.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
         total["pairs"] += b
     model.train(was_training)
+    if not total["mlm_tokens"]:
+        raise ValueError(f"evaluate_pretraining: no masked token (mlm_labels != "
+                         f"{IGNORE_INDEX}) in the {len(batches)} held-out batches")
     metrics = {"mlm_loss": total["mlm_loss"] / total["mlm_tokens"],
                "mlm_accuracy": total["mlm_correct"] / total["mlm_tokens"],
                "mlm_tokens": int(total["mlm_tokens"]), "pairs": int(total["pairs"])}
@@ -113,6 +119,17 @@ def _write_json(path: str | Path, data: dict) -> None:
 
 
 # Built in chapter 9, section "The training loop": chapters/09_pretraining.html#the-training-loop
+def _diverged(step: int, loss, mlm_loss, nsp_loss, checkpoint_dir) -> str:
+    state = None if checkpoint_dir is None else saved_file(checkpoint_dir, STATE_NAME)
+    kept = (f"the last checkpoint, {checkpoint_dir} (step "
+            f"{json.loads(state.read_text())['step']}), is kept"
+            if state is not None and state.is_file() else "no checkpoint was saved yet")
+    return (f"step {step}: the training loss is {loss.item()} (MLM {mlm_loss.item()}, "
+            f"NSP {nsp_loss.item()}), so the run stops here; {kept}. A lower learning "
+            "rate or more warm-up usually helps.")
+
+
+# Built in chapter 9, section "The training loop": chapters/09_pretraining.html#the-training-loop
 def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
              eval_batches: Sequence[dict[str, torch.Tensor]] = (), device: torch.device | str | None = None,
              checkpoint_dir: str | Path | None = None, resume: bool = False, stop_after: int | None = None,
@@ -121,7 +138,8 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
 
     With ``checkpoint_dir`` it saves a checkpoint every ``config.checkpoint_every`` steps, at the
     end and when it stops early at ``stop_after``; with ``resume`` it continues from the one there.
-    Only rank 0 prints, evaluates and writes files.
+    Only rank 0 prints, evaluates and writes files. A NaN or infinite loss raises
+    FloatingPointError before the update: the checkpoint on disk is the last good one.
     """
     device = torch.device(device) if device is not None else get_device()
     model.to(device).train()
@@ -130,7 +148,8 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
     dtype = autocast_dtype(device) if config.mixed_precision else None
     scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)   # float16 needs loss scaling
     history, start = {"train": [], "eval": [], "seconds": 0.0, "config": asdict(config)}, 0
-    if resume and checkpoint_dir is not None and (Path(checkpoint_dir) / STATE_NAME).is_file():
+    if resume and checkpoint_dir is not None and saved_file(checkpoint_dir,
+                                                            STATE_NAME).is_file():
         checkpoint = load_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
                                      scaler=scaler, map_location=device)
         start, history = checkpoint.step, checkpoint.extra["history"]
@@ -145,6 +164,9 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
         batch = {k: v.to(device, non_blocking=True) for k, v in batches(step).items()}
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
             loss, mlm_loss, nsp_loss = pretraining_losses(net, batch, dist)
+        if not torch.isfinite(loss):                 # stop before the update spreads it
+            raise FloatingPointError(
+                _diverged(step + 1, loss, mlm_loss, nsp_loss, checkpoint_dir))
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)                       # clip the true gradients, not scaled ones
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
@@ -209,6 +231,63 @@ def plot_history(history: dict, path: str | Path | None = None):
     return fig
 
 
+RUN_FILES = ("vocab.txt", "model.safetensors", "config.json", "metrics.json",
+             "loss_curves.png", "training_state")    # what pretrain_bert writes
+
+
+# Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
+def check_run_folder(out_dir: str | Path, *, resume: bool = False,
+                     overwrite: bool = False) -> Path:
+    """The folder of a run, checked before any work: never overwrite a run silently.
+
+    A folder holding a finished or partial run (any of RUN_FILES) is refused unless
+    ``resume`` (continue that run) or ``overwrite`` (delete that run's files, and only
+    those) is given.
+    """
+    if not str(out_dir).strip():
+        raise ValueError("the output folder is empty (''); name the folder for the run")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out}: is a file, not a folder; choose another")
+    if resume and overwrite:
+        raise ValueError("resume and overwrite exclude each other: continue or replace")
+    present = [name for name in RUN_FILES if (out / name).exists()]
+    if not present or resume:
+        return out
+    if overwrite:
+        for name in present:
+            (shutil.rmtree if (out / name).is_dir() else Path.unlink)(out / name)
+        return out
+    state = saved_file(out / "training_state", STATE_NAME)
+    if all((out / name).is_file() for name in CHECKPOINT_FILES):
+        what = "a finished run"
+    elif state.is_file():
+        what = f"a partial run (saved at step {json.loads(state.read_text())['step']})"
+    else:
+        what = "a partial run (stopped before its first checkpoint)"
+    raise FileExistsError(f"{out} already holds {what}: {', '.join(present)}. "
+                          "Continue it with --resume (resume=True), replace it with "
+                          "--overwrite (overwrite=True), or choose another folder")
+
+
+# Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
+def _check_counts(minimum: int = 1, **counts) -> None:
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+# Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
+def _check_config(preset: str, overrides: dict, vocab_size: int) -> None:
+    """Build the model configuration once, with a stand-in vocabulary: errors first."""
+    unknown = sorted(set(overrides) - {f.name for f in fields(BertConfig)})
+    if unknown:
+        raise ValueError(f"unknown BertConfig field(s) {unknown}; known: "
+                         f"{', '.join(f.name for f in fields(BertConfig))}")
+    BertConfig.preset(preset, **{"vocab_size": vocab_size, "pad_token_id": 0,
+                                 **overrides})
+
+
 # Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
 def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: dict | None = None,
                   steps: int = 1000, batch_size: int = 32, lr: float = 1e-3, warmup_fraction: float = 0.05,
@@ -217,19 +296,36 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
                   max_documents: int | None = None, dynamic_masking: bool = True, resume: bool = False,
                   stop_after: int | None = None, device: torch.device | str | None = None,
                   objective: str = "mlm+nsp", mlm_probability: float = 0.15, adam_beta2: float = 0.999,
-                  task_text: bool = False, dist: DistributedContext = DistributedContext()) -> dict:
+                  task_text: bool = False, overwrite: bool = False,
+                  dist: DistributedContext = DistributedContext()) -> dict:
     """The course's pretraining run, end to end, into ``out_dir``: what ``tinybert pretrain`` runs.
 
-    Trains an uncased WordPiece vocabulary on the training documents (or reuses out_dir/vocab.txt),
+    Trains an uncased WordPiece vocabulary on the training documents (with ``resume``,
+    reuses out_dir/vocab.txt),
     builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``, RoBERTa) and
     MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes vocab.txt,
     model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable state in
     out_dir/training_state/. ``task_text`` adds task_documents() to the training text. The
     held-out batches always mask 15% of the tokens, whatever ``mlm_probability`` trains with.
+    Arguments and folder are checked before any work (check_run_folder: ``resume``,
+    ``overwrite``).
     """
     if objective not in ("mlm+nsp", "mlm"):
         raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
-    out = Path(out_dir)
+    _check_counts(steps=steps, batch_size=batch_size, eval_every=eval_every,
+                  eval_batches=eval_batches, vocab_size=vocab_size)
+    _check_counts(minimum=0, checkpoint_every=checkpoint_every)
+    if stop_after is not None:
+        _check_counts(stop_after=stop_after)
+    _check_config(preset, overrides or {}, vocab_size)
+    if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not lr > 0:
+        raise ValueError(f"expected 0 < mlm_probability < 1, 0 <= warmup_fraction <= 1"
+                         f" and lr > 0, got {mlm_probability}, {warmup_fraction}, {lr}")
+    try:
+        device = get_device(device) if device is not None else None
+    except RuntimeError as error:               # a device asked for that is not here
+        raise ValueError(str(error)) from None
+    out = check_run_folder(out_dir, resume=resume, overwrite=overwrite)
     out.mkdir(parents=True, exist_ok=True)
     say = print if dist.is_main else (lambda *args, **kwargs: None)
     documents = course_documents("train", max_documents=max_documents)
@@ -238,7 +334,9 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     heldout = course_documents("heldout", max_documents=max_documents)
     if dist.is_main and not (out / "vocab.txt").is_file():
         say(f"training a {vocab_size}-token WordPiece vocabulary on {len(documents)} documents")
-        train_wordpiece_tokenizer(vocabulary_texts(documents), vocab_size, min_count=vocab_min_count).save(out / "vocab.txt")
+        vocab = train_wordpiece_tokenizer(vocabulary_texts(documents), vocab_size,
+                                          min_count=vocab_min_count)
+        _write_atomically(out / "vocab.txt", vocab.save)
     dist.barrier()                                  # the other processes read rank 0's vocabulary
     tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
     special = SpecialTokens.from_vocab(tokenizer.vocab)

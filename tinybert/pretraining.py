@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint import load_model
+from tinybert.checkpoint import load_model, saved_file
 from tinybert.data import cache_dir
 from tinybert.masking import SpecialTokens, mask_tokens, seeded_generator
 from tinybert.models.bert import IGNORE_INDEX, BertConfig
@@ -207,30 +207,50 @@ def shipped_checkpoint() -> Path:
 
 
 # Built in chapter 9, section "A recipe for one CPU core": chapters/09_pretraining.html#a-recipe-for-one-cpu-core
-def load_pretrained(directory: str | Path | None = None, *, train_if_missing: bool = True) -> Pretrained:
+def _missing(directory: Path) -> list[str]:
+    return [f for f in CHECKPOINT_FILES if not saved_file(directory, f).is_file()]
+
+
+# Built in chapter 9, section "A recipe for one CPU core": chapters/09_pretraining.html#a-recipe-for-one-cpu-core
+def load_pretrained(directory: str | Path | None = None, *,
+                    train_if_missing: bool = False) -> Pretrained:
     """Load a pretrained BertForPreTraining and its WordPiece tokenizer (uncased) from ``directory``.
 
     ``directory`` None means the course's shipped checkpoint, checkpoints/bert-mini/, then a short
-    run trained earlier into the user cache. When there is none, a short run is trained (into
-    ``directory``, or the cache; never into the shipped folder), saying so, unless
-    ``train_if_missing`` is False, which raises FileNotFoundError instead.
+    run trained earlier into the user cache. A folder without a checkpoint raises
+    FileNotFoundError naming what is missing. Training is never a default: only
+    ``train_if_missing=True`` (with ``directory`` None) trains a short, much weaker run
+    when there is no checkpoint, saying so, into the user cache, never a named folder.
     """
+    if directory is not None and not str(directory).strip():
+        raise ValueError("load_pretrained: directory is empty (''); name a checkpoint "
+                         "folder or pass None for the course's checkpoint")
+    if directory is not None and train_if_missing:
+        raise ValueError(f"load_pretrained({str(directory)!r}, train_if_missing=True): "
+                         "a fallback run is trained only into the user cache, never "
+                         "into a folder you name; drop the folder, or train into it "
+                         "with `tinybert pretrain --out DIR`")
     cached = cache_dir().parent / "checkpoints" / "bert-mini-short"
     candidates = [Path(directory)] if directory is not None else [shipped_checkpoint(), cached]
-    found = next((p for p in candidates if all((p / f).is_file() for f in CHECKPOINT_FILES)), None)
+    found = next((p for p in candidates if not _missing(p)), None)
+    if found is None and not train_if_missing:
+        holds = "; ".join(f"{p} does not exist" if not p.exists() else
+                          f"{p} is not a folder" if not p.is_dir() else
+                          f"{p} lacks {', '.join(_missing(p))}" for p in candidates)
+        raise FileNotFoundError(
+            f"no pretrained checkpoint: {holds} (a checkpoint holds "
+            f"{', '.join(CHECKPOINT_FILES)}). "
+            "Train one with `tinybert pretrain --out DIR` (chapter 09), load it with "
+            "load_pretrained(DIR), or ask for a short, weak run in the user cache with "
+            "load_pretrained(train_if_missing=True)")
     if found is None:
-        if not train_if_missing:
-            raise FileNotFoundError(
-                f"no pretrained checkpoint in {' or '.join(map(str, candidates))} (one needs "
-                f"{', '.join(CHECKPOINT_FILES)}); train one with `tinybert pretrain --out DIR` "
-                "(chapter 09) or call load_pretrained(train_if_missing=True)")
-        found = candidates[-1]
+        found = cached
         steps = pick(quick=10, full=200)
         print(f"load_pretrained: no checkpoint found; training a SHORT bert-mini run ({steps} steps) into "
               f"{found}. It is much weaker than the course's shipped checkpoint (chapter 09).")
         from tinybert.pretrain_loop import pretrain_bert     # here: pretrain_loop imports this module
         pretrain_bert(found, steps=steps, batch_size=16, eval_every=steps, eval_batches=4,
-                      max_documents=pick(quick=40, full=None))
+                      max_documents=pick(quick=40, full=None), overwrite=True)
     model = load_model(found, map_location="cpu")
     tokenizer = WordPieceTokenizer.from_file(found / "vocab.txt", lowercase=True)
     if len(tokenizer) != model.config.vocab_size:

@@ -16,7 +16,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint import CONFIG_NAME, _write_atomically, load_model, save_model
+from tinybert.checkpoint import (CONFIG_NAME, _model_files, load_model, save_files,
+                                 saved_file)
 
 
 # Built in chapter 9, section "The optimizer and the learning-rate schedule": chapters/09_pretraining.html#the-optimizer-and-the-learning-rate-schedule
@@ -75,16 +76,16 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
                     scheduler=None, step: int = 0, extra: dict | None = None,
                     scaler: torch.amp.GradScaler | None = None,
                     generator: torch.Generator | None = None) -> Path:
-    """The model (tinybert.checkpoint.save_model) plus what resuming needs, every file atomic.
+    """The model (as tinybert.checkpoint.save_model writes it) plus what resuming needs,
+    the four files saved all or nothing by save_files.
 
     training_state.safetensors holds the optimizer's tensors and the random number generators'
     states; training_state.json the step, the scheduler, the optimizer's hyperparameters,
-    ``extra`` (any JSON) and the ids that tie the three files of one save together. It is
-    written last, so an interrupted save is detected by load_checkpoint instead of half-loaded.
+    ``extra`` (any JSON) and the ids that tie the files of one save together.
     """
     from safetensors.torch import save_file
 
-    directory = save_model(model, directory)
+    model_save_id, writers = _model_files(model)
     save_id = uuid.uuid4().hex
     tensors = {"rng.torch": torch.get_rng_state()}
     if torch.cuda.is_available():
@@ -92,7 +93,7 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
     if generator is not None:
         tensors["rng.generator"] = generator.get_state()
     state = {"format": 1, "step": int(step), "extra": extra or {}, "save_id": save_id,
-             "model_save_id": json.loads((directory / CONFIG_NAME).read_text())["save_id"]}
+             "model_save_id": model_save_id}
     if optimizer is not None:
         opt = optimizer.state_dict()
         for index, values in opt["state"].items():
@@ -107,10 +108,10 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
     except TypeError as error:
         raise ValueError(f"save_checkpoint: extra and the scheduler state must be JSON-serialisable ({error})") from None
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
-    _write_atomically(directory / STATE_TENSORS_NAME,
-                      lambda tmp: save_file(tensors, tmp, metadata={"save_id": save_id}))
-    _write_atomically(directory / STATE_NAME, lambda tmp: Path(tmp).write_text(text + "\n"))
-    return directory
+    writers[STATE_TENSORS_NAME] = lambda path: save_file(tensors, path,
+                                                         metadata={"save_id": save_id})
+    writers[STATE_NAME] = lambda path: path.write_text(text + "\n", encoding="utf-8")
+    return save_files(directory, writers)
 
 
 # Built in chapter 9, section "Checkpoints": chapters/09_pretraining.html#checkpoints
@@ -139,7 +140,8 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
     from safetensors import safe_open
 
     directory = Path(directory)
-    path = directory / STATE_NAME
+    path = saved_file(directory, STATE_NAME)                  # see save_files
+    tensors_path = saved_file(directory, STATE_TENSORS_NAME)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file; {directory} is not a training checkpoint "
                                 "written by save_checkpoint (or its save was interrupted)")
@@ -149,14 +151,15 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path}: corrupt training state ({error!r})") from None
     try:
-        with safe_open(directory / STATE_TENSORS_NAME, framework="pt", device="cpu") as f:
+        with safe_open(tensors_path, framework="pt", device="cpu") as f:
             header, tensors = f.metadata() or {}, {key: f.get_tensor(key) for key in f.keys()}
     except FileNotFoundError:
-        raise FileNotFoundError(f"{directory / STATE_TENSORS_NAME}: no such file") from None
+        raise FileNotFoundError(f"{tensors_path}: no such file") from None
     except Exception as error:                       # safetensors raises its own error types
-        raise ValueError(f"{directory / STATE_TENSORS_NAME}: not a readable safetensors file "
+        raise ValueError(f"{tensors_path}: not a readable safetensors file "
                          f"(corrupt or truncated?): {error}") from None
-    model_meta = json.loads((directory / CONFIG_NAME).read_text()) if (directory / CONFIG_NAME).is_file() else {}
+    config_path = saved_file(directory, CONFIG_NAME)
+    model_meta = json.loads(config_path.read_text()) if config_path.is_file() else {}
     if header.get("save_id") != save_id or model_meta.get("save_id") != state.get("model_save_id"):
         raise ValueError(f"{directory}: the model and training-state files come from different saves "
                          "(an interrupted save_checkpoint?); resume from an earlier checkpoint")

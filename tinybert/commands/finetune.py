@@ -112,6 +112,20 @@ def _load_hf(name_or_dir: str):
     return encoder, tokenizer, f"{name_or_dir} from the Hugging Face hub"
 
 
+def _encoder_of(model):
+    """The BertModel to fine-tune: the checkpoint's model itself when it was saved without
+    heads, else its ``.bert``; any other model is a clear error."""
+    from tinybert.models.bert import BertModel
+
+    if isinstance(model, BertModel):
+        return model
+    if isinstance(getattr(model, "bert", None), BertModel):
+        return model.bert
+    raise ValueError(f"the checkpoint holds a {type(model).__name__}, which has no BERT "
+                     "encoder to fine-tune; expected a BertModel or a model with one in "
+                     "its .bert (BertForPreTraining, BertForMaskedLM)")
+
+
 def run(args: argparse.Namespace) -> int:
     from tinybert.models.bert import BertModel
     from tinybert.pretraining import load_pretrained
@@ -128,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
             encoder, tokenizer, source = _load_hf(args.from_hf)
         else:
             pretrained = load_pretrained(args.checkpoint, train_if_missing=False)
-            encoder, tokenizer = pretrained.model.bert, pretrained.tokenizer
+            encoder, tokenizer = _encoder_of(pretrained.model), pretrained.tokenizer
             source = f"the checkpoint in {pretrained.directory}"
     except (FileNotFoundError, ValueError) as error:
         print(f"tinybert finetune: {error}")

@@ -346,13 +346,15 @@ def masked_lm_logits_and_loss(head: BertMLMHead, hidden: torch.Tensor, labels: t
                               vocab_size: int) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Without labels: logits (B, T, V) for every position and no loss. With labels (B, T): the
     head runs only where labels != -100, so logits is (N, V) for those N positions (in the order of
-    labels[labels != -100]) and loss is their mean cross-entropy.
+    labels[labels != -100]) and loss is their mean cross-entropy (0 if there are none).
     """
     if labels is None:
         return head(hidden), None                            # (B, T, V)
     _check_labels("labels", labels, tuple(hidden.shape[:2]), vocab_size)
     selected = labels != IGNORE_INDEX                        # (B, T)
     logits = head(hidden[selected])                          # (N, D) -> (N, V)
+    if logits.shape[0] == 0:                     # nothing to predict: a loss of 0,
+        return logits, logits.sum()              # not the mean of nothing (NaN)
     return logits, F.cross_entropy(logits, labels[selected])
 
 

@@ -1,0 +1,568 @@
+"""Clumsy and hostile use (issue 16): nothing lost, nothing silently wrong.
+
+- `tinybert pretrain` never overwrites a run silently and checks its arguments first;
+- multi-file saves are all or nothing: a failure (an exception, Ctrl-C, or a power cut
+  that freezes the disk) at *every* file-system operation of a save leaves a loadable
+  checkpoint;
+- `load_pretrained` never trains by surprise;
+- a batch without masked tokens gives no NaN, and a NaN loss stops training;
+- command-line mistakes give a message and an exit code, not a traceback.
+
+Tiny, odd sizes: vocab 99, d_model 32, 4 heads, d_ff 37, 1 layer, 23 positions.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import tinybert.pretrain_loop as pretrain_loop
+import tinybert.pretraining as pretraining
+from tinybert.__main__ import main
+from tinybert.checkpoint import _write_atomically, load_model, save_model
+from tinybert.masking import SpecialTokens
+from tinybert.models.albert import AlbertConfig, AlbertForPreTraining
+from tinybert.models.bert import (IGNORE_INDEX, BertConfig, BertForMaskedLM,
+                                  BertForPreTraining)
+from tinybert.pretrain_loop import (RUN_FILES, PretrainingConfig, check_run_folder,
+                                    evaluate_pretraining, pretrain, pretrain_bert)
+from tinybert.pretraining import (PretrainingBatches, PretrainingExample, encode_pair,
+                                  load_pretrained)
+from tinybert.training import load_checkpoint, make_optimizer, save_checkpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = dict(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37, max_len=23,
+            pad_token_id=7)
+SPECIAL = SpecialTokens(pad=7, unk=20, cls=3, sep=50, mask=98, vocab_size=99)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny_model(seed: int = 0) -> BertForPreTraining:
+    torch.manual_seed(seed)
+    return BertForPreTraining(BertConfig(**TINY))
+
+
+def examples(n: int = 52, seed: int = 0) -> list[PretrainingExample]:
+    g = torch.Generator().manual_seed(seed)
+    ordinary = [i for i in range(99) if i not in (7, 20, 3, 50, 98)]
+    out = []
+    for i in range(n):
+        la, lb = (int(x) for x in torch.randint(3, 11, (2,), generator=g))
+        a = [ordinary[int(j)] for j in torch.randint(len(ordinary), (la,), generator=g)]
+        b = [ordinary[int(j)] for j in torch.randint(len(ordinary), (lb,), generator=g)]
+        ids, segments = encode_pair(a, b, SPECIAL, max_len=23)
+        out.append(PretrainingExample(ids, segments, nsp_label=i % 2))
+    return out
+
+
+def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(),
+                                                 b.state_dict().values()))
+
+
+def listing(directory: Path) -> list[str]:
+    """Every entry under ``directory``, hidden ones (temporary files) included."""
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
+
+
+# --- 1. never overwrite silently ------------------------------------------------------
+
+def _finished_run(out: Path) -> None:
+    out.mkdir(parents=True)
+    (out / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
+    save_model(tiny_model(), out)
+    (out / "metrics.json").write_text("{}\n")
+
+
+def _partial_run(out: Path) -> None:
+    out.mkdir(parents=True)
+    (out / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
+    save_checkpoint(out / "training_state", tiny_model(), step=30)
+
+
+def _vocabulary_only(out: Path) -> None:
+    out.mkdir(parents=True)
+    (out / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
+
+
+@pytest.mark.parametrize("make, what", [
+    (_finished_run, "a finished run"),
+    (_partial_run, "saved at step 30"),
+    (_vocabulary_only, "before its first checkpoint"),
+], ids=["finished", "partial", "vocabulary"])
+def test_pretrain_refuses_a_folder_that_holds_a_run(tmp_path, capsys, make, what):
+    out = tmp_path / "run"
+    make(out)
+    before = {name: (out / name).read_bytes() for name in listing(out)
+              if (out / name).is_file()}
+    with pytest.raises(FileExistsError, match=what) as error:
+        check_run_folder(out)
+    for needle in ("--resume", "--overwrite", "vocab.txt"):
+        assert needle in str(error.value)
+    assert main(["pretrain", "--out", str(out), "--steps", "3"]) == 2     # the CLI
+    err = capsys.readouterr().err
+    assert what in err and "--resume" in err and "--overwrite" in err
+    assert "Traceback" not in err
+    after = {name: (out / name).read_bytes() for name in listing(out)
+             if (out / name).is_file()}
+    assert after == before                                             # nothing touched
+    assert check_run_folder(out, resume=True) == out                # may continue
+
+
+def test_overwrite_deletes_the_run_and_nothing_else(tmp_path):
+    out = tmp_path / "run"
+    _partial_run(out)
+    (out / "notes.txt").write_text("mine")
+    (out / "metrics.json").write_text("{}")
+    assert check_run_folder(out, overwrite=True) == out
+    assert listing(out) == ["notes.txt"]
+    assert not any((out / name).exists() for name in RUN_FILES)
+    with pytest.raises(ValueError, match="exclude each other"):
+        check_run_folder(out, resume=True, overwrite=True)
+
+
+def test_pretrain_refuses_an_empty_out_and_a_file(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["pretrain", "--out", ""])
+    assert exit_.value.code == 2
+    assert "--out: expected the folder" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="empty"):
+        check_run_folder("")
+    with pytest.raises(ValueError, match="empty"):
+        pretrain_bert("  ", steps=3)
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("precious")
+    assert main(["pretrain", "--out", str(a_file), "--steps", "3"]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert a_file.read_text() == "precious"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--set", "n_heads=7"], "divisible by n_heads = 7"),
+    (["--set", "unknown=1"], "unknown BertConfig field(s) ['unknown']"),
+    (["--set", "dropout=2"], "dropout"),
+    (["--preset", "bert-huge"], "unknown BERT preset"),
+    (["--mask-probability", "0"], "mlm_probability"),
+    (["--lr", "-1"], "lr > 0"),
+])
+def test_configuration_errors_come_first_and_leave_nothing(tmp_path, capsys, args,
+                                                            message):
+    out = tmp_path / "deep" / "run"
+    assert main(["pretrain", "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "deep").exists()                       # no folder made
+
+
+def test_pretrain_bert_checks_counts_before_any_work(tmp_path):
+    for kwargs in ({"batch_size": 0}, {"eval_every": 0}, {"checkpoint_every": -1},
+                   {"steps": 0}, {"stop_after": 0}, {"steps": 2.5}):
+        with pytest.raises(ValueError, match=next(iter(kwargs))):
+            pretrain_bert(tmp_path / "run", **kwargs)
+    assert not (tmp_path / "run").exists()
+
+
+# --- 2. saves are all or nothing ------------------------------------------------------
+
+class PowerCut(BaseException):
+    """Raised at the chosen file-system operation; a BaseException, like Ctrl-C."""
+
+
+class Disk:
+    """Count a save's file-system operations and fail at operation number ``fail_at``
+    (or at the first one for which ``when(name, args)`` is true).
+
+    ``freeze=False``: that one operation raises (an error, a full disk, Ctrl-C) and the
+    code's own clean-up runs. ``freeze=True``: from that operation on, every operation
+    raises, as if the power had been cut: the disk keeps what a crash there leaves.
+    """
+
+    OS_CALLS = ("replace", "rename", "link", "unlink", "mkdir", "rmdir", "fsync")
+
+    def __init__(self, fail_at: int | None = None, *, freeze: bool = False, when=None):
+        import safetensors.torch
+
+        self.count, self.fail_at, self.when = 0, fail_at, when
+        self.freeze, self.cut = freeze, False
+        self.patch = pytest.MonkeyPatch()
+        for name in self.OS_CALLS:
+            self.patch.setattr(os, name, self._wrap(name, getattr(os, name)))
+        self.patch.setattr(safetensors.torch, "save_file",
+                           self._wrap("save_file", safetensors.torch.save_file))
+        self.patch.setattr(pathlib.Path, "write_text",
+                           self._wrap("write_text", pathlib.Path.write_text))
+
+    def _wrap(self, name, function):
+        def wrapped(*args, **kwargs):
+            self.count += 1
+            chosen = self.count == self.fail_at or (self.when is not None
+                                                    and self.when(name, args))
+            if self.cut or chosen:
+                self.cut = self.freeze
+                raise PowerCut(f"operation {self.count}: {name}")
+            return function(*args, **kwargs)
+        return wrapped
+
+    def __enter__(self) -> Disk:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.patch.undo()
+
+
+def _count_operations(save) -> int:
+    with Disk() as disk:
+        save()
+    return disk.count
+
+
+def _save_model_case(directory: Path, seed: int):
+    model = tiny_model(seed)
+    return model, lambda: save_model(model, directory)
+
+
+def _save_checkpoint_case(directory: Path, seed: int):
+    model = tiny_model(seed)
+    optimizer = make_optimizer(model, lr=1e-3)
+    batch = PretrainingBatches(examples(), SPECIAL, batch_size=13, seed=seed)(0)
+    model(**batch).loss.backward()
+    optimizer.step()
+    return model, lambda: save_checkpoint(directory, model, optimizer=optimizer,
+                                          step=seed)
+
+
+def _load(kind: str, directory: Path):
+    """The model in ``directory`` and its step (seed), loaded as resuming loads it."""
+    if kind == "save_model":
+        return load_model(directory), None
+    fresh = tiny_model(99)
+    optimizer = make_optimizer(fresh, lr=1e-3)
+    checkpoint = load_checkpoint(directory, fresh, optimizer=optimizer)
+    return checkpoint.model, checkpoint.step
+
+
+CASES = {"save_model": _save_model_case, "save_checkpoint": _save_checkpoint_case}
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+@pytest.mark.parametrize("freeze", [False, True], ids=["exception", "power-cut"])
+def test_a_failure_at_every_operation_of_a_save_leaves_a_loadable_checkpoint(
+        tmp_path, kind, freeze):
+    probe = tmp_path / "probe"
+    CASES[kind](probe, 1)[1]()
+    total = _count_operations(CASES[kind](probe, 2)[1])
+    assert total >= 8, total
+    outcomes = set()
+    for k in range(1, total + 1):
+        directory = tmp_path / f"at-{k}"
+        old, save_old = CASES[kind](directory, 1)
+        save_old()
+        files = listing(directory)
+        new, save_new = CASES[kind](directory, 2)
+        with Disk(k, freeze=freeze), pytest.raises(PowerCut):
+            save_new()
+        loaded, step = _load(kind, directory)
+        if same_weights(loaded, old):             # cut before the new set was complete
+            outcomes.add("old")
+            assert step in (None, 1), (k, step)
+        else:                                     # or after: the new set is complete
+            assert same_weights(loaded, new) and step in (None, 2), k
+            outcomes.add("new")
+        if not freeze:     # clean-up ran: nothing left but what the next save removes
+            rest = [f for f in listing(directory) if not f.startswith(".saving-")]
+            assert rest == files, k
+        third, save_third = CASES[kind](directory, 3)  # the next save repairs all
+        save_third()
+        assert same_weights(_load(kind, directory)[0], third), k
+        assert listing(directory) == files, k
+    assert outcomes == {"old", "new"}
+
+
+@pytest.mark.parametrize("freeze", [False, True], ids=["exception", "power-cut"])
+def test_an_interrupted_first_save_leaves_no_half_checkpoint(tmp_path, freeze):
+    total = _count_operations(_save_model_case(tmp_path / "probe", 1)[1])
+    outcomes = set()
+    for k in range(1, total + 1):
+        directory = tmp_path / f"at-{k}"
+        new, save_new = _save_model_case(directory, 2)
+        with Disk(k, freeze=freeze), pytest.raises(PowerCut):
+            save_new()
+        try:
+            assert same_weights(load_model(directory), new), k   # done before the cut
+            outcome, files = "new", ["config.json", "model.safetensors"]
+        except FileNotFoundError:                              # or no checkpoint at all
+            outcome, files = "none", []
+        outcomes.add(outcome)
+        if not freeze and directory.exists():   # the clean-up ran: only what the next
+            rest = [f for f in listing(directory)  # save removes is left over
+                    if not f.startswith(".saving-")]
+            assert rest == files, k
+    assert outcomes == {"none", "new"}
+
+
+def test_resume_after_a_save_was_cut_short(tmp_path, monkeypatch):
+    """A run whose second checkpoint save dies still resumes, from its first checkpoint,
+    and ends with exactly the parameters of a run that was never interrupted."""
+    def run(directory, **kwargs):
+        model = tiny_model(0)
+        batches = PretrainingBatches(examples(), SPECIAL, batch_size=13, seed=3)
+        config = PretrainingConfig(steps=6, lr=3e-3, warmup_fraction=0.2, eval_every=6,
+                                   checkpoint_every=2, seed=5)
+        pretrain(model, batches, config, device="cpu", checkpoint_dir=directory,
+                 **kwargs)
+        return model
+
+    straight = run(tmp_path / "straight")
+    import tinybert.training as training
+    original, calls, swapped = training.save_files, [], []
+
+    def swapping_in(name, args):                 # the second staged file is renamed in
+        swapped.extend(args[:1] if name == "replace" and ".saving-" in str(args[0]) and
+                       ".saving-" not in str(args[1]) else [])
+        return len(swapped) == 2
+
+    def dies_in_second_save(directory, writers):
+        calls.append(1)
+        if len(calls) == 2:
+            with Disk(freeze=True, when=swapping_in):
+                original(directory, writers)
+        return original(directory, writers)
+
+    monkeypatch.setattr(training, "save_files", dies_in_second_save)
+    with pytest.raises(PowerCut):
+        run(tmp_path / "cut")
+    monkeypatch.setattr(training, "save_files", original)
+    assert len(swapped) == 2 and (tmp_path / "cut" / ".previous").is_dir()
+    assert load_checkpoint(tmp_path / "cut").step == 2
+    resumed = run(tmp_path / "cut", resume=True)
+    assert same_weights(resumed, straight)
+
+
+def test_saved_files_have_the_usual_permissions(tmp_path):
+    umask = os.umask(0o022)
+    try:
+        save_model(tiny_model(), tmp_path / "model")
+        save_checkpoint(tmp_path / "state", tiny_model(), step=1)
+        _write_atomically(tmp_path / "metrics.json",
+                          lambda tmp: Path(tmp).write_text("{}"))
+    finally:
+        os.umask(umask)
+    modes = {str(p.relative_to(tmp_path)): oct(p.stat().st_mode & 0o777)
+             for p in tmp_path.rglob("*") if p.is_file()}
+    assert len(modes) == 7 and modes == dict.fromkeys(modes, "0o644")
+
+
+# --- 3. loading never trains by surprise ----------------------------------------------
+
+def _tiny_pretrained(directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokens += [f"t{i}" for i in range(94)]
+    (directory / "vocab.txt").write_text("".join(t + "\n" for t in tokens))
+    save_model(tiny_model(), directory)
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """pretrain_bert replaced by a recorder that writes a tiny checkpoint."""
+    calls = []
+
+    def fake_pretrain_bert(out_dir, **kwargs):
+        calls.append((Path(out_dir), kwargs))
+        _tiny_pretrained(Path(out_dir))
+
+    monkeypatch.setattr(pretrain_loop, "pretrain_bert", fake_pretrain_bert)
+    return calls
+
+
+def test_load_pretrained_never_trains_by_default(tmp_path, no_training):
+    named = tmp_path / "my-run"
+    with pytest.raises(FileNotFoundError, match="my-run does not exist.*pretrain"):
+        load_pretrained(tmp_path / "my-run")
+    assert not named.exists()
+    named.mkdir()
+    with pytest.raises(FileNotFoundError,
+                       match="lacks model.safetensors, config.json, vocab.txt"):
+        load_pretrained(named)
+    (named / "vocab.txt").write_text("[PAD]\n")
+    with pytest.raises(FileNotFoundError,
+                       match=r"lacks model.safetensors, config.json \("):
+        load_pretrained(named)
+    with pytest.raises(FileNotFoundError, match="is not a folder"):
+        load_pretrained(named / "vocab.txt")
+    with pytest.raises(ValueError, match="never into a folder you name"):
+        load_pretrained(named, train_if_missing=True)
+    with pytest.raises(ValueError, match="empty"):
+        load_pretrained("")
+    assert no_training == [] and listing(named) == ["vocab.txt"]
+
+
+def test_training_a_fallback_is_explicit_and_goes_to_the_cache(tmp_path, monkeypatch,
+                                                                no_training):
+    monkeypatch.setattr(pretraining, "shipped_checkpoint",
+                        lambda: tmp_path / "not-shipped")
+    monkeypatch.setenv("TINYBERT_CACHE_DIR", str(tmp_path / "cache" / "data"))
+    with pytest.raises(FileNotFoundError, match="train_if_missing=True"):
+        load_pretrained()
+    assert no_training == []
+    pretrained = load_pretrained(train_if_missing=True)
+    [(out, kwargs)] = no_training
+    assert out == tmp_path / "cache" / "checkpoints" / "bert-mini-short"
+    assert pretrained.directory == out
+    assert kwargs["overwrite"] is True
+    assert load_pretrained().directory == out                     # found next time
+    assert len(no_training) == 1
+
+
+# --- 5. no NaN with exit code 0 -------------------------------------------------------
+
+def _unmasked_batch() -> dict[str, torch.Tensor]:
+    batch = PretrainingBatches(examples(), SPECIAL, batch_size=13, seed=0)(0)
+    return {**batch, "mlm_labels": torch.full_like(batch["mlm_labels"], IGNORE_INDEX)}
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tiny_model(),
+    lambda: BertForMaskedLM(BertConfig(**TINY)),
+    lambda: AlbertForPreTraining(AlbertConfig(**TINY, embedding_size=16)),
+], ids=["BertForPreTraining", "BertForMaskedLM", "AlbertForPreTraining"])
+def test_a_batch_without_masked_tokens_contributes_nothing(make):
+    model, batch = make(), _unmasked_batch()
+    inputs = [batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]]
+    if isinstance(model, BertForMaskedLM):
+        loss = model(*inputs, labels=batch["mlm_labels"]).loss
+    else:
+        loss = model(*inputs, mlm_labels=batch["mlm_labels"]).mlm_loss
+    assert loss.item() == 0.0
+    loss.backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+
+
+def test_a_sentence_of_unlabelled_tokens_contributes_nothing_to_a_tagger():
+    from tinybert.heads import TokenClassifier
+    from tinybert.models.bert import BertModel
+
+    torch.manual_seed(0)
+    tagger = TokenClassifier(BertModel(BertConfig(**TINY)), 5)
+    ids = torch.randint(5, 99, (2, 6))
+    unlabelled = torch.full((2, 6), IGNORE_INDEX)
+    loss = tagger(ids, labels=unlabelled).loss
+    assert loss.item() == 0.0
+    loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in tagger.parameters()
+               if p.grad is not None)
+    tagger.eval()                       # no dropout: the two calls below agree
+    labelled = unlabelled.clone()
+    labelled[0, 1] = 3                  # one labelled token: its cross-entropy, as before
+    expected = torch.nn.functional.cross_entropy(tagger(ids).logits[0, 1][None],
+                                                 torch.tensor([3]))
+    assert tagger(ids, labels=labelled).loss.item() == pytest.approx(expected.item())
+
+
+def test_evaluation_skips_batches_without_masked_tokens():
+    model = tiny_model()
+    held = PretrainingBatches(examples(26, seed=1), SPECIAL, batch_size=13,
+                              dynamic_masking=False)
+    alone = evaluate_pretraining(model, [held(0)])
+    mixed = evaluate_pretraining(model, [held(0), _unmasked_batch()])
+    for key in ("mlm_loss", "mlm_accuracy", "mlm_tokens"):
+        assert mixed[key] == pytest.approx(alone[key]), key
+    assert mixed["pairs"] == 2 * alone["pairs"]
+    with pytest.raises(ValueError, match="no masked token"):
+        evaluate_pretraining(model, [_unmasked_batch()])
+
+
+def test_a_nan_loss_stops_training_and_keeps_the_last_good_checkpoint(tmp_path,
+                                                                       monkeypatch):
+    original, calls = pretrain_loop.pretraining_losses, []
+
+    def nan_at_step_4(model, batch, dist):
+        calls.append(1)
+        loss, mlm, nsp = original(model, batch, dist)
+        return (loss * float("nan"), mlm, nsp) if len(calls) == 4 else (loss, mlm, nsp)
+
+    monkeypatch.setattr(pretrain_loop, "pretraining_losses", nan_at_step_4)
+    model = tiny_model()
+    batches = PretrainingBatches(examples(), SPECIAL, batch_size=13, seed=3)
+    config = PretrainingConfig(steps=8, lr=3e-3, eval_every=8, checkpoint_every=3)
+    with pytest.raises(FloatingPointError,
+                       match=r"step 4: the training loss is nan.*\(step 3\)"):
+        pretrain(model, batches, config, device="cpu", checkpoint_dir=tmp_path)
+    saved = load_checkpoint(tmp_path)
+    assert saved.step == 3
+    assert all(torch.isfinite(p).all() for p in saved.model.parameters())
+    assert all(torch.isfinite(p).all() for p in model.parameters())  # no NaN update
+
+
+def test_the_command_line_reports_a_diverged_run(tmp_path, monkeypatch, capsys):
+    def diverges(out_dir, **kwargs):
+        raise FloatingPointError("step 7: the training loss is nan")
+
+    monkeypatch.setattr(pretrain_loop, "pretrain_bert", diverges)
+    assert main(["pretrain", "--out", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err
+    assert "tinybert pretrain: error: step 7: the training loss is nan" in err
+
+
+# --- 6. command-line errors are messages ----------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch-size", "0"], "--batch-size: expected an integer >= 1, got 0"),
+    (["--eval-every", "0"], "--eval-every: expected an integer >= 1, got 0"),
+    (["--checkpoint-every", "-5"],
+     "--checkpoint-every: expected an integer >= 0, got -5"),
+    (["--steps", "ten"], "--steps: expected an integer, got 'ten'"),
+    (["--stop-after", "0"], "--stop-after: expected an integer >= 1, got 0"),
+])
+def test_bad_numbers_are_usage_errors(tmp_path, capsys, args, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(["pretrain", "--out", str(tmp_path / "run"), *args])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_a_missing_device_is_a_message(tmp_path, capsys):
+    assert main(["pretrain", "--out", str(tmp_path / "run"), "--device", "cuda"]) == 2
+    assert "CUDA is not available" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("variable, make, message", [
+    ("TINYBERT_DATA_DIR", lambda tmp: tmp / "nowhere", "does not exist"),
+    ("TINYBERT_DATA_DIR",
+     lambda tmp: (tmp / "a-file").write_text("x") and tmp / "a-file", "is a file"),
+    ("TINYBERT_QUICK", lambda tmp: "maybe", "TINYBERT_QUICK must be one of"),
+])
+def test_doctor_says_why_the_set_up_is_broken(tmp_path, monkeypatch, capsys, variable,
+                                              make, message):
+    monkeypatch.delenv("TINYBERT_DEVICE", raising=False)
+    monkeypatch.setenv(variable, str(make(tmp_path)))
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert message in out and f"status   check: {variable}" in out
+
+
+def test_a_bad_quick_setting_is_a_message_for_every_command():
+    env = {**os.environ, "TINYBERT_QUICK": "maybe"}
+    command = [sys.executable, "-m", "tinybert", "finetune", "--task", "x"]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT,
+                            timeout=120)
+    assert result.returncode == 2
+    assert "TINYBERT_QUICK must be one of" in result.stderr
+    assert "Traceback" not in result.stderr
