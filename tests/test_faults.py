@@ -566,3 +566,35 @@ def test_a_bad_quick_setting_is_a_message_for_every_command():
     assert result.returncode == 2
     assert "TINYBERT_QUICK must be one of" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_resume_with_other_settings_names_each_difference(tmp_path):
+    """Item 4: a resumed run must be the run that was interrupted."""
+    def run(*, resume=False, batch_size=13, model_seed=0, dropout=None, **changes):
+        model = tiny_model(model_seed)
+        if dropout is not None:
+            model = BertForPreTraining(BertConfig(**{**TINY, "dropout": dropout}))
+        batches = PretrainingBatches(examples(), SPECIAL, batch_size=batch_size, seed=3)
+        settings = dict(steps=6, lr=3e-3, warmup_fraction=0.2, eval_every=6,
+                        checkpoint_every=2, seed=5)
+        config = PretrainingConfig(**{**settings, **changes})
+        pretrain(model, batches, config, device="cpu", checkpoint_dir=tmp_path / "run",
+                 resume=resume, stop_after=None if resume else 2)
+        return model
+
+    run()                                                      # stopped after step 2
+    cases = [({"lr": 1e-3}, "lr: saved 0.003, now 0.001"),
+             ({"steps": 8}, "steps: saved 6, now 8"),
+             ({"seed": 6}, "seed: saved 5, now 6"),
+             ({"batch_size": 12}, "batch_size: saved 13, now 12"),
+             ({"dropout": 0.0}, "model dropout: saved 0.1, now 0.0")]
+    for changes, named in cases:
+        with pytest.raises(ValueError, match="cannot resume") as caught:
+            run(resume=True, **changes)
+        assert named in str(caught.value), (changes, str(caught.value))
+    with pytest.raises(ValueError) as caught:                  # all differences at once
+        run(resume=True, lr=1e-3, seed=6)
+    assert "lr: saved" in str(caught.value) and "seed: saved" in str(caught.value)
+    assert load_checkpoint(tmp_path / "run").step == 2          # nothing was written
+    run(resume=True, eval_every=3, checkpoint_every=3)        # logging may change
+    assert load_checkpoint(tmp_path / "run").step == 6

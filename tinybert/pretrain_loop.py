@@ -5,7 +5,7 @@ Read it with its explanations at chapters/09_pretraining.html.
 """
 from __future__ import annotations
 
-__all__ = ['pretraining_losses', 'evaluate_pretraining', 'PretrainingConfig', 'pretrain', 'plot_history', 'RUN_FILES', 'check_run_folder', 'pretrain_bert']
+__all__ = ['pretraining_losses', 'evaluate_pretraining', 'PretrainingConfig', 'RESUME_MUST_MATCH', 'pretrain', 'plot_history', 'RUN_FILES', 'check_run_folder', 'pretrain_bert']
 
 
 import json
@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tinybert.checkpoint import _write_atomically, save_model, saved_file
+from tinybert.checkpoint import CONFIG_NAME, _write_atomically, save_model, saved_file
 from tinybert.distributed import DistributedContext
 from tinybert.masking import SpecialTokens, seeded_generator
 from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining
@@ -129,6 +129,31 @@ def _diverged(step: int, loss, mlm_loss, nsp_loss, checkpoint_dir) -> str:
             "rate or more warm-up usually helps.")
 
 
+RESUME_MUST_MATCH = ("steps", "lr", "warmup_fraction", "weight_decay", "adam_beta2",
+                     "max_grad_norm", "seed")    # the others only log or save more often
+
+
+# Built in chapter 9, section "The training loop": chapters/09_pretraining.html#the-training-loop
+def _resume_differences(checkpoint_dir, model: nn.Module, config: PretrainingConfig,
+                        batch_size) -> list[str]:
+    """What a resumed run would change about the saved one: each difference, named."""
+    state = json.loads(saved_file(checkpoint_dir, STATE_NAME).read_text())
+    saved = state.get("extra", {}).get("history", {})
+    now = {**asdict(config), "batch_size": batch_size}
+    differences = [f"{key}: saved {saved['config'][key]!r}, now {now[key]!r}"
+                   for key in RESUME_MUST_MATCH
+                   if key in saved.get("config", {}) and saved["config"][key] != now[key]]
+    if saved.get("batch_size") not in (None, batch_size):
+        differences.append(f"batch_size: saved {saved['batch_size']}, now {batch_size}")
+    config_path = saved_file(checkpoint_dir, CONFIG_NAME)
+    if config_path.is_file():
+        before = json.loads(config_path.read_text()).get("config", {})
+        differences += [f"model {key}: saved {before[key]!r}, now {value!r}"
+                        for key, value in model.config.to_dict().items()
+                        if key in before and before[key] != value]
+    return differences
+
+
 # Built in chapter 9, section "The training loop": chapters/09_pretraining.html#the-training-loop
 def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
              eval_batches: Sequence[dict[str, torch.Tensor]] = (), device: torch.device | str | None = None,
@@ -140,6 +165,10 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
     end and when it stops early at ``stop_after``; with ``resume`` it continues from the one there.
     Only rank 0 prints, evaluates and writes files. A NaN or infinite loss raises
     FloatingPointError before the update: the checkpoint on disk is the last good one.
+    Resuming with other settings of RESUME_MUST_MATCH, another batch size or another model
+    configuration raises ValueError naming each difference: the run would no longer be the
+    one that was interrupted. log_every, eval_every, checkpoint_every and mixed_precision
+    may change.
     """
     device = torch.device(device) if device is not None else get_device()
     model.to(device).train()
@@ -147,9 +176,16 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
     scheduler = linear_warmup_decay(optimizer, round(config.warmup_fraction * config.steps), config.steps)
     dtype = autocast_dtype(device) if config.mixed_precision else None
     scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)   # float16 needs loss scaling
-    history, start = {"train": [], "eval": [], "seconds": 0.0, "config": asdict(config)}, 0
+    batch_size = getattr(batches, "batch_size", None)
+    history, start = {"train": [], "eval": [], "seconds": 0.0, "config": asdict(config),
+                      "batch_size": batch_size}, 0
     if resume and checkpoint_dir is not None and saved_file(checkpoint_dir,
                                                             STATE_NAME).is_file():
+        differences = _resume_differences(checkpoint_dir, model, config, batch_size)
+        if differences:
+            raise ValueError(f"{checkpoint_dir}: cannot resume with other settings than the "
+                             f"saved run's ({'; '.join(differences)}); resume with the "
+                             "saved settings, or start a new run")
         checkpoint = load_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
                                      scaler=scaler, map_location=device)
         start, history = checkpoint.step, checkpoint.extra["history"]
