@@ -2035,7 +2035,7 @@ if not is_quick():
 # tagger, which starts ahead of random weights. Telling 77 banking intents apart from two
 # questions each depends on what sentences *mean*, on knowing that "top up" and "add money" say
 # the same thing: two hours of CPU pretraining on a small corpus has not learned that, and the
-# random start, free to fit the few examples, does as well. The real encoder, trained on billions
+# random start, free to fit the few examples, does at least as well. The real encoder, trained on billions
 # of words and then on a billion sentence pairs, has learned it, and leads on both tasks by a wide
 # margin. Pretraining pays off in proportion to what it had time to learn.
 #
