@@ -1190,7 +1190,7 @@ def _diverged(step: int, loss, mlm_loss, nsp_loss, checkpoint_dir) -> str:
 
 
 RESUME_MUST_MATCH = ("steps", "lr", "warmup_fraction", "weight_decay", "adam_beta2",
-                     "max_grad_norm", "seed")    # the others only log or save more often
+                     "max_grad_norm", "seed")    # the others log or save more often
 
 
 def _resume_differences(checkpoint_dir, model: nn.Module, config: PretrainingConfig,
@@ -1199,17 +1199,18 @@ def _resume_differences(checkpoint_dir, model: nn.Module, config: PretrainingCon
     state = json.loads(saved_file(checkpoint_dir, STATE_NAME).read_text())
     saved = state.get("extra", {}).get("history", {})
     now = {**asdict(config), "batch_size": batch_size}
-    differences = [f"{key}: saved {saved['config'][key]!r}, now {now[key]!r}"
+    before = saved.get("config", {})
+    differences = [f"{key}: saved {before[key]!r}, now {now[key]!r}"
                    for key in RESUME_MUST_MATCH
-                   if key in saved.get("config", {}) and saved["config"][key] != now[key]]
+                   if key in before and before[key] != now[key]]
     if saved.get("batch_size") not in (None, batch_size):
         differences.append(f"batch_size: saved {saved['batch_size']}, now {batch_size}")
     config_path = saved_file(checkpoint_dir, CONFIG_NAME)
     if config_path.is_file():
-        before = json.loads(config_path.read_text()).get("config", {})
-        differences += [f"model {key}: saved {before[key]!r}, now {value!r}"
+        model_before = json.loads(config_path.read_text()).get("config", {})
+        differences += [f"model {key}: saved {model_before[key]!r}, now {value!r}"
                         for key, value in model.config.to_dict().items()
-                        if key in before and before[key] != value]
+                        if key in model_before and model_before[key] != value]
     return differences
 
 
@@ -1241,9 +1242,9 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
                                                             STATE_NAME).is_file():
         differences = _resume_differences(checkpoint_dir, model, config, batch_size)
         if differences:
-            raise ValueError(f"{checkpoint_dir}: cannot resume with other settings than the "
-                             f"saved run's ({'; '.join(differences)}); resume with the "
-                             "saved settings, or start a new run")
+            raise ValueError(f"{checkpoint_dir}: cannot resume with other settings "
+                             f"than the saved run's ({'; '.join(differences)}); resume "
+                             "with the saved settings, or start a new run")
         checkpoint = load_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
                                      scaler=scaler, map_location=device)
         start, history = checkpoint.step, checkpoint.extra["history"]

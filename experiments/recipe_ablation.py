@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         history = pretrain_bert(folder, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
                                 warmup_fraction=0.05, eval_every=max(1, args.steps // 8),
                                 eval_batches=10, overrides=overrides, resume=True,
-                                **options)           # resume: the run starts from our vocab
+                                **options)      # resume: start from our vocab
         seconds = time.perf_counter() - start
         model = load_pretrained(folder, train_if_missing=False)
         if held is None:                              # the common held-out set, built once

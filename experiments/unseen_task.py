@@ -40,8 +40,10 @@ def read_sentence_polarity() -> dict[str, list]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True, help="JSON file to write (must not exist)")
-    parser.add_argument("--per-label", type=int, default=32, help="training examples per label")
+    parser.add_argument("--out", required=True,
+                        help="JSON file to write (must not exist)")
+    parser.add_argument("--per-label", type=int, default=32,
+                        help="training examples per label")
     parser.add_argument("--epochs", type=int, default=16)
     parser.add_argument("--eval-examples", type=int, default=500)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
