@@ -33,6 +33,10 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet -c constraints.txt torch==2.13.0
 	$(PIP) install --quiet -c constraints.txt -e ".[book,test,hf]"
+	# seqeval (the named-entity scores' test oracle) ships only as a source archive whose
+	# setup.py fetches the newest setuptools_scm, which no longer builds it: install the pinned one first.
+	$(PIP) install --quiet -c constraints.txt setuptools-scm
+	$(PIP) install --quiet -c constraints.txt --no-build-isolation seqeval
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (tinybert)" >/dev/null
 	touch $(STAMP)
 

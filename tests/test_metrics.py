@@ -149,3 +149,68 @@ def test_squad_evaluate_counts_unanswered_questions_as_zero():
     assert scores == {"exact_match": 100 / 3, "f1": 50.0, "questions": 3, "unanswered": 1}
     with pytest.raises(ValueError, match="no questions"):
         squad_evaluate({}, {})
+
+
+# --- entity-level scores (named entities) against seqeval -----------------------------
+
+def _random_tags(rng: random.Random, n: int, types=("PER", "ORG", "LOC")) -> list[str]:
+    """Random IOB2 tags, scheme-breaking ones included (I-X after O or after a Y)."""
+    return [rng.choice(["O", "O", "O", f"B-{rng.choice(types)}", f"I-{rng.choice(types)}"])
+            for _ in range(n)]
+
+
+def test_entity_spans_by_hand():
+    from tinybert.metrics import entity_spans
+    assert entity_spans(["B-PER", "I-PER", "O", "B-LOC", "B-LOC"]) == {
+        ("PER", 0, 2), ("LOC", 3, 4), ("LOC", 4, 5)}
+    assert entity_spans(["O", "I-ORG", "I-ORG", "I-PER", "B-PER", "I-LOC"]) == {
+        ("ORG", 1, 3), ("PER", 3, 4), ("PER", 4, 5), ("LOC", 5, 6)}
+    assert entity_spans([]) == set() and entity_spans(["O", "O"]) == set()
+
+
+@pytest.mark.parametrize("bad", ["B", "I-", "X-PER", "b-PER", "PER"])
+def test_entity_spans_rejects_tags_outside_the_scheme(bad):
+    from tinybert.metrics import entity_spans
+    with pytest.raises(ValueError, match="IOB2 tags"):
+        entity_spans(["O", bad])
+
+
+def test_entity_scores_errors():
+    from tinybert.metrics import entity_scores
+    with pytest.raises(ValueError, match="one predicted sequence per gold"):
+        entity_scores([["O"]], [])
+    with pytest.raises(ValueError, match="sentence 0"):
+        entity_scores([["O", "O"]], [["O"]])
+
+
+def test_entity_scores_match_seqeval_on_random_sequences():
+    from seqeval import metrics as seqeval_metrics      # the oracle, installed by make venv
+
+    from tinybert.metrics import entity_scores
+    rng = random.Random(0)
+    for trial in range(300):
+        n_sentences = rng.randint(1, 8)
+        gold = [_random_tags(rng, rng.randint(1, 12)) for _ in range(n_sentences)]
+        if trial % 3 == 0:               # predictions close to gold: many exact matches
+            predicted = [[t if rng.random() < 0.8 else rng.choice(["O", "B-PER", "I-LOC"])
+                          for t in g] for g in gold]
+        else:
+            predicted = [_random_tags(rng, len(g)) for g in gold]
+        ours = entity_scores(gold, predicted)
+        for name, theirs in (("precision", seqeval_metrics.precision_score),
+                             ("recall", seqeval_metrics.recall_score),
+                             ("f1", seqeval_metrics.f1_score)):
+            expected = theirs(gold, predicted, zero_division=0)
+            assert ours["overall"][name] == pytest.approx(expected, abs=1e-12), (trial, name)
+        report = seqeval_metrics.classification_report(gold, predicted, output_dict=True,
+                                                       zero_division=0)
+        for kind in ("PER", "ORG", "LOC"):
+            if kind in report:
+                assert ours[kind]["f1"] == pytest.approx(report[kind]["f1-score"], abs=1e-12)
+                assert ours[kind]["precision"] == pytest.approx(report[kind]["precision"],
+                                                                abs=1e-12)
+                assert ours[kind]["recall"] == pytest.approx(report[kind]["recall"],
+                                                             abs=1e-12)
+                assert ours[kind]["support"] == report[kind]["support"]
+            else:
+                assert kind not in ours

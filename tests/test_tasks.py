@@ -177,3 +177,36 @@ def test_squad_split_is_identical_to_the_published_one():
     titles = [a["title"] for a in evaluation["data"]]
     assert titles == ["Teacher", "Steam_engine", "Ctenophora", "Victoria_and_Albert_Museum", "Construction",
                       "University_of_Chicago", "Rhine", "Force"]
+
+
+# --- Universal NER (IOB2) ------------------------------------------------------------
+
+def test_read_iob2_reads_words_tags_and_sentence_breaks(tmp_path):
+    from tinybert.tasks import NER_TAGS, read_iob2
+    path = tmp_path / "tiny.iob2"
+    path.write_text("# sent_id = a\n1\tin\tO\t-\t-\n2\ttampa\tB-LOC\t-\tx\n3\tbay\tI-LOC\t-\tx\n"
+                    "\n\n# sent_id = b\n1\tJo\tB-PER\t-\t-\n", encoding="utf-8")
+    first, second = read_iob2(path)
+    assert first.words == ["in", "tampa", "bay"] and second.words == ["Jo"]
+    assert [NER_TAGS[t] for t in first.tags] == ["O", "B-LOC", "I-LOC"]
+    assert [NER_TAGS[t] for t in second.tags] == ["B-PER"]
+
+
+@pytest.mark.parametrize("line, message", [("1\tParis\tB-GPE\t-\t-", r"line 2: 'B-GPE'"),
+                                           ("1 Paris B-LOC", "line 2: expected index")])
+def test_read_iob2_errors_name_the_file_and_line(tmp_path, line, message):
+    from tinybert.tasks import read_iob2
+    path = tmp_path / "bad.iob2"
+    path.write_text(f"# text = Paris\n{line}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=message) as error:
+        read_iob2(path)
+    assert "bad.iob2" in str(error.value)
+
+
+def test_uner_files_have_the_documented_sizes():
+    from tinybert.tasks import read_iob2
+    dev, test = read_iob2(fetch("uner_ewt/dev")), read_iob2(fetch("uner_ewt/test"))
+    assert (len(dev), len(test)) == (2_001, 2_077)              # SOURCES.md §10
+    assert sum(len(s.words) for s in dev) == 25_149
+    entities = sum(t % 2 == 1 for s in dev for t in s.tags)   # B- tags: odd indices
+    assert entities == 966

@@ -5,7 +5,7 @@ Read it with its explanations at chapters/10_finetuning.html.
 """
 from __future__ import annotations
 
-__all__ = ['accuracy', 'confusion_matrix', 'per_class_accuracy', 'normalize_answer', 'squad_exact_match', 'squad_f1', 'squad_evaluate']
+__all__ = ['accuracy', 'confusion_matrix', 'per_class_accuracy', 'entity_spans', 'entity_scores', 'normalize_answer', 'squad_exact_match', 'squad_f1', 'squad_evaluate']
 
 
 import re
@@ -53,6 +53,57 @@ def confusion_matrix(predictions, labels, n_classes: int) -> torch.Tensor:
 def per_class_accuracy(confusion: torch.Tensor) -> torch.Tensor:
     """For each true class, the fraction predicted correctly (its recall); NaN for an absent class."""
     return confusion.diagonal().double() / confusion.sum(dim=1).double()   # 0 / 0 = nan
+
+
+# Built in chapter 10, section "Named entities: BIO tags and entity-level scores": chapters/10_finetuning.html#named-entities-bio-tags-and-entity-level-scores
+def entity_spans(tags: list[str]) -> set[tuple[str, int, int]]:
+    """The entities in one sentence's IOB2 tags, as (type, first word, last word + 1).
+
+    An entity starts at B-X, or at an I-X that does not continue an X (as the CoNLL script
+    reads it), and takes in the I-X that follow."""
+    spans, start, kind = set(), None, None
+    for i, tag in enumerate([*tags, "O"]):                  # the final O ends the last entity
+        prefix, _, label = tag.partition("-")
+        if tag != "O" and (prefix not in ("B", "I") or not label):
+            raise ValueError(f"IOB2 tags are 'O', 'B-TYPE' or 'I-TYPE', got {tag!r} "
+                             f"at position {i}")
+        if start is not None and (prefix != "I" or label != kind):
+            spans.add((kind, start, i))
+            start = None
+        if prefix == "B" or (prefix == "I" and start is None):
+            start, kind = i, label
+    return spans
+
+
+# Built in chapter 10, section "Named entities: BIO tags and entity-level scores": chapters/10_finetuning.html#named-entities-bio-tags-and-entity-level-scores
+def _prf(correct: int, predicted: int, gold: int) -> dict[str, float]:
+    precision = correct / predicted if predicted else 0.0
+    recall = correct / gold if gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if correct else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "support": gold}
+
+
+# Built in chapter 10, section "Named entities: BIO tags and entity-level scores": chapters/10_finetuning.html#named-entities-bio-tags-and-entity-level-scores
+def entity_scores(gold: list[list[str]],
+                  predicted: list[list[str]]) -> dict[str, dict[str, float]]:
+    """Entity-level precision, recall, F1 and support (gold entities) for every entity
+    type, and pooled over all types under "overall" (micro-averaged)."""
+    if len(gold) != len(predicted):
+        raise ValueError(f"one predicted sequence per gold one: got {len(gold)} gold and "
+                         f"{len(predicted)} predicted")
+    counts: dict[str, list[int]] = {}                  # type -> [correct, predicted, gold]
+    for i, (gold_tags, predicted_tags) in enumerate(zip(gold, predicted)):
+        if len(gold_tags) != len(predicted_tags):
+            raise ValueError(f"sentence {i}: {len(gold_tags)} gold tags but "
+                             f"{len(predicted_tags)} predicted")
+        gold_spans, predicted_spans = entity_spans(gold_tags), entity_spans(predicted_tags)
+        for column, spans in enumerate((gold_spans & predicted_spans, predicted_spans,
+                                        gold_spans)):
+            for kind, _, _ in spans:
+                counts.setdefault(kind, [0, 0, 0])[column] += 1
+    overall = [sum(c[column] for c in counts.values()) for column in range(3)]
+    return {**{kind: _prf(*counts[kind]) for kind in sorted(counts)},
+            "overall": _prf(*overall)}
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

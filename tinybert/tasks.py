@@ -5,7 +5,7 @@ Read it with its explanations at chapters/10_finetuning.html.
 """
 from __future__ import annotations
 
-__all__ = ['TextExample', 'read_labelled_csv', 'read_banking77', 'holdout_split', 'evenly_spaced', 'per_label', 'UPOS_TAGS', 'TaggedSentence', 'read_conllu', 'QAExample', 'split_squad', 'load_squad_dev_split', 'read_squad', 'POEM_LABELS', 'read_poem_sentiment']
+__all__ = ['TextExample', 'read_labelled_csv', 'read_banking77', 'holdout_split', 'evenly_spaced', 'per_label', 'UPOS_TAGS', 'TaggedSentence', 'read_conllu', 'NER_TAGS', 'read_iob2', 'QAExample', 'split_squad', 'load_squad_dev_split', 'read_squad', 'POEM_LABELS', 'read_poem_sentiment']
 
 
 import csv
@@ -101,7 +101,8 @@ UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", 
 # Built in chapter 10, section "Token classification: part-of-speech tags": chapters/10_finetuning.html#token-classification-part-of-speech-tags
 @dataclass
 class TaggedSentence:
-    """A sentence as words, and for each word the index of its tag in UPOS_TAGS."""
+    """A sentence as words, and for each word the index of its tag in the task's tag list
+    (UPOS_TAGS for parts of speech, NER_TAGS for named entities)."""
 
     words: list[str]
     tags: list[int]
@@ -142,6 +143,40 @@ def read_conllu(path: str | Path, limit: int | None = None) -> list[TaggedSenten
     if words:                                                          # no blank line at the end
         sentences.append(TaggedSentence(words, tags))
     return sentences[:limit]
+
+
+NER_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")   # Universal NER
+
+
+# Built in chapter 10, section "Named entities: BIO tags and entity-level scores": chapters/10_finetuning.html#named-entities-bio-tags-and-entity-level-scores
+def read_iob2(path: str | Path, tags: tuple[str, ...] = NER_TAGS) -> list[TaggedSentence]:
+    """The words and entity tags (indices into ``tags``) of an IOB2 file such as Universal
+    NER's: comment lines start with #, each word line holds tab-separated columns (index,
+    word, tag, then annotator columns), and a blank line ends a sentence."""
+    index = {tag: i for i, tag in enumerate(tags)}
+    sentences, words, word_tags = [], [], []
+    with open(path, encoding="utf-8") as f:
+        for line_number, line in enumerate(f, start=1):
+            line = line.rstrip("\n")
+            if line.startswith("#"):
+                continue
+            if not line:
+                if words:
+                    sentences.append(TaggedSentence(words, word_tags))
+                    words, word_tags = [], []
+                continue
+            columns = line.split("\t")
+            if len(columns) < 3:
+                raise ValueError(f"{path}, line {line_number}: expected index, word and tag "
+                                 f"separated by tabs, got {line!r}")
+            if columns[2] not in index:
+                raise ValueError(f"{path}, line {line_number}: {columns[2]!r} is not one of "
+                                 f"the tags {', '.join(tags)}")
+            words.append(columns[1])
+            word_tags.append(index[columns[2]])
+    if words:
+        sentences.append(TaggedSentence(words, word_tags))
+    return sentences
 
 
 # Built in chapter 10, section "Extractive question answering: SQuAD": chapters/10_finetuning.html#extractive-question-answering-squad
