@@ -280,3 +280,26 @@ def test_training_lowers_the_loss(tmp_path):
                        device="cpu")
     assert history["eval"][-1]["mlm_loss"] < before - 0.5        # it learns at least the token frequencies
     assert len(history["train"]) == 2 and history["train"][0]["lr"] > 0
+
+
+def test_make_optimizer_updates_exactly_as_a_loop_over_the_tensors():
+    """foreach=True batches the update; it must give the same numbers as foreach=False."""
+    def trained(foreach: bool) -> list[torch.Tensor]:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Embedding(50, 16), torch.nn.LayerNorm(16),
+                                    torch.nn.Linear(16, 50))
+        optimizer = make_optimizer(model, lr=1e-2)
+        for group in optimizer.param_groups:
+            group["foreach"] = foreach
+        generator = torch.Generator().manual_seed(0)
+        for _ in range(5):
+            x = torch.randint(0, 50, (8, 6), generator=generator)
+            loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), x.flatten())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        return [p.detach().clone() for p in model.parameters()]
+
+    assert make_optimizer(torch.nn.Linear(2, 2), lr=1e-3).param_groups[0]["foreach"] is True
+    for batched, looped in zip(trained(True), trained(False)):
+        assert torch.equal(batched, looped)
