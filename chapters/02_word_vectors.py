@@ -45,8 +45,8 @@
 #   $n$ sequential steps compare in time with one self-attention layer, measured on your machine.
 #
 # **Uses:** `count_parameters` from {doc}`01_feedforward`, and the course's data registry
-# `tinybert.data`. **Exports:** `tinybert.corpus`, small text utilities that the tokenization,
-# pretraining and authorship chapters reuse: `gutenberg_body`, `load_gutenberg`,
+# `tinybert.data`. **Exports:** `tinybert.corpus`, small text utilities that the tokenization
+# and pretraining chapters reuse: `gutenberg_body`, `load_gutenberg`,
 # `gutenberg_ebooks`, `words` and `Vocabulary`.
 #
 # (sec-wv-setup)=

@@ -2542,7 +2542,7 @@ for name, n_layers, expected in [("everything", None, total),
 # tokens whose starts are $s$ apart ($1 \le s \le w$), the last window being the first that
 # reaches the end. Give the number of windows as a formula. How many windows, and how many
 # forward passes in all, does BERT's setting ($w = 384 - q - 3$ for a question of $q$ tokens,
-# $s = 128$) need for $n = 1000$ and $q = 13$? How many does ours ($w = 128 - q - 3$, $s = 48$)?
+# $s = 128$) need for $n = 1000$ and $q = 13$? How many does ours ($w = 128 - q - 3$, $s = 64$)?
 # :::{exercise-end}
 # :::
 #
@@ -2552,13 +2552,14 @@ for name, n_layers, expected in [("everything", None, total),
 # The $k$-th window ($k = 0, 1, \dots$) starts at $ks$ and reaches the end when
 # $ks + w \ge n$, so the number of windows is $1 + \lceil \max(0, n - w) / s \rceil$. BERT:
 # $w = 368$, $1 + \lceil 632/128 \rceil = 6$ windows of 384 positions. Ours: $w = 112$,
-# $1 + \lceil 888/48 \rceil = 20$ windows of 128 positions. Short windows need many more passes,
+# $1 + \lceil 888/64 \rceil = 15$ windows of 128 positions. Short windows need many more passes,
 # though each is cheaper (and attention's cost grows with the square of the length).
 
 # %%
 from tinybert.qa import window_starts
 
-for n, w, s in [(1000, 368, 128), (1000, 112, 48), (50, 112, 48), (112, 112, 48), (113, 112, 48)]:
+for n, w, s in [(1000, 368, 128), (1000, 112, 64), (50, 112, 64), (112, 112, 64),
+                (113, 112, 64)]:
     formula = 1 + -(-max(0, n - w) // s)
     print(f"n={n:5d} w={w} s={s}: {formula} windows")
     assert len(window_starts(n, w, s)) == formula

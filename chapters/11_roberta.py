@@ -558,8 +558,9 @@ assert byte_level.decode(bl.ids) == sample and "[UNK]" in wp
 # | DOC-SENTENCES | no | 90.6/79.7 | 84.7 | 92.7 | 65.6 |
 #
 # Single sentences hurt, which the authors attribute to the model not learning long-range
-# dependencies. Dropping NSP did not hurt and mostly helped, contradicting BERT's own ablation
-# (which had removed NSP but kept the pair format). DOC-SENTENCES was best by a little, but it
+# dependencies. Dropping NSP matched or slightly improved the scores, unlike BERT's own
+# ablation, where removing NSP hurt; the RoBERTa authors suggest that BERT's ablation may have
+# removed only the NSP loss while keeping the pair format, but they could not check it. DOC-SENTENCES was best by a little, but it
 # makes batch sizes vary (inputs near the end of a document are short), so RoBERTa uses
 # FULL-SENTENCES. It is a simple greedy packing:
 

@@ -209,7 +209,7 @@ assert isinstance(AlbertConfig(), BertConfig) and AlbertConfig.from_dict(AlbertC
 #
 # The token table shrinks from $V D$ to $V E + E D$ parameters (plus $D$ for the bias), a large
 # saving whenever $E \ll D$: with $V = 30{,}000$, $D = 768$ and $E = 128$, from 23.0M to 3.9M, as
-# the cell below prints. The product $\mathbf E^\text{token}\mathbf P$ is a $V \times D$ matrix of
+# a cell after the next one prints. The product $\mathbf E^\text{token}\mathbf P$ is a $V \times D$ matrix of
 # rank at most $E$: the factorisation is a low-rank approximation of BERT's table.
 #
 # Everything before the projection is BERT's embedding block at width $E$, so ALBERT's embeddings
@@ -927,7 +927,8 @@ for task, accuracy in length_rule.items():
 
 # %% [markdown]
 # The model is an `albert-mini` narrowed to $D = 128$ with $E = 64$ (four applications of one
-# layer), small enough for a few minutes per objective on a laptop CPU. Chapter 9's `pretrain`
+# layer), small enough to train both objectives within the chapter's time budget on a laptop CPU (its
+# badge gives the time of the whole chapter). Chapter 9's `pretrain`
 # speaks NSP: it passes the batch's `nsp_labels` to the model and reads `nsp_loss` and
 # `nsp_logits`. A small adapter lets it train an `AlbertForPreTraining`, whose sentence head
 # then learns from whichever pairs the batches hold, and lets `evaluate_pretraining` score that head.
@@ -1020,7 +1021,7 @@ versus("SOP head above NSP head on SOP pairs", results["SOP"]["on SOP pairs"], r
 # How to read the table. The diagonal (NSP head on NSP pairs, SOP head on SOP pairs) says how far
 # each objective got on its own task; the off-diagonal entries say what one task teaches about the
 # other; the length rule is the shortcut to beat. With a few hundred held-out pairs an accuracy is
-# uncertain by a few percentage points, so the cell below states each comparison with its
+# uncertain by a few percentage points, so the cell above states each comparison with its
 # standard error instead of leaving it to the eye. In quick mode (a handful of steps) every number
 # is noise. The paper's pattern, for a full-size model trained for days, was: NSP head good on NSP
 # and at chance on SOP; SOP head good on SOP and fair on NSP {cite}`lan2020albert`. A tiny model

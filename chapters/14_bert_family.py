@@ -98,7 +98,8 @@ print(f"device: {device}, quick mode: {is_quick()}, torch threads: {torch.get_nu
 # (sec-family-published)=
 # ## The published table
 #
-# The slides' comparison, as published (each column's figures are those its paper reports):
+# The slides' comparison (the figures are the slides'; where a paper gives its own, it can
+# differ: the DistilBERT paper reports about 90 hours on eight V100 GPUs rather than 3.5 days):
 #
 # | | BERT (Oct 2018) | RoBERTa (Jul 2019) | DistilBERT (Oct 2019) | ALBERT (Sep 2019) |
 # |---|---|---|---|---|
