@@ -366,7 +366,6 @@ print(f"literal softmax: {literal_softmax.tolist()},  "
 assert torch.isnan(literal_softmax).any()
 assert torch.isclose(F.cross_entropy(big, torch.tensor([1])), torch.tensor(1000.0))
 
-
 # %% [markdown]
 # (sec-ffn-activations)=
 # ## Activation functions
@@ -404,6 +403,53 @@ assert torch.isclose(F.cross_entropy(big, torch.tensor([1])), torch.tensor(1000.
 # \qquad\text{and}\qquad
 # \mathrm{GELU}(z) \approx z\,\sigma(1.702\,z).$$
 #
+# **Where $z\,\Phi(z)$ comes from.** The formula is not an arbitrary smoothing of ReLU; it is the
+# average of a random one {cite}`hendrycks2016gelu`. ReLU multiplies its input by 0 or 1 according
+# to the input's sign. Dropout also multiplies by 0 or 1, but at random, whatever the input. GELU
+# merges the two ideas: it multiplies $z$ by a random mask $m \sim \mathrm{Bernoulli}(\Phi(z))$ whose
+# probability of being 1 grows with $z$, so a large positive input almost always passes and a large
+# negative one almost never does. Replacing the random unit by its expectation gives a deterministic
+# activation,
+#
+# $$\mathbb E[z\,m] = z \cdot \Phi(z) + 0 \cdot \bigl(1 - \Phi(z)\bigr) = z\,\Phi(z) = \mathrm{GELU}(z).$$
+#
+# We can check the derivation by sampling. At each point $z$ of a grid we draw $n$ masks, average
+# $z\,m$, and compare the average with `F.gelu`. One draw of $z\,m$ has standard deviation
+# $|z|\sqrt{\Phi(z)(1-\Phi(z))}$, so the average of $n$ draws has standard error
+# $|z|\sqrt{\Phi(z)(1-\Phi(z))/n}$. The cell asserts that every point lies within five standard
+# errors of GELU. A correct derivation misses that margin at any one point with a probability of
+# about one in a million (by the normal approximation); a wrong one, such as a mask that is 1 with
+# probability $\sigma(z)$ instead of $\Phi(z)$, misses it by far:
+
+# %%
+g_mask = torch.Generator().manual_seed(0)
+n_masks = pick(quick=2_000, full=20_000)                    # masks drawn per grid point
+z_grid = torch.linspace(-3, 3, 60, dtype=torch.float64)     # (G,), even: skips z = 0
+phi = 0.5 * (1 + torch.erf(z_grid / math.sqrt(2)))          # (G,) P(m = 1) = Φ(z)
+
+masks = torch.bernoulli(phi.expand(n_masks, -1), generator=g_mask)  # (n, G) of 0/1
+estimate = (z_grid * masks).mean(dim=0)                     # (G,) Monte Carlo E[z·m]
+std_error = z_grid.abs() * torch.sqrt(phi * (1 - phi) / n_masks)  # (G,)
+gap = (estimate - F.gelu(z_grid)).abs()
+print(f"{n_masks} masks per point: largest gap {gap.max().item():.4f}, "
+      f"largest gap in standard errors {(gap / std_error).max().item():.2f}")
+assert (gap <= 5 * std_error).all()
+
+# The same test rejects a mask with the wrong probability, sigmoid(z) instead of Φ(z).
+wrong = z_grid * torch.sigmoid(z_grid)                      # (G,) E[z·m] for that mask
+assert ((wrong - F.gelu(z_grid)).abs() > 5 * std_error).any()
+
+fig, ax = plt.subplots(figsize=(6, 3))
+ax.plot(z_grid, F.gelu(z_grid), label="GELU$(z) = z\\,\\Phi(z)$")
+ax.plot(z_grid, estimate, ".", label=f"mean of $z\\,m$ over {n_masks} masks")
+ax.plot(z_grid, z_grid.clamp_min(0), ":", color="0.5", label="ReLU")
+ax.set_xlabel("$z$")
+ax.legend()
+ax.grid(True, alpha=0.3)
+plt.show()
+
+
+# %% [markdown]
 # **ELU.** The exponential linear unit {cite}`clevert2015elu` is the identity for positive inputs
 # and saturates smoothly to $-\alpha$ for negative ones, usually with $\alpha = 1$:
 #
