@@ -42,7 +42,9 @@
 #   {term}`contextual embedding` must do instead;
 # - how a {term}`recurrent neural network` and an {term}`LSTM` work (written from their equations
 #   and checked against `torch.nn.LSTM`), why gradients fade along long paths, and how an LSTM's
-#   $n$ sequential steps compare in time with one self-attention layer, measured on your machine.
+#   $n$ sequential steps compare in time with one self-attention layer, measured on your machine;
+# - how ELMo reads contextual vectors off a bidirectional LSTM language model, built in miniature
+#   from this chapter's LSTM, and how BERT differs from it.
 #
 # **Uses:** `count_parameters` from {doc}`01_feedforward`, and the course's data registry
 # `tinybert.data`. **Exports:** `tinybert.corpus`, small text utilities that the tokenization
@@ -990,6 +992,196 @@ plt.show()
 # the forget gate is open. Training can learn such gates, but it has to find them first, and
 # the path from the first word to the last is still $T - 1$ steps long.
 #
+# (sec-wv-elmo)=
+# ## Contextual vectors from a recurrent language model: ELMo
+#
+# Recurrence was also the first answer to the problem of {ref}`sec-wv-static`. **ELMo**
+# (*Embeddings from Language Models*) {cite}`peters2018deep` gives every occurrence of a word its
+# own vector, read off the states of a language model trained on a large corpus. Its
+# **bidirectional language model** (biLM) is two LSTM language models side by side. The forward
+# one reads the sentence left to right and predicts each word from the words before it, so its
+# state $\overrightarrow{\mathbf h}_t$ summarises $w_1, \dots, w_t$; the backward one reads right to
+# left and predicts each word from the words after it, so $\overleftarrow{\mathbf h}_t$ summarises
+# $w_t, \dots, w_n$. Both share the input vectors of the words and the output softmax, and are
+# trained together to maximise
+#
+# $$\sum_{t=1}^{n} \Bigl(\log p(w_t \mid w_1, \dots, w_{t-1}) + \log p(w_t \mid w_{t+1}, \dots, w_n)\Bigr).$$
+#
+# Layer $j$ of the biLM gives position $t$ the vector $\mathbf h_{t,j} =
+# [\overrightarrow{\mathbf h}_{t,j};\, \overleftarrow{\mathbf h}_{t,j}]$, and layer 0 is the
+# context-free input vector of the word. A task does not pick one layer: it learns its own mix,
+#
+# $$\mathrm{ELMo}_t^{\text{task}} = \gamma^{\text{task}} \sum_{j=0}^{L} s_j^{\text{task}}\, \mathbf h_{t,j},
+# \qquad \mathbf s^{\text{task}} = \operatorname{softmax}(\text{learned scores}),$$
+#
+# with a scale $\gamma^{\text{task}}$. The biLM itself stays frozen: its vectors are *features*
+# that are fed, next to the static vectors, into whatever model the task already had. The
+# published biLM has two layers of 4096 LSTM units projected to 512 dimensions, builds its
+# layer 0 from the characters of the word, and was trained on a benchmark of about a billion
+# words {cite}`peters2018deep`.
+#
+# Here is the idea in miniature, built from this chapter's parts: one LSTM layer per direction,
+# so the layers to mix are layer 0 (the input vector, repeated to the width of layer 1, as in
+# ELMo) and layer 1. Layer 0 starts from our skip-gram vectors and is trained further with the
+# rest; it stays one vector per word. The two directions are run by our own `lstm_forward`
+# ({ref}`sec-wv-vanishing`), with their weights held and initialised by two `nn.LSTM` modules.
+# The softmax covers the words seen at least 100 times in the twelve novels. The model trains
+# on windows of 24 words from *A Tale of Two Cities* and *Huckleberry Finn*, the two books of
+# *bank*, and the last tenth of each book is held out to measure it. Everything runs on the CPU,
+# where `lstm_forward` makes its states, and on one thread, as in the skip-gram loop:
+
+# %%
+LM_BOOKS, LM_WINDOW, LM_BATCH = [98, 76], 24, 32
+LM_STEPS = pick(quick=20, full=350)
+lm_vocab = Vocabulary.from_words(all_tokens, min_count=100)     # the softmax's words
+to_skipgram = torch.tensor([vocab.stoi.get(w, vocab.unk_id) for w in lm_vocab.itos])
+
+
+class BiLM(nn.Module):
+    """ELMo's biLM in miniature: static input vectors, two LSTMs, one shared softmax."""
+
+    def __init__(self, static: torch.Tensor, n_words: int):
+        super().__init__()
+        E = static.shape[1]
+        self.embed = nn.Embedding.from_pretrained(static, freeze=False)   # layer 0
+        self.forward_lstm = nn.LSTM(E, E, batch_first=True)    # hold the weights only:
+        self.backward_lstm = nn.LSTM(E, E, batch_first=True)   # lstm_forward runs them
+        self.softmax = nn.Linear(E, n_words)                   # for both directions
+
+    def layers(self, ids: torch.Tensor) -> list[torch.Tensor]:
+        """Layer 0, [x; x], and layer 1, [forward h; backward h], for ids (B, T)."""
+        x = self.embed(ids)                                        # (B, T, E)
+        fwd, bwd = self.forward_lstm, self.backward_lstm
+        h_fwd, _ = lstm_forward(x, fwd.weight_ih_l0, fwd.weight_hh_l0,
+                                fwd.bias_ih_l0, fwd.bias_hh_l0)    # (B, T, E): w_1..w_t
+        h_bwd, _ = lstm_forward(x.flip(1), bwd.weight_ih_l0, bwd.weight_hh_l0,
+                                bwd.bias_ih_l0, bwd.bias_hh_l0)
+        h_bwd = h_bwd.flip(1)                                      # (B, T, E): w_t..w_n
+        return [torch.cat([x, x], dim=-1),                         # (B, T, 2E)
+                torch.cat([h_fwd, h_bwd], dim=-1)]                 # (B, T, 2E)
+
+    def losses(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean cross-entropy of the forward and backward LMs."""
+        E = self.embed.embedding_dim
+        h_fwd, h_bwd = self.layers(ids)[1].split(E, dim=-1)        # (B, T, E) each
+        forward_logits = self.softmax(h_fwd[:, :-1])               # predict w_2..w_n
+        backward_logits = self.softmax(h_bwd[:, 1:])               # predict w_1..w_n-1
+        return (F.cross_entropy(forward_logits.flatten(0, 1), ids[:, 1:].flatten()),
+                F.cross_entropy(backward_logits.flatten(0, 1), ids[:, :-1].flatten()))
+
+
+train_parts, held_parts = [], []
+for ebook in LM_BOOKS:
+    ids_book = torch.tensor(lm_vocab.encode(tokens[ebook]))
+    cut = len(ids_book) * 9 // 10
+    train_parts.append(ids_book[:cut])
+    held_parts.append(ids_book[cut:][:(len(ids_book) - cut) // LM_WINDOW * LM_WINDOW])
+lm_train = torch.cat(train_parts)
+lm_held = torch.cat(held_parts).view(-1, LM_WINDOW)                # (windows, T)
+
+lm_generator = seed_everything(0)
+bilm = BiLM(unit[to_skipgram] * math.sqrt(E_WORDS), len(lm_vocab))  # entries of size ~1
+lm_optimizer = torch.optim.Adam(bilm.parameters(), lr=3e-3)
+lm_threads = torch.get_num_threads()
+if device.type == "cpu":
+    torch.set_num_threads(1)
+lm_losses, start = [], time.perf_counter()
+for step in range(LM_STEPS):
+    starts = torch.randint(len(lm_train) - LM_WINDOW, (LM_BATCH,),
+                           generator=lm_generator)
+    batch = lm_train[starts[:, None] + torch.arange(LM_WINDOW)]      # (B, T) word ids
+    loss_forward, loss_backward = bilm.losses(batch)
+    lm_optimizer.zero_grad()
+    (loss_forward + loss_backward).backward()
+    lm_optimizer.step()
+    lm_losses.append((loss_forward + loss_backward).item() / 2)
+with torch.no_grad():
+    held_forward, held_backward = bilm.losses(lm_held)
+torch.set_num_threads(lm_threads)
+frequency = torch.bincount(lm_train, minlength=len(lm_vocab)) + 1.0  # add-one unigram
+unigram = -frequency.div(frequency.sum()).log()[lm_held].mean()
+perplexity = {"forward LM": held_forward.exp().item(),
+              "backward LM": held_backward.exp().item(),
+              "unigram (no context)": unigram.exp().item()}
+print(f"{LM_STEPS} steps of {LM_BATCH} windows in {time.perf_counter() - start:.1f} s; "
+      f"{len(lm_vocab):,} words in the softmax")
+print("held-out perplexity:", ", ".join(f"{k} {v:.0f}" for k, v in perplexity.items()))
+assert np.mean(lm_losses[-10:]) < np.mean(lm_losses[:10])
+if not is_quick():
+    best_lm = max(perplexity["forward LM"], perplexity["backward LM"])
+    assert best_lm < 0.85 * perplexity["unigram (no context)"]
+
+
+# %% [markdown]
+# The unigram model guesses every word from its frequency alone. In normal mode both directions
+# beat it clearly (the cell asserts a perplexity at least 15% lower), so their states carry
+# what the context says about the next and the previous word.
+#
+# Now one word in two sentences of our own, which share their first six words and differ after
+# *bank*: the right-hand context decides which bank it is. We take the vector of *bank* from each
+# layer and from the ELMo mix (with equal task weights, $\mathbf s = (\tfrac12, \tfrac12)$ and
+# $\gamma = 1$, where a task would learn them), and compare the forward and backward halves of
+# layer 1 separately:
+
+# %%
+def elmo(layers: list[torch.Tensor], scores: torch.Tensor, gamma: float):
+    """gamma * sum_j softmax(scores)_j * layer_j: ELMo's task-specific mix of layers."""
+    weights = torch.softmax(scores, dim=0)                          # (L + 1,)
+    return gamma * sum(w * layer for w, layer in zip(weights, layers))
+
+
+two_banks = ["he went down to the bank of the river",
+             "he went down to the bank for his money"]
+E_LM = bilm.embed.embedding_dim
+found = {key: [] for key in ["layer 0 (static)", "layer 1, forward half",
+                            "layer 1, backward half", "ELMo mix"]}
+with torch.no_grad():
+    for sentence in two_banks:
+        ids_sentence = torch.tensor([lm_vocab.encode(sentence.split())])   # (1, T)
+        assert lm_vocab.unk_id not in ids_sentence, "every word is in the softmax"
+        where = sentence.split().index("bank")
+        layer0, layer1 = bilm.layers(ids_sentence)                  # (1, T, 2E) each
+        mixed = elmo([layer0, layer1], scores=torch.zeros(2), gamma=1.0)
+        found["layer 0 (static)"].append(layer0[0, where])
+        found["layer 1, forward half"].append(layer1[0, where, :E_LM])
+        found["layer 1, backward half"].append(layer1[0, where, E_LM:])
+        found["ELMo mix"].append(mixed[0, where])
+cosines = {key: F.cosine_similarity(a, b, dim=0).item()
+           for key, (a, b) in found.items()}
+for key, (a, b) in found.items():
+    print(f"'bank' in the two sentences, {key:<23} cosine {cosines[key]:.4f}, "
+          f"{'identical' if torch.equal(a, b) else 'different'}")
+assert torch.equal(*found["layer 0 (static)"])         # one vector per word type
+assert torch.equal(*found["layer 1, forward half"])    # it has read the same six words
+assert not torch.allclose(*found["layer 1, backward half"])
+assert not torch.allclose(*found["ELMo mix"])
+if not is_quick():                                     # the word itself dominates
+    assert cosines["layer 1, backward half"] > 0.9
+
+# %% [markdown]
+# Layer 0 is static, so *bank* gets one vector in both sentences. The forward LSTM has read the
+# same six words in both, so its half of the vector is identical too, to the last bit. Only the
+# backward LSTM, which has read the end of the sentence, tells the two banks apart, and with it
+# the ELMo vector, though only a little: in a model this small, the state at a word is
+# dominated by the word itself (in normal mode the cell asserts a cosine above 0.9). That two vectors differ is not yet an achievement (any
+# recurrent network, trained or not, gives different states after different words); what
+# pretraining adds is that the differences are useful, and a few seconds on a quarter of a
+# million words cannot show that beyond the perplexities above. ELMo needed its billion words,
+# and a far larger biLM, for its vectors to raise the state of the art on six tasks, from
+# question answering to named entities {cite}`peters2018deep`.
+#
+# The cell also shows the limit that BERT removed. ELMo's bidirectionality is a concatenation of
+# two one-sided models: each LSTM sees one side of the word, and the two sides meet only in the
+# final vector, never inside the network. BERT kept the idea of pretraining a language model
+# and reading contextual vectors off it, and changed three things {cite}`devlin2019bert`.
+# Masked language modelling ({doc}`09_pretraining`) trains one deep Transformer whose every
+# layer looks left and right at once. Attention replaces the recurrence, so a layer takes one
+# parallel step instead of $n$ sequential ones (the next section measures what that means).
+# And the pretrained network is not a frozen feature extractor but the starting point that
+# every task fine-tunes as a whole ({doc}`10_finetuning`). On the GLUE benchmark, the BERT
+# paper's table puts a system built on ELMo at an average score of 71.0, against 79.6 for
+# BERT-base.
+#
 # (sec-wv-sequential)=
 # ## Sequential steps against parallel work
 #
@@ -1113,6 +1305,10 @@ print("faster layer at each length:", dict(zip(LENGTHS, faster)))
 #   The LSTM's gated cell state lets them survive where its forget gate stays open. Both need
 #   $n$ sequential steps, while self-attention needs one, with path length 1 between any two
 #   positions, at the price of $O(n^2 d)$ work.
+# - ELMo computes contextual vectors with a forward and a backward LSTM language model and a
+#   task-specific mix of their layers, used as frozen features. Each direction sees one side of
+#   the word; BERT instead trains one deep Transformer whose every layer sees both sides, and
+#   fine-tunes it.
 #
 # From `tinybert.corpus` later chapters import `gutenberg_body`, `load_gutenberg`,
 # `gutenberg_ebooks`, `words` and `Vocabulary`.
