@@ -41,11 +41,14 @@
 #   believing any comparison;
 # - what separates encoders (BERT) from decoders (GPT) and encoder-decoders (T5): the attention
 #   mask, the objective, and what each can be asked to do;
+# - what multilingual BERT transfers across languages, and why language-specific models such as
+#   the Swedish KB-BERT exist, measured in word pieces per word;
 # - where the family went next.
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertModel`, `BertForPreTraining`,
-# `PreTrainingOutput` and `IGNORE_INDEX` from `tinybert.models.bert`. From {doc}`09_pretraining`:
-# `PretrainingBatches`, `make_examples` and `shipped_checkpoint` from `tinybert.pretraining`;
+# `PreTrainingOutput` and `IGNORE_INDEX` from `tinybert.models.bert`; `load_minilm` from
+# `tinybert.convert`. From {doc}`09_pretraining`: `PretrainingBatches`, `make_examples`,
+# `shipped_checkpoint` and `load_pretrained` from `tinybert.pretraining`;
 # `SpecialTokens` and `seeded_generator` from `tinybert.masking`; `course_documents` and
 # `tokenize_documents` from `tinybert.pretraining_corpus`; `pretrain` and `PretrainingConfig` from
 # `tinybert.pretrain_loop`; `make_optimizer` from `tinybert.training`. From {doc}`10_finetuning`: `finetune_task` from `tinybert.recipes`.
@@ -65,6 +68,7 @@
 # %%
 import copy
 import math
+import re
 import statistics
 import time
 
@@ -74,6 +78,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.attention import causal_mask
+from tinybert.convert import load_minilm
 from tinybert.distillation import distillation_loss, student_from_teacher
 from tinybert.feedforward import count_parameters
 from tinybert.masking import SpecialTokens, seeded_generator
@@ -82,7 +87,8 @@ from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining, B
 from tinybert.models.distilbert import DistilBertConfig, DistilBertModel
 from tinybert.models.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
 from tinybert.pretrain_loop import PretrainingConfig, pretrain
-from tinybert.pretraining import PretrainingBatches, make_examples, shipped_checkpoint
+from tinybert.pretraining import (PretrainingBatches, load_pretrained, make_examples,
+                                  shipped_checkpoint)
 from tinybert.pretraining_corpus import course_documents, tokenize_documents
 from tinybert.recipes import finetune_task
 from tinybert.roberta_data import full_sentence_examples
@@ -616,6 +622,136 @@ for title, mask in patterns.items():
 # | predictions per sequence | the masked positions (15%) | every position | every position of the output |
 # | natural uses | classification, tagging, span extraction, embeddings for search | generation, prompting, chat | translation, summarisation, any text-to-text task |
 #
+# (sec-family-languages)=
+# ## Other languages: multilingual BERT and language-specific models
+#
+# Every model in this course reads English. The BERT authors also released **multilingual
+# BERT** (mBERT): BERT-base, trained with the same two objectives on the Wikipedias of the
+# largest hundred or so languages (104 in the cased version, 102 in the uncased one), with one
+# WordPiece vocabulary of about 110,000 pieces shared by all of them. Large Wikipedias were
+# sampled less often and small ones more often, so that English would not drown the rest. As
+# for English, there are two versions: the *cased* one keeps upper case and diacritics, the
+# *uncased* one lower-cases the text and strips the diacritics, so that the Swedish *får*
+# (sheep; also gets) and *far* (father) become the same word.
+#
+# Nothing in mBERT's training says which language a sentence is in, and no sentence comes with
+# its translation. Yet its representations turned out to be shared enough across languages for
+# **cross-lingual transfer**: fine-tune on a task in English, then run the model on the same
+# task in another language, with no training example in that language. MLQA
+# {cite}`lewis2020mlqa` measures this for extractive question answering (the SQuAD task of
+# {doc}`10_finetuning`), with the questions and paragraphs in seven languages; its Table 5, on
+# the slides, gives F1 / exact match for models fine-tuned on English SQuAD:
+#
+# | F1 / EM | en | es | de | ar | hi | vi | zh |
+# |---|---|---|---|---|---|---|---|
+# | BERT-large (English only) | 80.2 / 67.4 | | | | | | |
+# | multilingual BERT | 77.7 / 65.2 | 64.3 / 46.6 | 57.9 / 44.3 | 45.7 / 29.8 | 43.8 / 29.7 | 57.1 / 38.6 | 57.5 / 37.3 |
+# | XLM | 74.9 / 62.4 | 68.0 / 49.8 | 62.2 / 47.6 | 54.8 / 36.3 | 48.8 / 27.3 | 61.4 / 41.8 | 61.1 / 39.6 |
+# | translate test, BERT-large | | 65.4 / 44.0 | 57.9 / 41.8 | 33.6 / 20.4 | 23.8 / 18.9 | 58.2 / 33.2 | 44.2 / 20.3 |
+# | translate train, mBERT | | 53.9 / 37.4 | 62.0 / 47.5 | 51.8 / 33.2 | 55.0 / 40.0 | 62.0 / 43.1 | 61.4 / 39.5 |
+#
+# *Translate test* machine-translates each question and paragraph into English, answers with the
+# English BERT-large and maps the answer back; *translate train* machine-translates SQuAD into
+# the target language and fine-tunes mBERT on it. The cell compares mBERT's zero-shot transfer
+# with both:
+
+# %%
+languages = ["es", "de", "ar", "hi", "vi", "zh"]
+mlqa_f1 = {"mBERT, English only": [64.3, 57.9, 45.7, 43.8, 57.1, 57.5],
+           "translate test": [65.4, 57.9, 33.6, 23.8, 58.2, 44.2],
+           "translate train": [53.9, 62.0, 51.8, 55.0, 62.0, 61.4]}
+mbert_english = 77.7
+zero_shot = mlqa_f1["mBERT, English only"]
+for name, scores in mlqa_f1.items():
+    cells = [f"{lang} {f1:4.1f}" for lang, f1 in zip(languages, scores)]
+    print(f"{name:<20}", "  ".join(cells))
+gap = mbert_english - statistics.mean(zero_shot)
+print(f"mBERT: English F1 {mbert_english}, the other six "
+      f"{statistics.mean(zero_shot):.1f} on average ({gap:.1f} points lower)")
+assert all(f1 < mbert_english for f1 in zero_shot) and 20 < gap < 25
+lead = [round(t - z, 1) for z, t in zip(zero_shot, mlqa_f1["translate test"])]
+print("translate test minus zero-shot mBERT:",
+      ", ".join(f"{lang} {d:+.1f}" for lang, d in zip(languages, lead)))
+assert max(lead) <= 1.1                       # mBERT never more than 1.1 points behind
+assert all(d < -10 for lang, d in zip(languages, lead) if lang in {"ar", "hi", "zh"})
+helped = [lang for lang, z, t in zip(languages, zero_shot, mlqa_f1["translate train"])
+          if t > z]
+print("translate train beats zero-shot mBERT on:", ", ".join(helped))
+assert helped == ["de", "ar", "hi", "vi", "zh"]
+
+# %% [markdown]
+# Zero-shot mBERT loses more than 20 points of F1 against its own English score, but it stays
+# within 1.1 points of the translation pipeline on the three languages written in the Latin
+# alphabet (Spanish, German, Vietnamese) and beats it by more than ten points on Arabic, Hindi
+# and Chinese, where machine translation and the mapping of answers back to the original text
+# are harder. Translating the training data instead helps on five of the six languages, all but
+# Spanish.
+#
+# A shared vocabulary has a price, though. About 110,000 pieces for a hundred languages leaves
+# each smaller language few pieces of its own, so its words are cut into many short pieces: the
+# sequences get longer, the 512 positions hold less text, and each piece says less about the
+# word. That is one reason for **language-specific models**. The slides mention the one the
+# National Library of Sweden trained: KB-BERT {cite}`malmsten2020playing`, a cased BERT-base
+# with its own Swedish vocabulary, pretrained on about 15–20 GB of Swedish text (books, news,
+# government publications, Swedish Wikipedia and internet forums) from the library's
+# collections. In its authors' evaluation it did better than mBERT on Swedish named-entity
+# recognition and part-of-speech tagging.
+#
+# We cannot load a Swedish vocabulary offline, but we can measure the other side of the
+# argument: what an English vocabulary does to Swedish. The measure is the **fertility**, the
+# number of word pieces per word. The Swedish sentences below are ours, written for this page,
+# each with an English translation; we tokenize them with two English WordPiece vocabularies,
+# the 30,522 pieces of `bert-base-uncased` (which the real encoder all-MiniLM-L6-v2 uses) and
+# the course checkpoint's 8,192:
+
+# %%
+sentence_pairs = [  # (English, Swedish): the Swedish sentences are this course's own
+    ("My sister likes to read books in the evenings, and this weekend she will borrow "
+     "some new ones at the library.",
+     "Min syster läser gärna böcker på kvällarna, och i helgen ska hon låna några nya "
+     "på biblioteket."),
+    ("It rained all day, so we stayed inside and drank hot chocolate.",
+     "Det regnade hela dagen, så vi stannade inne och drack varm choklad."),
+    ("The train to Gothenburg was late because it had snowed during the night.",
+     "Tåget till Göteborg var försenat eftersom det hade snöat under natten.")]
+english_vocabularies = {"bert-base-uncased": load_minilm().tokenizer,
+                        "course checkpoint": load_pretrained().tokenizer}
+assert [len(t) for t in english_vocabularies.values()] == [30_522, 8_192]
+
+
+def fertility(tokenizer, sentences: list[str]) -> float:
+    """Word pieces per word, with words as runs of letters and digits."""
+    words = [w for sentence in sentences for w in re.findall(r"\w+", sentence)]
+    return sum(len(tokenizer.encode(w).tokens) for w in words) / len(words)
+
+
+ratios = {}
+for name, tokenizer in english_vocabularies.items():
+    english = fertility(tokenizer, [en for en, sv in sentence_pairs])
+    swedish = fertility(tokenizer, [sv for en, sv in sentence_pairs])
+    ratios[name] = swedish / english
+    print(f"{name:<18} ({len(tokenizer):>6,} pieces) pieces per word: English "
+          f"{english:.2f}, Swedish {swedish:.2f} ({swedish / english:.1f} x)")
+    assert swedish > 1.4 * english
+    if name == "bert-base-uncased":
+        assert english < 1.05                      # almost every word is one piece
+tokenizer = english_vocabularies["bert-base-uncased"]
+print("\n" + " ".join(tokenizer.encode(sentence_pairs[0][1]).tokens))
+assert tokenizer.encode("läser").tokens == tokenizer.encode("laser").tokens
+assert tokenizer.encode("får").tokens == tokenizer.encode("far").tokens
+assert 1.7 < ratios["bert-base-uncased"] < 1.9
+assert 1.4 < ratios["course checkpoint"] < 1.6
+
+# %% [markdown]
+# With the large English vocabulary almost every English word is a single piece, while the
+# Swedish words need about 1.8 times as many pieces; the small course vocabulary splits both
+# more, and Swedish still about 1.5 times more. The printed pieces show a second loss: the uncased English tokenizer,
+# like uncased mBERT, strips the diacritics, so *läser* (reads) comes out as the English word
+# *laser*, and *får* as *far*. A Swedish vocabulary, as in KB-BERT, keeps Swedish words whole
+# and distinct, and gives the model all of its 512 positions for Swedish text. The choice
+# between the two kinds of model is a trade: one multilingual model that transfers across a
+# hundred languages, or one model per language that reads its language better.
+#
 # (sec-family-next)=
 # ## Where to go next
 #
@@ -650,6 +786,10 @@ for title, mask in patterns.items():
 #   tokens, and each fine-tuned model with one that was not pretrained.
 # - Encoders read both sides and learn from the masked positions; decoders read the left side and
 #   learn from every position; the mask is the difference.
+# - Multilingual BERT shares one model and one vocabulary among about a hundred languages and
+#   transfers a task learned in English to the others; a language-specific model such as KB-BERT
+#   gives its language a vocabulary of its own, which an English vocabulary's extra pieces per
+#   Swedish word show the need for.
 #
 # (sec-family-exercises)=
 # ## Exercises
@@ -674,6 +814,7 @@ for title, mask in patterns.items():
 
 # %% tags=["solution"]
 from tinybert.attention import causal_mask
+from tinybert.convert import load_minilm
 
 
 def prefix_lm_mask(T, prefix):
