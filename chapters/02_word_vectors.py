@@ -995,9 +995,9 @@ plt.show()
 # (sec-wv-elmo)=
 # ## Contextual vectors from a recurrent language model: ELMo
 #
-# Recurrence was also the first answer to the problem of {ref}`sec-wv-static`. **ELMo**
-# (*Embeddings from Language Models*) {cite}`peters2018deep` gives every occurrence of a word its
-# own vector, read off the states of a language model trained on a large corpus. Its
+# Before BERT, recurrent networks also gave an answer to the problem of {ref}`sec-wv-static`.
+# **ELMo** (*Embeddings from Language Models*) {cite}`peters2018deep` gives every occurrence of a
+# word its own vector, read off the states of a language model trained on a large corpus. Its
 # **bidirectional language model** (biLM) is two LSTM language models side by side. The forward
 # one reads the sentence left to right and predicts each word from the words before it, so its
 # state $\overrightarrow{\mathbf h}_t$ summarises $w_1, \dots, w_t$; the backward one reads right to

@@ -782,9 +782,9 @@ print(f"one step of the final RoBERTa: 8K x 512 = {8_192 * 512 / 1e6:.1f}M token
 # (sec-roberta-data)=
 # ## More data, trained for longer
 #
-# The last ingredient is the text. BERT was pretrained on BooksCorpus and English Wikipedia; the
-# RoBERTa authors gathered their own copy of the two (16 GB of uncompressed text) and added
-# three collections of news, web text and stories, 160 GB in all. Their Table 4 (on the
+# The last ingredient is the text. BERT was pretrained on BooksCorpus and English Wikipedia,
+# 16 GB of uncompressed text by the RoBERTa paper's count; its authors added three collections
+# of news, web text and stories, 160 GB in all. Their Table 4 (on the
 # slides) adds one change per row to a RoBERTa trained with 8K batches, each row keeping the
 # changes above it, and sets BERT-large and XLNet-large beside it:
 #
@@ -851,9 +851,9 @@ assert min(margins) == 0.1 and max(margins) == 0.8
 # but it has processed more than three times as many sequences (and longer ones: BERT spent
 # 90% of its steps on 128 tokens), so the comparison mixes the recipe with the compute. The
 # final row beats XLNet-large trained on additional data on all four tasks, by margins of a
-# tenth of a point (SQuAD 1.1) to eight tenths (SST-2). Note that the table gives 13 GB for
-# the books and Wikipedia of BERT and XLNet, and 16 GB for RoBERTa's own copy of the same two
-# sources.
+# tenth of a point (SQuAD 1.1) to eight tenths (SST-2). Note that for the same two sources,
+# books and Wikipedia, the table gives 13 GB in the rows of BERT and XLNet and 16 GB in
+# RoBERTa's.
 #
 # (sec-roberta-experiment)=
 # ## An experiment at equal compute

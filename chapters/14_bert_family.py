@@ -745,12 +745,13 @@ assert 1.4 < ratios["course checkpoint"] < 1.6
 # %% [markdown]
 # With the large English vocabulary almost every English word is a single piece, while the
 # Swedish words need about 1.8 times as many pieces; the small course vocabulary splits both
-# more, and Swedish still about 1.5 times more. The printed pieces show a second loss: the uncased English tokenizer,
-# like uncased mBERT, strips the diacritics, so *läser* (reads) comes out as the English word
-# *laser*, and *får* as *far*. A Swedish vocabulary, as in KB-BERT, keeps Swedish words whole
-# and distinct, and gives the model all of its 512 positions for Swedish text. The choice
-# between the two kinds of model is a trade: one multilingual model that transfers across a
-# hundred languages, or one model per language that reads its language better.
+# more, and Swedish still about 1.5 times more. The printed pieces show a second loss: the
+# uncased English tokenizer, like uncased mBERT, strips the diacritics, so *läser* (reads)
+# comes out as the English word *laser*, and *får* as *far*. A Swedish vocabulary, as in the
+# cased KB-BERT, keeps common Swedish words whole and keeps *å*, *ä* and *ö*, so the same 512
+# positions hold more Swedish text, in pieces that mean more. The choice between the two kinds
+# of model is a trade: one multilingual model that transfers across a hundred languages, or one
+# model per language that reads its language better.
 #
 # (sec-family-next)=
 # ## Where to go next
