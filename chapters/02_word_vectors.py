@@ -1122,6 +1122,9 @@ print("faster layer at each length:", dict(zip(LENGTHS, faster)))
 #
 # :::{exercise-start}
 # :label: ex-wv-one-hot-params
+# :difficulty: 1
+# :minutes: 15
+# :kind: derivation
 # :::
 # **One-hot inputs and embedding tables (pen and paper).** BERT-base has a vocabulary of
 # $V = 30\,522$ word pieces and vectors of size $768$. How many parameters does its token
@@ -1135,6 +1138,10 @@ print("faster layer at each length:", dict(zip(LENGTHS, faster)))
 # ::::{solution-start} ex-wv-one-hot-params
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): 23,440,896 parameters in the table; the linear layer
+# has the same weights plus 768 biases and computes the same lookup plus the bias; 500,072,448
+# numbers in the one-hot batch, about 2 GB in float32, almost all of them zero.
+#
 # The table has $V \times 768 = 23\,440\,896$ parameters. The linear layer has the same
 # $768 \times V$ weights plus 768 biases, and it computes the same lookup, plus the bias: since
 # $\mathbf 1_i^\top \mathbf W = \mathbf W_{i,:}$, a bias-free linear layer on one-hot inputs *is*
@@ -1155,6 +1162,9 @@ print(f"one-hot batch: {32 * 512 * V_BERT:,} numbers = {32 * 512 * V_BERT * 4 / 
 #
 # :::{exercise-start}
 # :label: ex-wv-nearest
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
 # :::
 # **Nearest neighbours by cosine.** Write `nearest_neighbours(vectors, queries, k)` for a matrix
 # of word vectors of shape $(V, E)$ and a tensor of query ids of shape $(Q,)$. It returns two
@@ -1201,6 +1211,9 @@ check_nearest_neighbours(nearest_neighbours)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-wv-analogy
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **An analogy solver.** Write `analogy(vectors, a, b, c, k)` that answers the analogies
 # "$a_j$ is to $b_j$ as $c_j$ is to ?" for tensors of ids `a`, `b`, `c` of shape $(Q,)$. Normalise
@@ -1243,6 +1256,9 @@ check_analogy(analogy)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-wv-gru
+# :difficulty: 3
+# :minutes: 40
+# :kind: coding
 # :::
 # **A GRU cell.** The gated recurrent unit {cite}`cho2014learning` is a lighter cousin of the LSTM, with two gates and no
 # separate cell state. In PyTorch's convention, for an input $\mathbf x$ and a state $\mathbf h$,
@@ -1299,6 +1315,9 @@ check_gru_cell(gru_cell)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-wv-lstm-params
+# :difficulty: 2
+# :minutes: 20
+# :kind: derivation
 # :::
 # **Counting an LSTM (pen and paper).** From the equations in {ref}`sec-wv-vanishing`, how many
 # parameters does one LSTM layer with input size $I$ and hidden size $H$ have? `nn.LSTM` has
@@ -1311,6 +1330,10 @@ check_gru_cell(gru_cell)
 # ::::{solution-start} ex-wv-lstm-params
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $4\bigl(H(H + I) + H\bigr)$ from the four gates; the
+# extra $4H$ explained by PyTorch's two bias vectors per gate; 4,724,736 against 2,362,368 for $I
+# = H = 768$; 512 sequential steps against one for attention.
+#
 # Each of the four gates has a weight matrix of shape $H \times (H + I)$ acting on
 # $[\mathbf h_{t-1}; \mathbf x_t]$ and a bias of size $H$: $4\bigl(H(H + I) + H\bigr)$ in all.
 # PyTorch keeps two bias vectors per gate, `bias_ih` and `bias_hh`, which only ever appear as a
@@ -1332,6 +1355,9 @@ print(f"LSTM: {count_parameters(nn.LSTM(I_LSTM, H_LSTM)):,} parameters; "
 #
 # :::{exercise-start}
 # :label: ex-wv-path-length
+# :difficulty: 2
+# :minutes: 20
+# :kind: derivation
 # :::
 # **Path lengths (pen and paper).** In a sequence of $n = 512$ tokens, how many layer
 # applications must a signal from the first token pass through to reach the last one (a) in a
@@ -1346,6 +1372,10 @@ print(f"LSTM: {count_parameters(nn.LSTM(I_LSTM, H_LSTM)):,} parameters; "
 # ::::{solution-start} ex-wv-path-length
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): (a) 511 steps; (b) 1; (c) about 256 layers, since each
+# widens the reach by $k - 1$; (d) 9 dilated layers, a logarithmic path; (e) 16 layers; each with
+# its reasoning.
+#
 # (a) A recurrent layer passes the signal through $n - 1 = 511$ steps. (b) Self-attention
 # connects every pair of positions directly: 1. (c) An ordinary convolution with $k = 3$ widens
 # the receptive field by $k - 1 = 2$ positions per layer, so reaching 511 positions away takes

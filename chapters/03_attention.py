@@ -896,6 +896,9 @@ assert slopes["explicit time"] > 1.5 and slopes["fast time"] > 1.3
 #
 # :::{exercise-start}
 # :label: ex-attention-thinking-machines
+# :difficulty: 1
+# :minutes: 20
+# :kind: derivation
 # :::
 # **The Thinking Machines numbers (pen and paper).** With the scores $\mathbf q_1\cdot\mathbf k_1 =
 # 112$ and $\mathbf q_1\cdot\mathbf k_2 = 96$ of the walk-through:
@@ -912,6 +915,11 @@ assert slopes["explicit time"] > 1.5 and slopes["fast time"] > 1.3
 # ::::{solution-start} ex-attention-thinking-machines
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $1/(1+e^{-2}) \approx 0.881$ from the scaled scores 14
+# and 12; about 0.731 and 0.269 at $d_k = 256$; a practically one-hot softmax without the scaling;
+# equal weights at 112 and a weight of 0.88 for *Machines* at 128; the remark that only the
+# difference of the scores matters.
+#
 # 1. $\operatorname{softmax}(14, 12)_1 = e^{14}/(e^{14}+e^{12}) = 1/(1+e^{12-14}) = 1/(1+e^{-2})
 #    \approx 0.881$; the other weight is $0.119$. Only the difference of the scores matters.
 # 2. $\sqrt{256} = 16$, so the scaled scores are $7$ and $6$, and the weights
@@ -938,6 +946,9 @@ assert [round(w_ex, 2) for w_ex in two_weights(112, 128, 64).tolist()] == [0.12,
 #
 # :::{exercise-start}
 # :label: ex-attention-masked-softmax
+# :difficulty: 2
+# :minutes: 30
+# :kind: coding
 # :::
 # **A masked softmax that never returns NaN.** Write `softmax_with_mask(scores, mask)` for scores of
 # shape `(..., T, S)` and a bool mask (`True` = may attend) that broadcasts to them. It returns the
@@ -986,6 +997,9 @@ check_softmax_with_mask(softmax_with_mask)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-attention-causal-loop
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
 # :::
 # **Causal attention one query at a time.** A causal mask says that query $t$ may only use keys
 # $0, \dots, t$. Write `causal_attention_loop(q, k, v)` for self-attention inputs of shape
@@ -1035,6 +1049,9 @@ check_causal_attention_loop(causal_attention_loop)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-attention-boundaries
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **Converting masks at the boundary.** Write two converters between the book's masks and other
 # libraries' conventions:
@@ -1083,6 +1100,9 @@ check_mask_conversions(from_hf_attention_mask, to_key_padding_mask)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-attention-cost
+# :difficulty: 2
+# :minutes: 20
+# :kind: derivation
 # :::
 # **How big are BERT's attention weights? (pen and paper)** BERT-base has 12 layers of 12 heads.
 # Training it on batches of 32 sequences of 512 tokens in 32-bit floats, the explicit attention
@@ -1099,6 +1119,11 @@ check_mask_conversions(from_hf_attention_mask, to_key_padding_mask)
 # ::::{solution-start} ex-attention-cost
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $B\cdot H\cdot n^2 \cdot 4$ bytes: 384 MiB per layer,
+# 4.5 GiB for 12 layers; 64 times as much at 4,096 tokens; a factor of 4 per doubling of $n$
+# (slope 2 on a log-log plot), compared with the chapter's measured slopes, with a reason why
+# short sequences differ.
+#
 # 1. $B\cdot H\cdot n^2$ floats of 4 bytes: $32 \cdot 12 \cdot 512^2 \cdot 4 = 402{,}653{,}184$
 #    bytes, 384 MiB per layer and 4.5 GiB for 12 layers, for the weights alone (the scores before
 #    the softmax, and the dropout mask in training, take as much again).

@@ -1302,6 +1302,9 @@ if not is_quick():                          # what the text above says about the
 #
 # :::{exercise-start}
 # :label: ex-tok-merge-step
+# :difficulty: 2
+# :minutes: 30
+# :kind: coding
 # :::
 # **One BPE merge step.** Write `bpe_merge_step(words)` for a dictionary that maps each word, as a
 # tuple of symbols, to its count. Return `(pair, new_words)`: the most frequent adjacent pair
@@ -1360,6 +1363,9 @@ check_bpe_merge_step(bpe_merge_step)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-tok-greedy
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **Greedy longest-match-first.** Write `greedy_wordpiece(word, vocab)` that splits one
 # (already normalised) word into WordPiece pieces from the set `vocab`: the longest entry that
@@ -1404,6 +1410,9 @@ check_greedy_wordpiece(greedy_wordpiece)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-tok-scores
+# :difficulty: 1
+# :minutes: 15
+# :kind: derivation
 # :::
 # **BPE against WordPiece by hand (pen and paper).** In the corpus
 # {"hat": 6, "has": 4, "zx": 2} (no end-of-word marker), list the adjacent character pairs with
@@ -1415,6 +1424,10 @@ check_greedy_wordpiece(greedy_wordpiece)
 # ::::{solution-start} ex-tok-scores
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): the pair counts (ha 10, at 6, as 4, zx 2); BPE merges
+# "ha"; WordPiece's scores 0.1, 0.1, 0.1 and 0.5, so it merges "zx"; the reason: the score favours
+# pairs whose parts seldom occur apart.
+#
 # Pairs: "ha" 10, "at" 6, "as" 4, "zx" 2. Character counts: h 10, a 10, t 6, s 4, z 2, x 2.
 # BPE takes the most frequent pair, "ha". WordPiece scores "ha" 10/(10·10) = 0.1, "at"
 # 6/(10·6) = 0.1, "as" 4/(10·4) = 0.1 and "zx" 2/(2·2) = 0.5, so it merges "zx": "z" and "x" only
@@ -1437,6 +1450,9 @@ assert max(scores, key=scores.get) == ("z", "##x") and scores[("z", "##x")] == 0
 #
 # :::{exercise-start}
 # :label: ex-tok-bytes
+# :difficulty: 1
+# :minutes: 10
+# :kind: concept
 # :::
 # **How many byte tokens? (pen and paper)** With a byte-level tokenizer that has no merges, how
 # many tokens do "café", "東京" and the family emoji "👩‍👩‍👧" (woman, zero-width joiner, woman,
@@ -1449,6 +1465,10 @@ assert max(scores, key=scores.get) == ("z", "##x") and scores[("z", "##x")] == 0
 # ::::{solution-start} ex-tok-bytes
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): 5, 6 and 18 tokens, from the bytes of each code point;
+# the consequence that text in other scripts costs several times more tokens, so a fixed context
+# holds less of it.
+#
 # "café": c, a, f take one byte each and é (U+00E9) two: 5 tokens. "東京": two characters of
 # three bytes each: 6 tokens. The emoji is five code points: three emoji of four bytes and two
 # joiners (U+200D) of three bytes: 18 tokens for what a reader sees as one symbol. Merges learned

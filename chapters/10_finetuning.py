@@ -2076,6 +2076,9 @@ if not is_quick():
 #
 # :::{exercise-start}
 # :label: ex-ft-word-ids
+# :difficulty: 1
+# :minutes: 15
+# :kind: coding
 # :::
 # **Labels from word ids.** Hugging Face's fast tokenizers tokenize a sentence given as a list of
 # words and report, for every token, the index of the word it came from, with `None` for special
@@ -2119,6 +2122,9 @@ check_labels_from_word_ids(labels_from_word_ids)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-ft-squad-f1
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
 # :::
 # **SQuAD's F1 from its description.** Write `token_f1(prediction, references)` returning the
 # official SQuAD v1.1 F1 of one predicted answer against a non-empty list of reference answers,
@@ -2173,6 +2179,9 @@ check_token_f1(token_f1)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-ft-truncate-pair
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **Truncating a pair.** A sentence-pair task (entailment, paraphrase) packs
 # `[CLS] A [SEP] B [SEP]`, which must fit in `max_len` positions. BERT's own code truncates the
@@ -2218,6 +2227,9 @@ check_truncate_pair(truncate_pair)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-ft-trainable
+# :difficulty: 2
+# :minutes: 20
+# :kind: derivation
 # :::
 # **What each approach trains (pen and paper).** One BERT layer has
 # $4D^2 + 4D + 2DF + F + D + 4D$ parameters (attention projections with biases, the feed-forward
@@ -2231,6 +2243,10 @@ check_truncate_pair(truncate_pair)
 # ::::{solution-start} ex-ft-trainable
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): 7,087,872 parameters per layer, 590,592 in the pooler,
+# 59,213 in the head; about 110M trained in full fine-tuning, 14,825,549 (about 13.5%) for the top
+# two layers with pooler and head, and about 0.05% for the head alone.
+#
 # One layer: $4\cdot768^2 + 4\cdot768 + 2\cdot768\cdot3072 + 3072 + 768 + 4\cdot768 = 7{,}087{,}872$.
 # The pooler is $768^2 + 768 = 590{,}592$ and the head $768\cdot77 + 77 = 59{,}213$. So the top-2
 # approach trains $2\cdot7{,}087{,}872 + 590{,}592 + 59{,}213 = 14{,}825{,}549$ parameters, about
@@ -2257,6 +2273,9 @@ for name, n_layers, expected in [("everything", None, total),
 #
 # :::{exercise-start}
 # :label: ex-ft-windows
+# :difficulty: 2
+# :minutes: 15
+# :kind: derivation
 # :::
 # **Counting windows (pen and paper).** A paragraph of $n$ tokens is read in windows of $w$
 # tokens whose starts are $s$ apart ($1 \le s \le w$), the last window being the first that
@@ -2269,6 +2288,10 @@ for name, n_layers, expected in [("everything", None, total),
 # ::::{solution-start} ex-ft-windows
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $1 + \lceil \max(0, n - w)/s \rceil$ windows, with the
+# reasoning; 6 windows for BERT's setting and 20 for the course's; the remark that short windows
+# need more passes, each cheaper.
+#
 # The $k$-th window ($k = 0, 1, \dots$) starts at $ks$ and reaches the end when
 # $ks + w \ge n$, so the number of windows is $1 + \lceil \max(0, n - w) / s \rceil$. BERT:
 # $w = 368$, $1 + \lceil 632/128 \rceil = 6$ windows of 384 positions. Ours: $w = 112$,
@@ -2289,6 +2312,9 @@ for n, w, s in [(1000, 368, 128), (1000, 112, 48), (50, 112, 48), (112, 112, 48)
 #
 # :::{exercise-start}
 # :label: ex-ft-cls-windows
+# :difficulty: 2
+# :minutes: 15
+# :kind: concept
 # :::
 # **Why label answerless windows with `[CLS]`?** `make_qa_features` keeps windows that do not
 # contain the answer and points both their labels at position 0 instead of dropping them. What
@@ -2300,6 +2326,11 @@ for n, w, s in [(1000, 368, 128), (1000, 112, 48), (50, 112, 48), (112, 112, 48)
 # ::::{solution-start} ex-ft-cls-windows
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): without answerless windows the model never learns to
+# score them low, so a confident wrong span elsewhere can win in `predict_answers`; the `[CLS]`
+# labels push probability away from paragraph tokens there; at prediction time the `[CLS]` score
+# against a tuned threshold gives a no-answer decision, as for SQuAD 2.0.
+#
 # Trained only on windows that contain the answer, the model learns that every window has one
 # and is never taught to give low span scores to a window without it. At prediction time
 # `predict_answers` compares the best span of each window by score, so a confident but wrong span

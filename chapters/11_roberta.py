@@ -937,6 +937,9 @@ plt.show()
 #
 # :::{exercise-start}
 # :label: ex-roberta-doc-sentences
+# :difficulty: 2
+# :minutes: 30
+# :kind: coding
 # :::
 # **DOC-SENTENCES.** Write `pack_doc_sentences(documents, max_tokens)`, the packing the RoBERTa
 # paper found best by a little: like `pack_full_sentences`, greedy, with sentences longer than
@@ -988,6 +991,9 @@ check_pack_doc_sentences(pack_doc_sentences)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-roberta-accumulation
+# :difficulty: 3
+# :minutes: 30
+# :kind: coding
 # :::
 # **A large batch on a small machine.** Write `accumulate_gradients(model, loss_fn, batch,
 # micro_batch_size)` that leaves in every parameter's `.grad` the gradient of `loss_fn(model,
@@ -1035,6 +1041,9 @@ check_accumulate_gradients(accumulate_gradients)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-roberta-positions
+# :difficulty: 2
+# :minutes: 20
+# :kind: concept
 # :::
 # **Position rows (pen and paper).** (a) A RoBERTa with padding id 1 and 514 position rows receives
 # a right-padded batch. Which rows of the position table are ever read, which one is read only by
@@ -1048,6 +1057,11 @@ check_accumulate_gradients(accumulate_gradients)
 # ::::{solution-start} ex-roberta-positions
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): (a) rows 2 to 513 read by real tokens, row 1 only by
+# padding, row 0 never; (b) positions computed from ids go wrong when padding uses another id or a
+# real token equals the padding id; (c) left padding moves every real token to a later position,
+# so the added position vectors change.
+#
 # (a) Real tokens read rows 2 to 513 (at most 512 of them); padding reads row 1, which is zero and
 # never trained; row 0 is never read. (b) The positions would count the wrong tokens: padding
 # written with another id gets real positions (harmless if it is masked out of attention, but a real
@@ -1060,6 +1074,9 @@ check_accumulate_gradients(accumulate_gradients)
 #
 # :::{exercise-start}
 # :label: ex-roberta-masks
+# :difficulty: 1
+# :minutes: 15
+# :kind: derivation
 # :::
 # **How many masks (pen and paper).** BERT trained for 40 epochs on data written with 10 different
 # masks. (a) How often does the model see each masked version of a sequence? (b) With 15% of the
@@ -1072,6 +1089,10 @@ check_accumulate_gradients(accumulate_gradients)
 # ::::{solution-start} ex-roberta-masks
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): 4 times each; $0.85^{10} \approx 20\%$ of the tokens
+# never chosen with 10 copies and $0.85^{40} \approx 0.15\%$ with dynamic masking; a comparison
+# with the chapter's measured shares (special tokens lower them a little).
+#
 # (a) 40 / 10 = 4 times each. (b) A token escapes one mask with probability 0.85, so it escapes all
 # 10 copies with probability $0.85^{10} \approx 0.197$ (about 20% never targeted) and 40 dynamic
 # masks with probability $0.85^{40} \approx 0.0015$. (c) The cell measured the share of positions
@@ -1088,6 +1109,9 @@ for k in (1, 10, 40):
 #
 # :::{exercise-start}
 # :label: ex-roberta-seeds
+# :difficulty: 3
+# :minutes: 60
+# :kind: experiment
 # :::
 # **How much is noise?** Rerun the experiment of {ref}`sec-roberta-experiment` with three different
 # seeds (pass `seed=` to `pretrain_small`) and report, for each run, the mean and the spread of the
@@ -1100,6 +1124,10 @@ for k in (1, 10, 40):
 # ::::{solution-start} ex-roberta-seeds
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): three seeds per arm with the mean and spread of the
+# held-out loss and of the accuracy; which differences exceed the spread; the comparison of more
+# steps with more tokens per step, and a conclusion for this regime with its reason.
+#
 # Loop over seeds and keep the numbers:
 #
 # ```python

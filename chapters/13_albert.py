@@ -1052,6 +1052,9 @@ versus("SOP head above NSP head on SOP pairs", results["SOP"]["on SOP pairs"], r
 #
 # :::{exercise-start}
 # :label: ex-albert-embedding-count
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **Counting factorised embeddings.** Write `albert_embedding_parameters(vocab_size,
 # embedding_size, d_model, max_len, type_vocab_size=2)` that returns the number of parameters of
@@ -1092,6 +1095,9 @@ check_albert_embedding_parameters(albert_embedding_parameters)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-albert-shared-layers
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
 # :::
 # **Cross-layer sharing.** Write a module `SharedLayers(layer, n_layers)` whose `forward(x,
 # mask=None)` applies the one module `layer` (for instance a chapter 8 `BertLayer`) `n_layers` times,
@@ -1142,6 +1148,9 @@ check_shared_layers(SharedLayers)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-albert-sop-pairs
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
 # :::
 # **Sentence-order pairs.** Write `sop_pairs(documents, generator)`. `documents` is a list of
 # documents, each a list of segments (lists of token ids). For every two consecutive segments
@@ -1189,6 +1198,9 @@ check_sop_pairs(sop_pairs)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-albert-flops
+# :difficulty: 2
+# :minutes: 25
+# :kind: derivation
 # :::
 # **Parameters against arithmetic (pen and paper).** Count the multiply-adds per token of a
 # forward pass through the layers of BERT-large ($N = 24$, $D = 1024$, $F = 4096$) and of
@@ -1202,6 +1214,11 @@ check_sop_pairs(sop_pairs)
 # ::::{solution-start} ex-albert-flops
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $4D^2 + 2DF$, about 12.6M multiply-adds per token and
+# layer, about 302M for 24 layers in both models; about 32M against 4M for the MLM head; so the
+# same arithmetic with about 5% of the parameters; sharing saves memory (weights, gradients,
+# optimizer state) and communication.
+#
 # A layer costs $4D^2$ multiply-adds for the four attention projections and $2DF$ for the
 # feed-forward block, about 12.6M per token per layer here, whether or not its weights are shared,
 # and about 302M for the 24 layers of either model. The MLM head adds about 32M for BERT and 4M for
@@ -1229,6 +1246,9 @@ print(f"gradients to exchange per step: {sizes['BERT-large'] / sizes['ALBERT-lar
 #
 # :::{exercise-start}
 # :label: ex-albert-shortcuts
+# :difficulty: 3
+# :minutes: 25
+# :kind: concept
 # :::
 # **Shortcuts in pair tasks (pen and paper).** (a) An NSP-trained head reaches high accuracy on
 # NSP pairs. Explain why it can still score about 50% on SOP pairs. (b) The chapter measured a
@@ -1241,6 +1261,11 @@ print(f"gradients to exchange per step: {sizes['BERT-large'] / sizes['ALBERT-lar
 # ::::{solution-start} ex-albert-shortcuts
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): (a) an NSP head relies on topic, which both SOP
+# classes share, so it predicts one class and scores about 50%; (b) the length shortcut from the
+# shorter last segment, a fix (drop it, or cut at a random sentence boundary) and what it costs;
+# (c) no: the segment ids mark the order in the input, not in the text.
+#
 # (a) On NSP pairs the cheapest signal is topic: NotNext pairs mix two articles. On SOP pairs both
 # segments always come from the same document, so the topic signal says "IsNext" for both classes;
 # a head that relies on it predicts class 0 for nearly everything and is right half of the time.

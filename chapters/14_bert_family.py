@@ -655,6 +655,9 @@ for title, mask in patterns.items():
 #
 # :::{exercise-start}
 # :label: ex-family-prefix-mask
+# :difficulty: 1
+# :minutes: 15
+# :kind: coding
 # :::
 # **A prefix language model's mask.** Between BERT's full mask and GPT's causal mask lies the
 # {term}`prefix LM <prefix language model>` (UniLM, T5's prefix variant): the first `prefix` positions attend to each other in
@@ -698,6 +701,9 @@ check_prefix_lm_mask(prefix_lm_mask)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-family-flops
+# :difficulty: 3
+# :minutes: 40
+# :kind: coding
 # :::
 # **Arithmetic, not parameters.** Write `encoder_flops(n_layers, d_model, d_ff, batch_size,
 # seq_len, pooler=True, embedding_size=None)` that returns the floating-point operations of one
@@ -746,6 +752,9 @@ check_encoder_flops(encoder_flops)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-family-seeds
+# :difficulty: 2
+# :minutes: 20
+# :kind: experiment
 # :::
 # **Is the difference real? (computation)** The measured table comes from one run per model.
 # Describe an experiment that tells whether the Banking77 accuracies of two models differ by more
@@ -757,6 +766,11 @@ check_encoder_flops(encoder_flops)
 # ::::{solution-start} ex-family-seeds
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): several seeds per model for pretraining and
+# fine-tuning, with data, budget and evaluation set fixed; means compared with spreads; a cost of
+# about $k$ times the printed times; a binomial standard error (about 2 points on 385 examples) as
+# a first check.
+#
 # Repeat each pretraining run and each fine-tuning run with several seeds (the initial weights, the
 # order of the batches, the masks and the dropout all come from the seed), keeping the data, the
 # budget and the evaluation set fixed, and compare the means of the two models with their spread.
@@ -770,6 +784,9 @@ check_encoder_flops(encoder_flops)
 #
 # :::{exercise-start}
 # :label: ex-family-choose
+# :difficulty: 1
+# :minutes: 15
+# :kind: concept
 # :::
 # **Choosing a family member (discussion).** For each situation, which of the four would you start
 # from, and why? (a) A phone app that classifies support messages offline, with 50 ms per message on
@@ -783,6 +800,11 @@ check_encoder_flops(encoder_flops)
 # ::::{solution-start} ex-family-choose
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): (a) DistilBERT, the only one faster per token; (b)
+# RoBERTa or a successor, for accuracy with large compute; (c) ALBERT, for its download size
+# though not its speed; (d) none of them: generation needs a decoder-only or encoder-decoder
+# model; each choice with its reason.
+#
 # (a) DistilBERT: it is the only one of the four that is faster per token, because it has fewer
 # layers, and it keeps most of its teacher's accuracy when the teacher is well trained. (b) RoBERTa
 # (or its successors): its gains came from more data and longer training, which a group with many

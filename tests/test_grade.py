@@ -8,7 +8,7 @@ import re
 import nbformat
 import pytest
 
-from book.tools import editions, grade, nbgrader
+from book.tools import course, editions, grade, nbgrader
 from book.tools.chapters import cell_tags
 from book.tools.course import book_chapters
 
@@ -74,8 +74,11 @@ def test_grade_command_writes_a_csv(tmp_path, capsys):
     path = write(CHAPTER.read(), tmp_path / f"{CHAPTER.stem}.ipynb")
     assert grade.main([str(path), "--csv", str(tmp_path / "grades.csv")]) == 0
     rows = (tmp_path / "grades.csv").read_text().splitlines()
-    assert rows[0] == "submission,chapter,exercise,passed,message"
+    assert rows[0] == "submission,chapter,exercise,passed,points,max_points,message"
     assert len(rows) == 1 + len(CODING) and all(row.split(",")[3] == "1" for row in rows[1:])
+    worth = {e.label: e.points for e in course.exercises(CHAPTER)}
+    points = [row.split(",")[4] for row in rows[1:]]
+    assert points == [str(worth[label]) for label in CODING]
     assert f"{len(CODING)} of {len(CODING)} exercise checks passed" in capsys.readouterr().out
 
 
@@ -115,6 +118,20 @@ def test_nbgrader_source_has_valid_metadata_and_no_loose_solutions(chapter):
                      if e not in {x.label for x in coding}]
     written = [c.metadata["nbgrader"]["grade_id"] for c in graded if c.cell_type == "markdown"]
     assert written == [f"{label}-answer" for label in pen_and_paper]
+
+
+@pytest.mark.parametrize("chapter", book_chapters(), ids=lambda c: c.stem)
+def test_nbgrader_points_come_from_the_exercise_metadata(chapter):
+    notebook = nbgrader.nbgrader_notebook(chapter.read())
+    graded = [c.metadata["nbgrader"] for c in notebook.cells
+              if c.metadata.get("nbgrader", {}).get("grade")]
+    earned: dict[str, float] = {}
+    for meta in graded:
+        label = re.sub(r"-(check-\d+|answer)$", "", meta["grade_id"])
+        earned[label] = earned.get(label, 0) + meta["points"]
+    expected = {e.label: e.points for e in course.exercises(chapter)}
+    assert earned == pytest.approx(expected)
+    assert set(expected.values()) <= {1, 2, 3}
 
 
 def test_nbgrader_edition_writes_one_source_assignment_per_chapter(tmp_path):
@@ -209,6 +226,7 @@ def test_a_class_of_realistic_submissions_gets_the_right_grade_table(tmp_path, c
             assert row["passed"] == str(int(passed)), (name, label, row["message"])
             assert phrase in row["message"], (name, label, row["message"])
             assert row["chapter"] == CHAPTER.stem
+            assert row["points"] == (row["max_points"] if passed else "0")
     for label in CODING:  # the garbled file: every exercise fails, saying why
         assert got[("zoe", label)]["passed"] == "0"
         assert "not graded" in got[("zoe", label)]["message"]

@@ -40,6 +40,7 @@ from pathlib import Path
 import nbformat
 
 from book.tools.chapters import Chapter, cell_tags, chapters
+from book.tools.course import exercises
 from book.tools.editions import DIRECTIVE, coding_exercises
 
 LABEL = re.compile(r"\{exercise-start\}[^\n]*\n:label:\s*(\S+)")
@@ -111,6 +112,11 @@ class Result:
     exercise: str
     passed: bool
     message: str
+    max_points: float = 0  # the exercise's points (chapter metadata); 0 if unknown
+
+    @property
+    def points(self) -> float:
+        return self.max_points if self.passed else 0
 
 
 def chapter_of(path: Path, notebook, found: list[Chapter] | None = None) -> Chapter:
@@ -186,6 +192,14 @@ def grade(path: Path, *, timeout: int = 300, quick: bool = True) -> list[Result]
     env = dict(os.environ, TINYBERT_QUICK="1" if quick else "0", MPLBACKEND="Agg")
     for label, (passed, message) in run_jobs(jobs, env=env, timeout=timeout).items():
         results.append(Result(str(path), chapter.stem, label, passed, message))
+    return _in_order(results, chapter)
+
+
+def _in_order(results: list[Result], chapter: Chapter) -> list[Result]:
+    """The results in the chapter's order, each with its exercise's points."""
+    worth = {e.label: e.points for e in exercises(chapter)}
+    for result in results:
+        result.max_points = worth.get(result.exercise, 0)
     order = [e.label for e in coding_exercises(chapter)]
     return sorted(results, key=lambda r: order.index(r.exercise))
 
@@ -287,8 +301,9 @@ def grade_or_report(path: Path, *, timeout: int = 300,
         chapter = _chapter_by_name(path, chapters())
         if chapter is None:
             return [Result(str(path), "", "", False, message)]
-        return [Result(str(path), chapter.stem, exercise.label, False, message)
-                for exercise in coding_exercises(chapter)]
+        failed = [Result(str(path), chapter.stem, exercise.label, False, message)
+                  for exercise in coding_exercises(chapter)]
+        return _in_order(failed, chapter)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -313,13 +328,18 @@ def main(argv: list[str] | None = None) -> int:
     passed = sum(r.passed for r in results)
     print(f"{passed} of {len(results)} exercise checks passed in "
           f"{len(args.submissions)} notebook(s)")
+    for submission in dict.fromkeys(r.submission for r in results):
+        mine = [r for r in results if r.submission == submission]
+        print(f"{sum(r.points for r in mine):g} of {sum(r.max_points for r in mine):g} "
+              f"points  {submission}")
     if args.csv:
         with open(args.csv, "w", newline="") as handle:
             writer = csv.writer(handle)
-            writer.writerow(["submission", "chapter", "exercise", "passed", "message"])
+            writer.writerow(["submission", "chapter", "exercise", "passed", "points",
+                             "max_points", "message"])
             for r in results:
                 writer.writerow([r.submission, r.chapter, r.exercise, int(r.passed),
-                                 r.message])
+                                 f"{r.points:g}", f"{r.max_points:g}", r.message])
         print(f"wrote {args.csv}")
     return 0
 
