@@ -1255,3 +1255,37 @@ check_mlp_parameter_count(mlp_parameter_count)
 # report what your runs show rather than a single number.
 # ::::{solution-end}
 # ::::
+#
+# (sec-ffn-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.feedforward import PositionwiseFeedForward, count_parameters
+
+quiz = Quiz("ch01", [
+    choice("nn.Linear(3, 5) stores its weight with which shape?",
+           ["(3, 5)", "(5, 3)", "(15,)", "(5,)"], answer="b",
+           explain="PyTorch keeps (out, in), the transpose of the W in Wᵀx."),
+    choice("Which output unit and loss go with a target that is one of C classes?",
+           ["linear and mean squared error", "sigmoid and binary cross-entropy",
+            "softmax and cross-entropy", "ReLU and mean squared error"], answer="c",
+           explain="A categorical target: softmax, and the cross-entropy of its log."),
+    choice("Why is a loss computed from logits rather than from probabilities?",
+           ["it is faster on a GPU",
+            "the probability form overflows or underflows into inf and nan",
+            "probabilities cannot be differentiated", "logits are always positive"],
+           answer="b", explain="log(softmax) written out meets exp(1000) or log(0)."),
+    choice("Which activation do BERT's feed-forward blocks use?",
+           ["ReLU", "tanh", "GELU", "sigmoid"], answer="c",
+           explain="GELU, x·Φ(x), a smooth relative of ReLU."),
+    number("What is the largest value of the sigmoid's derivative? (2 decimals)",
+           answer=0.25, decimals=2, explain="σ(1 − σ) peaks at σ = 1/2, at z = 0."),
+    number("How many parameters does PositionwiseFeedForward(768, 3072) hold?",
+           answer=count_parameters(PositionwiseFeedForward(768, 3072)), decimals=0,
+           explain="2·768·3072 weights, plus 3072 + 768 biases."),
+])
+quiz

@@ -1386,3 +1386,38 @@ print(f"LSTM: {count_parameters(nn.LSTM(I_LSTM, H_LSTM)):,} parameters; "
 # at most $r = 32$ positions, so $\lceil 511 / 32 \rceil = 16$ layers: $O(n/r)$.
 # ::::{solution-end}
 # ::::
+#
+# (sec-wv-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+
+quiz = Quiz("ch02", [
+    choice("Looking up row i of an embedding table gives the same result as",
+           ["the one-hot vector of i times the table", "the sum of all rows",
+            "a softmax over the vocabulary", "column i of the table"], answer="a",
+           explain="The one-hot vector selects row i, without the multiplications."),
+    choice("Skip-gram with negative sampling draws its noise words in proportion to",
+           ["their count", "their count to the power 3/4", "their count squared",
+            "nothing: uniformly"], answer="b",
+           explain="count^(3/4) gives rare words a little more weight than counts do."),
+    choice("Why do the river bank and the bank that lends money share one vector?",
+           ["static vectors give one point per word type", "the corpus is too small",
+            "negative sampling merges them", "subsampling removes one of them"],
+           answer="a", explain="A contextual model computes a vector per occurrence."),
+    number("How many parameters has BERT-base's token table (V = 30,522, E = 768)?",
+           answer=30_522 * 768, decimals=0, explain="One row of 768 per word piece."),
+    choice("How many sequential steps do a recurrent layer and a self-attention layer "
+           "need for n tokens?", ["n and n", "n and 1", "1 and n", "log n and 1"],
+           answer="b", explain="Attention computes every position at once."),
+    choice("What does an LSTM's forget gate do when it stays close to 1?",
+           ["it carries the cell state, and its gradient, across many steps",
+            "it resets the state at every step", "it doubles the learning rate",
+            "it switches off the output gate"], answer="a",
+           explain="An open forget gate keeps the gradient from fading with distance."),
+])
+quiz

@@ -1144,3 +1144,39 @@ assert 32 * 12 * 512**2 * 4 == 384 * 2**20
 # %% [markdown]
 # ::::{solution-end}
 # ::::
+#
+# (sec-attention-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+import torch
+
+from tinybert.exercises.quiz import Quiz, choice, number
+
+walk_through = torch.softmax(torch.tensor([112.0, 96.0]) / 64 ** 0.5, dim=0)
+quiz = Quiz("ch03", [
+    number("Scores 112 and 96 with d_k = 64: the weight of Thinking on itself? "
+           "(3 decimals)", answer=walk_through[0].item(), decimals=3,
+           explain="The scaled scores 14 and 12 give 1/(1 + e⁻²)."),
+    choice("Why are the scores divided by √d_k?",
+           ["dot products of unit-variance vectors have variance d_k, and large "
+            "scores saturate the softmax", "to normalise the values",
+            "to make attention causal", "to save memory"], answer="a",
+           explain="Saturated softmaxes have vanishing gradients."),
+    choice("In this book's masks, what does True mean?",
+           ["the position is padding", "may attend", "must be ignored",
+            "the position comes first"], answer="b",
+           explain="The polarity of F.scaled_dot_product_attention."),
+    choice("Which shape does padding_mask return?",
+           ["(B, T)", "(B, 1, 1, S)", "(T, S)", "(B, H, T, S)"], answer="b",
+           explain="It broadcasts over heads and queries."),
+    choice("What does a row with every key masked give?",
+           ["NaN", "zeros", "uniform weights", "an error"], answer="b",
+           explain="masked_softmax makes a fully masked row all zeros."),
+    number("By what factor does doubling n multiply attention's O(n²d) time?",
+           answer=4, decimals=0, explain="A slope of 2 on a log-log plot."),
+])
+quiz

@@ -1039,3 +1039,39 @@ check_mha_parameter_count(mha_parameter_count)
 # so report what your runs show, including the runs that failed.
 # ::::{solution-end}
 # ::::
+#
+# (sec-mha-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.feedforward import count_parameters
+from tinybert.multihead import MultiHeadAttention
+
+quiz = Quiz("ch04", [
+    number("How many parameters does MultiHeadAttention(768, 12) hold?",
+           answer=count_parameters(MultiHeadAttention(768, 12)), decimals=0,
+           explain="4D² + 4D: four D×D projections and their biases."),
+    choice("With D_h = D/H, how does the number of parameters change with H?",
+           ["it grows with H", "it shrinks with H", "it does not change",
+            "it grows with H²"], answer="c",
+           explain="The H projections side by side are one D×D matrix."),
+    choice("Which turns (B, T, D) into heads correctly?",
+           ["view(B, H, T, Dh)", "view(B, T, H, Dh).transpose(1, 2)",
+            "view(B, Dh, T, H)", "transpose(1, 2).view(B, H, T, Dh)"], answer="b",
+           explain="view(B, H, T, Dh) has the right shape and the wrong values."),
+    choice("What grows with H even when D_h = D/H?",
+           ["the parameters", "the FLOPs of the projections",
+            "the number of attention weights, B·H·T·S", "the width of the output"],
+           answer="c", explain="One T×S matrix of weights per head."),
+    choice("What do you pass to nn.MultiheadAttention for one of this book's masks?",
+           ["the mask itself", "~mask, the opposite polarity", "mask.float()",
+            "mask.T"], answer="b", explain="PyTorch's module marks what to ignore."),
+    choice("In mha(x, context=c), where do the keys and values come from?",
+           ["x", "c", "both", "neither: they are learned constants"], answer="b",
+           explain="Queries from x, keys and values from the context."),
+])
+quiz

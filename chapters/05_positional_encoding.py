@@ -1202,3 +1202,38 @@ for k in [1, 3, 10]:
 # %% [markdown]
 # ::::{solution-end}
 # ::::
+#
+# (sec-pos-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.positional import sinusoidal_encoding
+
+quiz = Quiz("ch05", [
+    choice("Without positions, reordering the input of self-attention",
+           ["changes nothing at all in the output",
+            "reorders the output in the same way",
+            "makes attention causal", "raises an error"], answer="b",
+           explain="Self-attention is permutation-equivariant."),
+    number("What is the shortest wavelength of the sinusoidal encoding, in positions? "
+           "(2 decimals)", answer=6.28, decimals=2,
+           explain="Pair 0 turns by one radian per position: 2π."),
+    number("sinusoidal_encoding(10, 4)[1, 1], the cosine of pair 0 at position 1? "
+           "(3 decimals)", answer=sinusoidal_encoding(10, 4)[1, 1].item(), decimals=3,
+           explain="cos(1 · ω₀) with ω₀ = 1."),
+    choice("A learned table of 512 rows meets position 600. What happens?",
+           ["it wraps around", "LearnedPositionalEmbedding raises a ValueError",
+            "it uses the last row", "it extrapolates"], answer="b",
+           explain="There is no row to read past max_len."),
+    choice("With RoPE, the score of a query at m and a key at n depends on",
+           ["m alone", "n alone", "m − n", "m + n"], answer="c",
+           explain="Rotating both by their positions leaves their difference."),
+    choice("Which encoding could not run at all on the experiment's longer sequences?",
+           ["sinusoidal", "learned absolute", "relative bias", "RoPE"], answer="b",
+           explain="Its table ends at the training length."),
+])
+quiz

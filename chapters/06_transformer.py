@@ -1892,3 +1892,41 @@ check_pre_ln_forward(pre_ln_forward)
 # including any run that did not fail.
 # ::::{solution-end}
 # ::::
+#
+# (sec-transformer-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.schedules import transformer_lr
+
+quiz = Quiz("ch06", [
+    choice("Where does a pre-LN layer normalise?",
+           ["after the residual addition",
+            "at each sub-layer's input, with a final norm per stack",
+            "only at the end of the model", "nowhere"], answer="b",
+           explain="Post-LN, the paper's placement, normalises after the addition."),
+    number("The peak learning rate of the schedule for d_model = 512 and 4000 warm-up "
+           "steps? (5 decimals)", answer=transformer_lr(4000, 512, 4000), decimals=5,
+           explain="512^-0.5 · 4000^-0.5, reached at the end of the warm-up."),
+    choice("In the decoder's cross-attention, the queries come from",
+           ["the encoder", "the decoder", "the embeddings", "the output layer"],
+           answer="b", explain="Keys and values come from the encoder."),
+    choice("label_smoothed_cross_entropy with ε = 0.1 equals",
+           ["nn.CrossEntropyLoss(label_smoothing=0.1)", "dropout of 0.1",
+            "weight decay of 0.1", "a learning rate of 0.1"], answer="a",
+           explain="The chapter checks that they agree."),
+    choice("Training with teacher forcing is parallel. Generation is",
+           ["parallel too", "sequential, greedy or with a beam",
+            "impossible without an encoder", "done by the loss"], answer="b",
+           explain="Each new token depends on the ones before it."),
+    choice("A decoder-only model such as GPT is",
+           ["the encoder without its masks",
+            "the decoder without cross-attention",
+            "an encoder-decoder with one vocabulary", "BERT with a causal mask"],
+           answer="b", explain="There is no encoder to attend to."),
+])
+quiz

@@ -1487,3 +1487,36 @@ assert list(counts.values()) == [5, 6, 18]
 # %% [markdown]
 # ::::{solution-end}
 # ::::
+#
+# (sec-tok-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+
+quiz = Quiz("ch07", [
+    choice("What does BERT's uncased normaliser make of 'Café Dupont'?",
+           ["Café Dupont", "cafe dupont", "café dupont", "CAFE DUPONT"], answer="b",
+           explain="Lower-case, then strip the accents."),
+    choice("Which tokenizer never needs an unknown token?",
+           ["WordPiece", "a word vocabulary", "byte-level BPE", "none of them"],
+           answer="c", explain="Every string is a sequence of bytes."),
+    choice("Which pair does WordPiece training merge next?",
+           ["the most frequent pair", "the pair with the highest P(ij) / (P(i) P(j))",
+            "the longest pair", "a random pair"], answer="b",
+           explain="BPE is the one that merges the most frequent pair."),
+    number("How many tokens does 'café' give a byte-level tokenizer without merges?",
+           answer=len("café".encode("utf-8")), decimals=0,
+           explain="é takes two bytes in UTF-8."),
+    choice("As the vocabulary grows, the fertility (tokens per word)",
+           ["grows", "falls, quickly at first and then slowly", "stays the same",
+            "falls in a straight line"], answer="b",
+           explain="Frequent words are whole early; the rest gain little."),
+    choice("How does WordPiece mark a piece that continues a word?",
+           ["a leading Ġ", "a leading ##", "a trailing </w>", "a leading ▁"],
+           answer="b", explain="Ġ is byte-level BPE's mark of a preceding space."),
+])
+quiz

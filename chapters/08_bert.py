@@ -2084,3 +2084,45 @@ for name in ("bert-base-uncased", "bert-large-uncased"):
 # %% [markdown]
 # ::::{solution-end}
 # ::::
+#
+# (sec-bert-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+import torch
+
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.feedforward import count_parameters
+from tinybert.models.bert import BertConfig, BertModel
+
+with torch.device("meta"):                 # shapes only: no memory, no initialisation
+    bert_base = BertModel(BertConfig.preset("bert-base-uncased"))
+base_count = count_parameters(bert_base)
+quiz = Quiz("ch08", [
+    number("How many parameters has BertModel with the bert-base-uncased preset, in "
+           "millions? (1 decimal)", answer=base_count / 1e6, decimals=1,
+           explain="The paper rounds it to 110M."),
+    number("What share of them is the token table, in percent? (0 decimals)",
+           answer=100 * 30_522 * 768 / base_count, decimals=0,
+           explain="About a fifth of the model."),
+    choice("BERT's input vector at position t is",
+           ["token + position", "LayerNorm(token + segment + position)",
+            "token × segment + position", "the three tables concatenated"],
+           answer="b", explain="Three learned tables, added, then normalised."),
+    choice("What does the NSP head read?",
+           ["every token's vector", "the pooled [CLS] vector", "the [SEP] vectors",
+            "the mean of all vectors"], answer="b",
+           explain="tanh(W h_[CLS] + b), then a linear layer."),
+    choice("What does the MLM head share with the input?",
+           ["the position table", "the token table", "the pooler", "nothing"],
+           answer="b", explain="Tied weights: the scores are products with it."),
+    choice("Which is true of BERT's vectors?",
+           ["a word has the same vector in every sentence",
+            "a word gets a different vector in every sentence",
+            "only [CLS] has a vector", "they equal skip-gram's"], answer="b",
+           explain="They are contextual."),
+])
+quiz

@@ -2241,3 +2241,40 @@ assert torch.isclose(rescaled, torch.cat(losses).mean())
 # %% [markdown]
 # ::::{solution-end}
 # ::::
+#
+# (sec-pretrain-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+import json
+
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.pretraining import load_pretrained
+
+shipped = json.loads((load_pretrained().directory / "metrics.json").read_text())
+quiz = Quiz("ch09", [
+    number("Under the 15% / 80-10-10 rule, what percentage of the ordinary tokens is "
+           "shown as [MASK]? (1 decimal)", answer=12.0, decimals=1,
+           explain="0.15 × 0.8."),
+    choice("In a next-sentence pair, class 1 (NotNext) means that B is",
+           ["the next segment", "a segment of another document", "A itself",
+            "a later segment of the same document"], answer="b",
+           explain="Half the pairs take B from a random other document."),
+    choice("Dynamic masking", ["fixes the masks once", "draws new masks every batch",
+                               "masks the first token", "masks half the tokens"],
+           answer="b", explain="Static masking fixes them once."),
+    choice("Which parameters does BERT's AdamW leave out of weight decay?",
+           ["the embeddings", "biases and LayerNorm", "the attention weights",
+            "none"], answer="b", explain="Decay is for the weight matrices."),
+    choice("With DistributedDataParallel, the MLM loss is normalised by",
+           ["this process's masked tokens", "the masked tokens of all processes",
+            "the batch size", "the number of GPUs"], answer="b",
+           explain="Otherwise a process with few masked tokens weighs too much."),
+    number("The shipped bert-mini's final held-out MLM accuracy, in percent? "
+           "(1 decimal)", answer=100 * shipped["eval"][-1]["mlm_accuracy"], decimals=1,
+           explain="From checkpoints/bert-mini/metrics.json."),
+])
+quiz

@@ -2341,3 +2341,41 @@ for n, w, s in [(1000, 368, 128), (1000, 112, 48), (50, 112, 48), (112, 112, 48)
 # $s_0 + e_0$ beats the best span's score by more than a threshold tuned on the development set.
 # ::::{solution-end}
 # ::::
+#
+# (sec-ft-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.qa import window_starts
+
+quiz = Quiz("ch10", [
+    choice("In token classification, which word piece carries the word's label?",
+           ["every piece", "the first; the others get -100", "the last",
+            "the [CLS] token"], answer="b",
+           explain="The loss ignores the label -100."),
+    choice("A window of a long paragraph that does not contain the answer is labelled",
+           ["with the nearest span", "at position 0, [CLS]", "not at all: dropped",
+            "with a random span"], answer="b",
+           explain="The model learns to score such windows low."),
+    number("How many windows does a 1000-token paragraph need with windows of 112 "
+           "tokens whose starts are 48 apart?",
+           answer=len(window_starts(1000, 112, 48)), decimals=0,
+           explain="1 + ⌈(1000 − 112) / 48⌉."),
+    choice("SQuAD's F1 compares",
+           ["characters", "normalised words, best over the references", "token ids",
+            "sentence vectors"], answer="b",
+           explain="Lower case, no punctuation or articles, shared words."),
+    choice("In the transfer ladder, where does the course checkpoint beat random "
+           "initialisation beyond the seeds' spread?",
+           ["Banking77 intents", "part-of-speech tags", "both", "neither"], answer="b",
+           explain="Tags rest on local statistics that short MLM training learns."),
+    choice("BERT's fine-tuning recipe chooses the learning rate",
+           ["by copying the paper's", "on the validation split", "on the test split",
+            "as the largest that does not diverge"], answer="b",
+           explain="The test split is for the final score only."),
+])
+quiz

@@ -1149,3 +1149,36 @@ for k in (1, 10, 40):
 # batch cost no more wall-clock time than a small one.
 # ::::{solution-end}
 # ::::
+#
+# (sec-roberta-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+
+quiz = Quiz("ch11", [
+    choice("Which of these is not part of RoBERTa's recipe?",
+           ["dynamic masking", "next-sentence prediction", "larger batches",
+            "byte-level BPE"], answer="b",
+           explain="RoBERTa drops NSP and packs FULL-SENTENCES."),
+    number("How many rows does RoBERTa's position table have for 512 tokens?",
+           answer=514, decimals=0, explain="Positions start after the padding id, 1."),
+    choice("At which row does the first real token of a RoBERTa input read its "
+           "position?", ["0", "1", "the padding id + 1", "512"], answer="c",
+           explain="Padding never moves a token's position."),
+    choice("FULL-SENTENCES packs",
+           ["one sentence per input",
+            "consecutive sentences up to the maximum length, across documents",
+            "random pairs of sentences", "the first sentence of each document"],
+           answer="b", explain="With a separator between documents."),
+    number("With 10 static masks choosing 15% of tokens each, what percentage of a "
+           "sequence's tokens is never chosen? (0 decimals)", answer=100 * 0.85 ** 10,
+           decimals=0, explain="0.85¹⁰; dynamic masking over 40 epochs: 0.85⁴⁰."),
+    choice("Why does RoBERTa-base have more parameters than BERT-base?",
+           ["more layers", "a larger token table", "a wider feed-forward block",
+            "two poolers"], answer="b", explain="50k byte-level BPE tokens."),
+])
+quiz

@@ -972,3 +972,43 @@ for name in ("bert-base-uncased", "bert-mini"):
 # %% [markdown]
 # ::::{solution-end}
 # ::::
+#
+# (sec-distil-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+import inspect
+
+from tinybert.distillation import distillation_loss
+from tinybert.exercises.quiz import Quiz, choice, number
+
+defaults = inspect.signature(distillation_loss).parameters
+quiz = Quiz("ch12", [
+    choice("Why is the KL term multiplied by T²?",
+           ["its gradient shrinks like 1/T²", "to make the loss positive",
+            "because T is squared inside the softmax", "to give it the MLM's units"],
+           answer="a", explain="T² keeps its weight when T changes."),
+    number("Which temperature does distillation_loss use by default, as DistilBERT's "
+           "released script does?", answer=defaults["temperature"].default, decimals=0,
+           explain="With α = 5, β = 2, γ = 1."),
+    choice("What does the DistilBERT student lack, compared with BERT?",
+           ["attention", "half the layers, the segment table and the pooler",
+            "the feed-forward blocks", "the MLM head"], answer="b",
+           explain="It is built from BERT's parts."),
+    choice("student_from_teacher initialises the student with",
+           ["random weights",
+            "the teacher's embeddings, MLM head and every other layer",
+            "the teacher's first half of layers", "a smaller pretrained model"],
+           answer="b", explain="It computes exactly those layers of the teacher."),
+    number("By what percentage has distilbert-base-uncased fewer parameters than "
+           "BERT-base? (0 decimals)", answer=40, decimals=0,
+           explain="Its layers are halved; its embeddings are not."),
+    choice("As T goes to 0, the distillation term becomes",
+           ["logit matching", "a cross-entropy on the teacher's top token", "zero",
+            "a distance between hidden states"], answer="b",
+           explain="High T is the limit that amounts to logit matching."),
+])
+quiz

@@ -1285,3 +1285,39 @@ print(f"gradients to exchange per step: {sizes['BERT-large'] / sizes['ALBERT-lar
 # a side channel such as length, can tell the order.
 # ::::{solution-end}
 # ::::
+#
+# (sec-albert-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+
+quiz = Quiz("ch13", [
+    choice("ALBERT's factorised embedding replaces the V × D table by",
+           ["a V × E table and an E × D projection", "two V × D tables",
+            "a D × D table", "character embeddings"], answer="a",
+           explain="A rank-E approximation of the table."),
+    number("For V = 30,000, E = 128 and D = 768, the parameters of the table and the "
+           "projection's weights, in millions? (2 decimals)",
+           answer=(30_000 * 128 + 128 * 768) / 1e6, decimals=2,
+           explain="Against 23.04 million for a V × D table."),
+    choice("Sharing one layer across N layers divides the encoder's parameters by N, "
+           "and its computation by", ["N", "N²", "nothing: it stays the same", "2"],
+           answer="c", explain="The layer still runs N times."),
+    choice("Sentence-order prediction's negative examples are",
+           ["segments of other documents", "two consecutive segments, swapped",
+            "masked segments", "a segment paired with itself"], answer="b",
+           explain="Both segments share a topic, so topic cannot decide."),
+    choice("Why can a head trained on NSP score about 50% on SOP pairs?",
+           ["it relies on topic, which both SOP classes share",
+            "SOP pairs are shorter", "SOP uses another vocabulary",
+            "it was never trained"], answer="a",
+           explain="Topic says 'IsNext' for both orders."),
+    choice("About how many parameters does the released ALBERT-base have?",
+           ["12M", "110M", "18M", "235M"], answer="a",
+           explain="18M is ALBERT-large."),
+])
+quiz

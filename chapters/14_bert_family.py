@@ -814,3 +814,37 @@ check_encoder_flops(encoder_flops)
 # family.
 # ::::{solution-end}
 # ::::
+#
+# (sec-family-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.attention import causal_mask
+from tinybert.exercises.quiz import Quiz, choice, number
+
+quiz = Quiz("ch14", [
+    choice("Which family member is faster per token than BERT of the same width?",
+           ["RoBERTa", "ALBERT", "DistilBERT", "none of them"], answer="c",
+           explain="Only fewer layers means less arithmetic per token."),
+    choice("ALBERT shares weights, but not",
+           ["arithmetic", "memory", "parameters", "its vocabulary"], answer="a",
+           explain="Every layer still computes."),
+    choice("What separates an encoder from a decoder, in this chapter's terms?",
+           ["the attention mask", "the vocabulary", "the number of layers",
+            "the optimizer"], answer="a",
+           explain="Both sides, or the left side only."),
+    choice("Before comparing two pretrained models, compare each with",
+           ["a larger model", "the token frequencies on the same masked tokens",
+            "GPT", "the published table"], answer="b",
+           explain="A baseline that needs no model."),
+    number("How many entries of a causal mask for T = 5 tokens are True?",
+           answer=int(causal_mask(5).sum()), decimals=0,
+           explain="1 + 2 + 3 + 4 + 5."),
+    choice("Which would you start from to write replies rather than classify them?",
+           ["BERT", "DistilBERT", "ALBERT", "a decoder-only or encoder-decoder model"],
+           answer="d", explain="Encoders do not generate left to right."),
+])
+quiz

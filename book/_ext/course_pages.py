@@ -20,6 +20,9 @@ list chapters that are in the table of contents.
 - ``{chapter-citations}``: the papers each chapter cites.
 - ``{colab-install-cell}``: the install cell that ``make notebooks`` puts first in each Colab notebook.
 - ``{doctor-output}``: the output of ``python -m tinybert doctor`` on the machine that builds the site.
+- ``static/quiz.js``, added to every page: makes the quiz at the end of each chapter
+  (the output of a cell tagged ``quiz``, from ``tinybert.exercises.quiz``) answer in the
+  browser.
 - ``{recorded}`` (a role): a number read from a result file the repository keeps (an
   experiment's JSON, a checkpoint's metrics), so that prose quoting a measurement cannot
   drift from it: ``{recorded}`experiments/transfer_sweep.json#banking77/random init/0.001```
@@ -415,7 +418,17 @@ def recorded_role(name, rawtext, text, lineno, inliner, options=None, content=No
     return [nodes.inline(rawtext, value, classes=["tinybert-recorded"])], []
 
 
+STATIC = Path(__file__).parent / "static"
+
+
+def _add_static(app: Sphinx, config) -> None:
+    if str(STATIC) not in map(str, config.html_static_path):
+        config.html_static_path.append(str(STATIC))
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", _add_static)
+    app.add_js_file("quiz.js")  # the chapters' quizzes answer in the browser, offline
     app.setup_extension("sphinx_exercise")  # first, so that exercise-start is replaced
     app.add_directive("exercise-start", _exercise_start_with_metadata(), override=True)
     app.add_directive("exercise-rubrics", ExerciseRubrics)

@@ -16,8 +16,9 @@ nbgrader's cell metadata (schema version 3) added, ready for ``nbgrader generate
   cells), or ``--points`` each when that is given;
 - the worked solution of a pen-and-paper exercise becomes a *manually graded answer* cell,
   which nbgrader replaces with "YOUR ANSWER HERE" in the released notebook;
-- the hints of coding exercises and the demonstration code inside solutions are dropped, as in
-  the student edition (``make student``), so that nothing of a solution is released.
+- the hints of coding exercises and the demonstration code inside solutions are dropped, and
+  the quiz keeps only fingerprints of its answers, as in the student edition (``make
+  student``), so that nothing of a solution is released.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from pathlib import Path
 import nbformat
 
 from book.tools.chapters import Chapter, cell_tags
-from book.tools.editions import DIRECTIVE, to_ipynb
+from book.tools.editions import DIRECTIVE, hide_quiz_answers, to_ipynb
 
 LABEL = re.compile(r"\{exercise-start\}[^\n]*\n:label:\s*(\S+)")
 SOLUTION_LABEL = re.compile(r"\{solution-start\}\s+(\S+)")
@@ -110,6 +111,8 @@ def nbgrader_notebook(notebook, *,
                                               solution=False, locked=True, points=points)
         elif inside:
             continue  # demonstration code that belongs to a solution
+        elif "quiz" in tags:
+            cell.source = hide_quiz_answers(cell.source)  # released as it is
         cell.outputs, cell.execution_count = [], None
         cells.append(cell)
     source.cells = cells
