@@ -1003,6 +1003,9 @@ for label, (d_model, d_ff) in ffn_sizes.items():
 #
 # :::{exercise-start}
 # :label: ex-ffn-xor
+# :difficulty: 1
+# :minutes: 15
+# :kind: derivation
 # :::
 # **The worked example at the corners (pen and paper).** Evaluate the worked example's network
 # ($\mathbf W$ all ones, $\mathbf w = (1,-2)^\top$, $\mathbf b_1 = (1,-1)^\top$, $b_2 = 0$, ReLU)
@@ -1015,6 +1018,10 @@ for label, (d_model, d_ff) in ffn_sizes.items():
 # ::::{solution-start} ex-ffn-xor
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): the outputs 1, 2, 2, 1 at the corners; a $\mathbf b_1$
+# that gives XOR (such as $(0, -1)^\top$) with its four outputs; the argument that every linear
+# model has $y(0,0) + y(1,1) = y(0,1) + y(1,0)$, which XOR breaks.
+#
 # For an input $\mathbf x = (x_1, x_2)$, both hidden units see the same sum $s = x_1 + x_2$, so
 # $\mathbf h = (\max(0, s+1), \max(0, s-1))$ and $y = \max(0, s+1) - 2\max(0, s-1)$.
 # At the corners $s$ is $0, 1, 1, 2$, giving $y = 1, 2, 2, 1$.
@@ -1040,6 +1047,9 @@ assert y_xor.tolist() == [0.0, 1.0, 1.0, 0.0]
 #
 # :::{exercise-start}
 # :label: ex-ffn-sigmoid-derivative
+# :difficulty: 2
+# :minutes: 20
+# :kind: derivation
 # :::
 # **The sigmoid's derivative (pen and paper).** Show that $\sigma'(z) = \sigma(z)\bigl(1-\sigma(z)\bigr)$
 # and that $\sigma'(z) \le \tfrac14$ for every $z$. A chain of $n$ sigmoid units, each feeding the
@@ -1052,6 +1062,11 @@ assert y_xor.tolist() == [0.0, 1.0, 1.0, 0.0]
 # ::::{solution-start} ex-ffn-sigmoid-derivative
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $\sigma' = \sigma(1-\sigma)$ derived; its maximum
+# $\tfrac14$ at $z = 0$; the chain's derivative bounded by $4^{-n}$ through the chain rule; a
+# chain of active ReLUs passes a derivative of 1; the conclusion about vanishing gradients in deep
+# sigmoid networks.
+#
 # Differentiate $\sigma(z) = (1+e^{-z})^{-1}$:
 # $\sigma'(z) = e^{-z}/(1+e^{-z})^2 = \sigma(z)\cdot\frac{e^{-z}}{1+e^{-z}} = \sigma(z)\bigl(1-\sigma(z)\bigr)$.
 # The product $p(1-p)$ of a number $p\in(0,1)$ with its complement is largest at $p=\tfrac12$, where
@@ -1068,6 +1083,9 @@ assert y_xor.tolist() == [0.0, 1.0, 1.0, 0.0]
 #
 # :::{exercise-start}
 # :label: ex-ffn-bert-ffn-params
+# :difficulty: 1
+# :minutes: 15
+# :kind: derivation
 # :::
 # **Counting BERT's feed-forward parameters.** Write the number of parameters of one
 # `PositionwiseFeedForward(d_model, d_ff)` as a formula in $d_\text{model}$ and $d_\text{ff}$.
@@ -1080,6 +1098,10 @@ assert y_xor.tolist() == [0.0, 1.0, 1.0, 0.0]
 # ::::{solution-start} ex-ffn-bert-ffn-params
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): the formula $2\,d_\text{model}\,d_\text{ff} +
+# d_\text{ff} + d_\text{model}$ with where each term comes from; the totals for 12 and 24 blocks,
+# checked with `count_parameters`.
+#
 # The expanding layer has $d_\text{model}\,d_\text{ff}$ weights and $d_\text{ff}$ biases, the
 # contracting layer $d_\text{ff}\,d_\text{model}$ weights and $d_\text{model}$ biases, so one block
 # has $2\,d_\text{model}\,d_\text{ff} + d_\text{ff} + d_\text{model}$ parameters. Multiply by the
@@ -1097,6 +1119,9 @@ for label, n_layers, d_model, d_ff in [("BERT-base", 12, 768, 3072), ("BERT-larg
 #
 # :::{exercise-start}
 # :label: ex-ffn-cross-entropy
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **A cross-entropy that does not overflow.** Write `cross_entropy(logits, targets)` for logits of
 # shape $(N, C)$ and integer class indices of shape $(N,)$, returning the mean loss
@@ -1139,6 +1164,9 @@ check_cross_entropy(cross_entropy)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-ffn-silu
+# :difficulty: 1
+# :minutes: 15
+# :kind: coding
 # :::
 # **SiLU and its derivative.** The SiLU (also called *swish*) activation is $\mathrm{SiLU}(x) = x\,\sigma(x)$:
 # the sigmoid approximation of GELU without the factor 1.702. Write `silu(x)` and
@@ -1183,6 +1211,9 @@ check_silu(silu, silu_derivative)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-ffn-mlp-params
+# :difficulty: 1
+# :minutes: 15
+# :kind: coding
 # :::
 # **Counting without building.** Write `mlp_parameter_count(sizes)` that returns, as a Python
 # `int`, the number of parameters of `MLP(sizes)` without constructing any module, and raises
@@ -1228,6 +1259,9 @@ check_mlp_parameter_count(mlp_parameter_count)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-ffn-relu-depth
+# :difficulty: 2
+# :minutes: 45
+# :kind: experiment
 # :::
 # **ReLU, depth and seeds (experiment).** Rerun the depth experiment of
 # {ref}`sec-ffn-spirals` with `activation="relu"` for both networks, and with ten seeds instead of
@@ -1240,6 +1274,11 @@ check_mlp_parameter_count(mlp_parameter_count)
 # ::::{solution-start} ex-ffn-relu-depth
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): every test accuracy of the ten seeds for both
+# networks; the spread compared with the tanh runs; dead units counted per hidden layer of a
+# trained deep ReLU network; a link between dead units, narrow layers and the seeds that stall,
+# drawn from the runs rather than asserted.
+#
 # Change the activation argument of `train_classifier` and set `SEEDS = list(range(10))`. To find
 # dead units, run the training points through the network layer by layer and record, for each
 # hidden layer, which units are positive for at least one point; a unit that is never positive
@@ -1262,3 +1301,37 @@ check_mlp_parameter_count(mlp_parameter_count)
 # report what your runs show rather than a single number.
 # ::::{solution-end}
 # ::::
+#
+# (sec-ffn-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.feedforward import PositionwiseFeedForward, count_parameters
+
+quiz = Quiz("ch01", [
+    choice("nn.Linear(3, 5) stores its weight with which shape?",
+           ["(3, 5)", "(5, 3)", "(15,)", "(5,)"], answer="b",
+           explain="PyTorch keeps (out, in), the transpose of the W in Wᵀx."),
+    choice("Which output unit and loss go with a target that is one of C classes?",
+           ["linear and mean squared error", "sigmoid and binary cross-entropy",
+            "softmax and cross-entropy", "ReLU and mean squared error"], answer="c",
+           explain="A categorical target: softmax, and the cross-entropy of its log."),
+    choice("Why is a loss computed from logits rather than from probabilities?",
+           ["it is faster on a GPU",
+            "the probability form overflows or underflows into inf and nan",
+            "probabilities cannot be differentiated", "logits are always positive"],
+           answer="b", explain="log(softmax) written out meets exp(1000) or log(0)."),
+    choice("Which activation do BERT's feed-forward blocks use?",
+           ["ReLU", "tanh", "GELU", "sigmoid"], answer="c",
+           explain="GELU, x·Φ(x), a smooth relative of ReLU."),
+    number("What is the largest value of the sigmoid's derivative? (2 decimals)",
+           answer=0.25, decimals=2, explain="σ(1 − σ) peaks at σ = 1/2, at z = 0."),
+    number("How many parameters does PositionwiseFeedForward(768, 3072) hold?",
+           answer=count_parameters(PositionwiseFeedForward(768, 3072)), decimals=0,
+           explain="2·768·3072 weights, plus 3072 + 768 biases."),
+])
+quiz

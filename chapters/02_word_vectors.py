@@ -1318,6 +1318,9 @@ print("faster layer at each length:", dict(zip(LENGTHS, faster)))
 #
 # :::{exercise-start}
 # :label: ex-wv-one-hot-params
+# :difficulty: 1
+# :minutes: 15
+# :kind: derivation
 # :::
 # **One-hot inputs and embedding tables (pen and paper).** BERT-base has a vocabulary of
 # $V = 30\,522$ word pieces and vectors of size $768$. How many parameters does its token
@@ -1331,6 +1334,10 @@ print("faster layer at each length:", dict(zip(LENGTHS, faster)))
 # ::::{solution-start} ex-wv-one-hot-params
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): 23,440,896 parameters in the table; the linear layer
+# has the same weights plus 768 biases and computes the same lookup plus the bias; 500,072,448
+# numbers in the one-hot batch, about 2 GB in float32, almost all of them zero.
+#
 # The table has $V \times 768 = 23\,440\,896$ parameters. The linear layer has the same
 # $768 \times V$ weights plus 768 biases, and it computes the same lookup, plus the bias: since
 # $\mathbf 1_i^\top \mathbf W = \mathbf W_{i,:}$, a bias-free linear layer on one-hot inputs *is*
@@ -1351,6 +1358,9 @@ print(f"one-hot batch: {32 * 512 * V_BERT:,} numbers = {32 * 512 * V_BERT * 4 / 
 #
 # :::{exercise-start}
 # :label: ex-wv-nearest
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
 # :::
 # **Nearest neighbours by cosine.** Write `nearest_neighbours(vectors, queries, k)` for a matrix
 # of word vectors of shape $(V, E)$ and a tensor of query ids of shape $(Q,)$. It returns two
@@ -1397,6 +1407,9 @@ check_nearest_neighbours(nearest_neighbours)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-wv-analogy
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **An analogy solver.** Write `analogy(vectors, a, b, c, k)` that answers the analogies
 # "$a_j$ is to $b_j$ as $c_j$ is to ?" for tensors of ids `a`, `b`, `c` of shape $(Q,)$. Normalise
@@ -1439,6 +1452,9 @@ check_analogy(analogy)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-wv-gru
+# :difficulty: 3
+# :minutes: 40
+# :kind: coding
 # :::
 # **A GRU cell.** The gated recurrent unit {cite}`cho2014learning` is a lighter cousin of the LSTM, with two gates and no
 # separate cell state. In PyTorch's convention, for an input $\mathbf x$ and a state $\mathbf h$,
@@ -1495,6 +1511,9 @@ check_gru_cell(gru_cell)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-wv-lstm-params
+# :difficulty: 2
+# :minutes: 20
+# :kind: derivation
 # :::
 # **Counting an LSTM (pen and paper).** From the equations in {ref}`sec-wv-vanishing`, how many
 # parameters does one LSTM layer with input size $I$ and hidden size $H$ have? `nn.LSTM` has
@@ -1507,6 +1526,10 @@ check_gru_cell(gru_cell)
 # ::::{solution-start} ex-wv-lstm-params
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $4\bigl(H(H + I) + H\bigr)$ from the four gates; the
+# extra $4H$ explained by PyTorch's two bias vectors per gate; 4,724,736 against 2,362,368 for $I
+# = H = 768$; 512 sequential steps against one for attention.
+#
 # Each of the four gates has a weight matrix of shape $H \times (H + I)$ acting on
 # $[\mathbf h_{t-1}; \mathbf x_t]$ and a bias of size $H$: $4\bigl(H(H + I) + H\bigr)$ in all.
 # PyTorch keeps two bias vectors per gate, `bias_ih` and `bias_hh`, which only ever appear as a
@@ -1528,6 +1551,9 @@ print(f"LSTM: {count_parameters(nn.LSTM(I_LSTM, H_LSTM)):,} parameters; "
 #
 # :::{exercise-start}
 # :label: ex-wv-path-length
+# :difficulty: 2
+# :minutes: 20
+# :kind: derivation
 # :::
 # **Path lengths (pen and paper).** In a sequence of $n = 512$ tokens, how many layer
 # applications must a signal from the first token pass through to reach the last one (a) in a
@@ -1542,6 +1568,10 @@ print(f"LSTM: {count_parameters(nn.LSTM(I_LSTM, H_LSTM)):,} parameters; "
 # ::::{solution-start} ex-wv-path-length
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): (a) 511 steps; (b) 1; (c) about 256 layers, since each
+# widens the reach by $k - 1$; (d) 9 dilated layers, a logarithmic path; (e) 16 layers; each with
+# its reasoning.
+#
 # (a) A recurrent layer passes the signal through $n - 1 = 511$ steps. (b) Self-attention
 # connects every pair of positions directly: 1. (c) An ordinary convolution with $k = 3$ widens
 # the receptive field by $k - 1 = 2$ positions per layer, so reaching 511 positions away takes
@@ -1552,3 +1582,38 @@ print(f"LSTM: {count_parameters(nn.LSTM(I_LSTM, H_LSTM)):,} parameters; "
 # at most $r = 32$ positions, so $\lceil 511 / 32 \rceil = 16$ layers: $O(n/r)$.
 # ::::{solution-end}
 # ::::
+#
+# (sec-wv-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+
+quiz = Quiz("ch02", [
+    choice("Looking up row i of an embedding table gives the same result as",
+           ["the one-hot vector of i times the table", "the sum of all rows",
+            "a softmax over the vocabulary", "column i of the table"], answer="a",
+           explain="The one-hot vector selects row i, without the multiplications."),
+    choice("Skip-gram with negative sampling draws its noise words in proportion to",
+           ["their count", "their count to the power 3/4", "their count squared",
+            "nothing: uniformly"], answer="b",
+           explain="count^(3/4) gives rare words a little more weight than counts do."),
+    choice("Why do the river bank and the bank that lends money share one vector?",
+           ["static vectors give one point per word type", "the corpus is too small",
+            "negative sampling merges them", "subsampling removes one of them"],
+           answer="a", explain="A contextual model computes a vector per occurrence."),
+    number("How many parameters has BERT-base's token table (V = 30,522, E = 768)?",
+           answer=30_522 * 768, decimals=0, explain="One row of 768 per word piece."),
+    choice("How many sequential steps do a recurrent layer and a self-attention layer "
+           "need for n tokens?", ["n and n", "n and 1", "1 and n", "log n and 1"],
+           answer="b", explain="Attention computes every position at once."),
+    choice("What does an LSTM's forget gate do when it stays close to 1?",
+           ["it carries the cell state, and its gradient, across many steps",
+            "it resets the state at every step", "it doubles the learning rate",
+            "it switches off the output gate"], answer="a",
+           explain="An open forget gate keeps the gradient from fading with distance."),
+])
+quiz

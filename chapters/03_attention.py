@@ -896,6 +896,9 @@ assert slopes["explicit time"] > 1.5 and slopes["fast time"] > 1.3
 #
 # :::{exercise-start}
 # :label: ex-attention-thinking-machines
+# :difficulty: 1
+# :minutes: 20
+# :kind: derivation
 # :::
 # **The Thinking Machines numbers (pen and paper).** With the scores $\mathbf q_1\cdot\mathbf k_1 =
 # 112$ and $\mathbf q_1\cdot\mathbf k_2 = 96$ of the walk-through:
@@ -912,6 +915,11 @@ assert slopes["explicit time"] > 1.5 and slopes["fast time"] > 1.3
 # ::::{solution-start} ex-attention-thinking-machines
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $1/(1+e^{-2}) \approx 0.881$ from the scaled scores 14
+# and 12; about 0.731 and 0.269 at $d_k = 256$; a practically one-hot softmax without the scaling;
+# equal weights at 112 and a weight of 0.88 for *Machines* at 128; the remark that only the
+# difference of the scores matters.
+#
 # 1. $\operatorname{softmax}(14, 12)_1 = e^{14}/(e^{14}+e^{12}) = 1/(1+e^{12-14}) = 1/(1+e^{-2})
 #    \approx 0.881$; the other weight is $0.119$. Only the difference of the scores matters.
 # 2. $\sqrt{256} = 16$, so the scaled scores are $7$ and $6$, and the weights
@@ -938,6 +946,9 @@ assert [round(w_ex, 2) for w_ex in two_weights(112, 128, 64).tolist()] == [0.12,
 #
 # :::{exercise-start}
 # :label: ex-attention-masked-softmax
+# :difficulty: 2
+# :minutes: 30
+# :kind: coding
 # :::
 # **A masked softmax that never returns NaN.** Write `softmax_with_mask(scores, mask)` for scores of
 # shape `(..., T, S)` and a bool mask (`True` = may attend) that broadcasts to them. It returns the
@@ -986,6 +997,9 @@ check_softmax_with_mask(softmax_with_mask)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-attention-causal-loop
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
 # :::
 # **Causal attention one query at a time.** A causal mask says that query $t$ may only use keys
 # $0, \dots, t$. Write `causal_attention_loop(q, k, v)` for self-attention inputs of shape
@@ -1035,6 +1049,9 @@ check_causal_attention_loop(causal_attention_loop)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-attention-boundaries
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **Converting masks at the boundary.** Write two converters between the book's masks and other
 # libraries' conventions:
@@ -1083,6 +1100,9 @@ check_mask_conversions(from_hf_attention_mask, to_key_padding_mask)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-attention-cost
+# :difficulty: 2
+# :minutes: 20
+# :kind: derivation
 # :::
 # **How big are BERT's attention weights? (pen and paper)** BERT-base has 12 layers of 12 heads.
 # Training it on batches of 32 sequences of 512 tokens in 32-bit floats, the explicit attention
@@ -1099,6 +1119,11 @@ check_mask_conversions(from_hf_attention_mask, to_key_padding_mask)
 # ::::{solution-start} ex-attention-cost
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $B\cdot H\cdot n^2 \cdot 4$ bytes: 384 MiB per layer,
+# 4.5 GiB for 12 layers; 64 times as much at 4,096 tokens; a factor of 4 per doubling of $n$
+# (slope 2 on a log-log plot), compared with the chapter's measured slopes, with a reason why
+# short sequences differ.
+#
 # 1. $B\cdot H\cdot n^2$ floats of 4 bytes: $32 \cdot 12 \cdot 512^2 \cdot 4 = 402{,}653{,}184$
 #    bytes, 384 MiB per layer and 4.5 GiB for 12 layers, for the weights alone (the scores before
 #    the softmax, and the dropout mask in training, take as much again).
@@ -1119,3 +1144,39 @@ assert 32 * 12 * 512**2 * 4 == 384 * 2**20
 # %% [markdown]
 # ::::{solution-end}
 # ::::
+#
+# (sec-attention-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+import torch
+
+from tinybert.exercises.quiz import Quiz, choice, number
+
+walk_through = torch.softmax(torch.tensor([112.0, 96.0]) / 64 ** 0.5, dim=0)
+quiz = Quiz("ch03", [
+    number("Scores 112 and 96 with d_k = 64: the weight of Thinking on itself? "
+           "(3 decimals)", answer=walk_through[0].item(), decimals=3,
+           explain="The scaled scores 14 and 12 give 1/(1 + e⁻²)."),
+    choice("Why are the scores divided by √d_k?",
+           ["dot products of unit-variance vectors have variance d_k, and large "
+            "scores saturate the softmax", "to normalise the values",
+            "to make attention causal", "to save memory"], answer="a",
+           explain="Saturated softmaxes have vanishing gradients."),
+    choice("In this book's masks, what does True mean?",
+           ["the position is padding", "may attend", "must be ignored",
+            "the position comes first"], answer="b",
+           explain="The polarity of F.scaled_dot_product_attention."),
+    choice("Which shape does padding_mask return?",
+           ["(B, T)", "(B, 1, 1, S)", "(T, S)", "(B, H, T, S)"], answer="b",
+           explain="It broadcasts over heads and queries."),
+    choice("What does a row with every key masked give?",
+           ["NaN", "zeros", "uniform weights", "an error"], answer="b",
+           explain="masked_softmax makes a fully masked row all zeros."),
+    number("By what factor does doubling n multiply attention's O(n²d) time?",
+           answer=4, decimals=0, explain="A slope of 2 on a log-log plot."),
+])
+quiz

@@ -810,6 +810,9 @@ plt.show()
 #
 # :::{exercise-start}
 # :label: ex-mha-loop
+# :difficulty: 3
+# :minutes: 40
+# :kind: coding
 # :::
 # **Head by head, as the equation reads.** Write `multihead_by_loop(mha, x, context=None, mask=None)`
 # that computes the same output as `mha(x, context=context, mask=mask)[0]` for a
@@ -871,6 +874,9 @@ check_multihead_by_loop(multihead_by_loop)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-mha-torch-mask
+# :difficulty: 3
+# :minutes: 30
+# :kind: coding
 # :::
 # **A per-head mask for `nn.MultiheadAttention`.** Our masks broadcast to $(B, H, T, S)$, so a
 # mask can differ between heads and between sequences. `nn.MultiheadAttention` accepts such a mask
@@ -913,6 +919,9 @@ check_to_torch_attn_mask(to_torch_attn_mask)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-mha-params
+# :difficulty: 1
+# :minutes: 15
+# :kind: coding
 # :::
 # **Counting parameters.** Write `mha_parameter_count(d_model, n_heads, bias=True)` that returns, as
 # a Python `int`, the number of parameters of `MultiHeadAttention(d_model, n_heads, bias=bias)`
@@ -955,6 +964,9 @@ check_mha_parameter_count(mha_parameter_count)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-mha-cost
+# :difficulty: 3
+# :minutes: 30
+# :kind: derivation
 # :::
 # **Why $D_h = D/H$ (pen and paper).** For self-attention on a sequence of length $n$ with width
 # $D$ and $H$ heads of width $D_h$, count the multiply-adds of (a) the four projections, (b) the
@@ -968,6 +980,11 @@ check_mha_parameter_count(mha_parameter_count)
 # ::::{solution-start} ex-mha-cost
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $4nD^2$ for the projections and $Hn^2D_h$ each for the
+# scores and the weighted sums; a total of $4nD^2 + 2n^2D$, independent of $H$ at $D_h = D/H$;
+# full-width heads multiply the cost and the parameters by $H$; the $Hn^2$ attention weights grow
+# with $H$ and dominate training memory at long $n$.
+#
 # (a) Each projection multiplies an $n\times D$ matrix by a $D\times D$ one: $nD^2$ multiply-adds,
 # $4nD^2$ for the four. (b) Each head forms an $n\times n$ matrix of dot products of length $D_h$:
 # $n^2D_h$ per head, $Hn^2D_h$ in all. (c) The weighted sums cost the same, $Hn^2D_h$. With
@@ -986,6 +1003,9 @@ check_mha_parameter_count(mha_parameter_count)
 #
 # :::{exercise-start}
 # :label: ex-mha-three-lookups
+# :difficulty: 3
+# :minutes: 60
+# :kind: experiment
 # :::
 # **Three lookups (experiment).** Extend the task of {ref}`sec-mha-experiment` so that the target
 # at position $t$ is the *triple* (token at $t-1$, token at $t+1$, marked token), for $1 \le t \le
@@ -999,6 +1019,11 @@ check_mha_parameter_count(mha_parameter_count)
 # ::::{solution-start} ex-mha-three-lookups
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): a prediction written before any run; the changes to
+# the batches, the read-out and the evaluation; the table of attention masses for $H = 1, 2, 4,
+# 8$; a comparison with the prediction that reports failed runs; an observation on heads that
+# split their attention.
+#
 # Change `make_batch` to build `next_token = tokens.roll(-1, dims=1)` and
 # `targets = (previous * VOCAB + next_token) * VOCAB + marked_token`, the read-out to
 # `MLP([WIDTH, 64, VOCAB ** 3])`, the loss and accuracy to positions `1:-1`, and add the mass on
@@ -1014,3 +1039,39 @@ check_mha_parameter_count(mha_parameter_count)
 # so report what your runs show, including the runs that failed.
 # ::::{solution-end}
 # ::::
+#
+# (sec-mha-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.feedforward import count_parameters
+from tinybert.multihead import MultiHeadAttention
+
+quiz = Quiz("ch04", [
+    number("How many parameters does MultiHeadAttention(768, 12) hold?",
+           answer=count_parameters(MultiHeadAttention(768, 12)), decimals=0,
+           explain="4D² + 4D: four D×D projections and their biases."),
+    choice("With D_h = D/H, how does the number of parameters change with H?",
+           ["it grows with H", "it shrinks with H", "it does not change",
+            "it grows with H²"], answer="c",
+           explain="The H projections side by side are one D×D matrix."),
+    choice("Which turns (B, T, D) into heads correctly?",
+           ["view(B, H, T, Dh)", "view(B, T, H, Dh).transpose(1, 2)",
+            "view(B, Dh, T, H)", "transpose(1, 2).view(B, H, T, Dh)"], answer="b",
+           explain="view(B, H, T, Dh) has the right shape and the wrong values."),
+    choice("What grows with H even when D_h = D/H?",
+           ["the parameters", "the FLOPs of the projections",
+            "the number of attention weights, B·H·T·S", "the width of the output"],
+           answer="c", explain="One T×S matrix of weights per head."),
+    choice("What do you pass to nn.MultiheadAttention for one of this book's masks?",
+           ["the mask itself", "~mask, the opposite polarity", "mask.float()",
+            "mask.T"], answer="b", explain="PyTorch's module marks what to ignore."),
+    choice("In mha(x, context=c), where do the keys and values come from?",
+           ["x", "c", "both", "neither: they are learned constants"], answer="b",
+           explain="Queries from x, keys and values from the context."),
+])
+quiz

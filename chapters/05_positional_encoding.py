@@ -960,6 +960,9 @@ if not is_quick():                                                        # the 
 #
 # :::{exercise-start}
 # :label: ex-pos-sinusoidal-table
+# :difficulty: 1
+# :minutes: 15
+# :kind: coding
 # :::
 # **The sinusoidal table.** Write `sinusoidal_table(max_len, d_model)` that returns the
 # $(\text{max\_len}, D)$ float tensor with $\mathrm{PE}_{(pos,2i)} = \sin(pos/10000^{2i/D})$ and
@@ -1009,6 +1012,9 @@ check_sinusoidal_table(sinusoidal_table)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-pos-rope-rotate
+# :difficulty: 2
+# :minutes: 30
+# :kind: coding
 # :::
 # **RoPE by hand.** Write `rope_rotate(x, positions, base=10000.0)` for `x` of shape
 # $(\dots, T, D_h)$ with even $D_h$ and integer `positions` of shape $(T,)$: rotate each adjacent
@@ -1053,6 +1059,9 @@ check_rope_rotate(rope_rotate)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-pos-alibi
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **ALiBi, a bias without parameters.** ALiBi (attention with linear biases {cite}`press2022train`) adds to
 # the scores of head $h$ a penalty proportional to the distance, with a fixed slope per head and
@@ -1099,6 +1108,9 @@ check_alibi_bias(alibi_bias)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-pos-wavelengths
+# :difficulty: 2
+# :minutes: 15
+# :kind: derivation
 # :::
 # **Wavelengths.** In the sinusoidal encoding, pair $i$ repeats after $\lambda_i$ positions. Derive
 # $\lambda_i$. What are the shortest and the longest wavelength for $D = 512$ (the Transformer's
@@ -1109,6 +1121,10 @@ check_alibi_bias(alibi_bias)
 # ::::{solution-start} ex-pos-wavelengths
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $\lambda_i = 2\pi\cdot 10000^{2i/D}$; shortest $2\pi$,
+# longest just under $2\pi\cdot 10000$, in a geometric progression; no repeated vector below
+# 10000, argued from the slowest pair, which turns less than a full circle.
+#
 # Pair $i$ turns by $\omega_i = 10000^{-2i/D}$ radians per position, so it repeats after
 # $\lambda_i = 2\pi/\omega_i = 2\pi\cdot10000^{2i/D}$ positions. The shortest wavelength is that of
 # $i = 0$, $2\pi$; the longest that of $i = D/2 - 1$, $2\pi\cdot 10000^{(D-2)/D}$, a little below
@@ -1134,6 +1150,9 @@ assert torch.allclose(ratios, ratios[0].expand_as(ratios))                # a ge
 #
 # :::{exercise-start}
 # :label: ex-pos-sin-cos
+# :difficulty: 3
+# :minutes: 30
+# :kind: derivation
 # :::
 # **Why sine *and* cosine?** Suppose the table used only sines, $\mathrm{PE}'_{(pos,i)} =
 # \sin(pos\,\omega_i)$ for $i = 0, \dots, D - 1$. Show that $\mathrm{PE}'_{pos+k}$ is then, in
@@ -1145,6 +1164,11 @@ assert torch.allclose(ratios, ratios[0].expand_as(ratios))                # a ge
 # ::::{solution-start} ex-pos-sin-cos
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): the addition formula shows that $\mathrm{PE}'_{pos+k}$
+# needs $\cos(pos\,\omega)$, which no linear map recovers from sines alone; a shift rotates each
+# (sin, cos) pair; so only the full table lets a linear projection express a fixed offset at every
+# position; a least-squares check whose residual is clearly larger for the sine-only table.
+#
 # By the addition formula, $\sin((pos+k)\omega) = \sin(pos\,\omega)\cos k\omega +
 # \cos(pos\,\omega)\sin k\omega$. With sines only, the term $\cos(pos\,\omega)$ is not in the
 # table, and it cannot be recovered linearly from $\sin(pos\,\omega)$: $\sin$ takes the same value
@@ -1178,3 +1202,38 @@ for k in [1, 3, 10]:
 # %% [markdown]
 # ::::{solution-end}
 # ::::
+#
+# (sec-pos-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.positional import sinusoidal_encoding
+
+quiz = Quiz("ch05", [
+    choice("Without positions, reordering the input of self-attention",
+           ["changes nothing at all in the output",
+            "reorders the output in the same way",
+            "makes attention causal", "raises an error"], answer="b",
+           explain="Self-attention is permutation-equivariant."),
+    number("What is the shortest wavelength of the sinusoidal encoding, in positions? "
+           "(2 decimals)", answer=6.28, decimals=2,
+           explain="Pair 0 turns by one radian per position: 2π."),
+    number("sinusoidal_encoding(10, 4)[1, 1], the cosine of pair 0 at position 1? "
+           "(3 decimals)", answer=sinusoidal_encoding(10, 4)[1, 1].item(), decimals=3,
+           explain="cos(1 · ω₀) with ω₀ = 1."),
+    choice("A learned table of 512 rows meets position 600. What happens?",
+           ["it wraps around", "LearnedPositionalEmbedding raises a ValueError",
+            "it uses the last row", "it extrapolates"], answer="b",
+           explain="There is no row to read past max_len."),
+    choice("With RoPE, the score of a query at m and a key at n depends on",
+           ["m alone", "n alone", "m − n", "m + n"], answer="c",
+           explain="Rotating both by their positions leaves their difference."),
+    choice("Which encoding could not run at all on the experiment's longer sequences?",
+           ["sinusoidal", "learned absolute", "relative bias", "RoPE"], answer="b",
+           explain="Its table ends at the training length."),
+])
+quiz

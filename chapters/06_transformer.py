@@ -1688,6 +1688,9 @@ assert torch.allclose(after[:, :40], before[:, :40], atol=1e-5)
 #
 # :::{exercise-start}
 # :label: ex-transformer-layer-params
+# :difficulty: 2
+# :minutes: 20
+# :kind: derivation
 # :::
 # **Parameters of one layer (pen and paper).** Write the number of parameters of one encoder layer
 # and of one decoder layer as formulas in $D = d_\text{model}$ and $F = d_\text{ff}$. Evaluate them
@@ -1699,6 +1702,11 @@ assert torch.allclose(after[:, :40], before[:, :40], atol=1e-5)
 # ::::{solution-start} ex-transformer-layer-params
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $4D^2 + 2DF + F + 9D$ for an encoder layer and $8D^2 +
+# 2DF + F + 15D$ for a decoder layer, evaluated for the base model; about two thirds of an encoder
+# layer in the feed-forward block; no $H$ in the formulas, because heads only split the columns of
+# each projection.
+#
 # An attention sub-layer has $4D^2 + 4D$ parameters (four $D\times D$ matrices and their biases),
 # the feed-forward block $2DF + F + D$, a LayerNorm $2D$. So an encoder layer has
 # $4D^2 + 2DF + F + 9D$ and a decoder layer $8D^2 + 2DF + F + 15D$. The heads do not appear: they
@@ -1721,6 +1729,9 @@ print(f"encoder layer {encoder_formula:,}, decoder layer {decoder_formula:,}; "
 #
 # :::{exercise-start}
 # :label: ex-transformer-label-smoothing
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
 # :::
 # **Label smoothing by hand.** Write `smoothed_cross_entropy(logits, targets, smoothing, ignore_index)`
 # for logits of shape $(N, V)$ and integer targets of shape $(N,)$. It returns the mean, over the
@@ -1765,6 +1776,9 @@ check_smoothed_cross_entropy(smoothed_cross_entropy)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-transformer-schedule
+# :difficulty: 1
+# :minutes: 20
+# :kind: coding
 # :::
 # **The learning-rate schedule.** Write `noam_lr(step, d_model, warmup_steps)` returning, as a
 # Python float, $d_\text{model}^{-0.5}\min(\text{step}^{-0.5}, \text{step}\cdot\text{warmup}^{-1.5})$
@@ -1805,6 +1819,9 @@ check_noam_lr(noam_lr)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-transformer-pre-ln
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **A pre-LN block from a post-LN layer's parts.** Write `pre_ln_forward(layer, x, mask=None)` that
 # takes an `EncoderLayer` (whatever its `norm_first` says) and computes the *pre-LN* update
@@ -1842,6 +1859,9 @@ check_pre_ln_forward(pre_ln_forward)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-transformer-no-warmup
+# :difficulty: 3
+# :minutes: 60
+# :kind: experiment
 # :::
 # **Post-LN without warm-up (experiment).** Retrain the digit-reversal model of
 # {ref}`sec-transformer-reverse` four ways: post-LN and pre-LN, each with the warm-up schedule and
@@ -1855,6 +1875,11 @@ check_pre_ln_forward(pre_ln_forward)
 # ::::{solution-start} ex-transformer-no-warmup
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): four runs (post- and pre-LN, with and without warm-up)
+# on the same seeds, each with its validation curve; which runs fail or slow down; the link to
+# post-LN's large gradients near the output; the repeat at three times the rate; conclusions from
+# the curves, runs that did not fail included.
+#
 # Replace `warmup_inverse_sqrt(...)` by no scheduler and create Adam with the peak rate
 # (`lr=0.5 * transformer_lr(200, 64, 200)`); set `norm_first=True` in `reverser_config` for the
 # pre-LN runs; keep the seeds so that the four runs see the same data.
@@ -1867,3 +1892,41 @@ check_pre_ln_forward(pre_ln_forward)
 # including any run that did not fail.
 # ::::{solution-end}
 # ::::
+#
+# (sec-transformer-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.schedules import transformer_lr
+
+quiz = Quiz("ch06", [
+    choice("Where does a pre-LN layer normalise?",
+           ["after the residual addition",
+            "at each sub-layer's input, with a final norm per stack",
+            "only at the end of the model", "nowhere"], answer="b",
+           explain="Post-LN, the paper's placement, normalises after the addition."),
+    number("The peak learning rate of the schedule for d_model = 512 and 4000 warm-up "
+           "steps? (5 decimals)", answer=transformer_lr(4000, 512, 4000), decimals=5,
+           explain="512^-0.5 · 4000^-0.5, reached at the end of the warm-up."),
+    choice("In the decoder's cross-attention, the queries come from",
+           ["the encoder", "the decoder", "the embeddings", "the output layer"],
+           answer="b", explain="Keys and values come from the encoder."),
+    choice("label_smoothed_cross_entropy with ε = 0.1 equals",
+           ["nn.CrossEntropyLoss(label_smoothing=0.1)", "dropout of 0.1",
+            "weight decay of 0.1", "a learning rate of 0.1"], answer="a",
+           explain="The chapter checks that they agree."),
+    choice("Training with teacher forcing is parallel. Generation is",
+           ["parallel too", "sequential, greedy or with a beam",
+            "impossible without an encoder", "done by the loss"], answer="b",
+           explain="Each new token depends on the ones before it."),
+    choice("A decoder-only model such as GPT is",
+           ["the encoder without its masks",
+            "the decoder without cross-attention",
+            "an encoder-decoder with one vocabulary", "BERT with a causal mask"],
+           answer="b", explain="There is no encoder to attend to."),
+])
+quiz

@@ -1302,6 +1302,9 @@ if not is_quick():                          # what the text above says about the
 #
 # :::{exercise-start}
 # :label: ex-tok-merge-step
+# :difficulty: 2
+# :minutes: 30
+# :kind: coding
 # :::
 # **One BPE merge step.** Write `bpe_merge_step(words)` for a dictionary that maps each word, as a
 # tuple of symbols, to its count. Return `(pair, new_words)`: the most frequent adjacent pair
@@ -1360,6 +1363,9 @@ check_bpe_merge_step(bpe_merge_step)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-tok-greedy
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **Greedy longest-match-first.** Write `greedy_wordpiece(word, vocab)` that splits one
 # (already normalised) word into WordPiece pieces from the set `vocab`: the longest entry that
@@ -1404,6 +1410,9 @@ check_greedy_wordpiece(greedy_wordpiece)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-tok-scores
+# :difficulty: 1
+# :minutes: 15
+# :kind: derivation
 # :::
 # **BPE against WordPiece by hand (pen and paper).** In the corpus
 # {"hat": 6, "has": 4, "zx": 2} (no end-of-word marker), list the adjacent character pairs with
@@ -1415,6 +1424,10 @@ check_greedy_wordpiece(greedy_wordpiece)
 # ::::{solution-start} ex-tok-scores
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): the pair counts (ha 10, at 6, as 4, zx 2); BPE merges
+# "ha"; WordPiece's scores 0.1, 0.1, 0.1 and 0.5, so it merges "zx"; the reason: the score favours
+# pairs whose parts seldom occur apart.
+#
 # Pairs: "ha" 10, "at" 6, "as" 4, "zx" 2. Character counts: h 10, a 10, t 6, s 4, z 2, x 2.
 # BPE takes the most frequent pair, "ha". WordPiece scores "ha" 10/(10·10) = 0.1, "at"
 # 6/(10·6) = 0.1, "as" 4/(10·4) = 0.1 and "zx" 2/(2·2) = 0.5, so it merges "zx": "z" and "x" only
@@ -1437,6 +1450,9 @@ assert max(scores, key=scores.get) == ("z", "##x") and scores[("z", "##x")] == 0
 #
 # :::{exercise-start}
 # :label: ex-tok-bytes
+# :difficulty: 1
+# :minutes: 10
+# :kind: concept
 # :::
 # **How many byte tokens? (pen and paper)** With a byte-level tokenizer that has no merges, how
 # many tokens do "café", "東京" and the family emoji "👩‍👩‍👧" (woman, zero-width joiner, woman,
@@ -1449,6 +1465,10 @@ assert max(scores, key=scores.get) == ("z", "##x") and scores[("z", "##x")] == 0
 # ::::{solution-start} ex-tok-bytes
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): 5, 6 and 18 tokens, from the bytes of each code point;
+# the consequence that text in other scripts costs several times more tokens, so a fixed context
+# holds less of it.
+#
 # "café": c, a, f take one byte each and é (U+00E9) two: 5 tokens. "東京": two characters of
 # three bytes each: 6 tokens. The emoji is five code points: three emoji of four bytes and two
 # joiners (U+200D) of three bytes: 18 tokens for what a reader sees as one symbol. Merges learned
@@ -1467,3 +1487,36 @@ assert list(counts.values()) == [5, 6, 18]
 # %% [markdown]
 # ::::{solution-end}
 # ::::
+#
+# (sec-tok-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+
+quiz = Quiz("ch07", [
+    choice("What does BERT's uncased normaliser make of 'Café Dupont'?",
+           ["Café Dupont", "cafe dupont", "café dupont", "CAFE DUPONT"], answer="b",
+           explain="Lower-case, then strip the accents."),
+    choice("Which tokenizer never needs an unknown token?",
+           ["WordPiece", "a word vocabulary", "byte-level BPE", "none of them"],
+           answer="c", explain="Every string is a sequence of bytes."),
+    choice("Which pair does WordPiece training merge next?",
+           ["the most frequent pair", "the pair with the highest P(ij) / (P(i) P(j))",
+            "the longest pair", "a random pair"], answer="b",
+           explain="BPE is the one that merges the most frequent pair."),
+    number("How many tokens does 'café' give a byte-level tokenizer without merges?",
+           answer=len("café".encode("utf-8")), decimals=0,
+           explain="é takes two bytes in UTF-8."),
+    choice("As the vocabulary grows, the fertility (tokens per word)",
+           ["grows", "falls, quickly at first and then slowly", "stays the same",
+            "falls in a straight line"], answer="b",
+           explain="Frequent words are whole early; the rest gain little."),
+    choice("How does WordPiece mark a piece that continues a word?",
+           ["a leading Ġ", "a leading ##", "a trailing </w>", "a leading ▁"],
+           answer="b", explain="Ġ is byte-level BPE's mark of a preceding space."),
+])
+quiz

@@ -1860,6 +1860,9 @@ plt.show()
 #
 # :::{exercise-start}
 # :label: ex-bert-embeddings
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
 # :::
 # **BERT's input, by hand.** Write `bert_input_embeddings(input_ids, token_type_ids, token_table,
 # segment_table, position_table, gamma, beta, eps)` that returns BERT's input vectors (before
@@ -1905,6 +1908,9 @@ check_bert_input_embeddings(bert_input_embeddings)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-bert-parameter-count
+# :difficulty: 2
+# :minutes: 30
+# :kind: coding
 # :::
 # **BERT's parameters by formula.** Write `bert_parameter_count(vocab_size, d_model, n_layers,
 # d_ff, max_len, type_vocab_size=2, pooler=True)` that returns the number of parameters of a
@@ -1946,6 +1952,9 @@ check_bert_parameter_count(bert_parameter_count)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-bert-mean-pool
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **Mean pooling, a second way to summarise a sequence.** Besides the `[CLS]` vector, a common
 # sentence vector is the *mean* of the final vectors of the real tokens. Write
@@ -1993,6 +2002,9 @@ check_mean_pool(mean_pool)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-bert-cls
+# :difficulty: 2
+# :minutes: 20
+# :kind: concept
 # :::
 # **What the NSP head sees.** The NSP head is a linear layer on the pooled `[CLS]` vector only.
 # (a) How can it decide anything about sentence B, which it never reads directly? (b) `[CLS]` is
@@ -2005,6 +2017,12 @@ check_mean_pool(mean_pool)
 # ::::{solution-start} ex-bert-cls
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): (a) self-attention mixes every position into `[CLS]`,
+# and the NSP loss trains the layers to gather the evidence there; (b) position 1 holds a
+# different word each time and serves that word's own prediction, while `[CLS]` can specialise;
+# (c) `[SEP]` and the positions still mark the boundary, but the per-token segment signal of
+# pretraining is lost.
+#
 # (a) Through self-attention. In every layer the `[CLS]` position takes a weighted average of the
 # values of *all* positions, those of B included, so after a few layers its vector is a function
 # of the entire input; the NSP loss is what trains the layers (and the pooler) to collect there the
@@ -2026,6 +2044,9 @@ check_mean_pool(mean_pool)
 #
 # :::{exercise-start}
 # :label: ex-bert-tying
+# :difficulty: 2
+# :minutes: 20
+# :kind: derivation
 # :::
 # **What tying saves (pen and paper).** How many parameters would the MLM head of BERT-base and of
 # BERT-large have *without* tying the decoder to the token table, and what fraction of the whole
@@ -2037,6 +2058,11 @@ check_mean_pool(mean_pool)
 # ::::{solution-start} ex-bert-tying
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $V \times D$ extra parameters: 23,440,896 for
+# BERT-base and 31,254,528 for BERT-large, about 18% and 8.5% of the model; the two gradient terms
+# of a tied row: from its occurrences as input through the lookup, and from every labelled
+# position through the decoder's softmax.
+#
 # Untied, the decoder is a $V \times D$ matrix of its own: $30{,}522 \times 768 = 23{,}440{,}896$
 # extra parameters in BERT-base and $30{,}522 \times 1024 = 31{,}254{,}528$ in BERT-large. With the
 # tied totals from {ref}`sec-bert-sizes` (about 110M and 336M), tying saves roughly 18% and 8.5%
@@ -2058,3 +2084,45 @@ for name in ("bert-base-uncased", "bert-large-uncased"):
 # %% [markdown]
 # ::::{solution-end}
 # ::::
+#
+# (sec-bert-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+import torch
+
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.feedforward import count_parameters
+from tinybert.models.bert import BertConfig, BertModel
+
+with torch.device("meta"):                 # shapes only: no memory, no initialisation
+    bert_base = BertModel(BertConfig.preset("bert-base-uncased"))
+base_count = count_parameters(bert_base)
+quiz = Quiz("ch08", [
+    number("How many parameters has BertModel with the bert-base-uncased preset, in "
+           "millions? (1 decimal)", answer=base_count / 1e6, decimals=1,
+           explain="The paper rounds it to 110M."),
+    number("What share of them is the token table, in percent? (0 decimals)",
+           answer=100 * 30_522 * 768 / base_count, decimals=0,
+           explain="About a fifth of the model."),
+    choice("BERT's input vector at position t is",
+           ["token + position", "LayerNorm(token + segment + position)",
+            "token × segment + position", "the three tables concatenated"],
+           answer="b", explain="Three learned tables, added, then normalised."),
+    choice("What does the NSP head read?",
+           ["every token's vector", "the pooled [CLS] vector", "the [SEP] vectors",
+            "the mean of all vectors"], answer="b",
+           explain="tanh(W h_[CLS] + b), then a linear layer."),
+    choice("What does the MLM head share with the input?",
+           ["the position table", "the token table", "the pooler", "nothing"],
+           answer="b", explain="Tied weights: the scores are products with it."),
+    choice("Which is true of BERT's vectors?",
+           ["a word has the same vector in every sentence",
+            "a word gets a different vector in every sentence",
+            "only [CLS] has a vector", "they equal skip-gram's"], answer="b",
+           explain="They are contextual."),
+])
+quiz

@@ -2013,6 +2013,9 @@ if not is_quick() and command:                    # the same batches as the run'
 #
 # :::{exercise-start}
 # :label: ex-pretrain-mask
+# :difficulty: 2
+# :minutes: 30
+# :kind: coding
 # :::
 # **BERT's masking rule.** Write `bert_mask(input_ids, special, generator)` for a `(B, T)` tensor of
 # token ids, a `SpecialTokens` and a `torch.Generator`. Return `(corrupted, labels)`: choose each
@@ -2061,6 +2064,9 @@ check_bert_mask(bert_mask)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-pretrain-nsp
+# :difficulty: 2
+# :minutes: 30
+# :kind: coding
 # :::
 # **The next-sentence pair sampler.** Write `nsp_pairs(documents, generator)`. `documents` is a list
 # of documents, each a list of segments (lists of token ids). For every segment that has a
@@ -2113,6 +2119,9 @@ check_nsp_pairs(nsp_pairs)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-pretrain-schedule
+# :difficulty: 1
+# :minutes: 15
+# :kind: coding
 # :::
 # **The schedule as a formula.** Write `warmup_decay_lr(step, peak, warmup_steps, total_steps)`, the
 # learning rate that `linear_warmup_decay` gives after `step` optimizer steps: a linear rise from 0
@@ -2146,6 +2155,9 @@ check_warmup_decay_lr(warmup_decay_lr)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-pretrain-copy
+# :difficulty: 2
+# :minutes: 20
+# :kind: derivation
 # :::
 # **What the model sees (pen and paper).** Under the 15% / 80-10-10 rule with $V'$ ordinary tokens
 # in the vocabulary, what fraction of the ordinary input tokens does the model see as `[MASK]`?
@@ -2158,6 +2170,10 @@ check_warmup_decay_lr(warmup_decay_lr)
 # ::::{solution-start} ex-pretrain-copy
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): 12% of the tokens shown as `[MASK]`; about 13.5%
+# different from the original; about 10% MLM accuracy for the copying model ($0.1 + 0.1/V'$); the
+# shipped model's accuracy read against this and against the most-frequent-token baseline.
+#
 # A token is shown as `[MASK]` when it is chosen and then masked: $0.15 \times 0.8 = 12\%$. It
 # differs from the original when it is masked or replaced by a *different* token:
 # $0.15\,(0.8 + 0.1\,(1 - 1/V')) \approx 13.5\%$. The lazy model is right when the chosen token was
@@ -2187,6 +2203,9 @@ for name in measured:
 #
 # :::{exercise-start}
 # :label: ex-pretrain-ddp-mean
+# :difficulty: 2
+# :minutes: 15
+# :kind: derivation
 # :::
 # **The mean of means (pen and paper).** Two GPUs share a batch. GPU 0 has 3 masked tokens with
 # losses 1, 2, 3; GPU 1 has 7 masked tokens, each with loss 4. Each GPU computes the mean loss over
@@ -2200,6 +2219,10 @@ for name in measured:
 # ::::{solution-start} ex-pretrain-ddp-mean
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): an average of means of 3 against an overall mean of
+# 3.4; the factors $n_r W / N$ (0.6 and 1.4); NSP needs no correction because every GPU has the
+# same number of pairs, with the uneven last batch as the exception.
+#
 # The means are $2$ and $4$, whose average is $3$; the mean over all tokens is
 # $(1 + 2 + 3 + 28)/10 = 3.4$. GPU 0's tokens together get weight $1/2$ instead of $3/10$: each of
 # its tokens counts more than each of GPU 1's. Multiplying GPU $r$'s mean $\bar\ell_r$ by
@@ -2220,3 +2243,40 @@ assert torch.isclose(rescaled, torch.cat(losses).mean())
 # %% [markdown]
 # ::::{solution-end}
 # ::::
+#
+# (sec-pretrain-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+import json
+
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.pretraining import load_pretrained
+
+shipped = json.loads((load_pretrained().directory / "metrics.json").read_text())
+quiz = Quiz("ch09", [
+    number("Under the 15% / 80-10-10 rule, what percentage of the ordinary tokens is "
+           "shown as [MASK]? (1 decimal)", answer=12.0, decimals=1,
+           explain="0.15 × 0.8."),
+    choice("In a next-sentence pair, class 1 (NotNext) means that B is",
+           ["the next segment", "a segment of another document", "A itself",
+            "a later segment of the same document"], answer="b",
+           explain="Half the pairs take B from a random other document."),
+    choice("Dynamic masking", ["fixes the masks once", "draws new masks every batch",
+                               "masks the first token", "masks half the tokens"],
+           answer="b", explain="Static masking fixes them once."),
+    choice("Which parameters does BERT's AdamW leave out of weight decay?",
+           ["the embeddings", "biases and LayerNorm", "the attention weights",
+            "none"], answer="b", explain="Decay is for the weight matrices."),
+    choice("With DistributedDataParallel, the MLM loss is normalised by",
+           ["this process's masked tokens", "the masked tokens of all processes",
+            "the batch size", "the number of GPUs"], answer="b",
+           explain="Otherwise a process with few masked tokens weighs too much."),
+    number("The shipped bert-mini's final held-out MLM accuracy, in percent? "
+           "(1 decimal)", answer=100 * shipped["eval"][-1]["mlm_accuracy"], decimals=1,
+           explain="From checkpoints/bert-mini/metrics.json."),
+])
+quiz

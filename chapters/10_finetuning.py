@@ -2356,6 +2356,9 @@ for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
 #
 # :::{exercise-start}
 # :label: ex-ft-word-ids
+# :difficulty: 1
+# :minutes: 15
+# :kind: coding
 # :::
 # **Labels from word ids.** Hugging Face's fast tokenizers tokenize a sentence given as a list of
 # words and report, for every token, the index of the word it came from, with `None` for special
@@ -2399,6 +2402,9 @@ check_labels_from_word_ids(labels_from_word_ids)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-ft-squad-f1
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
 # :::
 # **SQuAD's F1 from its description.** Write `token_f1(prediction, references)` returning the
 # official SQuAD v1.1 F1 of one predicted answer against a non-empty list of reference answers,
@@ -2453,6 +2459,9 @@ check_token_f1(token_f1)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-ft-truncate-pair
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **Truncating a pair.** A sentence-pair task (entailment, paraphrase) packs
 # `[CLS] A [SEP] B [SEP]`, which must fit in `max_len` positions. BERT's own code truncates the
@@ -2498,6 +2507,9 @@ check_truncate_pair(truncate_pair)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-ft-trainable
+# :difficulty: 2
+# :minutes: 20
+# :kind: derivation
 # :::
 # **What each approach trains (pen and paper).** One BERT layer has
 # $4D^2 + 4D + 2DF + F + D + 4D$ parameters (attention projections with biases, the feed-forward
@@ -2511,6 +2523,10 @@ check_truncate_pair(truncate_pair)
 # ::::{solution-start} ex-ft-trainable
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): 7,087,872 parameters per layer, 590,592 in the pooler,
+# 59,213 in the head; about 110M trained in full fine-tuning, 14,825,549 (about 13.5%) for the top
+# two layers with pooler and head, and about 0.05% for the head alone.
+#
 # One layer: $4\cdot768^2 + 4\cdot768 + 2\cdot768\cdot3072 + 3072 + 768 + 4\cdot768 = 7{,}087{,}872$.
 # The pooler is $768^2 + 768 = 590{,}592$ and the head $768\cdot77 + 77 = 59{,}213$. So the top-2
 # approach trains $2\cdot7{,}087{,}872 + 590{,}592 + 59{,}213 = 14{,}825{,}549$ parameters, about
@@ -2537,6 +2553,9 @@ for name, n_layers, expected in [("everything", None, total),
 #
 # :::{exercise-start}
 # :label: ex-ft-windows
+# :difficulty: 2
+# :minutes: 15
+# :kind: derivation
 # :::
 # **Counting windows (pen and paper).** A paragraph of $n$ tokens is read in windows of $w$
 # tokens whose starts are $s$ apart ($1 \le s \le w$), the last window being the first that
@@ -2549,6 +2568,10 @@ for name, n_layers, expected in [("everything", None, total),
 # ::::{solution-start} ex-ft-windows
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $1 + \lceil \max(0, n - w)/s \rceil$ windows, with the
+# reasoning; 6 windows for BERT's setting and 20 for the course's; the remark that short windows
+# need more passes, each cheaper.
+#
 # The $k$-th window ($k = 0, 1, \dots$) starts at $ks$ and reaches the end when
 # $ks + w \ge n$, so the number of windows is $1 + \lceil \max(0, n - w) / s \rceil$. BERT:
 # $w = 368$, $1 + \lceil 632/128 \rceil = 6$ windows of 384 positions. Ours: $w = 112$,
@@ -2570,6 +2593,9 @@ for n, w, s in [(1000, 368, 128), (1000, 112, 64), (50, 112, 64), (112, 112, 64)
 #
 # :::{exercise-start}
 # :label: ex-ft-cls-windows
+# :difficulty: 2
+# :minutes: 15
+# :kind: concept
 # :::
 # **Why label answerless windows with `[CLS]`?** `make_qa_features` keeps windows that do not
 # contain the answer and points both their labels at position 0 instead of dropping them. What
@@ -2581,6 +2607,11 @@ for n, w, s in [(1000, 368, 128), (1000, 112, 64), (50, 112, 64), (112, 112, 64)
 # ::::{solution-start} ex-ft-cls-windows
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): without answerless windows the model never learns to
+# score them low, so a confident wrong span elsewhere can win in `predict_answers`; the `[CLS]`
+# labels push probability away from paragraph tokens there; at prediction time the `[CLS]` score
+# against a tuned threshold gives a no-answer decision, as for SQuAD 2.0.
+#
 # Trained only on windows that contain the answer, the model learns that every window has one
 # and is never taught to give low span scores to a window without it. At prediction time
 # `predict_answers` compares the best span of each window by score, so a confident but wrong span
@@ -2591,3 +2622,41 @@ for n, w, s in [(1000, 368, 128), (1000, 112, 64), (50, 112, 64), (112, 112, 64)
 # $s_0 + e_0$ beats the best span's score by more than a threshold tuned on the development set.
 # ::::{solution-end}
 # ::::
+#
+# (sec-ft-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+from tinybert.qa import window_starts
+
+quiz = Quiz("ch10", [
+    choice("In token classification, which word piece carries the word's label?",
+           ["every piece", "the first; the others get -100", "the last",
+            "the [CLS] token"], answer="b",
+           explain="The loss ignores the label -100."),
+    choice("A window of a long paragraph that does not contain the answer is labelled",
+           ["with the nearest span", "at position 0, [CLS]", "not at all: dropped",
+            "with a random span"], answer="b",
+           explain="The model learns to score such windows low."),
+    number("How many windows does a 1000-token paragraph need with windows of 112 "
+           "tokens whose starts are 48 apart?",
+           answer=len(window_starts(1000, 112, 48)), decimals=0,
+           explain="1 + ⌈(1000 − 112) / 48⌉."),
+    choice("SQuAD's F1 compares",
+           ["characters", "normalised words, best over the references", "token ids",
+            "sentence vectors"], answer="b",
+           explain="Lower case, no punctuation or articles, shared words."),
+    choice("In the transfer ladder, where does the course checkpoint beat random "
+           "initialisation beyond the seeds' spread?",
+           ["Banking77 intents", "part-of-speech tags", "both", "neither"], answer="b",
+           explain="Tags rest on local statistics that short MLM training learns."),
+    choice("BERT's fine-tuning recipe chooses the learning rate",
+           ["by copying the paper's", "on the validation split", "on the test split",
+            "as the largest that does not diverge"], answer="b",
+           explain="The test split is for the final score only."),
+])
+quiz

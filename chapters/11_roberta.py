@@ -1041,6 +1041,9 @@ plt.show()
 #
 # :::{exercise-start}
 # :label: ex-roberta-doc-sentences
+# :difficulty: 2
+# :minutes: 30
+# :kind: coding
 # :::
 # **DOC-SENTENCES.** Write `pack_doc_sentences(documents, max_tokens)`, the packing the RoBERTa
 # paper found best by a little: like `pack_full_sentences`, greedy, with sentences longer than
@@ -1092,6 +1095,9 @@ check_pack_doc_sentences(pack_doc_sentences)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-roberta-accumulation
+# :difficulty: 3
+# :minutes: 30
+# :kind: coding
 # :::
 # **A large batch on a small machine.** Write `accumulate_gradients(model, loss_fn, batch,
 # micro_batch_size)` that leaves in every parameter's `.grad` the gradient of `loss_fn(model,
@@ -1139,6 +1145,9 @@ check_accumulate_gradients(accumulate_gradients)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-roberta-positions
+# :difficulty: 2
+# :minutes: 20
+# :kind: concept
 # :::
 # **Position rows (pen and paper).** (a) A RoBERTa with padding id 1 and 514 position rows receives
 # a right-padded batch. Which rows of the position table are ever read, which one is read only by
@@ -1152,6 +1161,11 @@ check_accumulate_gradients(accumulate_gradients)
 # ::::{solution-start} ex-roberta-positions
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): (a) rows 2 to 513 read by real tokens, row 1 only by
+# padding, row 0 never; (b) positions computed from ids go wrong when padding uses another id or a
+# real token equals the padding id; (c) left padding moves every real token to a later position,
+# so the added position vectors change.
+#
 # (a) Real tokens read rows 2 to 513 (at most 512 of them); padding reads row 1, which is zero and
 # never trained; row 0 is never read. (b) The positions would count the wrong tokens: padding
 # written with another id gets real positions (harmless if it is masked out of attention, but a real
@@ -1164,6 +1178,9 @@ check_accumulate_gradients(accumulate_gradients)
 #
 # :::{exercise-start}
 # :label: ex-roberta-masks
+# :difficulty: 1
+# :minutes: 15
+# :kind: derivation
 # :::
 # **How many masks (pen and paper).** BERT trained for 40 epochs on data written with 10 different
 # masks. (a) How often does the model see each masked version of a sequence? (b) With 15% of the
@@ -1176,6 +1193,10 @@ check_accumulate_gradients(accumulate_gradients)
 # ::::{solution-start} ex-roberta-masks
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): 4 times each; $0.85^{10} \approx 20\%$ of the tokens
+# never chosen with 10 copies and $0.85^{40} \approx 0.15\%$ with dynamic masking; a comparison
+# with the chapter's measured shares (special tokens lower them a little).
+#
 # (a) 40 / 10 = 4 times each. (b) A token escapes one mask with probability 0.85, so it escapes all
 # 10 copies with probability $0.85^{10} \approx 0.197$ (about 20% never targeted) and 40 dynamic
 # masks with probability $0.85^{40} \approx 0.0015$. (c) The cell measured the share of positions
@@ -1192,6 +1213,9 @@ for k in (1, 10, 40):
 #
 # :::{exercise-start}
 # :label: ex-roberta-seeds
+# :difficulty: 3
+# :minutes: 60
+# :kind: experiment
 # :::
 # **How much is noise?** Rerun the experiment of {ref}`sec-roberta-experiment` with three different
 # seeds (pass `seed=` to `pretrain_small`) and report, for each run, the mean and the spread of the
@@ -1204,6 +1228,10 @@ for k in (1, 10, 40):
 # ::::{solution-start} ex-roberta-seeds
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): three seeds per arm with the mean and spread of the
+# held-out loss and of the accuracy; which differences exceed the spread; the comparison of more
+# steps with more tokens per step, and a conclusion for this regime with its reason.
+#
 # Loop over seeds and keep the numbers:
 #
 # ```python
@@ -1225,3 +1253,36 @@ for k in (1, 10, 40):
 # batch cost no more wall-clock time than a small one.
 # ::::{solution-end}
 # ::::
+#
+# (sec-roberta-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+
+quiz = Quiz("ch11", [
+    choice("Which of these is not part of RoBERTa's recipe?",
+           ["dynamic masking", "next-sentence prediction", "larger batches",
+            "byte-level BPE"], answer="b",
+           explain="RoBERTa drops NSP and packs FULL-SENTENCES."),
+    number("How many rows does RoBERTa's position table have for 512 tokens?",
+           answer=514, decimals=0, explain="Positions start after the padding id, 1."),
+    choice("At which row does the first real token of a RoBERTa input read its "
+           "position?", ["0", "1", "the padding id + 1", "512"], answer="c",
+           explain="Padding never moves a token's position."),
+    choice("FULL-SENTENCES packs",
+           ["one sentence per input",
+            "consecutive sentences up to the maximum length, across documents",
+            "random pairs of sentences", "the first sentence of each document"],
+           answer="b", explain="With a separator between documents."),
+    number("With 10 static masks choosing 15% of tokens each, what percentage of a "
+           "sequence's tokens is never chosen? (0 decimals)", answer=100 * 0.85 ** 10,
+           decimals=0, explain="0.85¹⁰; dynamic masking over 40 epochs: 0.85⁴⁰."),
+    choice("Why does RoBERTa-base have more parameters than BERT-base?",
+           ["more layers", "a larger token table", "a wider feed-forward block",
+            "two poolers"], answer="b", explain="50k byte-level BPE tokens."),
+])
+quiz

@@ -795,6 +795,9 @@ for row in rows:
 #
 # :::{exercise-start}
 # :label: ex-distil-spread
+# :difficulty: 1
+# :minutes: 15
+# :kind: coding
 # :::
 # **Which layers to keep.** Write `spread_layers(n_teacher, n_student)` that returns the indices
 # of `n_student` teacher layers spread evenly from the first to the last: index $k$ is the integer
@@ -839,6 +842,9 @@ check_spread_layers(spread_layers)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-distil-soft-ce
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
 # :::
 # **Soft cross-entropy.** Hinton et al. write the distillation term as the cross-entropy with soft
 # targets, $-\sum_v p^\text{teacher}_v(T) \log p^\text{student}_v(T)$, where `distillation_loss`
@@ -885,6 +891,9 @@ check_soft_cross_entropy(soft_cross_entropy)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-distil-limits
+# :difficulty: 3
+# :minutes: 30
+# :kind: derivation
 # :::
 # **The two limits of the temperature (pen and paper).** (a) Show that the gradient of
 # $T^2\,\mathrm{KL}(p^t(T) \| p^s(T))$ with respect to the student's logit $z^s_i$ is
@@ -897,6 +906,11 @@ check_soft_cross_entropy(soft_cross_entropy)
 # ::::{solution-start} ex-distil-limits
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): (a) the gradient $T(p^s_i - p^t_i)$ derived from the
+# KL divergence; (b) the large-$T$ expansion giving $(z^s_i - z^t_i)/V$ for logits of mean zero,
+# that is logit matching; (c) as $T \to 0$ a cross-entropy on the teacher's top token, which loses
+# what the small probabilities carried.
+#
 # (a) $\mathrm{KL} = \sum_v p^t_v \log p^t_v - \sum_v p^t_v \log p^s_v$, and
 # $\partial \log p^s_v / \partial z^s_i = \frac1T(\delta_{vi} - p^s_i)$, so
 # $\partial \mathrm{KL} / \partial z^s_i = -\frac1T \sum_v p^t_v (\delta_{vi} - p^s_i)
@@ -915,6 +929,9 @@ check_soft_cross_entropy(soft_cross_entropy)
 #
 # :::{exercise-start}
 # :label: ex-distil-where
+# :difficulty: 2
+# :minutes: 25
+# :kind: concept
 # :::
 # **Where the parameters are.** For BERT-base and for `bert-mini`, compute the share of the
 # parameters of `BertModel` that sits in the embeddings and the share in the layers, and from it
@@ -928,6 +945,12 @@ check_soft_cross_entropy(soft_cross_entropy)
 # ::::{solution-start} ex-distil-where
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): the embedding and layer shares of BERT-base and
+# `bert-mini`, and the saving of half the layers; halving the width divides each layer by about
+# four while removing layers keeps the embeddings; fewer layers run faster at batch size 1 because
+# the sequential, per-layer costs dominate; DistilBERT's authors found depth mattered more for
+# time.
+#
 # The cell counts them. Halving the width divides every layer's parameters by about four and the
 # embeddings by two; removing layers leaves the embeddings whole. At batch size 1 on a CPU a
 # forward pass is a chain of small matrix products, one layer after another, and each layer's
@@ -949,3 +972,43 @@ for name in ("bert-base-uncased", "bert-mini"):
 # %% [markdown]
 # ::::{solution-end}
 # ::::
+#
+# (sec-distil-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+import inspect
+
+from tinybert.distillation import distillation_loss
+from tinybert.exercises.quiz import Quiz, choice, number
+
+defaults = inspect.signature(distillation_loss).parameters
+quiz = Quiz("ch12", [
+    choice("Why is the KL term multiplied by T²?",
+           ["its gradient shrinks like 1/T²", "to make the loss positive",
+            "because T is squared inside the softmax", "to give it the MLM's units"],
+           answer="a", explain="T² keeps its weight when T changes."),
+    number("Which temperature does distillation_loss use by default, as DistilBERT's "
+           "released script does?", answer=defaults["temperature"].default, decimals=0,
+           explain="With α = 5, β = 2, γ = 1."),
+    choice("What does the DistilBERT student lack, compared with BERT?",
+           ["attention", "half the layers, the segment table and the pooler",
+            "the feed-forward blocks", "the MLM head"], answer="b",
+           explain="It is built from BERT's parts."),
+    choice("student_from_teacher initialises the student with",
+           ["random weights",
+            "the teacher's embeddings, MLM head and every other layer",
+            "the teacher's first half of layers", "a smaller pretrained model"],
+           answer="b", explain="It computes exactly those layers of the teacher."),
+    number("By what percentage has distilbert-base-uncased fewer parameters than "
+           "BERT-base? (0 decimals)", answer=40, decimals=0,
+           explain="Its layers are halved; its embeddings are not."),
+    choice("As T goes to 0, the distillation term becomes",
+           ["logit matching", "a cross-entropy on the teacher's top token", "zero",
+            "a distance between hidden states"], answer="b",
+           explain="High T is the limit that amounts to logit matching."),
+])
+quiz

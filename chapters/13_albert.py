@@ -1053,6 +1053,9 @@ versus("SOP head above NSP head on SOP pairs", results["SOP"]["on SOP pairs"], r
 #
 # :::{exercise-start}
 # :label: ex-albert-embedding-count
+# :difficulty: 2
+# :minutes: 20
+# :kind: coding
 # :::
 # **Counting factorised embeddings.** Write `albert_embedding_parameters(vocab_size,
 # embedding_size, d_model, max_len, type_vocab_size=2)` that returns the number of parameters of
@@ -1093,6 +1096,9 @@ check_albert_embedding_parameters(albert_embedding_parameters)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-albert-shared-layers
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
 # :::
 # **Cross-layer sharing.** Write a module `SharedLayers(layer, n_layers)` whose `forward(x,
 # mask=None)` applies the one module `layer` (for instance a chapter 8 `BertLayer`) `n_layers` times,
@@ -1143,6 +1149,9 @@ check_shared_layers(SharedLayers)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-albert-sop-pairs
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
 # :::
 # **Sentence-order pairs.** Write `sop_pairs(documents, generator)`. `documents` is a list of
 # documents, each a list of segments (lists of token ids). For every two consecutive segments
@@ -1190,6 +1199,9 @@ check_sop_pairs(sop_pairs)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-albert-flops
+# :difficulty: 2
+# :minutes: 25
+# :kind: derivation
 # :::
 # **Parameters against arithmetic (pen and paper).** Count the multiply-adds per token of a
 # forward pass through the layers of BERT-large ($N = 24$, $D = 1024$, $F = 4096$) and of
@@ -1203,6 +1215,11 @@ check_sop_pairs(sop_pairs)
 # ::::{solution-start} ex-albert-flops
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): $4D^2 + 2DF$, about 12.6M multiply-adds per token and
+# layer, about 302M for 24 layers in both models; about 32M against 4M for the MLM head; so the
+# same arithmetic with about 5% of the parameters; sharing saves memory (weights, gradients,
+# optimizer state) and communication.
+#
 # A layer costs $4D^2$ multiply-adds for the four attention projections and $2DF$ for the
 # feed-forward block, about 12.6M per token per layer here, whether or not its weights are shared,
 # and about 302M for the 24 layers of either model. The MLM head adds about 32M for BERT and 4M for
@@ -1230,6 +1247,9 @@ print(f"gradients to exchange per step: {sizes['BERT-large'] / sizes['ALBERT-lar
 #
 # :::{exercise-start}
 # :label: ex-albert-shortcuts
+# :difficulty: 3
+# :minutes: 25
+# :kind: concept
 # :::
 # **Shortcuts in pair tasks (pen and paper).** (a) An NSP-trained head reaches high accuracy on
 # NSP pairs. Explain why it can still score about 50% on SOP pairs. (b) The chapter measured a
@@ -1242,6 +1262,11 @@ print(f"gradients to exchange per step: {sizes['BERT-large'] / sizes['ALBERT-lar
 # ::::{solution-start} ex-albert-shortcuts
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): (a) an NSP head relies on topic, which both SOP
+# classes share, so it predicts one class and scores about 50%; (b) the length shortcut from the
+# shorter last segment, a fix (drop it, or cut at a random sentence boundary) and what it costs;
+# (c) no: the segment ids mark the order in the input, not in the text.
+#
 # (a) On NSP pairs the cheapest signal is topic: NotNext pairs mix two articles. On SOP pairs both
 # segments always come from the same document, so the topic signal says "IsNext" for both classes;
 # a head that relies on it predicts class 0 for nearly everything and is right half of the time.
@@ -1261,3 +1286,39 @@ print(f"gradients to exchange per step: {sizes['BERT-large'] / sizes['ALBERT-lar
 # a side channel such as length, can tell the order.
 # ::::{solution-end}
 # ::::
+#
+# (sec-albert-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.exercises.quiz import Quiz, choice, number
+
+quiz = Quiz("ch13", [
+    choice("ALBERT's factorised embedding replaces the V × D table by",
+           ["a V × E table and an E × D projection", "two V × D tables",
+            "a D × D table", "character embeddings"], answer="a",
+           explain="A rank-E approximation of the table."),
+    number("For V = 30,000, E = 128 and D = 768, the parameters of the table and the "
+           "projection's weights, in millions? (2 decimals)",
+           answer=(30_000 * 128 + 128 * 768) / 1e6, decimals=2,
+           explain="Against 23.04 million for a V × D table."),
+    choice("Sharing one layer across N layers divides the encoder's parameters by N, "
+           "and its computation by", ["N", "N²", "nothing: it stays the same", "2"],
+           answer="c", explain="The layer still runs N times."),
+    choice("Sentence-order prediction's negative examples are",
+           ["segments of other documents", "two consecutive segments, swapped",
+            "masked segments", "a segment paired with itself"], answer="b",
+           explain="Both segments share a topic, so topic cannot decide."),
+    choice("Why can a head trained on NSP score about 50% on SOP pairs?",
+           ["it relies on topic, which both SOP classes share",
+            "SOP pairs are shorter", "SOP uses another vocabulary",
+            "it was never trained"], answer="a",
+           explain="Topic says 'IsNext' for both orders."),
+    choice("About how many parameters does the released ALBERT-base have?",
+           ["12M", "110M", "18M", "235M"], answer="a",
+           explain="18M is ALBERT-large."),
+])
+quiz

@@ -797,6 +797,9 @@ assert 1.4 < ratios["course checkpoint"] < 1.6
 #
 # :::{exercise-start}
 # :label: ex-family-prefix-mask
+# :difficulty: 1
+# :minutes: 15
+# :kind: coding
 # :::
 # **A prefix language model's mask.** Between BERT's full mask and GPT's causal mask lies the
 # {term}`prefix LM <prefix language model>` (UniLM, T5's prefix variant): the first `prefix` positions attend to each other in
@@ -841,6 +844,9 @@ check_prefix_lm_mask(prefix_lm_mask)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-family-flops
+# :difficulty: 3
+# :minutes: 40
+# :kind: coding
 # :::
 # **Arithmetic, not parameters.** Write `encoder_flops(n_layers, d_model, d_ff, batch_size,
 # seq_len, pooler=True, embedding_size=None)` that returns the floating-point operations of one
@@ -889,6 +895,9 @@ check_encoder_flops(encoder_flops)
 # %% [markdown]
 # :::{exercise-start}
 # :label: ex-family-seeds
+# :difficulty: 2
+# :minutes: 20
+# :kind: experiment
 # :::
 # **Is the difference real? (computation)** The measured table comes from one run per model.
 # Describe an experiment that tells whether the Banking77 accuracies of two models differ by more
@@ -900,6 +909,11 @@ check_encoder_flops(encoder_flops)
 # ::::{solution-start} ex-family-seeds
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): several seeds per model for pretraining and
+# fine-tuning, with data, budget and evaluation set fixed; means compared with spreads; a cost of
+# about $k$ times the printed times; a binomial standard error (about 2 points on 385 examples) as
+# a first check.
+#
 # Repeat each pretraining run and each fine-tuning run with several seeds (the initial weights, the
 # order of the batches, the masks and the dropout all come from the seed), keeping the data, the
 # budget and the evaluation set fixed, and compare the means of the two models with their spread.
@@ -913,6 +927,9 @@ check_encoder_flops(encoder_flops)
 #
 # :::{exercise-start}
 # :label: ex-family-choose
+# :difficulty: 1
+# :minutes: 15
+# :kind: concept
 # :::
 # **Choosing a family member (discussion).** For each situation, which of the four would you start
 # from, and why? (a) A phone app that classifies support messages offline, with 50 ms per message on
@@ -926,6 +943,11 @@ check_encoder_flops(encoder_flops)
 # ::::{solution-start} ex-family-choose
 # :class: dropdown
 # ::::
+# **Rubric** (what a full answer contains): (a) DistilBERT, the only one faster per token; (b)
+# RoBERTa or a successor, for accuracy with large compute; (c) ALBERT, for its download size
+# though not its speed; (d) none of them: generation needs a decoder-only or encoder-decoder
+# model; each choice with its reason.
+#
 # (a) DistilBERT: it is the only one of the four that is faster per token, because it has fewer
 # layers, and it keeps most of its teacher's accuracy when the teacher is well trained. (b) RoBERTa
 # (or its successors): its gains came from more data and longer training, which a group with many
@@ -935,3 +957,37 @@ check_encoder_flops(encoder_flops)
 # family.
 # ::::{solution-end}
 # ::::
+#
+# (sec-family-quiz)=
+# ## Quiz
+#
+# Check what you took from this chapter. In a notebook, run the cell and answer with
+# `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
+
+# %% tags=["quiz", "remove-input"]
+from tinybert.attention import causal_mask
+from tinybert.exercises.quiz import Quiz, choice, number
+
+quiz = Quiz("ch14", [
+    choice("Which family member is faster per token than BERT of the same width?",
+           ["RoBERTa", "ALBERT", "DistilBERT", "none of them"], answer="c",
+           explain="Only fewer layers means less arithmetic per token."),
+    choice("ALBERT shares weights, but not",
+           ["arithmetic", "memory", "parameters", "its vocabulary"], answer="a",
+           explain="Every layer still computes."),
+    choice("What separates an encoder from a decoder, in this chapter's terms?",
+           ["the attention mask", "the vocabulary", "the number of layers",
+            "the optimizer"], answer="a",
+           explain="Both sides, or the left side only."),
+    choice("Before comparing two pretrained models, compare each with",
+           ["a larger model", "the token frequencies on the same masked tokens",
+            "GPT", "the published table"], answer="b",
+           explain="A baseline that needs no model."),
+    number("How many entries of a causal mask for T = 5 tokens are True?",
+           answer=int(causal_mask(5).sum()), decimals=0,
+           explain="1 + 2 + 3 + 4 + 5."),
+    choice("Which would you start from to write replies rather than classify them?",
+           ["BERT", "DistilBERT", "ALBERT", "a decoder-only or encoder-decoder model"],
+           answer="d", explain="Encoders do not generate left to right."),
+])
+quiz

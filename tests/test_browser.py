@@ -354,3 +354,69 @@ def test_licences_page_credits_every_dataset_and_the_chapters_papers(server, bro
         assert visit.outside == []
     finally:
         visit.close()
+
+
+# --- quizzes, exercise metadata and project briefs ------------------------------------
+
+@pytest.mark.parametrize("name", CHAPTER_PAGES)
+def test_chapter_ends_with_a_quiz_and_labels_its_exercises(server, browser, name):
+    visit = PageVisit(browser, f"{server}/{name}")
+    try:
+        page = visit.page
+        quiz = page.locator("div.tinybert-quiz.tinybert-quiz-live")  # quiz.js has run
+        assert quiz.count() == 1, "no working quiz on the chapter page"
+        assert 5 <= quiz.locator("li.tinybert-question").count() <= 8
+        headings = page.locator("article section > h2").all_inner_texts()
+        assert headings[-1].startswith("Quiz"), headings[-1]
+        exercises = page.locator("div.exercise").count()
+        labels = page.locator("div.exercise p.tinybert-exercise-meta").all_inner_texts()
+        assert exercises >= 4 and len(labels) == exercises
+        pattern = r"difficulty [123] of 3 · about \d+ min · \w+"
+        assert all(re.search(pattern, label) for label in labels), labels
+        assert visit.outside == [], f"requests left the machine: {visit.outside}"
+    finally:
+        visit.close()
+
+
+def test_a_quiz_answers_right_and_wrong_in_the_browser(server, browser):
+    visit = PageVisit(browser, f"{server}/{CHAPTER_PAGES[0]}")
+    try:
+        page = visit.page
+        question = page.locator("li.tinybert-question[data-kind=choice]").first
+        question.scroll_into_view_if_needed()
+        feedback = question.locator(".tinybert-feedback")
+        said = []
+        for index in range(question.locator("input[type=radio]").count()):
+            question.locator("input[type=radio]").nth(index).check()
+            question.locator("button").click()
+            said.append(feedback.inner_text())
+            if said[-1].startswith("✓"):
+                page.screenshot(path=str(SHOTS / "quiz_right.png"))
+        assert sum(s.startswith("✓ Right") for s in said) == 1, said
+        wrong = sum(s.startswith("✗ Not quite") for s in said)
+        assert wrong == len(said) - 1 >= 1, said
+        number = page.locator("li.tinybert-question[data-kind=number]").first
+        number.locator("input[type=text]").fill("123456789")
+        number.locator("button").click()
+        answer = number.locator(".tinybert-feedback").inner_text()
+        assert answer.startswith("✗ Not quite"), answer
+        assert visit.outside == [], f"requests left the machine: {visit.outside}"
+    finally:
+        visit.close()
+
+
+def test_project_briefs_show_their_recorded_baselines(server, browser):
+    visit = PageVisit(browser, f"{server}/book/projects.html")
+    try:
+        page = visit.page
+        briefs = [h for h in page.locator("article section > h2").all_inner_texts()
+                  if re.match(r"\d+\. ", h)]
+        assert len(briefs) >= 4
+        numbers = page.locator("span.tinybert-recorded").all_inner_texts()
+        assert len(numbers) >= 10
+        assert all(re.fullmatch(r"[\d.,]+%?", n) for n in numbers), numbers
+        text = page.locator("article").inner_text()
+        assert text.count("Baseline.") >= 4 and text.count("Budget.") >= 4
+        assert visit.outside == []
+    finally:
+        visit.close()

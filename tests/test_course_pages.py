@@ -142,3 +142,48 @@ def test_config_loads_the_local_extensions():
     for name in ["budget_badges", "provenance", "course_pages"]:
         assert local.get(name) == "book/_ext"
         assert (ROOT / "book" / "_ext" / f"{name}.py").is_file()
+
+
+# --- the project briefs ----------------------------------------------------------------------
+
+PROJECTS = (ROOT / "book" / "projects.md").read_text()
+
+
+def test_project_briefs_each_have_data_baseline_success_and_budget():
+    briefs = re.split(r"^## \d+\. ", PROJECTS, flags=re.MULTILINE)[1:]
+    assert len(briefs) >= 4
+    for brief in briefs:
+        for part in ("**Data.**", "**Baseline.**", "**Success.**", "**Budget.**"):
+            assert part in brief, f"{brief.splitlines()[0]!r} has no {part}"
+        baseline = brief.split("**Baseline.**")[1]
+        assert "{recorded}" in baseline or "project 1" in baseline, (
+            f"{brief.splitlines()[0]!r}: the baseline quotes no recorded number")
+    assert "- file: book/projects" in (ROOT / "_toc.yml").read_text()
+
+
+def test_every_recorded_number_resolves_and_is_read_not_typed(tmp_path):
+    references = re.findall(r"\{recorded\}`([^`]+)`", PROJECTS)
+    assert len(references) >= 10
+    for reference in references:
+        assert re.fullmatch(r"[\d.,]+%?", course_pages.recorded_value(ROOT, reference))
+    (tmp_path / "r.json").write_text('{"a": {"b": [0.25, 0.75]}, "s": 90}')
+    assert course_pages.recorded_value(tmp_path, "r.json#a/b/1") == "75.0%"
+    assert course_pages.recorded_value(tmp_path, "r.json#a/b|mean") == "50.0%"
+    assert course_pages.recorded_value(tmp_path, "r.json#s|minutes|.1f") == "1.5"
+    with pytest.raises(KeyError):
+        course_pages.recorded_value(tmp_path, "r.json#a/c")
+
+
+def test_the_project_baselines_file_is_what_its_script_computes():
+    import json
+
+    sys.path.insert(0, str(ROOT / "experiments"))
+    import project_baselines
+
+    recorded = json.loads((ROOT / "experiments" / "project_baselines.json").read_text())
+    baselines = project_baselines
+    assert recorded["uner_ewt"] == baselines.ner_baseline()
+    assert recorded["squad_answer_sentence"] == baselines.answer_sentence_baseline()
+    tags = ["B-PER", "I-PER", "O", "I-LOC", "B-ORG", "I-PER"]  # a stray I- starts a span
+    assert baselines.spans(tags) == {(0, 2, "PER"), (3, 4, "LOC"), (4, 5, "ORG"),
+                                     (5, 6, "PER")}

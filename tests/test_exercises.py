@@ -4,6 +4,7 @@ import re
 import pytest
 
 from book.tools.chapters import chapters
+from book.tools.course import KINDS, exercises
 from book.tools.editions import BEGIN, END, coding_exercises, stub_solution, student_notebook
 
 CHAPTERS = chapters()
@@ -67,3 +68,26 @@ def test_student_edition_has_no_solutions(chapter):
 
 def notebook_text(notebook):
     return "\n".join(cell.source for cell in notebook.cells)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.stem)
+def test_every_exercise_has_metadata_and_every_open_answer_a_rubric(chapter):
+    found = exercises(chapter)
+    assert len(found) == chapter.path.read_text().count("{exercise-start}")
+    for exercise in found:
+        assert not exercise.problems(), (exercise.label, exercise.problems())
+        assert (exercise.kind == "coding") == exercise.auto_checked, exercise.label
+    # The rubric goes with the solution: the student edition must not keep it.
+    student = "\n".join(c.source for c in student_notebook(chapter.read()).cells)
+    assert "**Rubric**" not in student and ":difficulty:" in student
+
+
+def test_metadata_problems_are_found():
+    from book.tools.course import Exercise
+
+    bad = Exercise("ex-x", "X", (), difficulty=4, minutes=None, kind="essay")
+    problems = " ".join(bad.problems())
+    for option in (":difficulty:", ":minutes:", ":kind:", "rubric"):
+        assert option in problems
+    good = Exercise("ex-y", "Y", ("check_y",), difficulty=2, minutes=20, kind=KINDS[2])
+    assert good.problems() == [] and good.points == 2

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import copy
+import csv
 import re
 
 import nbformat
 import pytest
 
-from book.tools import editions, grade, nbgrader
+from book.tools import course, editions, grade, nbgrader
 from book.tools.chapters import cell_tags
 from book.tools.course import book_chapters
 
@@ -73,8 +74,11 @@ def test_grade_command_writes_a_csv(tmp_path, capsys):
     path = write(CHAPTER.read(), tmp_path / f"{CHAPTER.stem}.ipynb")
     assert grade.main([str(path), "--csv", str(tmp_path / "grades.csv")]) == 0
     rows = (tmp_path / "grades.csv").read_text().splitlines()
-    assert rows[0] == "submission,chapter,exercise,passed,message"
+    assert rows[0] == "submission,chapter,exercise,passed,points,max_points,message"
     assert len(rows) == 1 + len(CODING) and all(row.split(",")[3] == "1" for row in rows[1:])
+    worth = {e.label: e.points for e in course.exercises(CHAPTER)}
+    points = [row.split(",")[4] for row in rows[1:]]
+    assert points == [str(worth[label]) for label in CODING]
     assert f"{len(CODING)} of {len(CODING)} exercise checks passed" in capsys.readouterr().out
 
 
@@ -116,6 +120,20 @@ def test_nbgrader_source_has_valid_metadata_and_no_loose_solutions(chapter):
     assert written == [f"{label}-answer" for label in pen_and_paper]
 
 
+@pytest.mark.parametrize("chapter", book_chapters(), ids=lambda c: c.stem)
+def test_nbgrader_points_come_from_the_exercise_metadata(chapter):
+    notebook = nbgrader.nbgrader_notebook(chapter.read())
+    graded = [c.metadata["nbgrader"] for c in notebook.cells
+              if c.metadata.get("nbgrader", {}).get("grade")]
+    earned: dict[str, float] = {}
+    for meta in graded:
+        label = re.sub(r"-(check-\d+|answer)$", "", meta["grade_id"])
+        earned[label] = earned.get(label, 0) + meta["points"]
+    expected = {e.label: e.points for e in course.exercises(chapter)}
+    assert earned == pytest.approx(expected)
+    assert set(expected.values()) <= {1, 2, 3}
+
+
 def test_nbgrader_edition_writes_one_source_assignment_per_chapter(tmp_path):
     written = nbgrader.write_nbgrader(tmp_path)
     assert [p.relative_to(tmp_path).as_posix() for p in written] == [
@@ -126,3 +144,94 @@ def test_nbgrader_edition_writes_one_source_assignment_per_chapter(tmp_path):
     reference = copy.deepcopy(CHAPTER.read())
     assert len(notebook.cells) <= len(reference.cells) + 2 * len(re.findall(r"solution-start",
                                                                             CHAPTER.path.read_text()))
+
+
+# --- a class's worth of realistic submissions --------------------------------------
+
+def _student_edition(answers: dict, *, edit_checks: bool = False, untagged: tuple = ()):
+    """Chapter 1's student notebook, some stubs replaced by `answers` (label -> source).
+
+    Labels in `untagged` lose their tagged stub cell and get the answer in a new cell
+    without tags, as when a student deletes the stub and writes an answer of their own.
+    """
+    notebook = editions.student_notebook(CHAPTER.read())
+    cells, label = [], None
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            found = grade.LABEL.search(cell.source)
+            label = found.group(1) if found else label
+        elif "solution" in cell_tags(cell) and label in answers:
+            if label in untagged:
+                cell = nbformat.v4.new_code_cell(answers[label])
+            else:
+                cell.source = answers[label]
+        elif "check" in cell_tags(cell) and edit_checks:
+            cell.source = "print('all good')  # the student's own 'check'"
+        cells.append(cell)
+    notebook.cells = cells
+    return notebook
+
+
+SOLVED = {e.label: e.solution for e in editions.coding_exercises(CHAPTER)}
+CE, SILU, MLP = "ex-ffn-cross-entropy", "ex-ffn-silu", "ex-ffn-mlp-params"
+WRONG_SILU = ("import torch\n\ndef silu(x):\n    return x * torch.sigmoid(x)\n\n"
+              "def silu_derivative(x):\n    return torch.sigmoid(x)  # forgot a term\n")
+CHEAT_SILU = WRONG_SILU + ("\nimport tinybert.exercises.ch01 as checks\n"
+                           "checks.check_silu = lambda *args: None\n")
+STUBBORN = ("import time\nwhile True:\n    try:\n        time.sleep(0.05)\n"
+            "    except BaseException:\n        pass  # swallows the time limit too\n")
+FOREVER = "while True:\n    pass"
+WRONG_CE = "def cross_entropy(logits, targets):\n    return 0.0"
+# student -> (notebook, {exercise: (passed, a phrase its message must contain)})
+CLASS = {
+    "alice": (_student_edition(SOLVED),
+              {CE: (True, ""), SILU: (True, ""), MLP: (True, "")}),
+    "bob": (_student_edition({CE: SOLVED[CE], SILU: WRONG_SILU}),
+            {CE: (True, ""), SILU: (False, "AssertionError"),
+             MLP: (False, "NotImplementedError")}),
+    "carol": (_student_edition({CE: "import os\nos._exit(3)",
+                                SILU: "import sys\nsys.exit('bye')", MLP: SOLVED[MLP]}),
+              {CE: (False, "exit status 3"), SILU: (False, "SystemExit: bye"),
+               MLP: (True, "")}),
+    "dave": (_student_edition({CE: FOREVER, SILU: STUBBORN, MLP: SOLVED[MLP]}),
+             {CE: (False, "TimeoutError"), SILU: (False, "did not stop"),
+              MLP: (True, "")}),
+    "erin": (_student_edition({CE: WRONG_CE, SILU: CHEAT_SILU, MLP: SOLVED[MLP]},
+                              edit_checks=True, untagged=(MLP,)),
+             {CE: (False, "AssertionError"), SILU: (False, "AssertionError"),
+              MLP: (True, "")}),
+}
+
+
+def test_a_class_of_realistic_submissions_gets_the_right_grade_table(tmp_path, capsys):
+    paths = [write(notebook, tmp_path / name / f"{CHAPTER.stem}.ipynb")
+             for name, (notebook, _) in CLASS.items()]
+    garbled = tmp_path / "zoe" / f"{CHAPTER.stem}.ipynb"  # not a notebook at all
+    garbled.parent.mkdir()
+    garbled.write_text('{"cells": [')
+    unnamed = write(nbformat.v4.new_notebook(), tmp_path / "yann" / "homework.ipynb")
+    table = tmp_path / "grades.csv"
+    assert grade.main([*map(str, paths + [garbled, unnamed]), "--timeout", "2",
+                       "--csv", str(table)]) == 0
+    rows = list(csv.DictReader(table.open()))
+    got = {(row["submission"].split("/")[-2], row["exercise"]): row for row in rows}
+    graded = sum(len(outcomes) for _, outcomes in CLASS.values())
+    expected_rows = graded + len(CODING) + 1  # + zoe's exercises + yann's single row
+    assert len(rows) == len(got) == expected_rows
+    for name, (_, outcomes) in CLASS.items():
+        mine = [row["exercise"] for row in rows if f"/{name}/" in row["submission"]]
+        assert mine == CODING
+        for label, (passed, phrase) in outcomes.items():
+            row = got[(name, label)]
+            assert row["passed"] == str(int(passed)), (name, label, row["message"])
+            assert phrase in row["message"], (name, label, row["message"])
+            assert row["chapter"] == CHAPTER.stem
+            assert row["points"] == (row["max_points"] if passed else "0")
+    for label in CODING:  # the garbled file: every exercise fails, saying why
+        assert got[("zoe", label)]["passed"] == "0"
+        assert "not graded" in got[("zoe", label)]["message"]
+    assert got[("yann", "")]["passed"] == "0"
+    assert "which chapter" in got[("yann", "")]["message"]
+    passed = sum(ok for _, outcomes in CLASS.values() for ok, _ in outcomes.values())
+    summary = f"{passed} of {expected_rows} exercise checks passed in 7 notebook(s)"
+    assert summary in capsys.readouterr().out

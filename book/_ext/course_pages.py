@@ -9,13 +9,27 @@ list chapters that are in the table of contents.
 - ``{syllabus}``: a week-by-week plan; each content line is ``week | chapter numbers | focus``.
   Chapters that are not in the book yet are named from the plan and marked "in preparation".
 - ``{chapter-goals}``: each chapter's "What you will learn" list.
-- ``{exercise-table}``: every exercise, and the ``check_...`` function of those checked automatically.
+- ``{exercise-table}``: every exercise with its kind, difficulty, time and points, and
+  the ``check_...`` function of those checked automatically; ``{exercise-rubrics}``: the
+  rubric of every open answer. The chapters give the metadata as options of
+  ``exercise-start`` (``:difficulty:``, ``:minutes:``, ``:kind:``), which this extension
+  adds to sphinx-exercise's directive and shows at the top of each exercise.
 - ``{chapter-imports}``: what each chapter imports from earlier chapters, and what it exports.
 - ``{dataset-credits}``: every dataset in ``tinybert.data.REGISTRY`` with its licence, citation,
   source and the chapters that read it.
 - ``{chapter-citations}``: the papers each chapter cites.
 - ``{colab-install-cell}``: the install cell that ``make notebooks`` puts first in each Colab notebook.
 - ``{doctor-output}``: the output of ``python -m tinybert doctor`` on the machine that builds the site.
+- ``static/quiz.js``, added to every page: makes the quiz at the end of each chapter
+  (the output of a cell tagged ``quiz``, from ``tinybert.exercises.quiz``) answer in the
+  browser.
+- ``{recorded}`` (a role): a number read from a result file the repository keeps (an
+  experiment's JSON, a checkpoint's metrics), so that prose quoting a measurement cannot
+  drift from it: ``{recorded}`experiments/transfer_sweep.json#banking77/random init/0.001```
+  gives ``31.6%``. After the ``#`` come the keys (list indices are numbers), then
+  optional steps separated by ``|``: ``mean``, ``min``, ``max`` of a list, ``minutes``
+  (seconds / 60), and a format: ``%`` (the default for a number between 0 and 1) or a
+  Python format spec.
 """
 from __future__ import annotations
 
@@ -162,19 +176,80 @@ class ChapterGoals(_CourseDirective):
 class ExerciseTable(_CourseDirective):
     def markdown(self):
         course, found = self.chapters()
-        lines = ["| Chapter | Exercise | Checked automatically by |", "|---|---|---|"]
-        totals = [0, 0]
+        lines = ["| Chapter | Exercise | Kind | Difficulty | Time | Points | Checked "
+                 "automatically by |", "|---|---|---|---|---|---|---|"]
+        count = checked = minutes = 0
         for chapter in found:
-            for index, exercise in enumerate(course.exercises(chapter)):
+            listed = course.exercises(chapter)
+            for index, exercise in enumerate(listed):
+                problems = exercise.problems()
+                if problems:
+                    raise ExtensionError(f"{chapter.relpath}, {exercise.label}: "
+                                         + "; ".join(problems))
                 first = _link(course, chapter) if index == 0 else ""
                 check = ", ".join(f"`{name}`" for name in exercise.checks) or "—"
-                lines.append(f"| {first} | {{ref}}`{_plain(exercise.title)} <{exercise.label}>` "
-                             f"| {check} |")
-                totals[0] += 1
-                totals[1] += exercise.auto_checked
-        lines += ["", f"{totals[0]} exercises in {len(found)} chapters; {totals[1]} of them are "
-                      "checked automatically."]
+                lines.append(f"| {first} | {{ref}}`{_plain(exercise.title)} "
+                             f"<{exercise.label}>` | {exercise.kind} | "
+                             f"{_stars(exercise.difficulty)} | "
+                             f"{exercise.minutes} min | {exercise.points} | {check} |")
+            count += len(listed)
+            checked += sum(e.auto_checked for e in listed)
+            minutes += sum(e.minutes for e in listed)
+        lines += ["", f"{count} exercises in {len(found)} chapters; {checked} of them "
+                      f"are checked automatically. Doing all of them takes a student "
+                      f"about {round(minutes / 60)} hours by these estimates."]
         return lines
+
+
+def _stars(difficulty: int) -> str:
+    return "★" * difficulty + "☆" * (3 - difficulty)
+
+
+class ExerciseRubrics(_CourseDirective):
+    """``{exercise-rubrics}``: the rubric of every exercise with an open answer."""
+
+    def markdown(self):
+        course, found = self.chapters()
+        lines = []
+        for chapter in found:
+            open_answers = [e for e in course.exercises(chapter) if e.rubric]
+            if open_answers:
+                lines += [f"**{_link(course, chapter)}**", ""]
+                lines += [f"- {{ref}}`{_plain(e.title)} <{e.label}>` ({e.points} "
+                          f"point{'s' if e.points > 1 else ''}): {e.rubric}"
+                          for e in open_answers] + [""]
+        return lines
+
+
+def _exercise_start_with_metadata():
+    """sphinx-exercise's ``exercise-start`` with the course's metadata options.
+
+    ``:difficulty:`` (1 to 3), ``:minutes:`` and ``:kind:`` are shown in a line at the
+    top of the exercise; book/tools/course.py reads the same options for the instructor
+    guide and the editions.
+    """
+    from docutils.parsers.rst import directives
+    from sphinx_exercise.directive import ExerciseStartDirective
+
+    class ExerciseStart(ExerciseStartDirective):
+        option_spec = {**ExerciseStartDirective.option_spec,
+                       "difficulty": lambda v: directives.choice(v, ("1", "2", "3")),
+                       "minutes": directives.positive_int,
+                       "kind": lambda v: directives.choice(v, ("concept", "derivation",
+                                                               "coding", "experiment"))}
+
+        def run(self):
+            result = super().run()
+            wanted = ("difficulty", "minutes", "kind")
+            if result and all(key in self.options for key in wanted):
+                level = int(self.options["difficulty"])
+                text = (f"{_stars(level)} difficulty {level} of 3 · about "
+                        f"{self.options['minutes']} min · {self.options['kind']}")
+                line = nodes.paragraph(text, text, classes=["tinybert-exercise-meta"])
+                result[0].children[-1].insert(0, line)  # content, before the statement
+            return result
+
+    return ExerciseStart
 
 
 class ChapterImports(_CourseDirective):
@@ -303,7 +378,61 @@ class DoctorOutput(Directive):
         return [nodes.literal_block(text, text, language="text")]
 
 
+def recorded_value(root: Path, reference: str) -> str:
+    """The formatted value a ``{recorded}`` reference names (see the module docstring)."""
+    import json
+
+    path, _, rest = reference.partition("#")
+    keys, *steps = rest.split("|")
+    value = json.loads((root / path.strip()).read_text())
+    for key in filter(None, keys.split("/")):
+        value = value[int(key)] if isinstance(value, list) else value[key]
+    fmt = None
+    for step in steps:
+        if step in ("mean", "min", "max"):
+            value = {"mean": sum(value) / len(value), "min": min(value),
+                     "max": max(value)}[step]
+        elif step == "minutes":
+            value = value / 60
+        else:
+            fmt = step
+    if fmt is None:
+        fmt = "%" if isinstance(value, float) and 0 <= value <= 1 else ","
+    if fmt == "%":
+        return f"{100 * value:.1f}%"
+    if fmt == "," and isinstance(value, float):
+        return f"{value:,.0f}"
+    return format(value, fmt)
+
+
+def recorded_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    env = inliner.document.settings.env
+    root = Path(env.app.confdir)
+    try:
+        value = recorded_value(root, text)
+    except (OSError, KeyError, IndexError, ValueError, TypeError) as error:
+        message = inliner.reporter.error(f"{{recorded}}`{text}`: {error!r}",
+                                         line=lineno)
+        return [inliner.problematic(rawtext, rawtext, message)], [message]
+    env.note_dependency(str(root / text.partition("#")[0].strip()))
+    return [nodes.inline(rawtext, value, classes=["tinybert-recorded"])], []
+
+
+STATIC = Path(__file__).parent / "static"
+
+
+def _add_static(app: Sphinx, config) -> None:
+    if str(STATIC) not in map(str, config.html_static_path):
+        config.html_static_path.append(str(STATIC))
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", _add_static)
+    app.add_js_file("quiz.js")  # the chapters' quizzes answer in the browser, offline
+    app.setup_extension("sphinx_exercise")  # first, so that exercise-start is replaced
+    app.add_directive("exercise-start", _exercise_start_with_metadata(), override=True)
+    app.add_directive("exercise-rubrics", ExerciseRubrics)
+    app.add_role("recorded", recorded_role)
     app.add_directive("syllabus", Syllabus)
     app.add_directive("chapter-goals", ChapterGoals)
     app.add_directive("exercise-table", ExerciseTable)

@@ -57,10 +57,12 @@ print("{PROBE_TAG}", _json.dumps({{
 # --- the chapters, as they are executed ---------------------------------------------------
 
 def code_sha256(chapter: Chapter) -> str:
-    """A fingerprint of the chapter's code cells: prose edits do not change a chapter's budget."""
+    """A fingerprint of the chapter's code cells: prose edits do not change a chapter's
+    budget, nor does its quiz (a cell tagged ``quiz`` only shows questions)."""
     digest = hashlib.sha256()
     for cell in chapter.read().cells:
-        if cell.cell_type == "code":
+        quiz = "quiz" in cell.get("metadata", {}).get("tags", [])
+        if cell.cell_type == "code" and not quiz:
             digest.update(cell.source.encode("utf-8") + b"\0")
     return digest.hexdigest()
 

@@ -85,30 +85,88 @@ def uses_note(chapter: Chapter) -> str:
     return ""
 
 
+KINDS = ("concept", "derivation", "coding", "experiment")
+RUBRIC = "**Rubric** (what a full answer contains):"
+
+
 @dataclass(frozen=True)
 class Exercise:
     label: str
     title: str             # the bold first sentence, without its final full stop
     checks: tuple[str, ...]  # the check functions that test it automatically (empty: none)
+    difficulty: int | None = None  # 1 (routine) to 3 (hard), ``:difficulty:``
+    minutes: int | None = None     # estimated time for a student, ``:minutes:``
+    kind: str | None = None        # one of KINDS, ``:kind:``
+    rubric: str = ""               # what a full answer contains (open answers)
 
     @property
     def auto_checked(self) -> bool:
         return bool(self.checks)
 
+    @property
+    def points(self) -> int:
+        """What the exercise is worth in the nbgrader edition and the grade table."""
+        return self.difficulty or 1
+
+    def problems(self) -> list[str]:
+        """What is missing or wrong in the exercise's metadata (empty: nothing)."""
+        found = []
+        if self.difficulty not in (1, 2, 3):
+            found.append(f":difficulty: must be 1, 2 or 3, got {self.difficulty!r}")
+        if not isinstance(self.minutes, int) or not 1 <= self.minutes <= 240:
+            found.append(f":minutes: must be a whole number of minutes, "
+                         f"got {self.minutes!r}")
+        if self.kind not in KINDS:
+            found.append(f":kind: must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if not self.auto_checked and not self.rubric:
+            found.append(f"an open answer needs a rubric: a paragraph starting "
+                         f"{RUBRIC!r} at the start of its solution")
+        return found
+
+
+def _options(block: str) -> dict[str, str]:
+    return dict(re.findall(r"^:([\w-]+):[ \t]*(.*?)\s*$", block, flags=re.MULTILINE))
+
+
+def _number(value: str | None) -> int | None:
+    return int(value) if value is not None and value.strip().isdigit() else None
+
 
 def exercises(chapter: Chapter) -> list[Exercise]:
-    """Every exercise, in order, with the ``check_...`` functions of the coding ones."""
-    text = "\n\n".join(_markdown(chapter))
+    """Every exercise, in order, with its metadata and the ``check_...`` functions of
+    the coding ones.
+
+    The metadata are options of the ``exercise-start`` directive (``:difficulty:``,
+    ``:minutes:``, ``:kind:``), which every edition keeps because they are part of the
+    exercise's statement, and the rubric is the first paragraph of the solution, which
+    the student edition removes with it.
+    """
+    return exercises_in(chapter.read(), coding_exercises(chapter))
+
+
+def exercises_in(notebook, coding=()) -> list[Exercise]:
+    """``exercises`` of a notebook (an edition); ``coding`` gives the checks."""
+    text = "\n\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
     checks = {}
-    for exercise in coding_exercises(chapter):
+    for exercise in coding:
         names = re.findall(r"\b(check_\w+)\s*\(", "\n".join(exercise.checks))
         checks[exercise.label] = tuple(dict.fromkeys(names))
+    rubrics = {}
+    for match in re.finditer(r"\{solution-start\}\s+(\S+)\s*\n(?::[^\n]*\n)*:{3,}\s*\n"
+                             r"(.*?)(?:\n\s*\n|$)", text, re.S):
+        if match.group(2).startswith(RUBRIC):
+            rubrics[match.group(1)] = " ".join(match.group(2)[len(RUBRIC):].split())
     found = []
-    pattern = re.compile(r"\{exercise-start\}[^\n]*\n:label:\s*(\S+)\s*\n(?::[^\n]*\n)*:{3,}\s*\n"
+    pattern = re.compile(r"\{exercise-start\}[^\n]*\n((?::[^\n]*\n)*):{3,}\s*\n"
                          r"\s*(?:\*\*(.+?)\*\*)?", re.S)
     for match in pattern.finditer(text):
-        label, heading = match.group(1), (match.group(2) or "").strip()
-        found.append(Exercise(label, heading.rstrip(".") or label, checks.get(label, ())))
+        options, heading = _options(match.group(1)), (match.group(2) or "").strip()
+        label = options.get("label", "")
+        title = heading.rstrip(".") or label
+        found.append(Exercise(label, title, checks.get(label, ()),
+                              _number(options.get("difficulty")),
+                              _number(options.get("minutes")), options.get("kind"),
+                              rubrics.get(label, "")))
     return found
 
 

@@ -10,7 +10,8 @@ Usage::
 Solutions follow nbgrader's convention: in a code cell tagged ``solution``, the lines between
 ``### BEGIN SOLUTION`` and ``### END SOLUTION`` are the reference answer. The student edition
 replaces them with ``raise NotImplementedError(...)``, so the exercise's check (the cells
-tagged ``check`` that follow) fails until the student writes an answer.
+tagged ``check`` that follow) fails until the student writes an answer. The quiz cell at the
+end of each chapter (tagged ``quiz``) keeps only fingerprints of its answers.
 """
 from __future__ import annotations
 
@@ -87,6 +88,60 @@ def coding_exercises(chapter: Chapter) -> list[CodingExercise]:
     return found
 
 
+# --- quizzes --------------------------------------------------------------------------
+
+def hide_quiz_answers(source: str) -> str:
+    """A quiz cell with each literal answer replaced by its fingerprint, and no
+    explanations.
+
+    ``choice(..., answer="b", explain="...")`` inside ``Quiz("ch03", [...])`` becomes
+    ``choice(..., digest="1a2b3c4d", explain="")`` (tinybert.exercises.quiz): the quiz
+    still says whether an answer is right, but the cell no longer shows it. Answers
+    computed from the chapter's code (not literals) stay: they say where to look.
+    """
+    import ast
+
+    from tinybert.exercises.quiz import _canonical_number, fingerprint
+
+    data = source.encode("utf-8")
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def span(node) -> tuple[int, int]:  # ast offsets count UTF-8 bytes
+        return (starts[node.lineno - 1] + node.col_offset,
+                starts[node.end_lineno - 1] + node.end_col_offset)
+
+    edits = []
+    for call in ast.walk(ast.parse(source)):
+        if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Quiz"
+                and len(call.args) == 2 and isinstance(call.args[0], ast.Constant)
+                and isinstance(call.args[1], ast.List)):
+            continue
+        for index, question in enumerate(call.args[1].elts, start=1):
+            kind = getattr(getattr(question, "func", None), "id", None)
+            if kind not in ("choice", "number"):
+                continue
+            keywords = {k.arg: k for k in question.keywords}
+            answer = keywords.get("answer")
+            try:
+                value = ast.literal_eval(answer.value) if answer else None
+            except ValueError:
+                value = None  # computed from the chapter's code: kept
+            if value is not None:
+                decimals = ast.literal_eval(keywords["decimals"].value) \
+                    if "decimals" in keywords else 0
+                canonical = (str(value) if kind == "choice"
+                             else _canonical_number(value, decimals))
+                digest = fingerprint(call.args[0].value, index, canonical)
+                edits.append((*span(answer), f'digest="{digest}"'))
+            if "explain" in keywords:
+                edits.append((*span(keywords["explain"]), 'explain=""'))
+    for start, end, text in sorted(edits, reverse=True):
+        data = data[:start] + text.encode("utf-8") + data[end:]
+    return data.decode("utf-8")
+
+
 # --- the student edition ------------------------------------------------------------------
 
 def _strip_solution_markdown(source: str, inside: bool) -> tuple[str, bool]:
@@ -122,6 +177,9 @@ def student_notebook(notebook):
         tags = cell_tags(cell)
         if "solution" in tags:
             cell.source = stub_solution(cell.source, label)
+            cells.append(cell)
+        elif "quiz" in tags:
+            cell.source = hide_quiz_answers(cell.source)
             cells.append(cell)
         elif inside:
             continue  # demonstration code that belongs to a solution
