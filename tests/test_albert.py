@@ -101,11 +101,22 @@ def test_encoder_shares_layers(groups, inner):
     for g, group in enumerate(encoder.groups):
         for i, layer in enumerate(group):
             layer.register_forward_hook(lambda module, args, out, g=g, i=i: calls.append((g, i)))
-    x, hidden = encoder(torch.randn(2, 5, 32), output_hidden_states=True)
+    x, hidden, _ = encoder(torch.randn(2, 5, 32), output_hidden_states=True)
     expected = [(depth * groups // 6, i) for depth in range(6) for i in range(inner)]
     assert calls == expected
     assert len(hidden) == 1 + 6 * inner and torch.equal(hidden[-1], x)
 
+
+
+def test_output_attentions_one_map_per_depth():
+    torch.manual_seed(0)
+    config = small_config(n_layers=4, n_groups=1, inner_group_num=2)
+    model = AlbertModel(config).eval()
+    ids = torch.randint(1, V, (3, 5))
+    out = model(ids, output_attentions=True)
+    assert len(out.attentions) == 4 * 2 and all(w.shape == (3, 4, 5, 5) for w in out.attentions)
+    assert not torch.allclose(out.attentions[0], out.attentions[2])    # one layer, other inputs
+    assert torch.allclose(out.last_hidden_state, model(ids).last_hidden_state, atol=1e-5)
 
 def test_shared_layer_gets_the_sum_of_all_depths_gradients():
     torch.manual_seed(0)

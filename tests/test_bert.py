@@ -110,6 +110,31 @@ def test_shapes_and_hidden_states():
     assert BertModel(tiny_config(), add_pooler=False)(ids).pooler_output is None
 
 
+
+@pytest.mark.parametrize("fast, norm_first", [(True, False), (False, False), (True, True)])
+def test_output_attentions(fast, norm_first):
+    model = randomize(BertModel(tiny_config(fast=fast, norm_first=norm_first))).eval()
+    ids, segments, mask = inputs()
+    plain = model(ids, segments, mask)
+    out = model(ids, segments, mask, output_attentions=True)
+    assert plain.attentions is None
+    assert len(out.attentions) == 3 and all(w.shape == (B, 4, T, T) for w in out.attentions)
+    # asking for the weights (the explicit path) leaves the outputs unchanged
+    assert torch.allclose(out.last_hidden_state, plain.last_hidden_state, atol=1e-5)
+    real = mask.bool()
+    for w in out.attentions:
+        assert torch.allclose(w.sum(-1)[real[:, None, :].expand(B, 4, T)], torch.tensor(1.0), atol=1e-5)
+        assert (w.masked_select(~real[:, None, None, :]) == 0).all()     # no weight on padding
+    # layer 0's weights, recomputed by hand from its query and key projections
+    layer = model.encoder.layers[0]
+    x = model.embeddings(ids, segments)
+    x = layer.attention_norm(x) if norm_first else x
+    q = layer.attention.query(x).view(B, T, 4, 8).transpose(1, 2)       # (B, H, T, Dh)
+    k = layer.attention.key(x).view(B, T, 4, 8).transpose(1, 2)
+    scores = (q @ k.transpose(-1, -2) / 8 ** 0.5).masked_fill(~real[:, None, None, :], float("-inf"))
+    assert torch.allclose(out.attentions[0], scores.softmax(-1), atol=1e-5)
+    assert layer.fast == fast                                       # the call changed no setting
+
 def test_embeddings_are_the_layer_normed_sum_of_three_tables():
     model = randomize(BertModel(tiny_config())).eval()
     ids, segments, _ = inputs(padded=False)

@@ -74,17 +74,25 @@ def test_bert_model_parity(eps, fast):
     assert max_error(mine.pooler_output, theirs.pooler_output) < 1e-5
 
 
-def test_hidden_states_parity():
-    hf = hf_model("BertModel")
+def test_hidden_states_and_attentions_parity():
+    hf = hf_model("BertModel", attn_implementation="eager")   # eager: the one with weights
     ours = from_hf(hf)
+    assert ours.config.fast                                    # weights even from a fast model
     ids, segments, mask, _, _ = batch()
     with torch.no_grad():
-        theirs = hf(input_ids=ids, token_type_ids=segments, attention_mask=mask, output_hidden_states=True)
-        mine = ours(ids, segments, mask, output_hidden_states=True)
+        theirs = hf(input_ids=ids, token_type_ids=segments, attention_mask=mask,
+                    output_hidden_states=True, output_attentions=True)
+        mine = ours(ids, segments, mask, output_hidden_states=True, output_attentions=True)
     real = mask.bool()
     assert len(mine.hidden_states) == len(theirs.hidden_states) == 4
     for a, b in zip(mine.hidden_states, theirs.hidden_states):
         assert max_error(a[real], b[real]) < 1e-5
+    assert len(mine.attentions) == len(theirs.attentions) == 3
+    for a, b in zip(mine.attentions, theirs.attentions):
+        assert a.shape == b.shape == (B, 4, T, T)
+        rows = real[:, None, :, None].expand_as(a)             # real queries, every key
+        assert max_error(a[rows], b[rows]) < 1e-5
+
 
 
 @pytest.mark.parametrize("eps", [1e-5, None])

@@ -16,7 +16,8 @@ from torch import nn
 
 from tinybert.checkpoint import register_model_class
 from tinybert.models.bert import (BertConfig, BertEmbeddings, BertLayer, BertMLMHead, BertModel, BertPooler,
-                                  MaskedLMOutput, _check_labels, init_bert_weights, masked_lm_logits_and_loss)
+                                  MaskedLMOutput, _check_labels, _tuple_or_none,
+                                  init_bert_weights, masked_lm_logits_and_loss)
 
 
 # Built in chapter 13, section "The configuration": chapters/13_albert.html#the-configuration
@@ -102,22 +103,29 @@ class AlbertEncoder(nn.Module):
                                     for _ in range(config.n_groups))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                output_hidden_states: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+                output_hidden_states: bool = False, output_attentions: bool = False
+                ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
         hidden_states = [x] if output_hidden_states else None       # the projected embeddings come first
+        attentions = [] if output_attentions else None   # (B, H, T, T) at every depth
         G = len(self.groups)
         for depth in range(self.n_layers):
             for layer in self.groups[depth * G // self.n_layers]:    # the same modules at several depths
-                x = layer(x, mask)                                   # (B, T, D)
+                if attentions is None:
+                    x = layer(x, mask)                               # (B, T, D)
+                else:
+                    x, weights = layer(x, mask, output_attentions=True)
+                    attentions.append(weights)
                 if hidden_states is not None:
                     hidden_states.append(x)
-        return x, None if hidden_states is None else tuple(hidden_states)
+        return x, _tuple_or_none(hidden_states), _tuple_or_none(attentions)
 
 
 # Built in chapter 13, section "The model": chapters/13_albert.html#the-model
 class AlbertModel(nn.Module):
     """ALBERT's encoder: factorised embeddings, N applications of shared layers, BERT's pooler on [CLS].
 
-    forward(input_ids, token_type_ids=None, attention_mask=None, output_hidden_states=False) -> BertOutput,
+    forward(input_ids, token_type_ids=None, attention_mask=None,
+    output_hidden_states=False, output_attentions=False) -> BertOutput,
     exactly as BertModel's: last_hidden_state (B, T, D), pooler_output (B, D) or None.
     """
 

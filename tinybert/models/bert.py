@@ -138,34 +138,47 @@ class BertLayer(nn.Module):
     With config.norm_first, the pre-LN layer of chapter 6: x = x + Dropout(SelfAttention(LN(x))),
     then x = x + Dropout(FFN(LN(x))). Same parameters, same names; only the order differs.
     Shapes: x (B, T, D) -> (B, T, D); mask bool (True = may attend) broadcastable to (B, H, T, T).
+    With output_attentions, returns (x, weights (B, H, T, T)) from the explicit path.
     """
 
     def __init__(self, config: BertConfig):
         super().__init__()
         D = config.d_model
         self.fast, self.norm_first = config.fast, config.norm_first
-        self.attention = MultiHeadAttention(D, config.n_heads, dropout=config.attention_dropout, fast=config.fast)
+        # chapter 4's explicit path, which returns the weights; the fast path below,
+        # fused_self_attention, reads the same parameters
+        self.attention = MultiHeadAttention(D, config.n_heads,
+                                            dropout=config.attention_dropout)
         self.attention_norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
         self.feed_forward = PositionwiseFeedForward(D, config.d_ff, activation=config.activation)
         self.feed_forward_norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)                 # residual dropout on each sub-layer's output
 
-    def self_attention(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        if self.fast:
-            return fused_self_attention(self.attention, x, mask)             # (B, T, D)
-        return self.attention(x, mask=mask)[0]                               # (B, T, D)
+    def self_attention(self, x: torch.Tensor, mask: torch.Tensor | None,
+                       need_weights: bool = False
+                       ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if self.fast and not need_weights:                    # (B, T, D), no weights
+            return fused_self_attention(self.attention, x, mask), None
+        return self.attention(x, mask=mask)                   # (B, T, D), (B, H, T, T)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        if self.norm_first:                                                  # pre-LN: norm, then add
-            x = x + self.dropout(self.self_attention(self.attention_norm(x), mask))
-            return x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
-        x = self.attention_norm(x + self.dropout(self.self_attention(x, mask)))  # add & norm
-        return self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))    # add & norm
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                output_attentions: bool = False):
+        if self.norm_first:                                   # pre-LN: norm, then add
+            h, weights = self.self_attention(self.attention_norm(x), mask,
+                                             output_attentions)
+            x = x + self.dropout(h)
+            x = x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
+        else:                                                 # post-LN: add, then norm
+            h, weights = self.self_attention(x, mask, output_attentions)
+            x = self.attention_norm(x + self.dropout(h))
+            x = self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))
+        return (x, weights) if output_attentions else x
 
 
 # Built in chapter 8, section "The encoder": chapters/08_bert.html#the-encoder
 class BertEncoder(nn.Module):
-    """N BertLayers in a row: (B, T, D) -> (B, T, D), plus every layer's output when asked."""
+    """N BertLayers in a row: (B, T, D) -> (B, T, D), and when asked every layer's
+    output and attention weights: (x, hidden_states or None, attentions or None)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -174,15 +187,26 @@ class BertEncoder(nn.Module):
         self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                output_hidden_states: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+                output_hidden_states: bool = False, output_attentions: bool = False
+                ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
         hidden_states = [x] if output_hidden_states else None       # the embeddings come first
+        attentions = [] if output_attentions else None
         for i, layer in enumerate(self.layers):
-            x = layer(x, mask)                                       # (B, T, D)
+            if attentions is None:
+                x = layer(x, mask)                                   # (B, T, D)
+            else:
+                x, weights = layer(x, mask, output_attentions=True)  # and (B, H, T, T)
+                attentions.append(weights)
             if self.final_norm is not None and i == len(self.layers) - 1:
                 x = self.final_norm(x)
             if hidden_states is not None:
                 hidden_states.append(x)
-        return x, None if hidden_states is None else tuple(hidden_states)
+        return x, _tuple_or_none(hidden_states), _tuple_or_none(attentions)
+
+
+# Built in chapter 8, section "The encoder": chapters/08_bert.html#the-encoder
+def _tuple_or_none(items: list | None) -> tuple | None:
+    return None if items is None else tuple(items)
 
 
 # Built in chapter 8, section "The fast path": chapters/08_bert.html#the-fast-path
@@ -255,6 +279,7 @@ class BertOutput:
     last_hidden_state: torch.Tensor                          # (B, T, D) one contextual vector per token
     pooler_output: torch.Tensor | None                       # (B, D) tanh(dense([CLS])), None without a pooler
     hidden_states: tuple[torch.Tensor, ...] | None = None    # embeddings + every layer's output, when asked
+    attentions: tuple[torch.Tensor, ...] | None = None       # every layer's weights
 
 
 # Built in chapter 8, section "The model": chapters/08_bert.html#the-model
@@ -287,7 +312,9 @@ class BertModel(nn.Module):
         self.apply(lambda module: init_bert_weights(module, config.initializer_range))
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, output_hidden_states: bool = False) -> BertOutput:
+                attention_mask: torch.Tensor | None = None,
+                output_hidden_states: bool = False,
+                output_attentions: bool = False) -> BertOutput:
         c = self.config
         _check_ids("input_ids", input_ids, None, c.vocab_size, "the vocabulary size")
         B, T = input_ids.shape
@@ -298,9 +325,11 @@ class BertModel(nn.Module):
         _check_ids("token_type_ids", token_type_ids, (B, T), c.type_vocab_size, "the number of segments")
         mask = bert_attention_mask(attention_mask, (B, T))               # (B, 1, 1, T) or None
         x = self.embeddings(input_ids, token_type_ids)                    # (B, T, D)
-        x, hidden_states = self.encoder(x, mask, output_hidden_states)    # (B, T, D)
+        x, hidden_states, attentions = self.encoder(x, mask, output_hidden_states,
+                                                    output_attentions)   # (B, T, D)
         pooled = self.pooler(x) if self.pooler is not None else None      # (B, D)
-        return BertOutput(last_hidden_state=x, pooler_output=pooled, hidden_states=hidden_states)
+        return BertOutput(last_hidden_state=x, pooler_output=pooled,
+                          hidden_states=hidden_states, attentions=attentions)
 
 
 IGNORE_INDEX = -100                                          # label of positions that carry no loss
