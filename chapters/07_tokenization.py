@@ -24,9 +24,10 @@
 # A Transformer never sees letters or words: it sees integers, one per *token*, and the
 # embedding table turns each integer into a vector. Which pieces of text become tokens is decided
 # before any training, by a tokenizer, and every later chapter depends on that choice. BERT reads
-# WordPiece ids and RoBERTa reads byte-level BPE ids. This chapter builds both from scratch and
-# checks, line by line on real text, that they give exactly the ids and character offsets that the
-# Hugging Face `tokenizers` library gives for the same vocabulary files.
+# WordPiece ids, RoBERTa byte-level BPE ids and ALBERT the ids of a unigram language model
+# (SentencePiece). This chapter builds all three from scratch and checks, line by line on real
+# text, that they give exactly the ids and character offsets that the Hugging Face `tokenizers`
+# library gives for the same vocabularies.
 #
 # **What you will learn**
 #
@@ -39,6 +40,9 @@
 #   longest-match-first with `##` continuations and `[UNK]`;
 # - how GPT-2 and RoBERTa map every byte to a printable character, split text with a regular
 #   expression, and apply BPE merges by rank, so that any text encodes and decodes losslessly;
+# - how the unigram language model of SentencePiece and ALBERT scores every segmentation of a
+#   word, finds the most probable one with the Viterbi algorithm, and learns its vocabulary
+#   downwards, from a large seed, by EM and pruning;
 # - how every token keeps the character offsets of the text it came from, which question
 #   answering and token classification need later, and where the special tokens `[CLS]`, `[SEP]`,
 #   `[PAD]` and `[MASK]` go;
@@ -1084,16 +1088,632 @@ print(f"{len(ours_wp)} WordPiece tokens learned in {time.perf_counter() - start:
 print(ours_wp.encode("Mr. Darcy's unexpectedly sinan-like smile").tokens)
 
 # %% [markdown]
+# (sec-tok-unigram)=
+# ## The unigram language model
+#
+# BPE and WordPiece build their vocabulary up, one merge at a time, and encode by replaying
+# merges or by a greedy rule. The *unigram language model* of {cite}`kudo2018subword` works the
+# other way round. Its vocabulary is a set of pieces $x$, each with a probability $p(x)$, and the
+# pieces of a text are assumed independent (hence "unigram"), so a segmentation
+# $\mathbf{x} = (x_1, \dots, x_M)$ of a text $X$ has the probability
+#
+# $$
+# P(\mathbf{x}) = \prod_{i=1}^{M} p(x_i), \qquad
+# \mathbf{x}^* = \operatorname*{arg\,max}_{\mathbf{x} \in S(X)} P(\mathbf{x}),
+# $$
+#
+# where $S(X)$ is the set of all the ways to cut $X$ into vocabulary pieces. The tokenizer
+# returns $\mathbf{x}^*$, the most probable segmentation. SentencePiece {cite}`kudo2018sentencepiece`
+# implements it, and it is the tokenizer of ALBERT (its 30,000 pieces are the vocabulary of
+# {doc}`13_albert`), T5 and XLNet. SentencePiece reads raw text, spaces included: every space
+# becomes the visible character "▁" (U+2581) and belongs to the piece that follows it, so that
+# decoding is concatenation followed by turning "▁" back into spaces. It also puts a "▁" in
+# front of the text and, by default, lets no piece span two words; Hugging Face's pre-tokeniser
+# `Metaspace` does the same by starting a new word at every "▁".
+#
+# A word of $n$ characters can be cut in up to $2^{n-1}$ ways, too many to try. They share their
+# beginnings, though, and the *Viterbi algorithm* exploits it. Draw the positions $0, \dots, n$
+# between characters and an edge from $s$ to $e$ for every piece that spells characters $s$ to
+# $e$: this *lattice* holds every segmentation as a path from $0$ to $n$. In log-probabilities,
+# a path's score is the sum of its edges, and the best path to position $e$ is a best path to
+# some position $s$ plus the piece from $s$ to $e$:
+#
+# $$
+# \mathrm{best}[e] = \max_{s:\ X_{s:e} \in V} \big(\mathrm{best}[s] + \log p(X_{s:e})\big),
+# \qquad \mathrm{best}[0] = 0 .
+# $$
+#
+# One pass from left to right fills `best`, remembering for each position where its last piece
+# starts, and one pass back from $n$ reads off the segmentation: about $n$ times the longest
+# piece's length steps instead of $2^{n-1}$. A character that starts no piece of its own is
+# taken alone as the unknown token, scored ten below the least probable piece, so that the
+# lattice always has a path but prefers real pieces; SentencePiece and Hugging Face do the
+# same.
+
+# %% tags=["export:tokenizers.unigram"]
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+from tinybert.tokenizers.encoding import Encoding, batch_encode, import_tokenizers
+
+SPACE = "\u2581"        # "▁", SentencePiece's visible space
+# ALBERT's first five ids:
+UNIGRAM_SPECIAL_TOKENS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
+UNK_PENALTY = 10.0      # an unknown character scores this much below the rarest piece
+
+
+def metaspace_split(text: str) -> tuple[str, list[int], list[tuple[int, int]]]:
+    """SentencePiece's view of a text: every space becomes ▁, a ▁ goes in front (unless
+    the text starts with one already), and a new word starts at every ▁.
+
+    Returns the marked text, for each of its characters the index of the character of
+    ``text`` it stands for (the added ▁ stands for the first one), and the words' spans.
+    """
+    if not text:
+        return "", [], []
+    marked, source = text.replace(" ", SPACE), list(range(len(text)))
+    if not marked.startswith(SPACE):
+        marked, source = SPACE + marked, [0] + source
+    starts = [i for i, char in enumerate(marked) if char == SPACE and i > 0]
+    bounds = [0, *starts, len(marked)]
+    return marked, source, list(zip(bounds, bounds[1:]))
+
+
+def viterbi(word: str, scores: Mapping[str, float], unk_score: float,
+            max_len: int) -> list[tuple[int, int]]:
+    """The most probable segmentation of ``word``: the ``(start, end)`` of each piece.
+
+    ``scores`` maps each piece (at most ``max_len`` characters) to its log-probability.
+    A character that starts no one-character piece is taken alone, as an unknown,
+    scoring ``unk_score``. Ties go to the path found first: the earlier start, then the
+    shorter piece.
+    """
+    n = len(word)
+    best = [-math.inf] * (n + 1)    # best[e]: log-probability of the best path to e
+    back = [-1] * (n + 1)           # back[e]: where the last piece of that path starts
+    best[0] = 0.0
+    for start in range(n):
+        single = False
+        for end in range(start + 1, min(n, start + max_len) + 1):
+            score = scores.get(word[start:end])
+            if score is None:
+                continue
+            single = single or end == start + 1
+            if back[end] < 0 or best[start] + score > best[end]:
+                best[end], back[end] = best[start] + score, start
+        end = start + 1                 # no piece of one character: an unknown
+        if not single and (back[end] < 0 or best[start] + unk_score > best[end]):
+            best[end], back[end] = best[start] + unk_score, start
+    spans, end = [], n
+    while end > 0:                  # follow the back pointers from the end
+        spans.append((back[end], end))
+        end = back[end]
+    return spans[::-1]
+
+
+# %% [markdown]
+# A toy model shows the search. Its pieces cover the word "▁tokens" in 12 ways; the cell lists
+# them all with their probabilities and checks that Viterbi finds the most probable without
+# listing any. The longest first piece, "▁token", is not part of the winner: a greedy
+# longest-match rule, WordPiece's, would have missed it. The probabilities sum to less than one
+# because the rest of the mass belongs to pieces this word does not use.
+
+# %%
+import math
+
+from tinybert.tokenizers.unigram import metaspace_split, viterbi
+
+marked, source, spans = metaspace_split("Unigram  tokens")
+print(f"{marked!r} -> words {[marked[a:b] for a, b in spans]}")
+p = {"▁": 0.10, "t": 0.04, "o": 0.05, "k": 0.02, "e": 0.08, "n": 0.05, "s": 0.06,
+     "▁to": 0.04, "▁tok": 0.006, "en": 0.03, "ens": 0.015, "ken": 0.006,
+     "▁token": 0.001}
+
+
+def segmentations(word: str):
+    """Every way to cut ``word`` into pieces of ``p`` (what Viterbi avoids listing)."""
+    if not word:
+        yield []
+    for end in range(1, len(word) + 1):
+        if word[:end] in p:
+            yield from ([word[:end], *rest] for rest in segmentations(word[end:]))
+
+
+word = "▁tokens"
+ranked = sorted(segmentations(word), key=lambda seg: -math.prod(p[x] for x in seg))
+for seg in ranked[:4]:
+    print(f"  {' + '.join(seg):22} P = {math.prod(p[x] for x in seg):.2e}")
+log_p = {piece: math.log(q) for piece, q in p.items()}
+best = [word[a:b] for a, b in viterbi(word, log_p, -math.inf, max_len=6)]
+print(f"{len(ranked)} segmentations; Viterbi picks {best}")
+assert best == ranked[0] == ["▁tok", "ens"] and len(ranked) == 12
+assert marked == "▁Unigram▁▁tokens" and [marked[a:b] for a, b in spans][1] == "▁"
+
+
+# %% [markdown]
+# The two spaces of "Unigram  tokens" become two "▁", and the second starts a word of its own:
+# SentencePiece keeps every space, so decoding gives the text back. The tokenizer below wraps
+# the search the way the other tokenizers of this chapter are wrapped: ids, tokens and the
+# offsets of the original text, `[CLS]` and `[SEP]` on request (ALBERT puts them where BERT does),
+# a cache of the words it has seen, and the Rust equivalent for bulk work. Its vocabulary is a
+# list of `(piece, log-probability)` pairs, ALBERT's five special tokens first. Two details come
+# from Hugging Face's implementation, which it must match id for id: a run of unknown characters
+# becomes one token, whose string is the run's text and whose id is that of `<unk>`; and the
+# special tokens are pieces like the others (with the score 0 that Hugging Face's trainer gives
+# them), so a text that contains "[MASK]" is matched by the piece `[MASK]`.
+
+# %% tags=["export:tokenizers.unigram"]
+class UnigramTokenizer:
+    """ALBERT's (SentencePiece's) tokenizer: spaces become ▁, then each word is cut into
+    its most probable segmentation under a unigram language model over the pieces."""
+
+    def __init__(self, pieces: list[tuple[str, float]], unk_id: int = 1):
+        pieces = [(str(piece), float(score)) for piece, score in pieces]
+        if not 0 <= unk_id < len(pieces):
+            raise ValueError(f"unk_id must index the {len(pieces)} pieces, "
+                             f"got {unk_id}")
+        bad = [p for p, score in pieces if not p or not math.isfinite(score)]
+        if bad or len({piece for piece, _ in pieces}) < len(pieces):
+            raise ValueError("expected distinct non-empty pieces with finite scores, "
+                             f"got {bad[:3] or 'a piece twice'}")
+        self.pieces, self.unk_id = pieces, unk_id
+        self.unk_token = pieces[unk_id][0]
+        self.vocab = {piece: i for i, (piece, _) in enumerate(pieces)}
+        self.id_to_token = {i: piece for piece, i in self.vocab.items()}
+        self.scores = dict(pieces)
+        self.unk_score = min(self.scores.values()) - UNK_PENALTY
+        self.max_len = max(len(piece) for piece in self.scores)
+        self._cache: dict[str, list[tuple[str, int, int]]] = {}
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> UnigramTokenizer:
+        """Read what ``save`` writes, or a Hugging Face tokenizer.json of that kind."""
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        model = data.get("model", data)
+        pre = data.get("pre_tokenizer") or {}
+        metaspace = {"type": "Metaspace", "replacement": SPACE,
+                     "prepend_scheme": "always", "split": True}
+        if (model.get("type") != "Unigram" or data.get("normalizer")
+                or any(pre.get(key, value) != value
+                       for key, value in metaspace.items())):
+            raise ValueError(f"{path}: expected a Unigram model with no normaliser "
+                             f"and the pre-tokeniser {metaspace}")
+        return cls([tuple(entry) for entry in model["vocab"]], model["unk_id"])
+
+    def save(self, path: str | Path) -> Path:
+        """The pieces as JSON: the "model" entry of a Hugging Face tokenizer.json."""
+        path = Path(path)
+        model = {"type": "Unigram", "unk_id": self.unk_id, "vocab": self.pieces}
+        path.write_text(json.dumps(model, ensure_ascii=False), encoding="utf-8")
+        return path
+
+    def split_word(self, word: str) -> list[tuple[str, int, int]]:
+        """Viterbi, then runs of unknowns fused into one: ``[(token, start, end)]``."""
+        if word not in self._cache:
+            out: list[tuple[str, int, int]] = []
+            after_unknown = False
+            for start, end in viterbi(word, self.scores, self.unk_score, self.max_len):
+                unknown = self.vocab.get(word[start:end], self.unk_id) == self.unk_id
+                if unknown and after_unknown:
+                    start = out.pop()[1]              # extend the previous unknown run
+                out.append((word[start:end], start, end))
+                after_unknown = unknown
+            self._cache[word] = out
+        return self._cache[word]
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> Encoding:
+        if not isinstance(text, str):
+            raise ValueError(f"encode expects a str, got {type(text).__name__}")
+        marked, source, words = metaspace_split(text)
+        tokens, offsets = [], []
+        for word_start, word_end in words:
+            for token, start, end in self.split_word(marked[word_start:word_end]):
+                tokens.append(token)
+                offsets.append((source[word_start + start], source[word_start + end - 1] + 1))
+        if add_special_tokens:
+            if "[CLS]" not in self.vocab or "[SEP]" not in self.vocab:
+                raise ValueError("add_special_tokens needs [CLS] and [SEP] in the "
+                                 "vocabulary")
+            tokens = ["[CLS]", *tokens, "[SEP]"]
+            offsets = [(0, 0), *offsets, (0, 0)]
+        ids = [self.vocab.get(token, self.unk_id) for token in tokens]
+        return Encoding(ids, tokens, offsets)
+
+    def encode_batch(self, texts: list[str], add_special_tokens: bool = False, *,
+                     backend: str = "python") -> list[Encoding]:
+        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster, from Rust."""
+        return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
+
+    def decode(self, ids: list[int]) -> str:
+        unknown = [i for i in ids if i not in self.id_to_token]
+        if unknown:
+            raise ValueError(f"ids must be in 0..{len(self.pieces) - 1}, "
+                             f"got {unknown[:5]}")
+        text = "".join(self.id_to_token[i] for i in ids).replace(SPACE, " ")
+        return text.removeprefix(" ")             # the ▁ that encoding put in front
+
+    def to_hugging_face(self):
+        """The equivalent Rust tokenizer from the ``tokenizers`` library (for bulk speed)."""
+        hf = import_tokenizers()
+        rust = hf.Tokenizer(hf.models.Unigram(self.pieces, unk_id=self.unk_id))
+        metaspace = dict(replacement=SPACE, prepend_scheme="always", split=True)
+        rust.pre_tokenizer = hf.pre_tokenizers.Metaspace(**metaspace)
+        rust.decoder = hf.decoders.Metaspace(**metaspace)
+        if "[CLS]" in self.vocab and "[SEP]" in self.vocab:
+            rust.post_processor = hf.processors.TemplateProcessing(
+                single="[CLS] $A [SEP]", special_tokens=[
+                    ("[CLS]", self.vocab["[CLS]"]), ("[SEP]", self.vocab["[SEP]"])])
+        return rust
+
+    def __len__(self) -> int:
+        return len(self.pieces)
+
+
+# %% [markdown]
+# With the toy model as its vocabulary, "tokens" comes out as above; "not" is spelt from single
+# letters, since no longer piece fits; and "?!", two characters without pieces, becomes one
+# `<unk>` token whose offsets still point at both. Decoding (here without the special tokens)
+# gives the text back, except for what became `<unk>`.
+
+# %%
+from tinybert.tokenizers.unigram import UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer
+
+toy_unigram = UnigramTokenizer([(t, 0.0) for t in UNIGRAM_SPECIAL_TOKENS]
+                               + list(log_p.items()))
+enc = toy_unigram.encode("tokens not?!", add_special_tokens=True)
+print(list(zip(enc.tokens, enc.ids, enc.offsets)))
+print(repr(toy_unigram.decode(enc.ids[1:-1])))
+assert enc.tokens[1:4] == ["▁tok", "ens", "▁"] and enc.tokens[-2:] == ["?!", "[SEP]"]
+assert enc.ids[-2] == toy_unigram.unk_id and enc.offsets[-2] == (10, 12)
+assert toy_unigram.decode(enc.ids[1:-1]) == "tokens not<unk>"
+
+# %% [markdown]
+# (sec-tok-unigram-training)=
+# ### Training by EM and pruning
+#
+# Training must choose the pieces and their probabilities. For a fixed set of pieces, the best
+# probabilities are those that make the training words most likely, and the likelihood of a word
+# sums over all its segmentations, because nobody tells us which one produced it:
+#
+# $$
+# \mathcal{L} = \sum_{w} \mathrm{count}(w) \log \sum_{\mathbf{x} \in S(w)} P(\mathbf{x}).
+# $$
+#
+# The segmentation is a hidden variable, so the tool is expectation–maximisation (EM). The *E
+# step* computes, for every piece, how often it is expected to occur: each segmentation of each
+# word counts with its probability given the word. The *M step* sets each piece's probability
+# to its expected count divided by the sum of all expected counts. Repeating the two never
+# lowers $\mathcal{L}$, as long as no piece is removed in between. The expected counts come from the lattice again, with sums where
+# Viterbi takes maxima: the *forward* value $\alpha[i]$ sums the probabilities of all
+# segmentations of the first $i$ characters, the *backward* value $\beta[i]$ those of the rest,
+# and a piece $x$ from $s$ to $e$ occurs with probability $\alpha[s]\, p(x)\, \beta[e] /
+# \alpha[n]$. This is the forward–backward algorithm; the cheaper *Viterbi approximation*,
+# which counts only the pieces of each word's best segmentation, would be coarser. We use the
+# full forward–backward, in log-probabilities so that long words do not underflow.
+
+# %% tags=["export:tokenizers.unigram_training"]
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from tinybert.tokenizers.unigram import (UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer,
+                                         metaspace_split, viterbi)
+
+
+def unigram_word_counts(texts: Iterable[str]) -> Counter[str]:
+    """Count the words of ``texts`` as SentencePiece splits them (▁the, ▁cat, ...)."""
+    counts: Counter[str] = Counter()
+    for text in texts:
+        marked, _, spans = metaspace_split(text)
+        counts.update(marked[a:b] for a, b in spans)
+    return counts
+
+
+def log_add(a: float, b: float) -> float:
+    """log(exp(a) + exp(b)) without overflow."""
+    if a < b:
+        a, b = b, a
+    return a if b == -math.inf else a + math.log1p(math.exp(b - a))
+
+
+def lattice(word: str, ids: Mapping[str, int],
+            max_len: int) -> list[tuple[int, int, int]]:
+    """Every piece of ``ids`` in ``word``: ``(start, end, id)``, by start."""
+    return [(start, end, ids[word[start:end]]) for start in range(len(word))
+            for end in range(start + 1, min(len(word), start + max_len) + 1)
+            if word[start:end] in ids]
+
+
+def expected_counts(lattices: list[list[tuple[int, int, int]]], lengths: list[int],
+                    counts: list[int], log_p: list[float]) -> tuple[list[float], float]:
+    """The E step, by forward-backward: each piece's expected number of occurrences in
+    all segmentations of all words, and the log-likelihood of the words."""
+    expected, log_likelihood = [0.0] * len(log_p), 0.0
+    for nodes, n, count in zip(lattices, lengths, counts):
+        alpha = [0.0] + [-math.inf] * n          # log P(all segmentations of word[:i])
+        for start, end, k in nodes:
+            alpha[end] = log_add(alpha[end], alpha[start] + log_p[k])
+        beta = [-math.inf] * n + [0.0]          # log P(all segmentations of word[i:])
+        for start, end, k in reversed(nodes):
+            beta[start] = log_add(beta[start], log_p[k] + beta[end])
+        log_likelihood += count * alpha[n]
+        for start, end, k in nodes:             # P(this piece, here | the word)
+            log_posterior = alpha[start] + log_p[k] + beta[end] - alpha[n]
+            expected[k] += count * math.exp(log_posterior)
+    return expected, log_likelihood
+
+
+# %% [markdown]
+# EM tunes the probabilities of a given set of pieces; the pieces themselves are chosen by
+# starting with far too many and removing the least useful, round by round
+# {cite}`kudo2018subword`. The seed holds every character and the most frequent substrings of
+# the words (scored by count times length, as SentencePiece does). After the EM steps of a
+# round, each piece gets a *loss*: how much $\mathcal{L}$ would fall without it, estimated as its
+# expected count times the difference between its log-probability and that of its best
+# segmentation from the other pieces. The round keeps the 75% of the pieces with the largest
+# loss (a piece that its own parts beat has a negative loss and goes first), and single
+# characters always stay, so that every word can still be spelt. When the pieces are at most
+# 10% more than wanted, the most probable ones make the vocabulary, after the special tokens.
+# SentencePiece follows the same plan with more refined choices (a seed of up to a million
+# substrings found with a suffix array, a Bayesian M step, a loss that re-normalises the
+# probabilities); ours takes the simplest version of each step.
+
+# %% tags=["export:tokenizers.unigram_training"]
+def seed_pieces(word_counts: Mapping[str, int], seed_size: int,
+                max_len: int) -> dict[str, float]:
+    """Every character, plus the ``seed_size`` substrings (2 to ``max_len`` characters,
+    seen at least twice) with the highest count times length, with log-probabilities
+    proportional to those scores (to the counts, for characters)."""
+    chars: Counter[str] = Counter()
+    substrings: Counter[str] = Counter()
+    for word, n in word_counts.items():
+        for start in range(len(word)):
+            chars[word[start]] += n
+            for end in range(start + 2, min(len(word), start + max_len) + 1):
+                substrings[word[start:end]] += n
+    scored = sorted(((n * len(s), s) for s, n in substrings.items() if n >= 2),
+                    key=lambda score_piece: -score_piece[0])[:seed_size]
+    counts = {**chars, **{piece: score for score, piece in scored}}
+    total = sum(counts.values())
+    return {piece: math.log(n / total) for piece, n in counts.items()}
+
+
+def em_step(words: list[str], counts: list[int], log_p: dict[str, float],
+            chars: set[str], max_len: int
+            ) -> tuple[dict[str, float], dict[str, float], float]:
+    """One EM step: expected counts (E), then log-probabilities log(count / total) (M).
+
+    Pieces expected less than half a time are dropped, except characters, which keep at
+    least half a count. Returns the new log-probabilities, the expected counts, and the
+    log-likelihood of the words under the old log-probabilities.
+    """
+    pieces = list(log_p)
+    ids = {piece: k for k, piece in enumerate(pieces)}
+    lattices = [lattice(word, ids, max_len) for word in words]
+    lengths = [len(word) for word in words]
+    expected, log_likelihood = expected_counts(lattices, lengths, counts,
+                                               list(log_p.values()))
+    kept = {p: max(n, 0.5) for p, n in zip(pieces, expected) if n >= 0.5 or p in chars}
+    total = sum(kept.values())
+    return {p: math.log(n / total) for p, n in kept.items()}, kept, log_likelihood
+
+
+def prune(log_p: dict[str, float], expected: Mapping[str, float], size: int,
+          chars: set[str], max_len: int) -> dict[str, float]:
+    """Keep ``size`` pieces: the characters, and the pieces whose removal costs most.
+
+    The cost of removing a piece: its expected count times how much less probable the
+    best segmentation of its string without it is.
+    """
+    loss = {}
+    for piece, score in list(log_p.items()):
+        if piece in chars:
+            continue                                   # characters always stay
+        del log_p[piece]
+        alternative = viterbi(piece, log_p, -math.inf, max_len)
+        log_p[piece] = score
+        loss[piece] = expected[piece] * (score - sum(log_p[piece[a:b]]
+                                                     for a, b in alternative))
+    best = set(sorted(loss, key=lambda piece: -loss[piece])[: size - len(chars)])
+    return {p: s for p, s in log_p.items() if p in chars or p in best}
+
+
+@dataclass
+class UnigramModel:
+    """A trained unigram model: ``(piece, log-probability)`` after the special tokens,
+    most probable first; ``history``: (pieces, log-likelihood per word) per EM step."""
+
+    pieces: list[tuple[str, float]]
+    unk_id: int
+    history: list[tuple[int, float]] = field(default_factory=list)
+
+
+def train_unigram(word_counts: Mapping[str, int], vocab_size: int, *,
+                  min_count: int = 1, seed_size: int = 30_000, max_len: int = 16,
+                  shrink: float = 0.75, em_steps: int = 2,
+                  special_tokens: Iterable[str] = UNIGRAM_SPECIAL_TOKENS,
+                  unk_token: str = "<unk>") -> UnigramModel:
+    """Learn a unigram vocabulary of ``vocab_size`` entries, special tokens included
+    (fewer if the EM steps leave fewer pieces, as on a tiny corpus).
+
+    Seed with characters and frequent substrings; then repeat ``em_steps`` EM steps and
+    a pruning to ``shrink`` times the size, until the pieces are at most 10% more than
+    wanted; then keep the most probable. Words seen fewer than ``min_count`` times are
+    left out of the EM, but every character of every word stays in the vocabulary.
+    """
+    special_tokens = list(special_tokens)
+    if unk_token not in special_tokens:
+        raise ValueError(f"unk_token {unk_token!r} must be one of {special_tokens}")
+    if not 0 < shrink < 1 or min_count < 1 or em_steps < 1 or seed_size < 0:
+        raise ValueError(f"expected 0 < shrink < 1, min_count >= 1, em_steps >= 1 and "
+                         f"seed_size >= 0, got {shrink}, {min_count}, {em_steps} and "
+                         f"{seed_size}")
+    if not all(isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()):
+        raise ValueError("expected a mapping from non-empty strings to counts >= 0")
+    chars = {char for word in word_counts for char in word} - set(special_tokens)
+    target = vocab_size - len(special_tokens)
+    if target < len(chars):
+        raise ValueError(f"vocab_size {vocab_size} leaves no room for the {len(chars)} "
+                         f"characters and {len(special_tokens)} special tokens")
+    words = [word for word, n in word_counts.items() if n >= min_count]
+    counts = [word_counts[word] for word in words]
+    log_p = seed_pieces(dict(zip(words, counts)), seed_size, max_len)
+    # A special token is never a learned piece, even where a text writes "<unk>"; and a
+    # character seen only in words too rare for the EM starts with probability zero.
+    log_p = {p: s for p, s in log_p.items() if p not in special_tokens}
+    log_p |= {char: -math.inf for char in chars - log_p.keys()}
+    history = []
+    while True:
+        for _ in range(em_steps):
+            size = len(log_p)
+            log_p, expected, log_likelihood = em_step(words, counts, log_p, chars,
+                                                      max_len)
+            history.append((size, log_likelihood / max(sum(counts), 1)))
+        if len(log_p) <= 1.1 * target:
+            break
+        size = max(int(1.1 * target), int(shrink * len(log_p)))
+        log_p = prune(log_p, expected, size, chars, max_len)
+    best = sorted((p for p in log_p if p not in chars), key=lambda p: -log_p[p])
+    kept = chars | set(best[: target - len(chars)])
+    pieces = sorted(((p, s) for p, s in log_p.items() if p in kept),
+                    key=lambda piece_score: -piece_score[1])
+    return UnigramModel([(token, 0.0) for token in special_tokens] + pieces,
+                        special_tokens.index(unk_token), history)
+
+
+def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, **kwargs
+                            ) -> UnigramTokenizer:
+    """Count the words of ``texts`` and train a unigram tokenizer on them (see
+    ``train_unigram`` for the options)."""
+    model = train_unigram(unigram_word_counts(texts), vocab_size, **kwargs)
+    return UnigramTokenizer(model.pieces, model.unk_id)
+
+
+# %% [markdown]
+# We train on the corpus of {ref}`sec-tok-why`, WikiText-2 and four novels, to a vocabulary as
+# large as the smallest one {ref}`sec-tok-fertility` compares. To keep the run to a few seconds
+# of Python, the EM sees only the words that occur at least three times (the cell prints what
+# share of the text they are); the characters of the other words still join the vocabulary.
+# Each line of the history is one EM step: how many pieces it started with, and the
+# log-likelihood per word under the probabilities it started from. The first step, from the
+# seed's crude probabilities, gains by far the most (the cell checks it), and it also removes
+# many seed pieces, whose expected count falls below one half. Among the most probable pieces
+# is "▁<unk>": WikiText writes `<unk>` in place of the rare words it removed, so for the trainer
+# it is a frequent word like any other (and a different piece from our special token `<unk>`).
+
+# %%
+from tinybert.tokenizers.unigram_training import train_unigram, unigram_word_counts
+
+unigram_size = pick(quick=500, full=8000)
+uni_counts = unigram_word_counts(corpus_lines)
+frequent = sum(n for n in uni_counts.values() if n >= 3) / sum(uni_counts.values())
+start = time.perf_counter()
+uni_model = train_unigram(uni_counts, unigram_size, min_count=3,
+                          seed_size=pick(quick=5000, full=30_000))
+ours_uni = UnigramTokenizer(uni_model.pieces, uni_model.unk_id)
+print(f"{len(ours_uni)} pieces learned in {time.perf_counter() - start:.1f} s from "
+      f"{len(uni_counts):,} different words; those seen 3+ times are {frequent:.0%} "
+      "of the text")
+for size, log_likelihood in uni_model.history:
+    print(f"  EM step on {size:6,} pieces: log-likelihood per word "
+          f"{log_likelihood:7.3f}")
+print("most probable:", " ".join(piece for piece, _ in uni_model.pieces[5:25]))
+line = "It is a truth universally acknowledged, that a single man in possession"
+print(ours_uni.encode(line).tokens)
+assert len(ours_uni) == unigram_size
+assert ours_uni.decode(ours_uni.encode(line).ids) == line
+history = [log_likelihood for _, log_likelihood in uni_model.history]
+gains = [after - before for before, after in zip(history, history[1:])]
+assert gains[0] > 0.5 and gains[0] > 2 * max(map(abs, gains[1:]))   # by far the most
+assert all(c in ours_uni.vocab for w in uni_counts for c in w)    # every character kept
+
+# %% [markdown]
+# How close is this to Hugging Face's `UnigramTrainer`, which follows SentencePiece? Training
+# algorithms differ in their details, so the vocabularies need not be equal, and this is a
+# measured comparison, not a parity check: the cell gives Hugging Face's trainer the same words,
+# the same characters and the same seed size, shrinking factor and number of EM steps, then
+# compares the two vocabularies and how each model scores the held-out book, *The Sign of the
+# Four*: the log-probability of its best segmentation per character (higher is better) and the
+# number of tokens per word.
+
+# %%
+import json
+
+try:
+    import tokenizers
+except ImportError:  # the comparison is optional: pip install tokenizers
+    tokenizers = None
+    print("Hugging Face tokenizers is not installed: the comparison is skipped")
+
+
+def held_out_scores(tok, lines):
+    """(log-probability of the best segmentation per character, tokens per word)."""
+    encodings = tok.encode_batch(lines, backend="tokenizers")
+    log_p = sum(tok.scores.get(t, tok.unk_score) for e in encodings for t in e.tokens)
+    n_chars, n_words = sum(map(len, lines)), sum(len(line.split()) for line in lines)
+    return log_p / n_chars, sum(map(len, encodings)) / n_words
+
+
+if tokenizers is not None:
+    from tokenizers import models, pre_tokenizers, trainers
+
+    hf_uni = tokenizers.Tokenizer(models.Unigram())
+    hf_uni.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="always")
+    trainer = trainers.UnigramTrainer(
+        vocab_size=unigram_size, special_tokens=list(UNIGRAM_SPECIAL_TOKENS),
+        unk_token="<unk>", initial_alphabet=sorted({c for w in uni_counts for c in w}),
+        seed_size=pick(quick=5000, full=30_000), shrinking_factor=0.75,
+        n_sub_iterations=2, max_piece_length=16, show_progress=False)
+    words_seen = [w for w, n in uni_counts.items() if n >= 3 for _ in range(n)]
+    start = time.perf_counter()
+    hf_uni.train_from_iterator(words_seen, trainer=trainer, length=len(words_seen))
+    hf_seconds = time.perf_counter() - start
+    model = json.loads(hf_uni.to_str())["model"]
+    theirs_uni = UnigramTokenizer([tuple(entry) for entry in model["vocab"]],
+                                  model["unk_id"])
+    shared = len(ours_uni.vocab.keys() & theirs_uni.vocab.keys()) / len(ours_uni)
+    print(f"Hugging Face's trainer: {len(theirs_uni)} pieces in {hf_seconds:.1f} s; "
+          f"{shared:.0%} of our pieces are among them")
+    scores = {name: held_out_scores(tok, test_lines)
+              for name, tok in [("ours", ours_uni), ("Hugging Face's", theirs_uni)]}
+    for name, (per_char, per_word) in scores.items():
+        print(f"  {name:15} held out: log-probability per character {per_char:.3f}, "
+              f"tokens per word {per_word:.3f}")
+    print("  Hugging Face's:", theirs_uni.encode(line).tokens)
+    if not is_quick():        # what the text below says
+        (ours_char, ours_word), (their_char, their_word) = scores.values()
+        assert shared > 0.4 and abs(ours_char - their_char) < 0.05
+        assert ours_word < their_word
+
+# %% [markdown]
+# About half of the pieces are the same, and per character the two models find the held-out
+# book almost equally probable, each under its own probabilities; ours cuts it into fewer tokens
+# per word. Whichever trainer made a vocabulary, encoding with it is fixed by the pieces and
+# their scores, and there the two implementations must agree exactly; {ref}`sec-tok-parity`
+# checks it.
+#
 # (sec-tok-parity)=
 # ## The same ids as Hugging Face
 #
 # The claim of this chapter is that these tokenizers are the real thing, so we check it on text
 # that no vocabulary was trained on: a Gutenberg book and the sentences of the Universal
 # Dependencies English Web Treebank. Hugging Face's `tokenizers` (written in Rust) learns a
-# WordPiece and a byte-level BPE vocabulary and saves them in its usual files; our classes load
-# those files, and every line must give the same ids and the same character offsets. The reverse
-# direction, our trained vocabularies inside `tokenizers`, is what `to_hugging_face()` gives: the
-# Rust implementation is the one to use for bulk encoding.
+# WordPiece, a byte-level BPE and a unigram vocabulary and saves them in its usual files; our
+# classes load those files, and every line must give the same ids and the same character offsets.
+# The reverse direction, our trained vocabularies inside `tokenizers`, is what `to_hugging_face()`
+# gives: the Rust implementation is the one to use for bulk encoding. For the unigram model this
+# direction is the decisive one. Its trainers differ in their details, as
+# {ref}`sec-tok-unigram-training` measured, but pieces and log-probabilities fix the encoding
+# completely, so our own vocabulary inside Hugging Face's `Unigram` model must give our ids, on
+# the held-out lines and on a few awkward texts: empty, only spaces, repeated spaces, unknown
+# characters, a literal "▁" and the text of special tokens.
 
 # %%
 import tempfile
@@ -1101,6 +1721,7 @@ from pathlib import Path
 
 from tinybert.data import fetch
 from tinybert.tokenizers.byte_level import ByteLevelBPETokenizer
+from tinybert.tokenizers.unigram import UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 try:
@@ -1130,18 +1751,37 @@ if tokenizers is not None:
     rust_bl = tokenizers.ByteLevelBPETokenizer()
     rust_bl.train_from_iterator(train_lines, vocab_size=3000, show_progress=False)
     rust_bl.save_model(str(folder))
+    rust_uni = tokenizers.Tokenizer(tokenizers.models.Unigram())
+    metaspace = tokenizers.pre_tokenizers.Metaspace(prepend_scheme="always")
+    rust_uni.pre_tokenizer = metaspace
+    rust_uni.train_from_iterator(train_lines, tokenizers.trainers.UnigramTrainer(
+        vocab_size=3000, special_tokens=list(UNIGRAM_SPECIAL_TOKENS), unk_token="<unk>",
+        show_progress=False))
+    rust_uni.save(str(folder / "tokenizer.json"))
     wp = WordPieceTokenizer.from_file(folder / "vocab.txt", lowercase=True)
     bl = ByteLevelBPETokenizer.from_files(folder / "vocab.json", folder / "merges.txt")
+    uni = UnigramTokenizer.from_file(folder / "tokenizer.json")
     for name, texts in [("held-out book", held_out), ("UD English EWT", ud)]:
         wp_bad = count_mismatches(wp, rust_wp, texts, add_special_tokens=False)
         bl_bad = count_mismatches(bl, rust_bl, texts)
+        uni_bad = count_mismatches(uni, rust_uni, texts)
         print(f"{name}: {len(texts)} lines compared; mismatches: WordPiece {wp_bad}, "
-              f"byte-level BPE {bl_bad}")
-        assert wp_bad == 0 and bl_bad == 0
-    # Our own trained vocabulary, handed to the Rust implementation:
+              f"byte-level BPE {bl_bad}, unigram {uni_bad}")
+        assert wp_bad == 0 and bl_bad == 0 and uni_bad == 0
+    # Our own trained vocabularies, handed to the Rust implementation:
     assert count_mismatches(ours_bl, ours_bl.to_hugging_face(), held_out) == 0
     assert count_mismatches(ours_wp, ours_wp.to_hugging_face(), held_out,
                             add_special_tokens=True) == 0
+    awkward = ["", " ", "   ", "two  spaces ", " leading space", "naïve café 🙂 東京 ∑",
+               "tab\tand\nnewline", "a ▁ marked ▁▁space", "<unk> [CLS] [MASK]",
+               "ǂ" * 30]
+    rust_ours = ours_uni.to_hugging_face()
+    for name, texts in [("held-out book", held_out), ("UD English EWT", ud),
+                        ("awkward texts", awkward)]:
+        bad = count_mismatches(ours_uni, rust_ours, texts, add_special_tokens=True)
+        print(f"our unigram vocabulary in Hugging Face's Unigram, {name}: {len(texts)} "
+              f"lines, {bad} mismatches")
+        assert bad == 0
 
 # %% [markdown]
 # (sec-tok-batch)=
@@ -1159,6 +1799,8 @@ if tokenizers is not None:
     for name, tok, kwargs in [
         ("WordPiece", WordPieceTokenizer(ours_wp.vocab), {"add_special_tokens": True}),
         ("byte-level BPE", ByteLevelBPETokenizer(ours_bl.vocab, ours_bl.merges), {}),
+        ("unigram", UnigramTokenizer(ours_uni.pieces, ours_uni.unk_id),
+         {"add_special_tokens": True}),
     ]:
         seconds, results = {}, {}
         for backend in ("python", "tokenizers"):
@@ -1181,7 +1823,9 @@ if tokenizers is not None:
 # both tokenizers on the corpus of {ref}`sec-tok-why` and measure their fertility on the held-out
 # book at several sizes. Training is greedy, and a merge never depends on how many will follow,
 # so the vocabulary of a smaller size is the beginning of a larger one (the tests check this):
-# one training run at the largest size gives every size.
+# one training run at the largest size gives every size. The unigram tokenizer of
+# {ref}`sec-tok-unigram-training` joins the comparison at the smallest size, the size it was
+# trained to on the same text.
 
 # %%
 import itertools
@@ -1252,7 +1896,9 @@ if tokenizers is not None:   # Hugging Face's trainer: WordPiece pieces, merges 
     rust.train_from_iterator(corpus_lines, vocab_size=sizes[0], min_frequency=2,
                              show_progress=False)
     small["WordPiece by count"] = WordPieceTokenizer(rust.get_vocab())
-widths = [40, 20, 24]
+assert len(ours_uni) == sizes[0]       # the same size, trained on the same text
+small["unigram"] = ours_uni
+widths = [40, 20, 24, 28]
 print(f"{sizes[0]:,} entries  ", "".join(f"{name:{w}}" for name, w in zip(small, widths)))
 for word in ["played", "playfully", "sinan", "unemotional", "hypodermic"]:
     pieces = [tok.encode(word if isinstance(tok, WordPieceTokenizer) else " " + word).tokens
@@ -1261,16 +1907,26 @@ for word in ["played", "playfully", "sinan", "unemotional", "hypodermic"]:
 fertilities = [sum(map(len, tok.encode_batch(test_lines, backend=backend))) / n_words
                for tok in small.values()]
 print(f"  {'per word':13}", "".join(f"{f:<{w}.3f}" for f, w in zip(fertilities, widths)))
-if not is_quick():                          # what the text above says about these pieces
+if not is_quick():                          # what the text says about these pieces
     assert "##ed" not in largest["WordPiece"].vocab and "playfully" in small["WordPiece"].vocab
     if tokenizers is not None:
         assert small["WordPiece by count"].encode("sinan").tokens == ["sin", "##an"]
+    per_word = dict(zip(small, fertilities))
+    assert per_word["unigram"] < min(per_word["WordPiece"], per_word["byte-level BPE"])
+    assert small["unigram"].encode("sinan").tokens == ["▁sin", "an"]
+    assert small["unigram"].encode("playfully").tokens[0] == "▁play"
+    if tokenizers is not None:
+        assert abs(per_word["unigram"] / per_word["WordPiece by count"] - 1) < 0.1
 
 # %% [markdown]
 # Hugging Face's WordPiece trainer learns its merges with BPE's count and uses WordPiece only to
 # encode, and its vocabulary of the same size costs far fewer tokens per word (the last line). It
 # is a vocabulary of that kind that {ref}`sec-tok-parity` loads, and our encoder treats it
-# exactly as one of its own.
+# exactly as one of its own. The unigram vocabulary of the same size, trained on the same text,
+# needs fewer tokens per word than our WordPiece and than byte-level BPE, and about as few (within
+# 10%) as the WordPiece vocabulary learned by count. Its pieces look like theirs: the stem
+# "▁play" in "playfully", and "sinan" cut into "▁sin" and "an", as BERT's vocabulary does. No
+# merge order is involved: the pieces come out of the most probable segmentation under the model.
 #
 # (sec-tok-summary)=
 # ## Summary
@@ -1289,10 +1945,16 @@ if not is_quick():                          # what the text above says about the
 #   highest $P(ij)/(P(i)P(j))$, which favours rare symbols that stick together. The
 #   straightforward trainer recounts everything after each merge; the fast one updates only the
 #   words that contain the merged pair and keeps the scores in a heap, with the same result.
+# - The unigram tokenizer (SentencePiece, ALBERT) gives every piece a probability and returns
+#   the most probable segmentation, found by the Viterbi algorithm on the lattice of pieces.
+#   Its training goes downwards: from a large seed, EM steps (expected counts by
+#   forward–backward) alternate with pruning the pieces whose removal costs least likelihood,
+#   single characters always kept. Training algorithms differ in details, but our vocabulary
+#   inside Hugging Face's `Unigram` gives exactly our ids.
 # - Fertility falls as the vocabulary grows, quickly at first and then slowly, and the training
 #   score matters as much as the size.
 # - Our tokenizers read and write the files Hugging Face uses (`vocab.txt`; `vocab.json` and
-#   `merges.txt`) and give the same ids and offsets on every line checked in
+#   `merges.txt`; the unigram model of a `tokenizer.json`) and give the same ids and offsets on every line checked in
 #   {ref}`sec-tok-parity`. `encode_batch(texts, backend="tokenizers")` hands bulk work to the
 #   equivalent Rust tokenizer, with the same results; `benchmarks/bench_tokenizers.py` measures
 #   the speed of both, in the same run.
@@ -1409,6 +2071,60 @@ check_greedy_wordpiece(greedy_wordpiece)
 
 # %% [markdown]
 # :::{exercise-start}
+# :label: ex-tok-viterbi
+# :difficulty: 2
+# :minutes: 30
+# :kind: coding
+# :::
+# **Viterbi segmentation.** Write `viterbi_segment(word, log_probs)` that returns the most
+# probable segmentation of `word` under a unigram model, as a list of pieces. `log_probs` maps
+# each piece to its log-probability, and every single character of `word` is a piece. Fill
+# `best[e]`, the highest log-probability of a segmentation of `word[:e]`, from left to right,
+# remembering where the last piece of that best segmentation starts; then follow those starts
+# back from the end of the word. Do not list the segmentations, and do not use `viterbi` or
+# `UnigramTokenizer`.
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-tok-viterbi
+# :class: dropdown
+# ::::
+# For each end position, try every piece that ends there; the best segmentation of
+# `word[:end]` is the best one of `word[:start]` followed by the piece `word[start:end]`.
+
+# %% tags=["solution"]
+import math
+
+
+def viterbi_segment(word: str, log_probs: dict[str, float]) -> list[str]:
+    ### BEGIN SOLUTION
+    n = len(word)
+    best = [0.0] + [-math.inf] * n
+    start_of = [0] * (n + 1)
+    for end in range(1, n + 1):
+        for start in range(end):
+            piece = word[start:end]
+            if piece in log_probs and best[start] + log_probs[piece] > best[end]:
+                best[end], start_of[end] = best[start] + log_probs[piece], start
+    pieces, end = [], n
+    while end > 0:
+        pieces.append(word[start_of[end]:end])
+        end = start_of[end]
+    return pieces[::-1]
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch07 import check_viterbi_segment
+
+check_viterbi_segment(viterbi_segment)
+
+# %% [markdown]
+# :::{exercise-start}
 # :label: ex-tok-scores
 # :difficulty: 1
 # :minutes: 15
@@ -1515,6 +2231,12 @@ quiz = Quiz("ch07", [
            ["grows", "falls, quickly at first and then slowly", "stays the same",
             "falls in a straight line"], answer="b",
            explain="Frequent words are whole early; the rest gain little."),
+    choice("How does a unigram tokenizer, such as ALBERT's, cut a word into pieces?",
+           ["longest vocabulary entry first, from the left",
+            "by applying the learned merges in order",
+            "into the segmentation with the highest product of piece probabilities",
+            "into single characters only"], answer="c",
+           explain="The Viterbi algorithm finds it without listing them all."),
     choice("How does WordPiece mark a piece that continues a word?",
            ["a leading Ġ", "a leading ##", "a trailing </w>", "a leading ▁"],
            answer="b", explain="Ġ is byte-level BPE's mark of a preceding space."),

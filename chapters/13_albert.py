@@ -669,7 +669,8 @@ for ours_name in ["albert.embeddings.projection.weight", "albert.encoder.groups.
 # With an internet connection, `transformers.AlbertForMaskedLM.from_pretrained("albert/albert-base-v2")`
 # downloads the released weights (the whole model has fewer parameters than BERT-base's embedding
 # tables alone, as the next section counts) and `from_hf` turns them into our `AlbertForMaskedLM`. ALBERT's tokenizer is a SentencePiece
-# model, which this course does not build; Hugging Face's `AlbertTokenizer` produces the ids.
+# unigram model, the kind {ref}`sec-tok-unigram` builds and trains from scratch (ALBERT's own also
+# lower-cases and normalises the text first); Hugging Face's `AlbertTokenizer` produces the ids.
 #
 # (sec-albert-sizes)=
 # ## Where the 90% comes from
