@@ -183,6 +183,9 @@ class ExerciseTable(_CourseDirective):
             listed = course.exercises(chapter)
             for index, exercise in enumerate(listed):
                 problems = exercise.problems()
+                if getattr(self.app.config, "hide_solutions", False):
+                    # the student edition removes solutions, and the rubrics with them
+                    problems = [p for p in problems if "rubric" not in p]
                 if problems:
                     raise ExtensionError(f"{chapter.relpath}, {exercise.label}: "
                                          + "; ".join(problems))

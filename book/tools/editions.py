@@ -249,6 +249,11 @@ def write_student(out: Path) -> None:
     config["sphinx"]["config"]["tinybert_budget_stale_check"] = False
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     shutil.copy2(ROOT / "_toc.yml", src / "_toc.yml")
+    # the result files that pages quote with the {recorded} role (the project briefs)
+    for result in [*ROOT.glob("experiments/*.json"), *ROOT.glob("checkpoints/*/metrics.json")]:
+        target = src / result.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(result, target)
     for chapter in chapters():
         student = student_notebook(chapter.read())
         to_ipynb(student, out / "notebooks" / f"{chapter.stem}.ipynb")
