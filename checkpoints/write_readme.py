@@ -130,7 +130,8 @@ def main() -> None:
         f"  {recipe['eval_batches'] * recipe['batch_size']} {what} with fixed masks (15%, "
         f"{final['mlm_tokens']:,} masked tokens).",
         f"- Vocabulary: `train_wordpiece_tokenizer` (chapter 07) on the training documents, size "
-        f"{recipe['vocab_size']}, `min_count={recipe['vocab_min_count']}`.",
+        f"{recipe['vocab_size']}, `min_count={recipe['vocab_min_count']}`, "
+        f"`score=\"{recipe.get('vocab_score', 'likelihood')}\"`.",
         "",
         "## The machine and the time",
         "",

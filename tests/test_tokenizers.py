@@ -391,3 +391,26 @@ def test_encode_batch_says_how_to_install_tokenizers(monkeypatch, wordpiece_toke
         assert tok.encode_batch(["still works"]) == [tok.encode("still works")]
         with pytest.raises(ImportError, match="pip install tokenizers"):
             tok.encode_batch(["a"], backend="tokenizers")
+
+
+def test_wordpiece_by_count_learns_what_hugging_face_learns(train_text, held_out_texts):
+    """score="count" merges as Hugging Face's WordPiece trainer does: (nearly) the same
+    entries, and the same cost in tokens per held-out word."""
+    texts = train_text[:3000]
+    ours = train_wordpiece_tokenizer(texts, 1200, min_count=2, score="count")
+    oracle = hf.BertWordPieceTokenizer(lowercase=True)
+    oracle.train_from_iterator(texts, vocab_size=1200, min_frequency=2, show_progress=False)
+    theirs = WordPieceTokenizer(oracle.get_vocab())
+    assert len(set(ours.vocab) & set(theirs.vocab)) >= 0.98 * len(theirs)
+    n_words = sum(len(t.split()) for t in held_out_texts)
+    cost = {name: sum(len(tok.encode(t).ids) for t in held_out_texts) / n_words
+            for name, tok in [("ours", ours), ("theirs", theirs)]}
+    assert cost["ours"] == pytest.approx(cost["theirs"], rel=0.01)
+    likelihood = train_wordpiece_tokenizer(texts, 1200, min_count=2)
+    worse = sum(len(likelihood.encode(t).ids) for t in held_out_texts) / n_words
+    assert worse > 1.2 * cost["ours"]          # the textbook score splits frequent words
+
+
+def test_wordpiece_score_is_checked():
+    with pytest.raises(ValueError, match="'likelihood' or 'count', got 'frequency'"):
+        train_wordpiece({"ab": 2}, 10, score="frequency")

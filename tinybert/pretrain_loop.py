@@ -328,7 +328,8 @@ def _check_config(preset: str, overrides: dict, vocab_size: int) -> None:
 # Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
 def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: dict | None = None,
                   steps: int = 1000, batch_size: int = 32, lr: float = 1e-3, warmup_fraction: float = 0.05,
-                  vocab_size: int = 8192, vocab_min_count: int = 40, eval_every: int = 100,
+                  vocab_size: int = 8192, vocab_min_count: int = 40,
+                  vocab_score: str = "count", eval_every: int = 100,
                   eval_batches: int = 25, checkpoint_every: int = 0, seed: int = 0,
                   max_documents: int | None = None, dynamic_masking: bool = True, resume: bool = False,
                   stop_after: int | None = None, device: torch.device | str | None = None,
@@ -337,8 +338,8 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
                   dist: DistributedContext = DistributedContext()) -> dict:
     """The course's pretraining run, end to end, into ``out_dir``: what ``tinybert pretrain`` runs.
 
-    Trains an uncased WordPiece vocabulary on the training documents (with ``resume``,
-    reuses out_dir/vocab.txt),
+    Trains an uncased WordPiece vocabulary on the training documents, merging by pair count
+    (``vocab_score``; with ``resume``, reuses out_dir/vocab.txt),
     builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``, RoBERTa) and
     MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes vocab.txt,
     model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable state in
@@ -349,6 +350,8 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     """
     if objective not in ("mlm+nsp", "mlm"):
         raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
+    if vocab_score not in ("count", "likelihood"):
+        raise ValueError(f"vocab_score must be 'count' or 'likelihood', got {vocab_score!r}")
     _check_counts(steps=steps, batch_size=batch_size, eval_every=eval_every,
                   eval_batches=eval_batches, vocab_size=vocab_size)
     _check_counts(minimum=0, checkpoint_every=checkpoint_every)
@@ -372,7 +375,7 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     if dist.is_main and not (out / "vocab.txt").is_file():
         say(f"training a {vocab_size}-token WordPiece vocabulary on {len(documents)} documents")
         vocab = train_wordpiece_tokenizer(vocabulary_texts(documents), vocab_size,
-                                          min_count=vocab_min_count)
+                                          min_count=vocab_min_count, score=vocab_score)
         _write_atomically(out / "vocab.txt", vocab.save)
     dist.barrier()                                  # the other processes read rank 0's vocabulary
     tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
@@ -407,6 +410,7 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     if dist.is_main:
         history["recipe"] = dict(preset=preset, overrides=overrides or {}, batch_size=batch_size,
                                  processes=dist.world_size, vocab_size=len(tokenizer), vocab_min_count=vocab_min_count,
+                                 vocab_score=vocab_score,
                                  eval_batches=len(eval_list), train_pairs=len(train_examples),
                                  dynamic_masking=dynamic_masking, seed=seed, max_documents=max_documents,
                                  objective=objective, mlm_probability=mlm_probability,

@@ -65,6 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="WordPiece vocabulary size (default: 8192)")
     parser.add_argument("--vocab-min-count", type=int, default=40,
                         help="a pair must occur this often to be merged (default: 40)")
+    parser.add_argument("--vocab-score", choices=("count", "likelihood"), default="count",
+                        help="merge the most frequent pair (count, as Hugging Face's trainer"
+                             " does) or the most associated one (likelihood, chapter 7's"
+                             " textbook score); default: count")
     parser.add_argument("--eval-every", type=_count(1), default=100,
                         help="held-out evaluation every N steps")
     parser.add_argument("--eval-batches", type=_count(1), default=25,
@@ -122,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
             args.out, preset=args.preset, overrides=dict(args.overrides),
             steps=args.steps, batch_size=args.batch_size, lr=args.lr,
             warmup_fraction=args.warmup, vocab_size=args.vocab_size,
-            vocab_min_count=args.vocab_min_count, eval_every=args.eval_every,
+            vocab_min_count=args.vocab_min_count, vocab_score=args.vocab_score,
+            eval_every=args.eval_every,
             eval_batches=args.eval_batches, checkpoint_every=args.checkpoint_every,
             seed=args.seed, max_documents=args.max_documents,
             dynamic_masking=not args.static_masking, resume=args.resume,

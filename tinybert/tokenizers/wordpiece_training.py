@@ -73,14 +73,19 @@ def train_wordpiece_simple(word_counts: Mapping[str, int], vocab_size: int, *, m
 # Built in chapter 7, section "A faster trainer": chapters/07_tokenization.html#a-faster-trainer
 def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_count: int = 1,
                     special_tokens: Iterable[str] = SPECIAL_TOKENS,
-                    prefix: str = "##") -> dict[str, int]:
+                    prefix: str = "##", score: str = "likelihood") -> dict[str, int]:
     """``train_wordpiece_simple`` with counts kept up to date: the same vocabulary, faster.
+
+    ``score="count"`` merges the most frequent pair instead, as BPE does and as Hugging
+    Face's WordPiece trainer does; section "Which score?" compares the two.
 
     What changes: an index pair -> words, so a merge touches only the words that contain the
     pair; symbol and pair counts updated in place instead of recounted; a heap of scores whose
     out-of-date entries are skipped, and rebuilt when they outnumber the live pairs. The chapter
     and ``benchmarks/bench_tokenizers.py`` measure the speed-up.
     """
+    if score not in ("likelihood", "count"):
+        raise ValueError(f"score must be 'likelihood' or 'count', got {score!r}")
     words, vocab = wordpiece_start(word_counts, min_count, special_tokens, prefix)
     counts = list(word_counts.values())
     symbol_counts: Counter[str] = Counter()
@@ -104,8 +109,10 @@ def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_coun
 
     def entry(pair: tuple[str, str]) -> tuple[float, int, int, tuple[str, str]]:
         a, b = pair      # the heap pops the smallest: best score first, then older symbols
-        score = pair_counts[pair] / (symbol_counts[a] * symbol_counts[b])
-        return (-score, vocab[a], vocab[b], pair)
+        value = pair_counts[pair]
+        if score == "likelihood":
+            value /= symbol_counts[a] * symbol_counts[b]
+        return (-value, vocab[a], vocab[b], pair)
 
     def fresh_heap() -> list:
         heap = [entry(pair) for pair, c in pair_counts.items() if c >= min_count]
@@ -134,8 +141,11 @@ def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_coun
                 where.pop(p, None)
                 partners[p[0]].discard(p)
                 partners[p[1]].discard(p)
-        # a and b are rarer now, merged more frequent: rescore every pair that contains them.
-        for p in touched | partners[a] | partners[b] | partners[merged]:
+        # a and b are rarer now, merged more frequent: rescore every pair that contains them
+        # (by count, only the pairs next to the merge changed).
+        if score == "likelihood":
+            touched |= partners[a] | partners[b] | partners[merged]
+        for p in touched:
             if pair_counts[p] >= min_count:
                 heapq.heappush(heap, entry(p))
         if len(heap) > 2 * len(pair_counts) + 1000:        # mostly out-of-date entries
@@ -162,7 +172,8 @@ def bert_word_counts(texts: Iterable[str], *, lowercase: bool = True) -> Counter
 
 # Built in chapter 7, section "A faster trainer": chapters/07_tokenization.html#a-faster-trainer
 def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int, *, lowercase: bool = True,
-                              min_count: int = 2) -> WordPieceTokenizer:
+                              min_count: int = 2,
+                              score: str = "likelihood") -> WordPieceTokenizer:
     vocab = train_wordpiece(bert_word_counts(texts, lowercase=lowercase), vocab_size,
-                            min_count=min_count)
+                            min_count=min_count, score=score)
     return WordPieceTokenizer(vocab, lowercase=lowercase)
