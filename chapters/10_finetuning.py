@@ -2458,6 +2458,110 @@ check_token_f1(token_f1)
 
 # %% [markdown]
 # :::{exercise-start}
+# :label: ex-ft-entity-f1
+# :difficulty: 2
+# :minutes: 30
+# :kind: coding
+# :::
+# **Entity-level F1 from BIO tags.** Write `entity_f1(gold, predicted)` for two lists of tag
+# sequences (one list of IOB2 tags such as `"B-PER"`, `"I-PER"`, `"O"` per sentence) that returns
+# the micro-averaged entity-level F1 of {ref}`sec-ft-ner` as a float between 0 and 1. An entity
+# starts at `B-X`, or at an `I-X` that does not continue an entity of type X (the CoNLL script's
+# reading), and takes in the `I-X` tags that follow; a predicted entity is correct only when its
+# type, first word and last word all match a gold entity of the same sentence. F1 is 0 when no
+# entity is correct. Do not use `tinybert.metrics`.
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-ft-entity-f1
+# :class: dropdown
+# ::::
+# Reading the tags once, left to right, is enough: an entity in progress ends at any tag that is
+# not an `I-` of its own type, and a new one starts at every `B-` and at every `I-` that finds no
+# entity in progress. Keeping the sentence's index in each span stops an entity of one sentence
+# from matching the same positions in another.
+
+# %% tags=["solution"]
+def entity_f1(gold: list[list[str]], predicted: list[list[str]]) -> float:
+    ### BEGIN SOLUTION
+    def spans(sentences):
+        found = set()
+        for n, tags in enumerate(sentences):
+            start = kind = None
+            for i, tag in enumerate([*tags, "O"]):
+                prefix, _, label = tag.partition("-")
+                if start is not None and (prefix != "I" or label != kind):
+                    found.add((n, kind, start, i))
+                    start = None
+                if prefix == "B" or (prefix == "I" and start is None):
+                    start, kind = i, label
+        return found
+
+    gold_spans, predicted_spans = spans(gold), spans(predicted)
+    correct = len(gold_spans & predicted_spans)
+    if correct == 0:
+        return 0.0
+    return 2 * correct / (len(gold_spans) + len(predicted_spans))
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch10 import check_entity_f1
+
+check_entity_f1(entity_f1)
+
+
+# %% [markdown]
+# :::{exercise-start}
+# :label: ex-ft-ladder-verdict
+# :difficulty: 1
+# :minutes: 15
+# :kind: coding
+# :::
+# **When does a rung beat another?** {ref}`sec-ft-gain` counts a gap between two arms of the
+# ladder only when it is larger than the spread (max minus min over seeds) of either arm. Write
+# `verdict(upper, lower)` for two lists of scores, one per seed, that returns `"ahead"` when the
+# mean of `upper` exceeds the mean of `lower` by more than the larger of the two spreads,
+# `"behind"` when it falls short of it by more than that, and `"level"` otherwise. Then try it on
+# the ladder's own runs: `verdict(ladder["banking77", COURSE], ladder["banking77", RANDOM])`.
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-ft-ladder-verdict
+# :class: dropdown
+# ::::
+# The rule compares the mean gap with the worst spread, so one lucky seed in either arm cannot
+# make a gap count, and a single seed (spread 0) makes any gap count: run several.
+
+# %% tags=["solution"]
+def verdict(upper: list[float], lower: list[float]) -> str:
+    ### BEGIN SOLUTION
+    spread = max(max(upper) - min(upper), max(lower) - min(lower))
+    gap = sum(upper) / len(upper) - sum(lower) / len(lower)
+    if gap > spread:
+        return "ahead"
+    if gap < -spread:
+        return "behind"
+    return "level"
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch10 import check_verdict
+
+check_verdict(verdict)
+
+
+# %% [markdown]
+# :::{exercise-start}
 # :label: ex-ft-truncate-pair
 # :difficulty: 2
 # :minutes: 20

@@ -109,6 +109,65 @@ def check_token_f1(token_f1) -> None:
     print(f"✓ token_f1 matches the official SQuAD v1.1 F1 on {len(cases)} hand-worked cases and 200 random ones")
 
 
+# --- ex-ft-entity-f1 -------------------------------------------------------------------
+
+def check_entity_f1(entity_f1) -> None:
+    """Check ``entity_f1(gold, predicted) -> float`` on hand-worked cases and random tag
+    sequences, against chapter 10's ``entity_scores`` (equal to seqeval in the tests)."""
+    from tinybert.metrics import entity_scores
+
+    cases = [
+        ([["B-PER", "I-PER", "O"]], [["B-PER", "I-PER", "O"]], 1.0),
+        ([["B-PER", "I-PER", "O"]], [["B-PER", "O", "O"]], 0.0),            # boundary wrong
+        ([["B-PER", "O", "B-LOC"]], [["B-ORG", "O", "B-LOC"]], 0.5),        # type wrong
+        ([["I-LOC", "I-LOC", "O"]], [["B-LOC", "I-LOC", "O"]], 1.0),        # I- starts one
+        ([["B-LOC", "I-PER"]], [["B-LOC", "B-PER"]], 1.0),                  # I-PER: new entity
+        ([["B-LOC", "B-LOC"]], [["B-LOC", "I-LOC"]], 0.0),
+        ([["O", "O"]], [["O", "O"]], 0.0),
+        ([["B-ORG"], ["O"]], [["O"], ["B-ORG"]], 0.0),                      # other sentence
+        ([["B-ORG", "I-ORG", "I-ORG"]], [["B-ORG", "I-ORG", "I-ORG"]], 1.0),
+    ]
+    for gold, predicted, expected in cases:
+        got = entity_f1(gold, predicted)
+        assert isinstance(got, (int, float)), (f"entity_f1({gold}, {predicted}): expected a "
+                                               f"float, got {got!r}")
+        assert abs(got - expected) < 1e-9, (f"entity_f1({gold}, {predicted}): expected "
+                                            f"{expected:.4f}, got {got!r}")
+    rng = random.Random(10)
+    tags = ["O", "O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
+    for _ in range(300):
+        lengths = [rng.randint(1, 8) for _ in range(rng.randint(1, 4))]
+        gold = [rng.choices(tags, k=n) for n in lengths]
+        predicted = [[t if rng.random() < 0.7 else rng.choice(tags) for t in s] for s in gold]
+        expected = entity_scores(gold, predicted)["overall"]["f1"]
+        got = entity_f1(gold, predicted)
+        assert abs(got - expected) < 1e-9, (f"entity_f1({gold}, {predicted}): expected "
+                                            f"{expected:.4f}, got {got!r}")
+    print(f"✓ entity_f1 matches entity-level F1 on {len(cases)} hand-worked cases and 300 "
+          f"random ones")
+
+
+# --- ex-ft-ladder-verdict ---------------------------------------------------------------
+
+def check_verdict(verdict) -> None:
+    """Check ``verdict(upper, lower) -> "ahead" | "behind" | "level"`` on worked cases."""
+    cases = [
+        ([0.60, 0.62, 0.61], [0.50, 0.52, 0.51], "ahead"),       # gap 0.10, spread 0.02
+        ([0.50, 0.52, 0.51], [0.60, 0.62, 0.61], "behind"),
+        ([0.60, 0.40, 0.50], [0.45, 0.46, 0.47], "level"),       # gap 0.04, spread 0.20
+        ([0.55, 0.56], [0.50, 0.51, 0.52], "ahead"),             # different numbers of seeds
+        ([0.5], [0.4], "ahead"),                                 # one seed: spread 0
+        ([0.5, 0.5], [0.5, 0.5], "level"),
+        ([0.70, 0.50], [0.50, 0.50], "level"),                   # gap 0.10, spread 0.20
+        ([0.54, 0.52], [0.50, 0.50], "ahead"),                   # gap 0.03, spread 0.02
+        ([0.46, 0.48], [0.50, 0.50], "behind"),
+    ]
+    for upper, lower, expected in cases:
+        got = verdict(list(upper), list(lower))
+        assert got == expected, f"verdict({upper}, {lower}): expected {expected!r}, got {got!r}"
+    print(f"✓ verdict gives the ladder's reading on {len(cases)} cases")
+
+
 # --- ex-ft-truncate-pair ---------------------------------------------------------------------------
 
 def _reference_truncate(a, b, max_len):
