@@ -1751,7 +1751,10 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
 #   {cite}`wettig2023should`, and **AdamW's $\beta_2 = 0.98$** (`--adam-beta2 0.98`), RoBERTa's
 #   setting for stable training with large learning rates;
 # - **task-adaptive text** (`--task-text`): the unlabelled training text of chapter 10's tasks joins
-#   the corpus {cite}`gururangan2020dont`.
+#   the corpus {cite}`gururangan2020dont`;
+# - **a vocabulary learned by count** (`--vocab-score count`, {ref}`sec-pretrain-vocabulary`):
+#   frequent words stay whole, so a 128-token sequence holds more text and a masked token is a
+#   word to guess from its context rather than the rest of a word to spell.
 #
 # `experiments/recipe_ablation.py` measured these changes at small scale, one at a time, each run
 # 150 steps of 32 sequences with the same vocabulary and learning rate; every final model is then
