@@ -204,7 +204,7 @@ def import_tokenizers():
 
 # %% tags=["export:tokenizers.encoding"]
 def check_text(text) -> str:
-    """``text``, if it is a str that UTF-8 can encode; else a ValueError that says why."""
+    """``text``, if it is a str that UTF-8 can encode; else a ValueError saying why."""
     if not isinstance(text, str):
         raise ValueError(f"encode expects a str, got {type(text).__name__}")
     if not text.isascii():
@@ -513,15 +513,16 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def read_vocab_txt(path: str | Path) -> dict[str, int]:
-    """One token per line; the id is the line number. A blank or repeated line is refused:
-    it would shift or shadow the ids of every token after it."""
+    """One token per line; the id is the line number. A blank or repeated line is
+    refused: it would shift or shadow the ids of every token after it."""
     vocab: dict[str, int] = {}
     for i, line in enumerate(read_lines(path)):
         token = line.rstrip()
         if not token or token in vocab:
-            what = "is blank" if not token else f"repeats line {vocab[token] + 1}, {token!r}"
-            raise ValueError(f"{path}:{i + 1}: the line {what}; a vocabulary file holds "
-                             "one distinct token per line")
+            what = ("is blank" if not token
+                    else f"repeats line {vocab[token] + 1}, {token!r}")
+            raise ValueError(f"{path}:{i + 1}: the line {what}; a vocabulary file "
+                             "holds one distinct token per line")
         vocab[token] = i
     return vocab
 
@@ -558,13 +559,13 @@ class WordPieceTokenizer:
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs) -> WordPieceTokenizer:
-        """The vocabulary of ``path`` (read_vocab_txt); it must hold [UNK], [CLS], [SEP]."""
+        """The vocabulary in ``path`` (read_vocab_txt), with [UNK], [CLS] and [SEP]."""
         vocab = read_vocab_txt(path)
         missing = [t for t in (kwargs.get("unk_token", "[UNK]"), "[CLS]", "[SEP]")
                    if t not in vocab]
         if missing:
-            raise ValueError(f"{path}: the vocabulary lacks {', '.join(missing)}; a BERT "
-                             "vocabulary holds [UNK], [CLS] and [SEP]")
+            raise ValueError(f"{path}: the vocabulary lacks {', '.join(missing)}; "
+                             "a BERT vocabulary holds [UNK], [CLS] and [SEP]")
         return cls(vocab, **kwargs)
 
     def save(self, path: str | Path) -> Path:
@@ -592,7 +593,8 @@ class WordPieceTokenizer:
 
     def encode(self, text: str, add_special_tokens: bool = False) -> Encoding:
         normalized, source = bert_normalize(
-            check_text(text), clean_text=self.clean_text, handle_chinese_chars=self.handle_chinese_chars,
+            check_text(text), clean_text=self.clean_text,
+            handle_chinese_chars=self.handle_chinese_chars,
             strip_accents=self.strip_accents, lowercase=self.lowercase)
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []

@@ -162,15 +162,16 @@ class BertConfig:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
                 raise ValueError(f"BertConfig.{name}: expected a probability in [0, 1), got {value!r}")
         pad = self.pad_token_id
-        if isinstance(pad, bool) or not (isinstance(pad, int) and 0 <= pad < self.vocab_size):
+        if isinstance(pad, bool) or not (isinstance(pad, int)
+                                         and 0 <= pad < self.vocab_size):
             raise ValueError(f"BertConfig.pad_token_id: expected an id in [0, {self.vocab_size}), "
                              f"got {pad!r}")
         for name in ("layer_norm_eps", "initializer_range"):
             value = getattr(self, name)
             if (isinstance(value, bool) or not isinstance(value, (int, float))
                     or not 0 < value < math.inf):
-                raise ValueError(f"BertConfig.{name}: expected a finite positive number, "
-                                 f"got {value!r}")
+                raise ValueError(f"BertConfig.{name}: expected a finite positive "
+                                 f"number, got {value!r}")
         get_activation(self.activation)                      # raises ValueError for an unknown name
         for name in ("norm_first", "fast"):
             if not isinstance(getattr(self, name), bool):
@@ -543,8 +544,9 @@ def _describe(x) -> str:
 def _check_ids(name: str, ids, shape: tuple[int, ...] | None, upper: int, why: str) -> None:
     """Raise ValueError unless ``ids`` is an integer tensor (of ``shape``) with values in [0, upper)."""
     if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.long, torch.int32):
-        raise ValueError(f"{name}: expected an integer tensor (torch.long or torch.int32, "
-                         f"what an embedding table takes), got {_describe(ids)}")
+        raise ValueError(f"{name}: expected an integer tensor (torch.long or "
+                         f"torch.int32, what an embedding table takes), "
+                         f"got {_describe(ids)}")
     if shape is None and ids.dim() != 2:
         raise ValueError(f"{name}: expected shape (B, T), got {_describe(ids)}")
     if shape is not None and tuple(ids.shape) != shape:

@@ -600,7 +600,7 @@ def test_resume_with_other_settings_names_each_difference(tmp_path):
     assert load_checkpoint(tmp_path / "run").step == 6
 
 
-# --- 4. resume is faithful: Ctrl-C, the logged loss, metrics.json, the data recipe ------
+# --- 4. resume is faithful: Ctrl-C, the logged loss, metrics.json, the recipe ---
 
 def _straight_and_config(**changes):
     settings = dict(steps=9, lr=3e-3, warmup_fraction=0.2, log_every=4, eval_every=3,
@@ -611,7 +611,8 @@ def _straight_and_config(**changes):
 def _tiny_pretrain(directory, *, model_seed=0, **kwargs):
     model = tiny_model(model_seed)
     batches = PretrainingBatches(examples(), SPECIAL, batch_size=13, seed=3)
-    held = [PretrainingBatches(examples(13, seed=1), SPECIAL, 13, dynamic_masking=False)(0)]
+    held = [PretrainingBatches(examples(13, seed=1), SPECIAL, 13,
+                               dynamic_masking=False)(0)]
     config = _straight_and_config(**kwargs.pop("config", {}))
     history = pretrain(model, batches, config, eval_batches=held, device="cpu",
                        checkpoint_dir=directory, **kwargs)
@@ -661,14 +662,14 @@ def test_the_logged_loss_does_not_depend_on_where_a_run_stopped(tmp_path, stop):
     _tiny_pretrain(tmp_path / "run", stop_after=stop)
     resumed, history = _tiny_pretrain(tmp_path / "run", model_seed=1, resume=True)
     assert same_weights(resumed, straight)
-    assert history["train"] == straight_history["train"]      # the same float, bit for bit
+    assert history["train"] == straight_history["train"]   # the same floats, exactly
     assert history["eval"] == straight_history["eval"]
 
 
 def test_metrics_json_never_contradicts_itself_after_a_crash(tmp_path, monkeypatch):
     """A run that crashed at step 8 had written evaluations up to step 6 but saved its
-    checkpoint at step 4; resumed with evaluations every 2 steps, metrics.json holds each
-    step once, in order, and says how often the run now evaluates."""
+    checkpoint at step 4; resumed with evaluations every 2 steps, metrics.json holds
+    each step once, in order, and says how often the run now evaluates."""
     metrics = tmp_path / "metrics.json"
     original, calls = pretrain_loop.pretraining_losses, []
 
@@ -695,7 +696,7 @@ def test_metrics_json_never_contradicts_itself_after_a_crash(tmp_path, monkeypat
     monkeypatch.setattr(pretrain_loop, "evaluate_pretraining", evaluate_and_read)
     _, history = _tiny_pretrain(tmp_path / "run", resume=True, metrics_path=metrics,
                                 config={"checkpoint_every": 4, "eval_every": 2})
-    assert seen[0] == [3]                             # step 6 of the crashed run is gone
+    assert seen[0] == [3]                        # step 6 of the crashed run is gone
     on_disk = json.loads(metrics.read_text())
     steps = [r["step"] for r in on_disk["eval"]]
     assert steps == [3, 6, 8, 9] and steps == sorted(set(steps))
@@ -732,7 +733,7 @@ def test_resume_with_another_data_recipe_is_refused(tmp_path):
         with pytest.raises(ValueError, match="another data recipe") as caught:
             pretrain_bert(out, steps=4, resume=True, **{**TINY_RUN, **changes})
         assert named in str(caught.value), (changes, str(caught.value))
-    with pytest.raises(ValueError) as caught:                   # every difference at once
+    with pytest.raises(ValueError) as caught:              # every difference at once
         pretrain_bert(out, steps=4, resume=True,
                       **{**TINY_RUN, "vocab_size": 150, "max_documents": 3})
     assert "vocab_size: saved" in str(caught.value)
@@ -776,7 +777,8 @@ def _compare_runs(a: Path, b: Path) -> None:
     """Bit-identical weights, and the same metrics.json but for the seconds it took."""
     assert same_weights(load_model(a), load_model(b))
     assert (a / "vocab.txt").read_bytes() == (b / "vocab.txt").read_bytes()
-    metrics = [_without_time(json.loads((d / "metrics.json").read_text())) for d in (a, b)]
+    metrics = [_without_time(json.loads((d / "metrics.json").read_text()))
+               for d in (a, b)]
     assert metrics[0] == metrics[1]
 
 
@@ -793,9 +795,9 @@ def test_sigint_through_the_command_line_then_resume_is_bit_identical(tmp_path):
     assert main(["pretrain", "--out", str(tmp_path / "straight"), *args]) == 0
     command = [sys.executable, "-m", "tinybert", "pretrain", "--out",
                str(tmp_path / "run"), *args]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, cwd=ROOT, env={**os.environ,
-                                                         "PYTHONPATH": str(ROOT)})
+    process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
     lines = []
     for line in process.stdout:          # text mode: the progress bar's \r ends a line
         lines.append(line)
@@ -810,7 +812,8 @@ def test_sigint_through_the_command_line_then_resume_is_bit_identical(tmp_path):
     assert 1 <= step < 300 and "Continue the run with:" in output, output
     again = output.split("Continue the run with:\n", 1)[1].splitlines()[0].strip()
     argv = shlex.split(again)
-    assert argv[:4] == ["python", "-m", "tinybert", "pretrain"] and argv[-1] == "--resume"
+    assert argv[:4] == ["python", "-m", "tinybert", "pretrain"]
+    assert argv[-1] == "--resume"
     assert main(argv[3:]) == 0
     _compare_runs(tmp_path / "straight", tmp_path / "run")
 

@@ -38,7 +38,7 @@ class DistributedContext:
         return total
 
     def any(self, flag: bool, device: torch.device) -> bool:
-        """True in every process when ``flag`` is True in one (all stop at the same step)."""
+        """True in every process when ``flag`` is True in one (all stop together)."""
         if self.world_size == 1:
             return flag
         return self.all_reduce_sum(torch.tensor(float(flag), device=device)).item() > 0

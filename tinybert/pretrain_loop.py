@@ -157,10 +157,10 @@ def _resume_differences(checkpoint_dir, model: nn.Module, config: PretrainingCon
 
 
 # Built in chapter 9, section "The training loop": chapters/09_pretraining.html#the-training-loop
-def _train_step(net: nn.Module, batch: dict[str, torch.Tensor], optimizer, scheduler, scaler,
-                config: PretrainingConfig, dtype, dist: DistributedContext, step: int,
-                checkpoint_dir) -> torch.Tensor:
-    """One update of ``net`` on ``batch``: (loss, mlm, nsp, 1), to add to the running sums."""
+def _train_step(net: nn.Module, batch: dict[str, torch.Tensor], optimizer, scheduler,
+                scaler, config: PretrainingConfig, dtype, dist: DistributedContext,
+                step: int, checkpoint_dir) -> torch.Tensor:
+    """One update of ``net`` on ``batch``: (loss, mlm, nsp, 1), for the running sums."""
     device = batch["input_ids"].device
     with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
         loss, mlm_loss, nsp_loss = pretraining_losses(net, batch, dist)
@@ -168,7 +168,7 @@ def _train_step(net: nn.Module, batch: dict[str, torch.Tensor], optimizer, sched
         raise FloatingPointError(
             _diverged(step + 1, loss, mlm_loss, nsp_loss, checkpoint_dir))
     scaler.scale(loss).backward()
-    scaler.unscale_(optimizer)                       # clip the true gradients, not scaled ones
+    scaler.unscale_(optimizer)              # clip the true gradients, not scaled ones
     torch.nn.utils.clip_grad_norm_(net.parameters(), config.max_grad_norm)
     scaler.step(optimizer)
     scaler.update()
@@ -191,8 +191,8 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
     Only rank 0 prints, evaluates and writes files. A NaN or infinite loss raises
     FloatingPointError before the update: the checkpoint on disk is the last good one.
     Ctrl-C lets the step finish, saves a checkpoint there (with ``checkpoint_dir``) and
-    raises TrainingInterrupted. The checkpoint keeps the training-loss sums of the unfinished
-    logging window, so a resumed run logs what an uninterrupted one logs.
+    raises TrainingInterrupted. The checkpoint keeps the training-loss sums of the
+    unfinished logging window, so a resumed run logs what an uninterrupted one logs.
     Resuming with other settings of RESUME_MUST_MATCH, another batch size or another model
     configuration raises ValueError naming each difference: the run would no longer be the
     one that was interrupted. log_every, eval_every, checkpoint_every and mixed_precision
@@ -207,7 +207,7 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
     batch_size = getattr(batches, "batch_size", None)
     history, start = {"train": [], "eval": [], "seconds": 0.0, "config": asdict(config),
                       "batch_size": batch_size}, 0
-    running = torch.zeros(4)           # loss, mlm, nsp sums since the last log, and their count
+    running = torch.zeros(4)      # loss, mlm, nsp sums since the last log; their count
     if resume and checkpoint_dir is not None and saved_file(checkpoint_dir,
                                                             STATE_NAME).is_file():
         differences = _resume_differences(checkpoint_dir, model, config, batch_size)
@@ -219,7 +219,7 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
                                      scaler=scaler, map_location=device)
         start, history = checkpoint.step, checkpoint.extra["history"]
         running = torch.tensor(checkpoint.extra.get("running", running.tolist()))
-        history["config"] = asdict(config)         # how often it logs, evaluates, saves now
+        history["config"] = asdict(config)    # how often it logs, evaluates, saves now
     if recipe is not None:
         history["recipe"] = recipe
     if dist.is_main and metrics_path is not None:   # forget what a crashed run logged
@@ -232,18 +232,22 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
     clock = time.perf_counter()
     with ctrl_c_requests() as requests:
         for step in bar if bar is not None else steps:
-            torch.manual_seed(seeded_generator(config.seed, "dropout", step, dist.rank).initial_seed())
-            batch = {k: v.to(device, non_blocking=True) for k, v in batches(step).items()}
-            running += _train_step(net, batch, optimizer, scheduler, scaler, config, dtype, dist,
-                                   step, checkpoint_dir)
+            dropout = seeded_generator(config.seed, "dropout", step, dist.rank)
+            torch.manual_seed(dropout.initial_seed())
+            batch = {k: v.to(device, non_blocking=True)
+                     for k, v in batches(step).items()}
+            running += _train_step(net, batch, optimizer, scheduler, scaler, config,
+                                   dtype, dist, step, checkpoint_dir)
             done = step + 1
             if done % config.log_every == 0:
                 loss_, mlm_, nsp_ = (running[:3] / running[3]).tolist()
                 history["train"].append({"step": done, "loss": loss_, "mlm_loss": mlm_,
-                                         "nsp_loss": nsp_, "lr": scheduler.get_last_lr()[0]})
+                                         "nsp_loss": nsp_,
+                                         "lr": scheduler.get_last_lr()[0]})
                 running.zero_()
             stop = dist.any(bool(requests), device) and done < end      # Ctrl-C
-            evaluate = eval_batches and (done % config.eval_every == 0 or done == config.steps)
+            evaluate = eval_batches and (done % config.eval_every == 0
+                                         or done == config.steps)
             save = checkpoint_dir is not None and (stop or done == end or (
                 config.checkpoint_every > 0 and done % config.checkpoint_every == 0))
             if dist.is_main and (evaluate or save or stop):
@@ -252,18 +256,21 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
             if dist.is_main and evaluate:
                 metrics = evaluate_pretraining(model, eval_batches, dtype=dtype)
                 history["eval"].append({"step": done, **metrics})
-                train = f"train loss {history['train'][-1]['loss']:.3f} | " if history["train"] else ""
-                nsp = f" | NSP acc {metrics['nsp_accuracy']:.3f}" if "nsp_accuracy" in metrics else ""
+                train = (f"train loss {history['train'][-1]['loss']:.3f} | "
+                         if history["train"] else "")
+                nsp = (f" | NSP acc {metrics['nsp_accuracy']:.3f}"
+                       if "nsp_accuracy" in metrics else "")
                 bar.write(f"step {done:>6}/{config.steps} | {train}held-out MLM loss "
-                          f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}{nsp} | "
-                          f"{history['seconds']:.0f} s")
+                          f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}"
+                          f"{nsp} | {history['seconds']:.0f} s")
             if dist.is_main and metrics_path is not None and (evaluate or stop):
                 _write_json(metrics_path, history)
             if save:
                 if dist.is_main:
+                    extra = {"history": history, "running": running.tolist()}
                     save_checkpoint(checkpoint_dir, model, optimizer=optimizer,
                                     scheduler=scheduler, scaler=scaler, step=done,
-                                    extra={"history": history, "running": running.tolist()})
+                                    extra=extra)
                 dist.barrier()
             if stop:
                 raise TrainingInterrupted(done, checkpoint_dir)
@@ -359,21 +366,25 @@ def _saved_recipe(out: Path) -> dict:
     metrics.json written before its first one ({} for a run without either)."""
     state = saved_file(out / "training_state", STATE_NAME)
     if state.is_file():
-        return json.loads(state.read_text())["extra"].get("history", {}).get("recipe", {})
+        history = json.loads(state.read_text())["extra"].get("history", {})
+        return history.get("recipe", {})
     metrics = out / "metrics.json"
-    return json.loads(metrics.read_text()).get("recipe", {}) if metrics.is_file() else {}
+    if not metrics.is_file():
+        return {}
+    return json.loads(metrics.read_text()).get("recipe", {})
 
 
 # Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
 def _check_recipe(out: Path, recipe: dict) -> None:
-    """Resuming with other data than the saved run's is refused, naming each difference."""
+    """Resuming with other data than the saved run's is refused, naming each change."""
     saved = _saved_recipe(out)
     differences = [f"{key}: saved {saved[key]!r}, now {value!r}"
-                   for key, value in recipe.items() if key in saved and saved[key] != value]
+                   for key, value in recipe.items()
+                   if key in saved and saved[key] != value]
     if differences:
-        raise ValueError(f"{out}: cannot resume with another data recipe than the saved "
-                         f"run's ({'; '.join(differences)}); resume with the saved "
-                         "settings, or start a new run (--overwrite)")
+        raise ValueError(f"{out}: cannot resume with another data recipe than the "
+                         f"saved run's ({'; '.join(differences)}); resume with the "
+                         "saved settings, or start a new run (--overwrite)")
 
 
 # Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
@@ -407,8 +418,9 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     if stop_after is not None:
         _check_counts(stop_after=stop_after)
     if vocab_size <= len(SPECIAL_TOKENS):
-        raise ValueError(f"vocab_size must be more than the {len(SPECIAL_TOKENS)} special "
-                         f"tokens {', '.join(SPECIAL_TOKENS)}, got {vocab_size}")
+        raise ValueError(f"vocab_size must be more than the {len(SPECIAL_TOKENS)} "
+                         f"special tokens {', '.join(SPECIAL_TOKENS)}, "
+                         f"got {vocab_size}")
     _check_config(preset, overrides or {}, vocab_size)
     if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not lr > 0:
         raise ValueError(f"expected 0 < mlm_probability < 1, 0 <= warmup_fraction <= 1"
@@ -419,10 +431,12 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
         raise ValueError(str(error)) from None
     out = check_run_folder(out_dir, resume=resume, overwrite=overwrite)
     recipe = dict(preset=preset, overrides=overrides or {}, batch_size=batch_size,
-                  processes=dist.world_size, vocab_size=vocab_size, vocab_min_count=vocab_min_count,
-                  eval_batches=eval_batches, dynamic_masking=dynamic_masking, seed=seed,
-                  max_documents=max_documents, objective=objective, mlm_probability=mlm_probability,
-                  adam_beta2=adam_beta2, task_text=task_text)
+                  processes=dist.world_size, vocab_size=vocab_size,
+                  vocab_min_count=vocab_min_count, eval_batches=eval_batches,
+                  dynamic_masking=dynamic_masking, seed=seed,
+                  max_documents=max_documents, objective=objective,
+                  mlm_probability=mlm_probability, adam_beta2=adam_beta2,
+                  task_text=task_text)
     if resume:
         _check_recipe(out, recipe)
     out.mkdir(parents=True, exist_ok=True)
@@ -461,7 +475,7 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     recipe.update(vocab_tokens=len(tokenizer), train_pairs=len(train_examples),
                   held_out_batches=len(eval_list))
     if resume:
-        _check_recipe(out, recipe)                  # the same arguments, but other data?
+        _check_recipe(out, recipe)            # the same arguments, but other data?
     what = "pairs" if objective == "mlm+nsp" else "sequences"
     say(f"{len(train_examples)} training {what} ({batches.steps_per_epoch} steps per epoch), "
         f"{len(eval_list) * batch_size} held-out {what}; model {preset}: {config}")

@@ -221,7 +221,8 @@ def ctrl_c_requests():
     thread: elsewhere, and where Ctrl-C is ignored, nothing changes."""
     requests: list[int] = []
     previous = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or previous is signal.SIG_IGN:
+    elsewhere = threading.current_thread() is not threading.main_thread()
+    if elsewhere or previous is signal.SIG_IGN:
         yield requests
         return
     previous = signal.default_int_handler if previous is None else previous

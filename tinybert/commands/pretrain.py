@@ -59,7 +59,7 @@ def _command(argv: list[str], processes: int) -> str:
 
 def _interrupted(interrupt: KeyboardInterrupt, out: str, argv: list[str],
                  processes: int) -> str:
-    """What to tell after Ctrl-C: where the run stopped and the command that continues it."""
+    """After Ctrl-C: where the run stopped, and the command that continues it."""
     from tinybert.pretrain_loop import RUN_FILES
 
     step = getattr(interrupt, "step", None)        # TrainingInterrupted knows its step
@@ -163,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt as interrupt:       # Ctrl-C: a checkpoint at the last step
         if dist.is_main:
-            print(_interrupted(interrupt, args.out, argv, dist.world_size), file=sys.stderr)
+            print(_interrupted(interrupt, args.out, argv, dist.world_size),
+                  file=sys.stderr)
         return 130                               # 128 + SIGINT, as the shell reports it
     if dist.is_main:
         final = history["eval"][-1] if history["eval"] else {}

@@ -70,7 +70,7 @@ def import_tokenizers():
 
 # Built in chapter 7, section "What an encoding holds": chapters/07_tokenization.html#what-an-encoding-holds
 def check_text(text) -> str:
-    """``text``, if it is a str that UTF-8 can encode; else a ValueError that says why."""
+    """``text``, if it is a str that UTF-8 can encode; else a ValueError saying why."""
     if not isinstance(text, str):
         raise ValueError(f"encode expects a str, got {type(text).__name__}")
     if not text.isascii():

@@ -19,15 +19,16 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 # Built in chapter 7, section "WordPiece encoding": chapters/07_tokenization.html#wordpiece-encoding
 def read_vocab_txt(path: str | Path) -> dict[str, int]:
-    """One token per line; the id is the line number. A blank or repeated line is refused:
-    it would shift or shadow the ids of every token after it."""
+    """One token per line; the id is the line number. A blank or repeated line is
+    refused: it would shift or shadow the ids of every token after it."""
     vocab: dict[str, int] = {}
     for i, line in enumerate(read_lines(path)):
         token = line.rstrip()
         if not token or token in vocab:
-            what = "is blank" if not token else f"repeats line {vocab[token] + 1}, {token!r}"
-            raise ValueError(f"{path}:{i + 1}: the line {what}; a vocabulary file holds "
-                             "one distinct token per line")
+            what = ("is blank" if not token
+                    else f"repeats line {vocab[token] + 1}, {token!r}")
+            raise ValueError(f"{path}:{i + 1}: the line {what}; a vocabulary file "
+                             "holds one distinct token per line")
         vocab[token] = i
     return vocab
 
@@ -65,13 +66,13 @@ class WordPieceTokenizer:
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs) -> WordPieceTokenizer:
-        """The vocabulary of ``path`` (read_vocab_txt); it must hold [UNK], [CLS], [SEP]."""
+        """The vocabulary in ``path`` (read_vocab_txt), with [UNK], [CLS] and [SEP]."""
         vocab = read_vocab_txt(path)
         missing = [t for t in (kwargs.get("unk_token", "[UNK]"), "[CLS]", "[SEP]")
                    if t not in vocab]
         if missing:
-            raise ValueError(f"{path}: the vocabulary lacks {', '.join(missing)}; a BERT "
-                             "vocabulary holds [UNK], [CLS] and [SEP]")
+            raise ValueError(f"{path}: the vocabulary lacks {', '.join(missing)}; "
+                             "a BERT vocabulary holds [UNK], [CLS] and [SEP]")
         return cls(vocab, **kwargs)
 
     def save(self, path: str | Path) -> Path:
@@ -99,7 +100,8 @@ class WordPieceTokenizer:
 
     def encode(self, text: str, add_special_tokens: bool = False) -> Encoding:
         normalized, source = bert_normalize(
-            check_text(text), clean_text=self.clean_text, handle_chinese_chars=self.handle_chinese_chars,
+            check_text(text), clean_text=self.clean_text,
+            handle_chinese_chars=self.handle_chinese_chars,
             strip_accents=self.strip_accents, lowercase=self.lowercase)
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []
