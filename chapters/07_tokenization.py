@@ -129,6 +129,7 @@ assert 0 < once < len(word_vocab) and len(never_seen) > 0
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 # %% tags=["export:tokenizers.encoding"]
@@ -175,6 +176,7 @@ def batch_encode(tokenizer, texts: list[str], backend: str = "python", **kwargs)
         if not isinstance(text, str):
             raise ValueError(f"encode_batch expects a list of str, got an item of type "
                              f"{type(text).__name__}")
+        check_text(text)                       # the Rust backend's own error is cryptic
     if backend == "python":
         return [tokenizer.encode(text, **kwargs) for text in texts]
     rust = tokenizer.to_hugging_face()
@@ -190,6 +192,44 @@ def import_tokenizers():
         raise ImportError("backend='tokenizers' needs Hugging Face's tokenizers library, which "
                           "is not installed: pip install tokenizers") from error
     return tokenizers
+
+
+# %% [markdown]
+# Two kinds of input are refused by every tokenizer of this chapter, with the same message, on
+# both backends. A text must be a `str`; and it must not hold a *lone surrogate*, one of the
+# code points U+D800 to U+DFFF that Python lets into a string (for instance from bytes decoded
+# with `errors="surrogateescape"`) but that is not a character and has no UTF-8 bytes. Silently
+# turning it into `[UNK]` would hide a decoding bug upstream. Vocabulary files are read as
+# strictly: they must be UTF-8, and an error names the file and the line.
+
+# %% tags=["export:tokenizers.encoding"]
+def check_text(text) -> str:
+    """``text``, if it is a str that UTF-8 can encode; else a ValueError saying why."""
+    if not isinstance(text, str):
+        raise ValueError(f"encode expects a str, got {type(text).__name__}")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(
+                f"the text holds a lone surrogate {text[error.start]!r} at index "
+                f"{error.start}: not a character, it has no UTF-8 bytes (decode the "
+                "bytes with errors='replace', or remove it)") from None
+    return text
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """The lines of a UTF-8 text file (without a last empty one); bytes that are not
+    UTF-8 are a ValueError naming the file and the line."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 (byte {data[error.start]:#04x}); "
+                         "save the file as UTF-8") from None
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 # %% [markdown]
@@ -465,18 +505,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tinybert.tokenizers.encoding import Encoding, batch_encode, import_tokenizers
+from tinybert.tokenizers.encoding import (Encoding, batch_encode, check_text,
+                                         import_tokenizers, read_lines)
 from tinybert.tokenizers.normalizers import bert_normalize, bert_pre_tokenize
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def read_vocab_txt(path: str | Path) -> dict[str, int]:
-    """One token per line; the id is the line number."""
-    lines = Path(path).read_text(encoding="utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return {line.rstrip(): i for i, line in enumerate(lines)}
+    """One token per line; the id is the line number. A blank or repeated line is
+    refused: it would shift or shadow the ids of every token after it."""
+    vocab: dict[str, int] = {}
+    for i, line in enumerate(read_lines(path)):
+        token = line.rstrip()
+        if not token or token in vocab:
+            what = ("is blank" if not token
+                    else f"repeats line {vocab[token] + 1}, {token!r}")
+            raise ValueError(f"{path}:{i + 1}: the line {what}; a vocabulary file "
+                             "holds one distinct token per line")
+        vocab[token] = i
+    return vocab
 
 
 def save_vocab_txt(vocab: dict[str, int], path: str | Path) -> Path:
@@ -511,7 +559,14 @@ class WordPieceTokenizer:
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs) -> WordPieceTokenizer:
-        return cls(read_vocab_txt(path), **kwargs)
+        """The vocabulary in ``path`` (read_vocab_txt), with [UNK], [CLS] and [SEP]."""
+        vocab = read_vocab_txt(path)
+        missing = [t for t in (kwargs.get("unk_token", "[UNK]"), "[CLS]", "[SEP]")
+                   if t not in vocab]
+        if missing:
+            raise ValueError(f"{path}: the vocabulary lacks {', '.join(missing)}; "
+                             "a BERT vocabulary holds [UNK], [CLS] and [SEP]")
+        return cls(vocab, **kwargs)
 
     def save(self, path: str | Path) -> Path:
         return save_vocab_txt(self.vocab, path)
@@ -537,10 +592,9 @@ class WordPieceTokenizer:
         return pieces
 
     def encode(self, text: str, add_special_tokens: bool = False) -> Encoding:
-        if not isinstance(text, str):
-            raise ValueError(f"encode expects a str, got {type(text).__name__}")
         normalized, source = bert_normalize(
-            text, clean_text=self.clean_text, handle_chinese_chars=self.handle_chinese_chars,
+            check_text(text), clean_text=self.clean_text,
+            handle_chinese_chars=self.handle_chinese_chars,
             strip_accents=self.strip_accents, lowercase=self.lowercase)
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []
@@ -665,7 +719,8 @@ from pathlib import Path
 import regex
 
 from tinybert.tokenizers.bpe import merge_pair
-from tinybert.tokenizers.encoding import Encoding, batch_encode, import_tokenizers
+from tinybert.tokenizers.encoding import (Encoding, batch_encode, check_text,
+                                         import_tokenizers, read_lines)
 
 # GPT-2's pre-tokenisation pattern.
 GPT2_PATTERN = regex.compile(
@@ -690,16 +745,40 @@ CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
 
 
 def read_merges_txt(path: str | Path) -> list[tuple[str, str]]:
-    merges = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n"), 1):
-        if (number == 1 and line.startswith("#version")) or not line.strip():
+    """One merge per line, by rank, after an optional "#version" line."""
+    merges: dict[tuple[str, str], int] = {}
+    for number, line in enumerate(read_lines(path), 1):
+        if number == 1 and line.startswith("#version"):
             continue
-        parts = line.split()
-        if len(parts) != 2:
+        parts = tuple(line.split())
+        if len(parts) != 2 or parts in merges:
+            got = f"a repeat of line {merges[parts]}" if parts in merges else repr(line)
             raise ValueError(f"{path}:{number}: expected two tokens separated by a space, "
-                             f"got {line!r}")
-        merges.append((parts[0], parts[1]))
-    return merges
+                             f"each merge once, got {got}")
+        merges[parts] = number
+    return list(merges)
+
+
+def read_vocab_json(path: str | Path) -> dict[str, int]:
+    """vocab.json: a JSON object token -> id, each token and each id once."""
+    def no_repeats(pairs: list[tuple[str, int]]) -> dict[str, int]:
+        vocab: dict[str, int] = {}
+        owner: dict[int, str] = {}
+        for token, i in pairs:
+            if token in vocab or i in owner:
+                again = "the token" if token in vocab else f"the id of {owner[i]!r}"
+                raise ValueError(f"{path}: token {token!r} (id {i!r}) repeats {again}")
+            vocab[token], owner[i] = i, token
+        return vocab
+
+    try:
+        vocab = json.loads("\n".join(read_lines(path)), object_pairs_hook=no_repeats)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}:{error.lineno}: not JSON ({error.msg})") from None
+    if not isinstance(vocab, dict):
+        raise ValueError(f"{path}: expected a JSON object token -> id, "
+                         f"got {type(vocab).__name__}")
+    return vocab
 
 
 # %% tags=["export:tokenizers.byte_level"]
@@ -730,11 +809,7 @@ class ByteLevelBPETokenizer:
 
     @classmethod
     def from_files(cls, vocab_json: str | Path, merges_txt: str | Path) -> ByteLevelBPETokenizer:
-        vocab = json.loads(Path(vocab_json).read_text(encoding="utf-8"))
-        if not isinstance(vocab, dict):
-            raise ValueError(f"{vocab_json}: expected a JSON object token -> id, "
-                             f"got {type(vocab).__name__}")
-        return cls(vocab, read_merges_txt(merges_txt))
+        return cls(read_vocab_json(vocab_json), read_merges_txt(merges_txt))
 
     def save(self, directory: str | Path) -> tuple[Path, Path]:
         directory = Path(directory)
@@ -754,11 +829,9 @@ class ByteLevelBPETokenizer:
         return self._cache[piece]
 
     def encode(self, text: str) -> Encoding:
-        if not isinstance(text, str):
-            raise ValueError(f"encode expects a str, got {type(text).__name__}")
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []
-        for match in GPT2_PATTERN.finditer(text):
+        for match in GPT2_PATTERN.finditer(check_text(text)):
             char_of_byte = []                          # which character each byte belongs to
             for i, char in enumerate(match.group()):
                 char_of_byte += [match.start() + i] * len(char.encode("utf-8"))
@@ -1149,7 +1222,8 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from tinybert.tokenizers.encoding import Encoding, batch_encode, import_tokenizers
+from tinybert.tokenizers.encoding import (Encoding, batch_encode, check_text,
+                                         import_tokenizers, read_lines)
 
 SPACE = "\u2581"        # "▁", SentencePiece's visible space
 # ALBERT's first five ids:
@@ -1283,7 +1357,7 @@ class UnigramTokenizer:
     @classmethod
     def from_file(cls, path: str | Path) -> UnigramTokenizer:
         """Read what ``save`` writes, or a Hugging Face tokenizer.json of that kind."""
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads("\n".join(read_lines(path)))       # UTF-8, or the line
         model = data.get("model", data)
         pre = data.get("pre_tokenizer") or {}
         metaspace = {"type": "Metaspace", "replacement": SPACE,
@@ -1317,9 +1391,7 @@ class UnigramTokenizer:
         return self._cache[word]
 
     def encode(self, text: str, add_special_tokens: bool = False) -> Encoding:
-        if not isinstance(text, str):
-            raise ValueError(f"encode expects a str, got {type(text).__name__}")
-        marked, source, words = metaspace_split(text)
+        marked, source, words = metaspace_split(check_text(text))
         tokens, offsets = [], []
         for word_start, word_end in words:
             for token, start, end in self.split_word(marked[word_start:word_end]):

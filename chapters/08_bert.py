@@ -73,6 +73,7 @@
 # %% tags=["export"]
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 
 import torch
@@ -160,12 +161,17 @@ class BertConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
                 raise ValueError(f"BertConfig.{name}: expected a probability in [0, 1), got {value!r}")
-        if not (isinstance(self.pad_token_id, int) and 0 <= self.pad_token_id < self.vocab_size):
+        pad = self.pad_token_id
+        if isinstance(pad, bool) or not (isinstance(pad, int)
+                                         and 0 <= pad < self.vocab_size):
             raise ValueError(f"BertConfig.pad_token_id: expected an id in [0, {self.vocab_size}), "
-                             f"got {self.pad_token_id!r}")
-        if not self.layer_norm_eps > 0 or not self.initializer_range > 0:
-            raise ValueError(f"BertConfig: layer_norm_eps and initializer_range must be positive, got "
-                             f"{self.layer_norm_eps!r} and {self.initializer_range!r}")
+                             f"got {pad!r}")
+        for name in ("layer_norm_eps", "initializer_range"):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                    or not 0 < value < math.inf):
+                raise ValueError(f"BertConfig.{name}: expected a finite positive "
+                                 f"number, got {value!r}")
         get_activation(self.activation)                      # raises ValueError for an unknown name
         for name in ("norm_first", "fast"):
             if not isinstance(getattr(self, name), bool):
@@ -537,8 +543,10 @@ def _describe(x) -> str:
 
 def _check_ids(name: str, ids, shape: tuple[int, ...] | None, upper: int, why: str) -> None:
     """Raise ValueError unless ``ids`` is an integer tensor (of ``shape``) with values in [0, upper)."""
-    if not isinstance(ids, torch.Tensor) or ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
-        raise ValueError(f"{name}: expected an integer tensor (torch.long), got {_describe(ids)}")
+    if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.long, torch.int32):
+        raise ValueError(f"{name}: expected an integer tensor (torch.long or "
+                         f"torch.int32, what an embedding table takes), "
+                         f"got {_describe(ids)}")
     if shape is None and ids.dim() != 2:
         raise ValueError(f"{name}: expected shape (B, T), got {_describe(ids)}")
     if shape is not None and tuple(ids.shape) != shape:

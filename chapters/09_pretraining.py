@@ -251,38 +251,29 @@ print(f"training: {len(documents)} documents, {n_sentences:,} sentences, {n_word
 # (sec-pretrain-vocabulary)=
 # ### A vocabulary for the corpus
 #
-# The real run trains an uncased {term}`WordPiece` vocabulary on these documents with
+# The real run trained an uncased {term}`WordPiece` vocabulary of 8,192 tokens on these documents with
 # `train_wordpiece_tokenizer` from {doc}`07_tokenization`, and ships it as `vocab.txt` beside the
-# weights. How that trainer chooses its merges matters more than its size. WordPiece's textbook
-# score, $\text{count}(ij) / (\text{count}(i)\,\text{count}(j))$, favours pairs of *rare*
-# symbols that always occur together. On a corpus of a million or so words and a small
-# vocabulary, that spends most merges on the letters of rare names, while the most frequent
-# words of English, full of the frequent letter "e", stay split: "the" becomes `th ##e`.
-# Requiring a pair to occur at least `min_count` times before it may be merged helps a little;
-# merging by count, as BPE does and as Hugging Face's WordPiece trainer does
-# ({ref}`sec-tok-fertility`), helps far more. A model pretrained on the split vocabulary spends
-# its capacity and its masked-token predictions on rebuilding words ("th" is followed by "##e")
-# instead of on how words combine. The cell trains three small vocabularies on the first
-# 300,000 characters of *Pride and Prejudice* and counts how many tokens a word costs with each:
+# weights. One setting of that trainer matters a lot here. WordPiece merges the pair with the
+# highest $\text{count}(ij) / (\text{count}(i)\,\text{count}(j))$, a score that favours pairs of
+# *rare* symbols that always occur together. On a corpus of a million or so words and a small
+# vocabulary, that spends most merges on the letters of rare names while frequent words such as
+# "is" stay split into `i ##s`. Requiring a pair to occur at least `min_count` times before it may
+# be merged fixes this. The cell trains two small vocabularies on a slice of *Pride and Prejudice*
+# and counts how many tokens a word costs with each:
 
 # %%
-text = austen[:pick(quick=60_000, full=300_000)]
-words = [w for line in text.split("\n") for w in line.split()][:20_000]
-per_word = {}
-for score, min_count in [("likelihood", 2), ("likelihood", 40), ("count", 2)]:
-    small = train_wordpiece_tokenizer([text], vocab_size=1500, min_count=min_count,
-                                      score=score)
-    per_word[score, min_count] = sum(len(small.encode(w).ids) for w in words) / len(words)
-    print(f"score={score:<10} min_count={min_count:>2}: {len(small):>5} tokens, "
-          f"{per_word[score, min_count]:.2f} tokens per word;",
-          "'the truth' ->", small.encode("the truth").tokens)
-assert per_word["count", 2] < per_word["likelihood", 40] < per_word["likelihood", 2]
+text = austen[:pick(quick=60_000, full=len(austen))]
+words = [w for line in text.split("\n") for w in line.split()]
+for min_count in (2, 40):
+    small = train_wordpiece_tokenizer([text], vocab_size=1500, min_count=min_count)
+    pieces = sum(len(small.encode(w).ids) for w in words[:20_000])
+    print(f"min_count={min_count:>2}: {len(small):>5} tokens, {pieces / len(words[:20_000]):.2f} tokens per word;",
+          "'it is a truth' ->", small.encode("it is a truth").tokens)
 
 # %% [markdown]
-# The real run merges by count, with `min_count=40`; merges stop early when no pair occurs that
-# often, which is why the vocabulary below is a little smaller than the 8,192 tokens asked for.
-# `load_pretrained` (defined at the end of this chapter) gives us that vocabulary together with
-# the model; the tokenizer is all we need for now.
+# The real run used `min_count=40`, the value at which an 8,192-token vocabulary is still
+# reachable on our corpus. `load_pretrained` (defined at the end of this chapter) gives us that
+# vocabulary together with the model; the tokenizer is all we need for now.
 
 # %%
 from tinybert.pretraining import load_pretrained   # built at the end of this chapter
@@ -766,7 +757,10 @@ print(f"{len(examples):,} examples, {batches.steps_per_epoch:,} steps per epoch"
 from __future__ import annotations
 
 import json
+import signal
+import threading
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -1052,6 +1046,46 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
 
 
 # %% [markdown]
+# Ctrl-C normally raises `KeyboardInterrupt` wherever the program happens to be, perhaps between
+# two parameters' updates. While a loop trains, `ctrl_c_requests` turns it into a request instead:
+# the loop finishes its step, saves a checkpoint there and raises `TrainingInterrupted`, so that
+# nothing done is lost and the run can be resumed exactly. A second Ctrl-C stops at once.
+
+# %% tags=["export:training"]
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped training after ``step``; ``directory`` holds the checkpoint saved
+    there (None when the loop had no checkpoint folder)."""
+
+    def __init__(self, step: int, directory: str | Path | None):
+        super().__init__(f"interrupted after step {step}")
+        self.step, self.directory = step, directory
+
+
+@contextmanager
+def ctrl_c_requests():
+    """A list to which Ctrl-C (SIGINT) appends, instead of raising KeyboardInterrupt
+    mid-step; a second Ctrl-C does what it did before. Signals reach only the main
+    thread: elsewhere, and where Ctrl-C is ignored, nothing changes."""
+    requests: list[int] = []
+    previous = signal.getsignal(signal.SIGINT)
+    elsewhere = threading.current_thread() is not threading.main_thread()
+    if elsewhere or previous is signal.SIG_IGN:
+        yield requests
+        return
+    previous = signal.default_int_handler if previous is None else previous
+
+    def request(signum, frame):
+        requests.append(signum)
+        signal.signal(signal.SIGINT, previous)
+
+    signal.signal(signal.SIGINT, request)
+    try:
+        yield requests
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# %% [markdown]
 # (sec-pretrain-loop)=
 # ## The training loop
 #
@@ -1090,9 +1124,10 @@ from tinybert.pretraining import (CHECKPOINT_FILES, PretrainingBatches, make_exa
 from tinybert.pretraining_corpus import (course_documents, task_documents, tokenize_documents,
                                          vocabulary_texts)
 from tinybert.runtime import get_device, progress
-from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
-from tinybert.training import (STATE_NAME, autocast_dtype, linear_warmup_decay, load_checkpoint,
+from tinybert.training import (STATE_NAME, TrainingInterrupted, autocast_dtype,
+                               ctrl_c_requests, linear_warmup_decay, load_checkpoint,
                                make_optimizer, save_checkpoint)
 
 
@@ -1224,20 +1259,45 @@ def _resume_differences(checkpoint_dir, model: nn.Module, config: PretrainingCon
     return differences
 
 
+def _train_step(net: nn.Module, batch: dict[str, torch.Tensor], optimizer, scheduler,
+                scaler, config: PretrainingConfig, dtype, dist: DistributedContext,
+                step: int, checkpoint_dir) -> torch.Tensor:
+    """One update of ``net`` on ``batch``: (loss, mlm, nsp, 1), for the running sums."""
+    device = batch["input_ids"].device
+    with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+        loss, mlm_loss, nsp_loss = pretraining_losses(net, batch, dist)
+    if not torch.isfinite(loss):                 # stop before the update spreads it
+        raise FloatingPointError(
+            _diverged(step + 1, loss, mlm_loss, nsp_loss, checkpoint_dir))
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)              # clip the true gradients, not scaled ones
+    torch.nn.utils.clip_grad_norm_(net.parameters(), config.max_grad_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+    scheduler.step()
+    return torch.stack([loss.detach().float(), mlm_loss.float(), nsp_loss.float(),
+                        torch.ones((), device=device)]).cpu()
+
+
 def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
              eval_batches: Sequence[dict[str, torch.Tensor]] = (), device: torch.device | str | None = None,
              checkpoint_dir: str | Path | None = None, resume: bool = False, stop_after: int | None = None,
-             metrics_path: str | Path | None = None, dist: DistributedContext = DistributedContext()) -> dict:
+             metrics_path: str | Path | None = None, recipe: dict | None = None,
+             dist: DistributedContext = DistributedContext()) -> dict:
     """Train ``model`` (a BertForPreTraining) on ``batches(step)``; return the history of losses.
 
     With ``checkpoint_dir`` it saves a checkpoint every ``config.checkpoint_every`` steps, at the
     end and when it stops early at ``stop_after``; with ``resume`` it continues from the one there.
     Only rank 0 prints, evaluates and writes files. A NaN or infinite loss raises
     FloatingPointError before the update: the checkpoint on disk is the last good one.
+    Ctrl-C lets the step finish, saves a checkpoint there (with ``checkpoint_dir``) and
+    raises TrainingInterrupted. The checkpoint keeps the training-loss sums of the
+    unfinished logging window, so a resumed run logs what an uninterrupted one logs.
     Resuming with other settings of RESUME_MUST_MATCH, another batch size or another model
     configuration raises ValueError naming each difference: the run would no longer be the
     one that was interrupted. log_every, eval_every, checkpoint_every and mixed_precision
-    may change.
+    may change. ``recipe`` (JSON: how the data were made) is kept in the history.
     """
     device = torch.device(device) if device is not None else get_device()
     model.to(device).train()
@@ -1248,6 +1308,7 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
     batch_size = getattr(batches, "batch_size", None)
     history, start = {"train": [], "eval": [], "seconds": 0.0, "config": asdict(config),
                       "batch_size": batch_size}, 0
+    running = torch.zeros(4)      # loss, mlm, nsp sums since the last log; their count
     if resume and checkpoint_dir is not None and saved_file(checkpoint_dir,
                                                             STATE_NAME).is_file():
         differences = _resume_differences(checkpoint_dir, model, config, batch_size)
@@ -1258,55 +1319,62 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
         checkpoint = load_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
                                      scaler=scaler, map_location=device)
         start, history = checkpoint.step, checkpoint.extra["history"]
+        running = torch.tensor(checkpoint.extra.get("running", running.tolist()))
+        history["config"] = asdict(config)    # how often it logs, evaluates, saves now
+    if recipe is not None:
+        history["recipe"] = recipe
+    if dist.is_main and metrics_path is not None:   # forget what a crashed run logged
+        _write_json(metrics_path, history)          # after its last checkpoint
     net = model if dist.world_size == 1 else DistributedDataParallel(    # MLM only: NSP head unused
         model, device_ids=[device.index] if device.type == "cuda" else None, find_unused_parameters=True)
     end = config.steps if stop_after is None else min(config.steps, stop_after)
     steps = range(start, end)
     bar = progress(steps, desc="pretraining", updates=10) if dist.is_main else None
-    running, clock = torch.zeros(4), time.perf_counter()        # loss, mlm, nsp sums and their count
-    for step in bar if bar is not None else steps:
-        torch.manual_seed(seeded_generator(config.seed, "dropout", step, dist.rank).initial_seed())
-        batch = {k: v.to(device, non_blocking=True) for k, v in batches(step).items()}
-        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            loss, mlm_loss, nsp_loss = pretraining_losses(net, batch, dist)
-        if not torch.isfinite(loss):                 # stop before the update spreads it
-            raise FloatingPointError(
-                _diverged(step + 1, loss, mlm_loss, nsp_loss, checkpoint_dir))
-        scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)                       # clip the true gradients, not scaled ones
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-        scaler.step(optimizer)
-        scaler.update()
-        optimizer.zero_grad(set_to_none=True)
-        scheduler.step()
-        running += torch.stack([loss.detach().float(), mlm_loss.float(), nsp_loss.float(), torch.ones((), device=device)]).cpu()
-        done = step + 1
-        if done % config.log_every == 0:
-            loss_, mlm_, nsp_ = (running[:3] / running[3]).tolist()
-            history["train"].append({"step": done, "loss": loss_, "mlm_loss": mlm_, "nsp_loss": nsp_,
-                                     "lr": scheduler.get_last_lr()[0]})
-            running.zero_()
-        evaluate = eval_batches and (done % config.eval_every == 0 or done == config.steps)
-        save = checkpoint_dir is not None and (done == end or (config.checkpoint_every > 0
-                                                               and done % config.checkpoint_every == 0))
-        if dist.is_main and (evaluate or save):
-            history["seconds"] += time.perf_counter() - clock
-            clock = time.perf_counter()
-        if dist.is_main and evaluate:
-            metrics = evaluate_pretraining(model, eval_batches, dtype=dtype)
-            history["eval"].append({"step": done, **metrics})
-            train = f"train loss {history['train'][-1]['loss']:.3f} | " if history["train"] else ""
-            nsp = f" | NSP acc {metrics['nsp_accuracy']:.3f}" if "nsp_accuracy" in metrics else ""
-            bar.write(f"step {done:>6}/{config.steps} | {train}held-out MLM loss "
-                      f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}{nsp} | "
-                      f"{history['seconds']:.0f} s")
-            if metrics_path is not None:
+    clock = time.perf_counter()
+    with ctrl_c_requests() as requests:
+        for step in bar if bar is not None else steps:
+            dropout = seeded_generator(config.seed, "dropout", step, dist.rank)
+            torch.manual_seed(dropout.initial_seed())
+            batch = {k: v.to(device, non_blocking=True)
+                     for k, v in batches(step).items()}
+            running += _train_step(net, batch, optimizer, scheduler, scaler, config,
+                                   dtype, dist, step, checkpoint_dir)
+            done = step + 1
+            if done % config.log_every == 0:
+                loss_, mlm_, nsp_ = (running[:3] / running[3]).tolist()
+                history["train"].append({"step": done, "loss": loss_, "mlm_loss": mlm_,
+                                         "nsp_loss": nsp_,
+                                         "lr": scheduler.get_last_lr()[0]})
+                running.zero_()
+            stop = dist.any(bool(requests), device) and done < end      # Ctrl-C
+            evaluate = eval_batches and (done % config.eval_every == 0
+                                         or done == config.steps)
+            save = checkpoint_dir is not None and (stop or done == end or (
+                config.checkpoint_every > 0 and done % config.checkpoint_every == 0))
+            if dist.is_main and (evaluate or save or stop):
+                history["seconds"] += time.perf_counter() - clock
+                clock = time.perf_counter()
+            if dist.is_main and evaluate:
+                metrics = evaluate_pretraining(model, eval_batches, dtype=dtype)
+                history["eval"].append({"step": done, **metrics})
+                train = (f"train loss {history['train'][-1]['loss']:.3f} | "
+                         if history["train"] else "")
+                nsp = (f" | NSP acc {metrics['nsp_accuracy']:.3f}"
+                       if "nsp_accuracy" in metrics else "")
+                bar.write(f"step {done:>6}/{config.steps} | {train}held-out MLM loss "
+                          f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}"
+                          f"{nsp} | {history['seconds']:.0f} s")
+            if dist.is_main and metrics_path is not None and (evaluate or stop):
                 _write_json(metrics_path, history)
-        if save:
-            if dist.is_main:
-                save_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
-                                scaler=scaler, step=done, extra={"history": history})
-            dist.barrier()
+            if save:
+                if dist.is_main:
+                    extra = {"history": history, "running": running.tolist()}
+                    save_checkpoint(checkpoint_dir, model, optimizer=optimizer,
+                                    scheduler=scheduler, scaler=scaler, step=done,
+                                    extra=extra)
+                dist.barrier()
+            if stop:
+                raise TrainingInterrupted(done, checkpoint_dir)
     return history
 
 
@@ -1378,7 +1446,8 @@ plt.show()
 # to show that the checkpoint, not luck, decides the result. Exactness also needs the same
 # settings: `pretrain` refuses to resume with another learning rate, schedule, number of steps,
 # seed, batch size or model configuration, and names each difference; only how often it logs,
-# evaluates and saves may change.
+# evaluates and saves may change. The logged training loss is exact too: it is a mean over the last
+# `log_every` steps, and the checkpoint keeps the sums of an unfinished window.
 
 # %%
 import shutil
@@ -1475,6 +1544,12 @@ class DistributedContext:
         total = tensor.clone()
         dist.all_reduce(total, op=dist.ReduceOp.SUM)
         return total
+
+    def any(self, flag: bool, device: torch.device) -> bool:
+        """True in every process when ``flag`` is True in one (all stop together)."""
+        if self.world_size == 1:
+            return flag
+        return self.all_reduce_sum(torch.tensor(float(flag), device=device)).item() > 0
 
     def barrier(self) -> None:
         if self.world_size > 1:
@@ -1575,7 +1650,10 @@ def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
 # creates a file: the model configuration, the numbers of steps and batches, the device, and the
 # output folder. A folder that already holds a run, finished or partial, is never overwritten
 # silently: `resume=True` (`--resume`) continues it, `overwrite=True` (`--overwrite`) deletes that
-# run's files first, and without either the call stops and says what is there.
+# run's files first, and without either the call stops and says what is there. The run's data recipe
+# (corpus, vocabulary and masking settings) is saved with it, and `--resume` with another recipe
+# is refused, naming each difference. Ctrl-C saves a checkpoint at the current step and prints the
+# command that continues the run.
 
 # %% tags=["export:pretrain_loop"]
 RUN_FILES = ("vocab.txt", "model.safetensors", "config.json", "metrics.json",
@@ -1632,11 +1710,35 @@ def _check_config(preset: str, overrides: dict, vocab_size: int) -> None:
                                  **overrides})
 
 
+def _saved_recipe(out: Path) -> dict:
+    """How the data of the run in ``out`` were made: from its checkpoint, else from the
+    metrics.json written before its first one ({} for a run without either)."""
+    state = saved_file(out / "training_state", STATE_NAME)
+    if state.is_file():
+        history = json.loads(state.read_text())["extra"].get("history", {})
+        return history.get("recipe", {})
+    metrics = out / "metrics.json"
+    if not metrics.is_file():
+        return {}
+    return json.loads(metrics.read_text()).get("recipe", {})
+
+
+def _check_recipe(out: Path, recipe: dict) -> None:
+    """Resuming with other data than the saved run's is refused, naming each change."""
+    saved = _saved_recipe(out)
+    differences = [f"{key}: saved {saved[key]!r}, now {value!r}"
+                   for key, value in recipe.items()
+                   if key in saved and saved[key] != value]
+    if differences:
+        raise ValueError(f"{out}: cannot resume with another data recipe than the "
+                         f"saved run's ({'; '.join(differences)}); resume with the "
+                         "saved settings, or start a new run (--overwrite)")
+
+
 # %% tags=["export:pretrain_loop"]
 def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: dict | None = None,
                   steps: int = 1000, batch_size: int = 32, lr: float = 1e-3, warmup_fraction: float = 0.05,
-                  vocab_size: int = 8192, vocab_min_count: int = 40,
-                  vocab_score: str = "count", eval_every: int = 100,
+                  vocab_size: int = 8192, vocab_min_count: int = 40, eval_every: int = 100,
                   eval_batches: int = 25, checkpoint_every: int = 0, seed: int = 0,
                   max_documents: int | None = None, dynamic_masking: bool = True, resume: bool = False,
                   stop_after: int | None = None, device: torch.device | str | None = None,
@@ -1645,25 +1747,28 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
                   dist: DistributedContext = DistributedContext()) -> dict:
     """The course's pretraining run, end to end, into ``out_dir``: what ``tinybert pretrain`` runs.
 
-    Trains an uncased WordPiece vocabulary on the training documents, merging by pair count
-    (``vocab_score``; with ``resume``, reuses out_dir/vocab.txt),
+    Trains an uncased WordPiece vocabulary on the training documents (with ``resume``,
+    reuses out_dir/vocab.txt),
     builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``, RoBERTa) and
     MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes vocab.txt,
     model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable state in
     out_dir/training_state/. ``task_text`` adds task_documents() to the training text. The
     held-out batches always mask 15% of the tokens, whatever ``mlm_probability`` trains with.
     Arguments and folder are checked before any work (check_run_folder: ``resume``,
-    ``overwrite``).
+    ``overwrite``). The data recipe (these arguments, and the sizes they gave) is saved
+    with the run; ``resume`` with another one raises ValueError naming each difference.
     """
     if objective not in ("mlm+nsp", "mlm"):
         raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
-    if vocab_score not in ("count", "likelihood"):
-        raise ValueError(f"vocab_score must be 'count' or 'likelihood', got {vocab_score!r}")
     _check_counts(steps=steps, batch_size=batch_size, eval_every=eval_every,
                   eval_batches=eval_batches, vocab_size=vocab_size)
     _check_counts(minimum=0, checkpoint_every=checkpoint_every)
     if stop_after is not None:
         _check_counts(stop_after=stop_after)
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"vocab_size must be more than the {len(SPECIAL_TOKENS)} "
+                         f"special tokens {', '.join(SPECIAL_TOKENS)}, "
+                         f"got {vocab_size}")
     _check_config(preset, overrides or {}, vocab_size)
     if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not lr > 0:
         raise ValueError(f"expected 0 < mlm_probability < 1, 0 <= warmup_fraction <= 1"
@@ -1673,7 +1778,18 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     except RuntimeError as error:               # a device asked for that is not here
         raise ValueError(str(error)) from None
     out = check_run_folder(out_dir, resume=resume, overwrite=overwrite)
+    recipe = dict(preset=preset, overrides=overrides or {}, batch_size=batch_size,
+                  processes=dist.world_size, vocab_size=vocab_size,
+                  vocab_min_count=vocab_min_count, eval_batches=eval_batches,
+                  dynamic_masking=dynamic_masking, seed=seed,
+                  max_documents=max_documents, objective=objective,
+                  mlm_probability=mlm_probability, adam_beta2=adam_beta2,
+                  task_text=task_text)
+    if resume:
+        _check_recipe(out, recipe)
     out.mkdir(parents=True, exist_ok=True)
+    if dist.is_main and not saved_file(out / "training_state", STATE_NAME).is_file():
+        _write_json(out / "metrics.json", {"recipe": recipe, "train": [], "eval": []})
     say = print if dist.is_main else (lambda *args, **kwargs: None)
     documents = course_documents("train", max_documents=max_documents)
     if task_text:
@@ -1682,7 +1798,7 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     if dist.is_main and not (out / "vocab.txt").is_file():
         say(f"training a {vocab_size}-token WordPiece vocabulary on {len(documents)} documents")
         vocab = train_wordpiece_tokenizer(vocabulary_texts(documents), vocab_size,
-                                          min_count=vocab_min_count, score=vocab_score)
+                                          min_count=vocab_min_count)
         _write_atomically(out / "vocab.txt", vocab.save)
     dist.barrier()                                  # the other processes read rank 0's vocabulary
     tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
@@ -1704,6 +1820,10 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     batches = PretrainingBatches(train_examples, special, batch_size, seed=seed,
                                  dynamic_masking=dynamic_masking, rank=dist.rank, world_size=dist.world_size,
                                  mlm_probability=mlm_probability)
+    recipe.update(vocab_tokens=len(tokenizer), train_pairs=len(train_examples),
+                  held_out_batches=len(eval_list))
+    if resume:
+        _check_recipe(out, recipe)            # the same arguments, but other data?
     what = "pairs" if objective == "mlm+nsp" else "sequences"
     say(f"{len(train_examples)} training {what} ({batches.steps_per_epoch} steps per epoch), "
         f"{len(eval_list) * batch_size} held-out {what}; model {preset}: {config}")
@@ -1713,18 +1833,13 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
                             checkpoint_every=checkpoint_every, seed=seed, adam_beta2=adam_beta2)
     history = pretrain(model, batches, run, eval_batches=eval_list, device=device,
                        checkpoint_dir=out / "training_state", resume=resume, stop_after=stop_after,
-                       metrics_path=out / "metrics.json", dist=dist)
+                       metrics_path=out / "metrics.json", recipe=recipe, dist=dist)
     if dist.is_main:
-        history["recipe"] = dict(preset=preset, overrides=overrides or {}, batch_size=batch_size,
-                                 processes=dist.world_size, vocab_size=len(tokenizer), vocab_min_count=vocab_min_count,
-                                 vocab_score=vocab_score,
-                                 eval_batches=len(eval_list), train_pairs=len(train_examples),
-                                 dynamic_masking=dynamic_masking, seed=seed, max_documents=max_documents,
-                                 objective=objective, mlm_probability=mlm_probability,
-                                 adam_beta2=adam_beta2, task_text=task_text)
         save_model(model, out)
         _write_json(out / "metrics.json", history)
-        plot_history(history, out / "loss_curves.png")
+        import matplotlib.pyplot as plt
+
+        plt.close(plot_history(history, out / "loss_curves.png"))    # not kept open
     return history
 
 
@@ -1751,10 +1866,7 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
 #   {cite}`wettig2023should`, and **AdamW's $\beta_2 = 0.98$** (`--adam-beta2 0.98`), RoBERTa's
 #   setting for stable training with large learning rates;
 # - **task-adaptive text** (`--task-text`): the unlabelled training text of chapter 10's tasks joins
-#   the corpus {cite}`gururangan2020dont`;
-# - **a vocabulary learned by count** (`--vocab-score count`, {ref}`sec-pretrain-vocabulary`):
-#   frequent words stay whole, so a 128-token sequence holds more text and a masked token is a
-#   word to guess from its context rather than the rest of a word to spell.
+#   the corpus {cite}`gururangan2020dont`.
 #
 # `experiments/recipe_ablation.py` measured these changes at small scale, one at a time, each run
 # 150 steps of 32 sequences with the same vocabulary and learning rate; every final model is then

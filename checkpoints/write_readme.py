@@ -57,6 +57,7 @@ def main() -> None:
     header = next(line for line in log if line.startswith("processes: "))
     pretrained = load_pretrained(run, train_if_missing=False)
     config, recipe, train = pretrained.config, metrics["recipe"], metrics["config"]
+    held_out = recipe.get("held_out_batches", recipe["eval_batches"])  # older runs
     steps, batch = train["steps"], recipe["batch_size"] * recipe["processes"]
     size_mb = (run / "model.safetensors").stat().st_size / 1e6
     books = ", ".join(f"*{info(f'gutenberg/{number}').title}* ({number})" for number in TRAIN_BOOKS)
@@ -127,10 +128,11 @@ def main() -> None:
         f"  {recipe['train_pairs']:,} training {what}; {steps:,} steps of {batch} {what} is "
         f"{steps * batch / recipe['train_pairs']:.1f} epochs.",
         "- Held-out: WikiText-2's test split (`fetch(\"wikitext2/test\")`); every evaluation uses the same",
-        f"  {recipe['eval_batches'] * recipe['batch_size']} {what} with fixed masks (15%, "
+        f"  {held_out * recipe['batch_size']} {what} with fixed masks (15%, "
         f"{final['mlm_tokens']:,} masked tokens).",
         f"- Vocabulary: `train_wordpiece_tokenizer` (chapter 07) on the training documents, size "
-        f"{recipe['vocab_size']}, `min_count={recipe['vocab_min_count']}`, "
+        f"{recipe.get('vocab_tokens', recipe['vocab_size'])}, "
+        f"`min_count={recipe['vocab_min_count']}`, "
         f"`score=\"{recipe.get('vocab_score', 'likelihood')}\"`.",
         "",
         "## The machine and the time",

@@ -89,6 +89,12 @@ def test_from_dict_rejects_unknown_and_missing_keys():
     (dict(activation="swish"), "unknown activation"),
     (dict(pad_token_id=99), "pad_token_id"),
     (dict(layer_norm_eps=0.0), "layer_norm_eps"),
+    (dict(d_model="32"), "d_model: expected a positive int, got '32'"),   # issue 16
+    (dict(layer_norm_eps="1e-12"), "layer_norm_eps: expected a finite positive number"),
+    (dict(initializer_range=float("inf")), "initializer_range: .* got inf"),
+    (dict(initializer_range=float("nan")), "initializer_range: .* got nan"),
+    (dict(pad_token_id=True), "pad_token_id: .* got True"),
+    (dict(fast="no"), "fast: expected True or False, got 'no'"),
 ])
 def test_bad_configs_are_rejected(overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -320,6 +326,12 @@ def tiny_model():
     (lambda ids, tt, m: dict(input_ids=ids, token_type_ids=tt + 1), "token_type_ids.*\\[0, 2\\)"),
     (lambda ids, tt, m: dict(input_ids=ids, token_type_ids=tt[:, :5]), "token_type_ids: expected shape \\(13, 7\\)"),
     (lambda ids, tt, m: dict(input_ids=ids, token_type_ids=tt.bool()), "token_type_ids: expected an integer"),
+    (lambda ids, tt, m: dict(input_ids=ids.to(torch.uint8)),
+     "input_ids: .*torch.long.*got torch.uint8"),
+    (lambda ids, tt, m: dict(input_ids=ids.to(torch.int8)),
+     "input_ids: .*torch.long.*got torch.int8"),
+    (lambda ids, tt, m: dict(input_ids=ids, token_type_ids=tt.to(torch.uint8)),
+     "token_type_ids: .*got torch.uint8"),
     (lambda ids, tt, m: dict(input_ids=ids, attention_mask=m * 2), "attention_mask: expected bool or 0/1"),
     (lambda ids, tt, m: dict(input_ids=ids, attention_mask=m.float()), "attention_mask: expected bool or 0/1"),
     (lambda ids, tt, m: dict(input_ids=ids, attention_mask=m[:, None]), "attention_mask: expected shape \\(13, 7\\)"),

@@ -598,3 +598,254 @@ def test_resume_with_other_settings_names_each_difference(tmp_path):
     assert load_checkpoint(tmp_path / "run").step == 2          # nothing was written
     run(resume=True, eval_every=3, checkpoint_every=3)        # logging may change
     assert load_checkpoint(tmp_path / "run").step == 6
+
+
+# --- 4. resume is faithful: Ctrl-C, the logged loss, metrics.json, the recipe ---
+
+def _straight_and_config(**changes):
+    settings = dict(steps=9, lr=3e-3, warmup_fraction=0.2, log_every=4, eval_every=3,
+                    checkpoint_every=0, seed=5)
+    return PretrainingConfig(**{**settings, **changes})
+
+
+def _tiny_pretrain(directory, *, model_seed=0, **kwargs):
+    model = tiny_model(model_seed)
+    batches = PretrainingBatches(examples(), SPECIAL, batch_size=13, seed=3)
+    held = [PretrainingBatches(examples(13, seed=1), SPECIAL, 13,
+                               dynamic_masking=False)(0)]
+    config = _straight_and_config(**kwargs.pop("config", {}))
+    history = pretrain(model, batches, config, eval_batches=held, device="cpu",
+                       checkpoint_dir=directory, **kwargs)
+    return model, history
+
+
+def _without_time(history: dict) -> dict:
+    return {key: value for key, value in history.items() if key != "seconds"}
+
+
+def test_ctrl_c_saves_the_step_and_resumes_exactly(tmp_path, monkeypatch):
+    """A real SIGINT in the middle of step 6 (of a 4-step logging window): the step
+    finishes, is saved, and the resumed run logs and ends as an uninterrupted one."""
+    import signal
+
+    from tinybert.training import TrainingInterrupted
+
+    straight, straight_history = _tiny_pretrain(tmp_path / "straight")
+    original, calls = pretrain_loop.pretraining_losses, []
+
+    def ctrl_c_in_step_6(model, batch, dist):
+        calls.append(1)
+        if len(calls) == 6:
+            os.kill(os.getpid(), signal.SIGINT)
+        return original(model, batch, dist)
+
+    monkeypatch.setattr(pretrain_loop, "pretraining_losses", ctrl_c_in_step_6)
+    with pytest.raises(TrainingInterrupted) as stopped:
+        _tiny_pretrain(tmp_path / "run", metrics_path=tmp_path / "metrics.json")
+    monkeypatch.setattr(pretrain_loop, "pretraining_losses", original)
+    assert stopped.value.step == 6 and stopped.value.directory == tmp_path / "run"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    saved = load_checkpoint(tmp_path / "run")
+    assert saved.step == 6 and len(saved.extra["running"]) == 4     # steps 5 and 6
+    on_disk = json.loads((tmp_path / "metrics.json").read_text())
+    assert [r["step"] for r in on_disk["eval"]] == [3, 6]           # up to the stop
+    resumed, history = _tiny_pretrain(tmp_path / "run", model_seed=1, resume=True,
+                                      metrics_path=tmp_path / "metrics.json")
+    assert same_weights(resumed, straight)
+    assert _without_time(history) == _without_time(straight_history)
+    assert [r["step"] for r in history["train"]] == [4, 8]
+
+
+@pytest.mark.parametrize("stop", [1, 2, 3, 5, 7])
+def test_the_logged_loss_does_not_depend_on_where_a_run_stopped(tmp_path, stop):
+    straight, straight_history = _tiny_pretrain(tmp_path / "straight")
+    _tiny_pretrain(tmp_path / "run", stop_after=stop)
+    resumed, history = _tiny_pretrain(tmp_path / "run", model_seed=1, resume=True)
+    assert same_weights(resumed, straight)
+    assert history["train"] == straight_history["train"]   # the same floats, exactly
+    assert history["eval"] == straight_history["eval"]
+
+
+def test_metrics_json_never_contradicts_itself_after_a_crash(tmp_path, monkeypatch):
+    """A run that crashed at step 8 had written evaluations up to step 6 but saved its
+    checkpoint at step 4; resumed with evaluations every 2 steps, metrics.json holds
+    each step once, in order, and says how often the run now evaluates."""
+    metrics = tmp_path / "metrics.json"
+    original, calls = pretrain_loop.pretraining_losses, []
+
+    def crash_at_step_8(model, batch, dist):
+        calls.append(1)
+        if len(calls) == 8:
+            raise RuntimeError("out of memory")
+        return original(model, batch, dist)
+
+    monkeypatch.setattr(pretrain_loop, "pretraining_losses", crash_at_step_8)
+    with pytest.raises(RuntimeError):
+        _tiny_pretrain(tmp_path / "run", metrics_path=metrics,
+                       config={"checkpoint_every": 4})
+    monkeypatch.setattr(pretrain_loop, "pretraining_losses", original)
+    assert [r["step"] for r in json.loads(metrics.read_text())["eval"]] == [3, 6]
+
+    seen = []
+    real_evaluate = pretrain_loop.evaluate_pretraining
+
+    def evaluate_and_read(*args, **kwargs):           # what metrics.json says meanwhile
+        seen.append([r["step"] for r in json.loads(metrics.read_text())["eval"]])
+        return real_evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(pretrain_loop, "evaluate_pretraining", evaluate_and_read)
+    _, history = _tiny_pretrain(tmp_path / "run", resume=True, metrics_path=metrics,
+                                config={"checkpoint_every": 4, "eval_every": 2})
+    assert seen[0] == [3]                        # step 6 of the crashed run is gone
+    on_disk = json.loads(metrics.read_text())
+    steps = [r["step"] for r in on_disk["eval"]]
+    assert steps == [3, 6, 8, 9] and steps == sorted(set(steps))
+    assert on_disk["config"]["eval_every"] == 2 == history["config"]["eval_every"]
+    assert [r["step"] for r in on_disk["train"]] == [4, 8]
+
+
+HAS_DATA = bool(os.environ.get("TINYBERT_DATA_DIR", "").strip())
+needs_data = pytest.mark.skipif(not HAS_DATA, reason="TINYBERT_DATA_DIR is not set: "
+                                "the course documents are not available offline")
+TINY_RUN = dict(overrides=dict(d_model=32, n_layers=1, n_heads=2, d_ff=37, max_len=32),
+                batch_size=8, vocab_size=120, vocab_min_count=2, eval_batches=1,
+                max_documents=2, device="cpu")
+TINY_ARGS = ["--set", "d_model=32", "--set", "n_layers=1", "--set", "n_heads=2",
+             "--set", "d_ff=37", "--set", "max_len=32", "--batch-size", "8",
+             "--vocab-size", "120", "--vocab-min-count", "2", "--eval-batches", "1",
+             "--max-documents", "2", "--device", "cpu", "--threads", "1"]
+
+
+@needs_data
+def test_resume_with_another_data_recipe_is_refused(tmp_path):
+    out = tmp_path / "run"
+    pretrain_bert(out, steps=4, stop_after=2, **TINY_RUN)
+    before = {name: (out / name).read_bytes() for name in listing(out)
+              if (out / name).is_file()}
+    cases = [({"max_documents": 3}, "max_documents: saved 2, now 3"),
+             ({"vocab_size": 150}, "vocab_size: saved 120, now 150"),
+             ({"vocab_min_count": 3}, "vocab_min_count: saved 2, now 3"),
+             ({"mlm_probability": 0.2}, "mlm_probability: saved 0.15, now 0.2"),
+             ({"objective": "mlm"}, "objective: saved 'mlm+nsp', now 'mlm'"),
+             ({"dynamic_masking": False}, "dynamic_masking: saved True, now False"),
+             ({"task_text": True}, "task_text: saved False, now True")]
+    for changes, named in cases:
+        with pytest.raises(ValueError, match="another data recipe") as caught:
+            pretrain_bert(out, steps=4, resume=True, **{**TINY_RUN, **changes})
+        assert named in str(caught.value), (changes, str(caught.value))
+    with pytest.raises(ValueError) as caught:              # every difference at once
+        pretrain_bert(out, steps=4, resume=True,
+                      **{**TINY_RUN, "vocab_size": 150, "max_documents": 3})
+    assert "vocab_size: saved" in str(caught.value)
+    assert "max_documents: saved" in str(caught.value)
+    after = {name: (out / name).read_bytes() for name in listing(out)
+             if (out / name).is_file()}
+    assert after == before                                         # nothing touched
+    pretrain_bert(out, steps=4, resume=True, **TINY_RUN)
+    assert load_checkpoint(out / "training_state").step == 4
+
+
+@needs_data
+def test_a_vocabulary_left_before_the_first_checkpoint_keeps_its_recipe(tmp_path,
+                                                                        monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    out = tmp_path / "run"
+    monkeypatch.setattr(pretrain_loop, "tokenize_documents", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pretrain_bert(out, steps=4, **TINY_RUN)
+    monkeypatch.undo()
+    assert (out / "vocab.txt").is_file() and not (out / "training_state").exists()
+    with pytest.raises(ValueError, match="vocab_size: saved 120, now 150"):
+        pretrain_bert(out, steps=4, resume=True, **{**TINY_RUN, "vocab_size": 150})
+
+
+def test_a_vocabulary_too_small_for_the_special_tokens_is_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["pretrain", "--out", str(out), *TINY_ARGS, "--steps", "1",
+                 "--vocab-size", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "vocab_size must be more than the 5 special tokens [PAD], [UNK]" in err
+    assert "got 5" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+# --- 8. fault injection through the command line --------------------------------------
+
+def _compare_runs(a: Path, b: Path) -> None:
+    """Bit-identical weights, and the same metrics.json but for the seconds it took."""
+    assert same_weights(load_model(a), load_model(b))
+    assert (a / "vocab.txt").read_bytes() == (b / "vocab.txt").read_bytes()
+    metrics = [_without_time(json.loads((d / "metrics.json").read_text()))
+               for d in (a, b)]
+    assert metrics[0] == metrics[1]
+
+
+@needs_data
+def test_sigint_through_the_command_line_then_resume_is_bit_identical(tmp_path):
+    """`tinybert pretrain` in a process of its own, stopped by a real SIGINT while it
+    works; the command it prints continues the run to exactly the uninterrupted result,
+    wherever the signal landed."""
+    import re
+    import shlex
+    import signal
+
+    args = [*TINY_ARGS, "--steps", "300", "--eval-every", "100"]
+    assert main(["pretrain", "--out", str(tmp_path / "straight"), *args]) == 0
+    command = [sys.executable, "-m", "tinybert", "pretrain", "--out",
+               str(tmp_path / "run"), *args]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    lines = []
+    for line in process.stdout:          # text mode: the progress bar's \r ends a line
+        lines.append(line)
+        if re.search(r"pretraining:.* [1-9]\d*/300", line):     # training has begun
+            break
+    process.send_signal(signal.SIGINT)
+    rest, _ = process.communicate(timeout=120)
+    output = "".join(lines) + rest
+    assert process.returncode == 130, output
+    assert "Traceback" not in output
+    step = int(re.search(r"interrupted after step (\d+);", output).group(1))
+    assert 1 <= step < 300 and "Continue the run with:" in output, output
+    again = output.split("Continue the run with:\n", 1)[1].splitlines()[0].strip()
+    argv = shlex.split(again)
+    assert argv[:4] == ["python", "-m", "tinybert", "pretrain"]
+    assert argv[-1] == "--resume"
+    assert main(argv[3:]) == 0
+    _compare_runs(tmp_path / "straight", tmp_path / "run")
+
+
+@needs_data
+def test_a_run_interrupted_at_every_file_it_writes_resumes_exactly(tmp_path,
+                                                                    monkeypatch):
+    """Ctrl-C as the run writes its n-th file (vocabulary, metrics, each file of each
+    checkpoint, the final model), for every n: --resume ends with the same files."""
+    import tinybert.checkpoint as checkpoint
+
+    run = dict(TINY_RUN, steps=4, eval_every=2, checkpoint_every=2)
+    pretrain_bert(tmp_path / "straight", **run)
+    original, written = checkpoint._create, []
+
+    def interrupted_at(n):
+        def create(path, write):
+            written.append(path.name)
+            if len(written) == n:
+                raise KeyboardInterrupt(f"Ctrl-C at file {n}: {path.name}")
+            return original(path, write)
+        return create
+
+    monkeypatch.setattr(checkpoint, "_create", interrupted_at(0))
+    pretrain_bert(tmp_path / "count", **run)
+    total = len(written)
+    assert total >= 14, written
+    for n in range(1, total + 1):
+        written.clear()
+        monkeypatch.setattr(checkpoint, "_create", interrupted_at(n))
+        with pytest.raises(KeyboardInterrupt):
+            pretrain_bert(tmp_path / f"at-{n}", **run)
+        monkeypatch.setattr(checkpoint, "_create", original)
+        pretrain_bert(tmp_path / f"at-{n}", resume=True, **run)
+        _compare_runs(tmp_path / "straight", tmp_path / f"at-{n}")

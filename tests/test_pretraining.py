@@ -366,7 +366,7 @@ def test_load_pretrained_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="tinybert pretrain"):
         load_pretrained(tmp_path / "nothing", train_if_missing=False)
     _tiny_checkpoint(tmp_path)
-    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n")
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")  # 5
     with pytest.raises(ValueError, match="different runs"):
         load_pretrained(tmp_path, train_if_missing=False)
 

@@ -414,3 +414,88 @@ def test_wordpiece_by_count_learns_what_hugging_face_learns(train_text, held_out
 def test_wordpiece_score_is_checked():
     with pytest.raises(ValueError, match="'likelihood' or 'count', got 'frequency'"):
         train_wordpiece({"ab": 2}, 10, score="frequency")
+
+
+# --- clumsy and hostile input (issue 16, item 7) ---
+
+def _three_tokenizers():
+    from tinybert.tokenizers.unigram import UnigramTokenizer
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    wordpiece = WordPieceTokenizer({t: i for i, t in
+                                    enumerate(specials + ["a", "##b"])})
+    byte_level = train_byte_level_bpe(["ab ab ab"], 258)
+    pieces = [("<pad>", 0.0), ("<unk>", 0.0), ("▁a", -1.0), ("b", -2.0)]
+    unigram = UnigramTokenizer(pieces + [(c, -5.0) for c in "a▁"])
+    return {"wordpiece": wordpiece, "byte-level": byte_level, "unigram": unigram}
+
+
+@pytest.mark.parametrize("backend", ["python", "tokenizers"])
+@pytest.mark.parametrize("kind", ["wordpiece", "byte-level", "unigram"])
+@pytest.mark.parametrize("text, index", [("a\ud800b", 1), ("\udcff", 0),
+                                         ("ab \udfff", 3)])
+def test_a_lone_surrogate_is_the_same_clear_error_everywhere(kind, backend, text,
+                                                             index):
+    """One documented behaviour: a lone surrogate is not a character, so every
+    tokenizer, on both backends, refuses it with one message (not [UNK], not a codec
+    error)."""
+    tokenizer = _three_tokenizers()[kind]
+    message = (f"lone surrogate {text[index]!r} at index {index}: not a character, "
+               "it has no UTF-8 bytes")
+    with pytest.raises(ValueError) as caught:
+        tokenizer.encode_batch(["ab", text], backend=backend)
+    assert message in str(caught.value)
+    if backend == "python":
+        with pytest.raises(ValueError, match="lone surrogate"):
+            tokenizer.encode(text)
+    assert tokenizer.encode_batch(["ab é"], backend=backend)     # real text is fine
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"[PAD]\n[UNK]\n[CLS]\n[SEP]\n\nthe\n", "vocab.txt:5: the line is blank"),
+    (b"[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\nof\nthe\n",
+     "vocab.txt:7: the line repeats line 5, 'the'"),
+    (b"[PAD]\n[UNK]\n[CLS]\n[SEP]\ncaf\xe9\n",
+     "vocab.txt:5: not UTF-8 \\(byte 0xe9\\)"),
+    (b"[PAD]\n[UNK]\nthe\n[MASK]\n",
+     "vocab.txt: the vocabulary lacks \\[CLS\\], \\[SEP\\]"),
+    (b"[PAD]\n[CLS]\n[SEP]\n", "lacks \\[UNK\\]"),
+], ids=["blank", "repeat", "latin-1", "no-cls-sep", "no-unk"])
+def test_a_broken_vocabulary_file_is_refused_naming_the_line(tmp_path, content,
+                                                             message):
+    path = tmp_path / "vocab.txt"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        WordPieceTokenizer.from_file(path)
+
+
+@pytest.mark.parametrize("vocab, merges, message", [
+    (b'{"a": 0, "b": 1, "ab": 2}', b"#version: 0.2\na b\n\n", "merges.txt:3: .*got ''"),
+    (b'{"a": 0, "b": 1, "ab": 2}', b"#version: 0.2\na b\na b\n",
+     "merges.txt:3: .*a repeat of line 2"),
+    (b'{"a": 0, "b": 1, "ab": 2}', b"#version: 0.2\n\xff\xfe\n",
+     "merges.txt:2: not UTF-8 \\(byte 0xff\\)"),
+    (b'{"a": 0, "b": 1, "a": 2}', b"",
+     "vocab.json: token 'a' \\(id 2\\) repeats the token"),
+    (b'{"a": 0, "b": 0}', b"",
+     "vocab.json: token 'b' \\(id 0\\) repeats the id of 'a'"),
+    (b'{"a": 0,\n "\xe9": 1}', b"", "vocab.json:2: not UTF-8"),
+    (b'{"a": 0,\n "b": }', b"", "vocab.json:2: not JSON"),
+], ids=["blank", "repeat", "latin-1", "token-twice", "id-twice", "latin-1-json",
+        "json"])
+def test_broken_byte_level_files_are_refused_naming_the_line(tmp_path, vocab, merges,
+                                                             message):
+    (tmp_path / "vocab.json").write_bytes(vocab)
+    (tmp_path / "merges.txt").write_bytes(merges)
+    with pytest.raises(ValueError, match=message):
+        ByteLevelBPETokenizer.from_files(tmp_path / "vocab.json",
+                                         tmp_path / "merges.txt")
+
+
+def test_a_unigram_file_that_is_not_utf8_is_refused(tmp_path):
+    from tinybert.tokenizers.unigram import UnigramTokenizer
+
+    path = tmp_path / "unigram.json"
+    path.write_bytes(b'{"type": "Unigram",\n "unk_id": 1, "vocab": [["\xe9", 0.0]]}')
+    with pytest.raises(ValueError, match="unigram.json:2: not UTF-8"):
+        UnigramTokenizer.from_file(path)

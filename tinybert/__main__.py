@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "doctor":
         return doctor()
+    args.argv = list(sys.argv[1:] if argv is None else argv)   # as typed, for messages
     return modules[args.command].run(args)
 
 

@@ -37,6 +37,12 @@ class DistributedContext:
         dist.all_reduce(total, op=dist.ReduceOp.SUM)
         return total
 
+    def any(self, flag: bool, device: torch.device) -> bool:
+        """True in every process when ``flag`` is True in one (all stop together)."""
+        if self.world_size == 1:
+            return flag
+        return self.all_reduce_sum(torch.tensor(float(flag), device=device)).item() > 0
+
     def barrier(self) -> None:
         if self.world_size > 1:
             dist.barrier()

@@ -28,9 +28,10 @@ from tinybert.pretraining import (CHECKPOINT_FILES, PretrainingBatches, make_exa
 from tinybert.pretraining_corpus import (course_documents, task_documents, tokenize_documents,
                                          vocabulary_texts)
 from tinybert.runtime import get_device, progress
-from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
-from tinybert.training import (STATE_NAME, autocast_dtype, linear_warmup_decay, load_checkpoint,
+from tinybert.training import (STATE_NAME, TrainingInterrupted, autocast_dtype,
+                               ctrl_c_requests, linear_warmup_decay, load_checkpoint,
                                make_optimizer, save_checkpoint)
 
 
@@ -156,20 +157,46 @@ def _resume_differences(checkpoint_dir, model: nn.Module, config: PretrainingCon
 
 
 # Built in chapter 9, section "The training loop": chapters/09_pretraining.html#the-training-loop
+def _train_step(net: nn.Module, batch: dict[str, torch.Tensor], optimizer, scheduler,
+                scaler, config: PretrainingConfig, dtype, dist: DistributedContext,
+                step: int, checkpoint_dir) -> torch.Tensor:
+    """One update of ``net`` on ``batch``: (loss, mlm, nsp, 1), for the running sums."""
+    device = batch["input_ids"].device
+    with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+        loss, mlm_loss, nsp_loss = pretraining_losses(net, batch, dist)
+    if not torch.isfinite(loss):                 # stop before the update spreads it
+        raise FloatingPointError(
+            _diverged(step + 1, loss, mlm_loss, nsp_loss, checkpoint_dir))
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)              # clip the true gradients, not scaled ones
+    torch.nn.utils.clip_grad_norm_(net.parameters(), config.max_grad_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+    scheduler.step()
+    return torch.stack([loss.detach().float(), mlm_loss.float(), nsp_loss.float(),
+                        torch.ones((), device=device)]).cpu()
+
+
+# Built in chapter 9, section "The training loop": chapters/09_pretraining.html#the-training-loop
 def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
              eval_batches: Sequence[dict[str, torch.Tensor]] = (), device: torch.device | str | None = None,
              checkpoint_dir: str | Path | None = None, resume: bool = False, stop_after: int | None = None,
-             metrics_path: str | Path | None = None, dist: DistributedContext = DistributedContext()) -> dict:
+             metrics_path: str | Path | None = None, recipe: dict | None = None,
+             dist: DistributedContext = DistributedContext()) -> dict:
     """Train ``model`` (a BertForPreTraining) on ``batches(step)``; return the history of losses.
 
     With ``checkpoint_dir`` it saves a checkpoint every ``config.checkpoint_every`` steps, at the
     end and when it stops early at ``stop_after``; with ``resume`` it continues from the one there.
     Only rank 0 prints, evaluates and writes files. A NaN or infinite loss raises
     FloatingPointError before the update: the checkpoint on disk is the last good one.
+    Ctrl-C lets the step finish, saves a checkpoint there (with ``checkpoint_dir``) and
+    raises TrainingInterrupted. The checkpoint keeps the training-loss sums of the
+    unfinished logging window, so a resumed run logs what an uninterrupted one logs.
     Resuming with other settings of RESUME_MUST_MATCH, another batch size or another model
     configuration raises ValueError naming each difference: the run would no longer be the
     one that was interrupted. log_every, eval_every, checkpoint_every and mixed_precision
-    may change.
+    may change. ``recipe`` (JSON: how the data were made) is kept in the history.
     """
     device = torch.device(device) if device is not None else get_device()
     model.to(device).train()
@@ -180,6 +207,7 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
     batch_size = getattr(batches, "batch_size", None)
     history, start = {"train": [], "eval": [], "seconds": 0.0, "config": asdict(config),
                       "batch_size": batch_size}, 0
+    running = torch.zeros(4)      # loss, mlm, nsp sums since the last log; their count
     if resume and checkpoint_dir is not None and saved_file(checkpoint_dir,
                                                             STATE_NAME).is_file():
         differences = _resume_differences(checkpoint_dir, model, config, batch_size)
@@ -190,55 +218,62 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
         checkpoint = load_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
                                      scaler=scaler, map_location=device)
         start, history = checkpoint.step, checkpoint.extra["history"]
+        running = torch.tensor(checkpoint.extra.get("running", running.tolist()))
+        history["config"] = asdict(config)    # how often it logs, evaluates, saves now
+    if recipe is not None:
+        history["recipe"] = recipe
+    if dist.is_main and metrics_path is not None:   # forget what a crashed run logged
+        _write_json(metrics_path, history)          # after its last checkpoint
     net = model if dist.world_size == 1 else DistributedDataParallel(    # MLM only: NSP head unused
         model, device_ids=[device.index] if device.type == "cuda" else None, find_unused_parameters=True)
     end = config.steps if stop_after is None else min(config.steps, stop_after)
     steps = range(start, end)
     bar = progress(steps, desc="pretraining", updates=10) if dist.is_main else None
-    running, clock = torch.zeros(4), time.perf_counter()        # loss, mlm, nsp sums and their count
-    for step in bar if bar is not None else steps:
-        torch.manual_seed(seeded_generator(config.seed, "dropout", step, dist.rank).initial_seed())
-        batch = {k: v.to(device, non_blocking=True) for k, v in batches(step).items()}
-        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            loss, mlm_loss, nsp_loss = pretraining_losses(net, batch, dist)
-        if not torch.isfinite(loss):                 # stop before the update spreads it
-            raise FloatingPointError(
-                _diverged(step + 1, loss, mlm_loss, nsp_loss, checkpoint_dir))
-        scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)                       # clip the true gradients, not scaled ones
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-        scaler.step(optimizer)
-        scaler.update()
-        optimizer.zero_grad(set_to_none=True)
-        scheduler.step()
-        running += torch.stack([loss.detach().float(), mlm_loss.float(), nsp_loss.float(), torch.ones((), device=device)]).cpu()
-        done = step + 1
-        if done % config.log_every == 0:
-            loss_, mlm_, nsp_ = (running[:3] / running[3]).tolist()
-            history["train"].append({"step": done, "loss": loss_, "mlm_loss": mlm_, "nsp_loss": nsp_,
-                                     "lr": scheduler.get_last_lr()[0]})
-            running.zero_()
-        evaluate = eval_batches and (done % config.eval_every == 0 or done == config.steps)
-        save = checkpoint_dir is not None and (done == end or (config.checkpoint_every > 0
-                                                               and done % config.checkpoint_every == 0))
-        if dist.is_main and (evaluate or save):
-            history["seconds"] += time.perf_counter() - clock
-            clock = time.perf_counter()
-        if dist.is_main and evaluate:
-            metrics = evaluate_pretraining(model, eval_batches, dtype=dtype)
-            history["eval"].append({"step": done, **metrics})
-            train = f"train loss {history['train'][-1]['loss']:.3f} | " if history["train"] else ""
-            nsp = f" | NSP acc {metrics['nsp_accuracy']:.3f}" if "nsp_accuracy" in metrics else ""
-            bar.write(f"step {done:>6}/{config.steps} | {train}held-out MLM loss "
-                      f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}{nsp} | "
-                      f"{history['seconds']:.0f} s")
-            if metrics_path is not None:
+    clock = time.perf_counter()
+    with ctrl_c_requests() as requests:
+        for step in bar if bar is not None else steps:
+            dropout = seeded_generator(config.seed, "dropout", step, dist.rank)
+            torch.manual_seed(dropout.initial_seed())
+            batch = {k: v.to(device, non_blocking=True)
+                     for k, v in batches(step).items()}
+            running += _train_step(net, batch, optimizer, scheduler, scaler, config,
+                                   dtype, dist, step, checkpoint_dir)
+            done = step + 1
+            if done % config.log_every == 0:
+                loss_, mlm_, nsp_ = (running[:3] / running[3]).tolist()
+                history["train"].append({"step": done, "loss": loss_, "mlm_loss": mlm_,
+                                         "nsp_loss": nsp_,
+                                         "lr": scheduler.get_last_lr()[0]})
+                running.zero_()
+            stop = dist.any(bool(requests), device) and done < end      # Ctrl-C
+            evaluate = eval_batches and (done % config.eval_every == 0
+                                         or done == config.steps)
+            save = checkpoint_dir is not None and (stop or done == end or (
+                config.checkpoint_every > 0 and done % config.checkpoint_every == 0))
+            if dist.is_main and (evaluate or save or stop):
+                history["seconds"] += time.perf_counter() - clock
+                clock = time.perf_counter()
+            if dist.is_main and evaluate:
+                metrics = evaluate_pretraining(model, eval_batches, dtype=dtype)
+                history["eval"].append({"step": done, **metrics})
+                train = (f"train loss {history['train'][-1]['loss']:.3f} | "
+                         if history["train"] else "")
+                nsp = (f" | NSP acc {metrics['nsp_accuracy']:.3f}"
+                       if "nsp_accuracy" in metrics else "")
+                bar.write(f"step {done:>6}/{config.steps} | {train}held-out MLM loss "
+                          f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}"
+                          f"{nsp} | {history['seconds']:.0f} s")
+            if dist.is_main and metrics_path is not None and (evaluate or stop):
                 _write_json(metrics_path, history)
-        if save:
-            if dist.is_main:
-                save_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
-                                scaler=scaler, step=done, extra={"history": history})
-            dist.barrier()
+            if save:
+                if dist.is_main:
+                    extra = {"history": history, "running": running.tolist()}
+                    save_checkpoint(checkpoint_dir, model, optimizer=optimizer,
+                                    scheduler=scheduler, scaler=scaler, step=done,
+                                    extra=extra)
+                dist.barrier()
+            if stop:
+                raise TrainingInterrupted(done, checkpoint_dir)
     return history
 
 
@@ -326,6 +361,33 @@ def _check_config(preset: str, overrides: dict, vocab_size: int) -> None:
 
 
 # Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
+def _saved_recipe(out: Path) -> dict:
+    """How the data of the run in ``out`` were made: from its checkpoint, else from the
+    metrics.json written before its first one ({} for a run without either)."""
+    state = saved_file(out / "training_state", STATE_NAME)
+    if state.is_file():
+        history = json.loads(state.read_text())["extra"].get("history", {})
+        return history.get("recipe", {})
+    metrics = out / "metrics.json"
+    if not metrics.is_file():
+        return {}
+    return json.loads(metrics.read_text()).get("recipe", {})
+
+
+# Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
+def _check_recipe(out: Path, recipe: dict) -> None:
+    """Resuming with other data than the saved run's is refused, naming each change."""
+    saved = _saved_recipe(out)
+    differences = [f"{key}: saved {saved[key]!r}, now {value!r}"
+                   for key, value in recipe.items()
+                   if key in saved and saved[key] != value]
+    if differences:
+        raise ValueError(f"{out}: cannot resume with another data recipe than the "
+                         f"saved run's ({'; '.join(differences)}); resume with the "
+                         "saved settings, or start a new run (--overwrite)")
+
+
+# Built in chapter 9, section "The real run": chapters/09_pretraining.html#the-real-run
 def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: dict | None = None,
                   steps: int = 1000, batch_size: int = 32, lr: float = 1e-3, warmup_fraction: float = 0.05,
                   vocab_size: int = 8192, vocab_min_count: int = 40,
@@ -346,7 +408,8 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     out_dir/training_state/. ``task_text`` adds task_documents() to the training text. The
     held-out batches always mask 15% of the tokens, whatever ``mlm_probability`` trains with.
     Arguments and folder are checked before any work (check_run_folder: ``resume``,
-    ``overwrite``).
+    ``overwrite``). The data recipe (these arguments, and the sizes they gave) is saved
+    with the run; ``resume`` with another one raises ValueError naming each difference.
     """
     if objective not in ("mlm+nsp", "mlm"):
         raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
@@ -357,6 +420,10 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     _check_counts(minimum=0, checkpoint_every=checkpoint_every)
     if stop_after is not None:
         _check_counts(stop_after=stop_after)
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"vocab_size must be more than the {len(SPECIAL_TOKENS)} "
+                         f"special tokens {', '.join(SPECIAL_TOKENS)}, "
+                         f"got {vocab_size}")
     _check_config(preset, overrides or {}, vocab_size)
     if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not lr > 0:
         raise ValueError(f"expected 0 < mlm_probability < 1, 0 <= warmup_fraction <= 1"
@@ -366,7 +433,18 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     except RuntimeError as error:               # a device asked for that is not here
         raise ValueError(str(error)) from None
     out = check_run_folder(out_dir, resume=resume, overwrite=overwrite)
+    recipe = dict(preset=preset, overrides=overrides or {}, batch_size=batch_size,
+                  processes=dist.world_size, vocab_size=vocab_size,
+                  vocab_min_count=vocab_min_count, vocab_score=vocab_score,
+                  eval_batches=eval_batches, dynamic_masking=dynamic_masking, seed=seed,
+                  max_documents=max_documents, objective=objective,
+                  mlm_probability=mlm_probability, adam_beta2=adam_beta2,
+                  task_text=task_text)
+    if resume:
+        _check_recipe(out, recipe)
     out.mkdir(parents=True, exist_ok=True)
+    if dist.is_main and not saved_file(out / "training_state", STATE_NAME).is_file():
+        _write_json(out / "metrics.json", {"recipe": recipe, "train": [], "eval": []})
     say = print if dist.is_main else (lambda *args, **kwargs: None)
     documents = course_documents("train", max_documents=max_documents)
     if task_text:
@@ -397,6 +475,10 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     batches = PretrainingBatches(train_examples, special, batch_size, seed=seed,
                                  dynamic_masking=dynamic_masking, rank=dist.rank, world_size=dist.world_size,
                                  mlm_probability=mlm_probability)
+    recipe.update(vocab_tokens=len(tokenizer), train_pairs=len(train_examples),
+                  held_out_batches=len(eval_list))
+    if resume:
+        _check_recipe(out, recipe)            # the same arguments, but other data?
     what = "pairs" if objective == "mlm+nsp" else "sequences"
     say(f"{len(train_examples)} training {what} ({batches.steps_per_epoch} steps per epoch), "
         f"{len(eval_list) * batch_size} held-out {what}; model {preset}: {config}")
@@ -406,16 +488,11 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
                             checkpoint_every=checkpoint_every, seed=seed, adam_beta2=adam_beta2)
     history = pretrain(model, batches, run, eval_batches=eval_list, device=device,
                        checkpoint_dir=out / "training_state", resume=resume, stop_after=stop_after,
-                       metrics_path=out / "metrics.json", dist=dist)
+                       metrics_path=out / "metrics.json", recipe=recipe, dist=dist)
     if dist.is_main:
-        history["recipe"] = dict(preset=preset, overrides=overrides or {}, batch_size=batch_size,
-                                 processes=dist.world_size, vocab_size=len(tokenizer), vocab_min_count=vocab_min_count,
-                                 vocab_score=vocab_score,
-                                 eval_batches=len(eval_list), train_pairs=len(train_examples),
-                                 dynamic_masking=dynamic_masking, seed=seed, max_documents=max_documents,
-                                 objective=objective, mlm_probability=mlm_probability,
-                                 adam_beta2=adam_beta2, task_text=task_text)
         save_model(model, out)
         _write_json(out / "metrics.json", history)
-        plot_history(history, out / "loss_curves.png")
+        import matplotlib.pyplot as plt
+
+        plt.close(plot_history(history, out / "loss_curves.png"))    # not kept open
     return history

@@ -5,11 +5,14 @@ Read it with its explanations at chapters/09_pretraining.html.
 """
 from __future__ import annotations
 
-__all__ = ['make_optimizer', 'linear_warmup_decay', 'autocast_dtype', 'save_checkpoint', 'Checkpoint', 'load_checkpoint']
+__all__ = ['make_optimizer', 'linear_warmup_decay', 'autocast_dtype', 'save_checkpoint', 'Checkpoint', 'load_checkpoint', 'TrainingInterrupted', 'ctrl_c_requests']
 
 
 import json
+import signal
+import threading
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -198,3 +201,38 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
         if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
             torch.cuda.set_rng_state_all(cuda)
     return Checkpoint(model=model, step=step, extra=state.get("extra", {}), directory=directory)
+
+
+# Built in chapter 9, section "Checkpoints": chapters/09_pretraining.html#checkpoints
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped training after ``step``; ``directory`` holds the checkpoint saved
+    there (None when the loop had no checkpoint folder)."""
+
+    def __init__(self, step: int, directory: str | Path | None):
+        super().__init__(f"interrupted after step {step}")
+        self.step, self.directory = step, directory
+
+
+# Built in chapter 9, section "Checkpoints": chapters/09_pretraining.html#checkpoints
+@contextmanager
+def ctrl_c_requests():
+    """A list to which Ctrl-C (SIGINT) appends, instead of raising KeyboardInterrupt
+    mid-step; a second Ctrl-C does what it did before. Signals reach only the main
+    thread: elsewhere, and where Ctrl-C is ignored, nothing changes."""
+    requests: list[int] = []
+    previous = signal.getsignal(signal.SIGINT)
+    elsewhere = threading.current_thread() is not threading.main_thread()
+    if elsewhere or previous is signal.SIG_IGN:
+        yield requests
+        return
+    previous = signal.default_int_handler if previous is None else previous
+
+    def request(signum, frame):
+        requests.append(signum)
+        signal.signal(signal.SIGINT, previous)
+
+    signal.signal(signal.SIGINT, request)
+    try:
+        yield requests
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -11,6 +11,7 @@ import json
 import shlex
 import sys
 import time
+from pathlib import Path
 
 
 def _override(text: str) -> tuple[str, object]:
@@ -46,6 +47,31 @@ def _folder(text: str) -> str:
         raise argparse.ArgumentTypeError(
             "expected the folder to write the run to, got ''")
     return text
+
+
+def _command(argv: list[str], processes: int) -> str:
+    """The command line that runs ``argv`` (``pretrain ...``) again."""
+    program = (f"torchrun --nproc_per_node={processes} -m tinybert" if processes > 1
+               else "python -m tinybert" if sys.argv[0].endswith("__main__.py")
+               else "tinybert")
+    return " ".join([program, *map(shlex.quote, argv)])
+
+
+def _interrupted(interrupt: KeyboardInterrupt, out: str, argv: list[str],
+                 processes: int) -> str:
+    """After Ctrl-C: where the run stopped, and the command that continues it."""
+    from tinybert.pretrain_loop import RUN_FILES
+
+    step = getattr(interrupt, "step", None)        # TrainingInterrupted knows its step
+    where = (f"after step {step}; the checkpoint in {interrupt.directory} keeps it"
+             if step is not None else "before the first checkpoint of this attempt")
+    if not any((Path(out) / name).exists() for name in RUN_FILES):
+        return f"tinybert pretrain: interrupted {where}. Nothing was saved yet."
+    again = [a for a in argv if not (len(a) > 3 and "--overwrite".startswith(a))]
+    if not any(len(a) > 3 and "--resume".startswith(a) for a in again):
+        again.append("--resume")
+    return (f"tinybert pretrain: interrupted {where}. Continue the run with:\n"
+            f"  {_command(again, processes)}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -116,9 +142,9 @@ def run(args: argparse.Namespace) -> int:
     device = args.device
     if device is None and dist.world_size > 1 and torch.cuda.is_available():
         device = f"cuda:{dist.local_rank}"
+    argv = getattr(args, "argv", sys.argv[1:])
     if dist.is_main:
-        print("command: tinybert pretrain " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-              if sys.argv[1:2] == ["pretrain"] else "command: " + " ".join(map(shlex.quote, sys.argv)))
+        print("command: tinybert " + " ".join(map(shlex.quote, argv)))
         print(f"processes: {dist.world_size}; torch {torch.__version__}; threads {torch.get_num_threads()}")
     start = time.perf_counter()
     try:
@@ -140,6 +166,11 @@ def run(args: argparse.Namespace) -> int:
     except FloatingPointError as error:          # diverged: the last checkpoint is kept
         print(f"tinybert pretrain: error: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as interrupt:       # Ctrl-C: a checkpoint at the last step
+        if dist.is_main:
+            print(_interrupted(interrupt, args.out, argv, dist.world_size),
+                  file=sys.stderr)
+        return 130                               # 128 + SIGINT, as the shell reports it
     if dist.is_main:
         final = history["eval"][-1] if history["eval"] else {}
         print(f"done in {time.perf_counter() - start:.0f} s wall clock; "

@@ -5,7 +5,7 @@ Read it with its explanations at chapters/07_tokenization.html.
 """
 from __future__ import annotations
 
-__all__ = ['GPT2_PATTERN', 'bytes_to_unicode', 'BYTE_TO_CHAR', 'CHAR_TO_BYTE', 'read_merges_txt', 'apply_merges', 'ByteLevelBPETokenizer', 'train_byte_level_bpe']
+__all__ = ['GPT2_PATTERN', 'bytes_to_unicode', 'BYTE_TO_CHAR', 'CHAR_TO_BYTE', 'read_merges_txt', 'read_vocab_json', 'apply_merges', 'ByteLevelBPETokenizer', 'train_byte_level_bpe']
 
 
 import json
@@ -14,7 +14,8 @@ from pathlib import Path
 import regex
 
 from tinybert.tokenizers.bpe import merge_pair
-from tinybert.tokenizers.encoding import Encoding, batch_encode, import_tokenizers
+from tinybert.tokenizers.encoding import (Encoding, batch_encode, check_text,
+                                         import_tokenizers, read_lines)
 
 # GPT-2's pre-tokenisation pattern.
 GPT2_PATTERN = regex.compile(
@@ -41,16 +42,41 @@ CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
 
 # Built in chapter 7, section "Byte-level BPE": chapters/07_tokenization.html#byte-level-bpe
 def read_merges_txt(path: str | Path) -> list[tuple[str, str]]:
-    merges = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n"), 1):
-        if (number == 1 and line.startswith("#version")) or not line.strip():
+    """One merge per line, by rank, after an optional "#version" line."""
+    merges: dict[tuple[str, str], int] = {}
+    for number, line in enumerate(read_lines(path), 1):
+        if number == 1 and line.startswith("#version"):
             continue
-        parts = line.split()
-        if len(parts) != 2:
+        parts = tuple(line.split())
+        if len(parts) != 2 or parts in merges:
+            got = f"a repeat of line {merges[parts]}" if parts in merges else repr(line)
             raise ValueError(f"{path}:{number}: expected two tokens separated by a space, "
-                             f"got {line!r}")
-        merges.append((parts[0], parts[1]))
-    return merges
+                             f"each merge once, got {got}")
+        merges[parts] = number
+    return list(merges)
+
+
+# Built in chapter 7, section "Byte-level BPE": chapters/07_tokenization.html#byte-level-bpe
+def read_vocab_json(path: str | Path) -> dict[str, int]:
+    """vocab.json: a JSON object token -> id, each token and each id once."""
+    def no_repeats(pairs: list[tuple[str, int]]) -> dict[str, int]:
+        vocab: dict[str, int] = {}
+        owner: dict[int, str] = {}
+        for token, i in pairs:
+            if token in vocab or i in owner:
+                again = "the token" if token in vocab else f"the id of {owner[i]!r}"
+                raise ValueError(f"{path}: token {token!r} (id {i!r}) repeats {again}")
+            vocab[token], owner[i] = i, token
+        return vocab
+
+    try:
+        vocab = json.loads("\n".join(read_lines(path)), object_pairs_hook=no_repeats)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}:{error.lineno}: not JSON ({error.msg})") from None
+    if not isinstance(vocab, dict):
+        raise ValueError(f"{path}: expected a JSON object token -> id, "
+                         f"got {type(vocab).__name__}")
+    return vocab
 
 
 # Built in chapter 7, section "Byte-level BPE": chapters/07_tokenization.html#byte-level-bpe
@@ -82,11 +108,7 @@ class ByteLevelBPETokenizer:
 
     @classmethod
     def from_files(cls, vocab_json: str | Path, merges_txt: str | Path) -> ByteLevelBPETokenizer:
-        vocab = json.loads(Path(vocab_json).read_text(encoding="utf-8"))
-        if not isinstance(vocab, dict):
-            raise ValueError(f"{vocab_json}: expected a JSON object token -> id, "
-                             f"got {type(vocab).__name__}")
-        return cls(vocab, read_merges_txt(merges_txt))
+        return cls(read_vocab_json(vocab_json), read_merges_txt(merges_txt))
 
     def save(self, directory: str | Path) -> tuple[Path, Path]:
         directory = Path(directory)
@@ -106,11 +128,9 @@ class ByteLevelBPETokenizer:
         return self._cache[piece]
 
     def encode(self, text: str) -> Encoding:
-        if not isinstance(text, str):
-            raise ValueError(f"encode expects a str, got {type(text).__name__}")
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []
-        for match in GPT2_PATTERN.finditer(text):
+        for match in GPT2_PATTERN.finditer(check_text(text)):
             char_of_byte = []                          # which character each byte belongs to
             for i, char in enumerate(match.group()):
                 char_of_byte += [match.start() + i] * len(char.encode("utf-8"))

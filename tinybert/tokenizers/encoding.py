@@ -5,10 +5,11 @@ Read it with its explanations at chapters/07_tokenization.html.
 """
 from __future__ import annotations
 
-__all__ = ['Encoding', 'BACKENDS', 'batch_encode', 'import_tokenizers']
+__all__ = ['Encoding', 'BACKENDS', 'batch_encode', 'import_tokenizers', 'check_text', 'read_lines']
 
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 # Built in chapter 7, section "What an encoding holds": chapters/07_tokenization.html#what-an-encoding-holds
@@ -48,6 +49,7 @@ def batch_encode(tokenizer, texts: list[str], backend: str = "python", **kwargs)
         if not isinstance(text, str):
             raise ValueError(f"encode_batch expects a list of str, got an item of type "
                              f"{type(text).__name__}")
+        check_text(text)                       # the Rust backend's own error is cryptic
     if backend == "python":
         return [tokenizer.encode(text, **kwargs) for text in texts]
     rust = tokenizer.to_hugging_face()
@@ -64,3 +66,34 @@ def import_tokenizers():
         raise ImportError("backend='tokenizers' needs Hugging Face's tokenizers library, which "
                           "is not installed: pip install tokenizers") from error
     return tokenizers
+
+
+# Built in chapter 7, section "What an encoding holds": chapters/07_tokenization.html#what-an-encoding-holds
+def check_text(text) -> str:
+    """``text``, if it is a str that UTF-8 can encode; else a ValueError saying why."""
+    if not isinstance(text, str):
+        raise ValueError(f"encode expects a str, got {type(text).__name__}")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(
+                f"the text holds a lone surrogate {text[error.start]!r} at index "
+                f"{error.start}: not a character, it has no UTF-8 bytes (decode the "
+                "bytes with errors='replace', or remove it)") from None
+    return text
+
+
+# Built in chapter 7, section "What an encoding holds": chapters/07_tokenization.html#what-an-encoding-holds
+def read_lines(path: str | Path) -> list[str]:
+    """The lines of a UTF-8 text file (without a last empty one); bytes that are not
+    UTF-8 are a ValueError naming the file and the line."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 (byte {data[error.start]:#04x}); "
+                         "save the file as UTF-8") from None
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines

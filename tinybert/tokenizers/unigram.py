@@ -13,7 +13,8 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from tinybert.tokenizers.encoding import Encoding, batch_encode, import_tokenizers
+from tinybert.tokenizers.encoding import (Encoding, batch_encode, check_text,
+                                         import_tokenizers, read_lines)
 
 SPACE = "\u2581"        # "▁", SentencePiece's visible space
 # ALBERT's first five ids:
@@ -98,7 +99,7 @@ class UnigramTokenizer:
     @classmethod
     def from_file(cls, path: str | Path) -> UnigramTokenizer:
         """Read what ``save`` writes, or a Hugging Face tokenizer.json of that kind."""
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads("\n".join(read_lines(path)))       # UTF-8, or the line
         model = data.get("model", data)
         pre = data.get("pre_tokenizer") or {}
         metaspace = {"type": "Metaspace", "replacement": SPACE,
@@ -132,9 +133,7 @@ class UnigramTokenizer:
         return self._cache[word]
 
     def encode(self, text: str, add_special_tokens: bool = False) -> Encoding:
-        if not isinstance(text, str):
-            raise ValueError(f"encode expects a str, got {type(text).__name__}")
-        marked, source, words = metaspace_split(text)
+        marked, source, words = metaspace_split(check_text(text))
         tokens, offsets = [], []
         for word_start, word_end in words:
             for token, start, end in self.split_word(marked[word_start:word_end]):

@@ -10,7 +10,8 @@ __all__ = ['SPECIAL_TOKENS', 'read_vocab_txt', 'save_vocab_txt', 'WordPieceToken
 
 from pathlib import Path
 
-from tinybert.tokenizers.encoding import Encoding, batch_encode, import_tokenizers
+from tinybert.tokenizers.encoding import (Encoding, batch_encode, check_text,
+                                         import_tokenizers, read_lines)
 from tinybert.tokenizers.normalizers import bert_normalize, bert_pre_tokenize
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -18,11 +19,18 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 # Built in chapter 7, section "WordPiece encoding": chapters/07_tokenization.html#wordpiece-encoding
 def read_vocab_txt(path: str | Path) -> dict[str, int]:
-    """One token per line; the id is the line number."""
-    lines = Path(path).read_text(encoding="utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return {line.rstrip(): i for i, line in enumerate(lines)}
+    """One token per line; the id is the line number. A blank or repeated line is
+    refused: it would shift or shadow the ids of every token after it."""
+    vocab: dict[str, int] = {}
+    for i, line in enumerate(read_lines(path)):
+        token = line.rstrip()
+        if not token or token in vocab:
+            what = ("is blank" if not token
+                    else f"repeats line {vocab[token] + 1}, {token!r}")
+            raise ValueError(f"{path}:{i + 1}: the line {what}; a vocabulary file "
+                             "holds one distinct token per line")
+        vocab[token] = i
+    return vocab
 
 
 # Built in chapter 7, section "WordPiece encoding": chapters/07_tokenization.html#wordpiece-encoding
@@ -58,7 +66,14 @@ class WordPieceTokenizer:
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs) -> WordPieceTokenizer:
-        return cls(read_vocab_txt(path), **kwargs)
+        """The vocabulary in ``path`` (read_vocab_txt), with [UNK], [CLS] and [SEP]."""
+        vocab = read_vocab_txt(path)
+        missing = [t for t in (kwargs.get("unk_token", "[UNK]"), "[CLS]", "[SEP]")
+                   if t not in vocab]
+        if missing:
+            raise ValueError(f"{path}: the vocabulary lacks {', '.join(missing)}; "
+                             "a BERT vocabulary holds [UNK], [CLS] and [SEP]")
+        return cls(vocab, **kwargs)
 
     def save(self, path: str | Path) -> Path:
         return save_vocab_txt(self.vocab, path)
@@ -84,10 +99,9 @@ class WordPieceTokenizer:
         return pieces
 
     def encode(self, text: str, add_special_tokens: bool = False) -> Encoding:
-        if not isinstance(text, str):
-            raise ValueError(f"encode expects a str, got {type(text).__name__}")
         normalized, source = bert_normalize(
-            text, clean_text=self.clean_text, handle_chinese_chars=self.handle_chinese_chars,
+            check_text(text), clean_text=self.clean_text,
+            handle_chinese_chars=self.handle_chinese_chars,
             strip_accents=self.strip_accents, lowercase=self.lowercase)
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []
