@@ -1987,8 +1987,8 @@ print(parser.format_help())
 #
 # - **random init**: the course's architecture (chapter 9's `bert-mini`, 4 layers, 256 wide) with
 #   random weights, so fine-tuning is all the training it gets;
-# - **course checkpoint**: the same architecture after the course's own pretraining, just under
-#   two hours on one CPU core (chapter 9);
+# - **course checkpoint**: the same architecture after the course's own pretraining, under two
+#   hours on a two-core CPU (chapter 9);
 # - **all-MiniLM-L6-v2**: a real pretrained encoder (chapter 8), 6 layers and 384 wide, trained by
 #   distillation from a large BERT-style teacher and then on about a billion sentence pairs.
 #
@@ -2165,19 +2165,22 @@ if not is_quick():
             assert real.min() > max(ladder[task, arm]), (task, arm)  # past every seed,
         assert real.min() > max(baselines[task].values()), task  # and every baseline
     assert gap("ud_pos", COURSE, RANDOM)[0] > gap("ud_pos", COURSE, RANDOM)[1]
-    points, spread = gap("banking77", COURSE, RANDOM)
-    assert points < spread, "the checkpoint now helps on Banking77: update the text"
+    for task in LADDER:                      # the course checkpoint: every seed ahead
+        assert min(ladder[task, COURSE]) > max(ladder[task, RANDOM]), task
 
 # %% [markdown]
-# What the two tasks tell apart is *what* the course's pretraining learned. Tagging a word's part
-# of speech depends on the word's form and its neighbours, the local statistics that masked
-# language modelling picks up first; the checkpoint carries them to the
-# tagger, which starts ahead of random weights. Telling 77 banking intents apart from two
-# questions each depends on what sentences *mean*, on knowing that "top up" and "add money" say
-# the same thing: two hours of CPU pretraining on a small corpus has not learned that, and the
-# random start, free to fit the few examples, does at least as well. The real encoder, trained on billions
-# of words and then on a billion sentence pairs, has learned it, and leads on both tasks by a wide
-# margin. Pretraining pays off in proportion to what it had time to learn.
+# Both kinds of pretraining pay off, by different amounts. Tagging a word's part of speech
+# depends on the word's form and its neighbours, the local statistics that masked language
+# modelling picks up first; the course checkpoint carries them to the tagger, far beyond the
+# seeds' spread. Telling 77 banking intents apart from two questions each depends on what
+# sentences *mean*, on knowing that "top up" and "add money" say the same thing. There the course
+# checkpoint starts ahead too (every one of its seeds scores above every seed of random init, as
+# the cell asserts), by the margin the verdict above gives against the seeds' spread; the real
+# encoder, trained on billions of words and then on a billion sentence pairs, leads on both tasks
+# by a wide margin. Pretraining pays off in proportion to what it had time to learn. An earlier
+# course checkpoint, trained with the same recipe on a vocabulary whose training score left "the"
+# and "have" in pieces (chapter 9), fell *behind* random init on Banking77: what a model can learn
+# depends on the units it reads.
 #
 # (sec-ft-ner-ladder)=
 # ### Named entities on the ladder
@@ -2262,8 +2265,10 @@ print(f"The real encoder leads by {ner_gap(REAL, RANDOM)[0]:.1f} points over ran
 if not is_quick():
     for arm in (RANDOM, COURSE):
         assert min(ner_f1[REAL]) > max(ner_f1[arm]), arm        # past every seed
-    assert min(ner_f1[REAL]) > ner_baseline + 0.1                 # and the baseline,
-    assert max(ner_f1[RANDOM] + ner_f1[COURSE]) < ner_baseline    # which the others miss
+    assert min(ner_f1[REAL]) > ner_baseline + 0.1                 # and the baseline
+for arm in (RANDOM, COURSE):
+    reached = "reaches" if min(ner_f1[arm]) > ner_baseline else "does not reach"
+    print(f"{arm} {reached} the baseline that memorises names on every seed")
 
 
 # %% [markdown]
@@ -2311,9 +2316,10 @@ for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
 # %% [markdown]
 # Entities in web text are hard in ways that newswire (CoNLL-2003) is not: lower-cased names
 # ("tampa bay"), products and web sites that annotators may or may not call organisations, and
-# names that are also common words. With 300 training sentences the two small encoders do not
-# even reach the baseline that memorises names, while the real encoder, which met these names and their contexts in pretraining,
-# reads the context around a word it has never seen with a label. Pretraining pays off on the
+# names that are also common words. With 300 training sentences the two small encoders stay far
+# behind the real encoder (the lines above say whether they even pass the baseline that memorises
+# names), while the real encoder, which met these names and their contexts in pretraining, reads
+# the context around a word it has never seen with a label. Pretraining pays off on the
 # task where its knowledge of the world matters most.
 #
 # (sec-ft-summary)=
@@ -2331,9 +2337,10 @@ for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
 # - What pretraining is worth is measured, not assumed ({ref}`sec-ft-gain`): the same recipe, each
 #   encoder's own learning rate from a sweep on validation data, several seeds, the test split, and
 #   baselines that need no model. A real pretrained encoder beats random initialisation on both
-#   tasks beyond the spread of the seeds. The course's own checkpoint beats it on part-of-speech
-#   tagging, which rests on the local statistics that two CPU hours of masked language modelling
-#   learn, and not on few-shot intent classification, which rests on meaning. Freezing the
+#   tasks beyond the spread of the seeds. The course's own checkpoint is ahead of it on every seed
+#   of both tasks: by far on part-of-speech tagging, which rests on the local statistics that two
+#   CPU hours of masked language modelling learn, and by less on few-shot intent classification,
+#   which rests on meaning. Freezing the
 #   encoder saves time; what it costs depends on how good the frozen features are
 #   ({ref}`sec-ft-approaches`).
 # - Token classification labels the first word piece of every word and ignores the others
@@ -2524,10 +2531,10 @@ check_entity_f1(entity_f1)
 # :::
 # **When does a rung beat another?** {ref}`sec-ft-gain` counts a gap between two arms of the
 # ladder only when it is larger than the spread (max minus min over seeds) of either arm. Write
-# `verdict(upper, lower)` for two lists of scores, one per seed, that returns `"ahead"` when the
+# `compare_rungs(upper, lower)` for two lists of scores, one per seed, that returns `"ahead"` when the
 # mean of `upper` exceeds the mean of `lower` by more than the larger of the two spreads,
 # `"behind"` when it falls short of it by more than that, and `"level"` otherwise. Then try it on
-# the ladder's own runs: `verdict(ladder["banking77", COURSE], ladder["banking77", RANDOM])`.
+# the ladder's own runs: `compare_rungs(ladder["banking77", COURSE], ladder["banking77", RANDOM])`.
 # :::{exercise-end}
 # :::
 #
@@ -2538,7 +2545,7 @@ check_entity_f1(entity_f1)
 # make a gap count, and a single seed (spread 0) makes any gap count: run several.
 
 # %% tags=["solution"]
-def verdict(upper: list[float], lower: list[float]) -> str:
+def compare_rungs(upper: list[float], lower: list[float]) -> str:
     ### BEGIN SOLUTION
     spread = max(max(upper) - min(upper), max(lower) - min(lower))
     gap = sum(upper) / len(upper) - sum(lower) / len(lower)
@@ -2555,9 +2562,9 @@ def verdict(upper: list[float], lower: list[float]) -> str:
 # ::::
 
 # %% tags=["check"]
-from tinybert.exercises.ch10 import check_verdict
+from tinybert.exercises.ch10 import check_compare_rungs
 
-check_verdict(verdict)
+check_compare_rungs(compare_rungs)
 
 
 # %% [markdown]
@@ -2756,8 +2763,10 @@ quiz = Quiz("ch10", [
            explain="Lower case, no punctuation or articles, shared words."),
     choice("In the transfer ladder, where does the course checkpoint beat random "
            "initialisation beyond the seeds' spread?",
-           ["Banking77 intents", "part-of-speech tags", "both", "neither"], answer="b",
-           explain="Tags rest on local statistics that short MLM training learns."),
+           ["Banking77 intents", "part-of-speech tags", "both", "neither"],
+           answer="dbac"[2 * (verdict("banking77").startswith("beats"))
+                         + verdict("ud_pos").startswith("beats")],
+           explain="Read it off the verdicts printed under the ladder's table."),
     choice("BERT's fine-tuning recipe chooses the learning rate",
            ["by copying the paper's", "on the validation split", "on the test split",
             "as the largest that does not diverge"], answer="b",

@@ -149,8 +149,8 @@ def check_entity_f1(entity_f1) -> None:
 
 # --- ex-ft-ladder-verdict ---------------------------------------------------------------
 
-def check_verdict(verdict) -> None:
-    """Check ``verdict(upper, lower) -> "ahead" | "behind" | "level"`` on worked cases."""
+def check_compare_rungs(compare_rungs) -> None:
+    """Check ``compare_rungs(upper, lower) -> "ahead" | "behind" | "level"`` on worked cases."""
     cases = [
         ([0.60, 0.62, 0.61], [0.50, 0.52, 0.51], "ahead"),       # gap 0.10, spread 0.02
         ([0.50, 0.52, 0.51], [0.60, 0.62, 0.61], "behind"),
@@ -163,9 +163,9 @@ def check_verdict(verdict) -> None:
         ([0.46, 0.48], [0.50, 0.50], "behind"),
     ]
     for upper, lower, expected in cases:
-        got = verdict(list(upper), list(lower))
-        assert got == expected, f"verdict({upper}, {lower}): expected {expected!r}, got {got!r}"
-    print(f"✓ verdict gives the ladder's reading on {len(cases)} cases")
+        got = compare_rungs(list(upper), list(lower))
+        assert got == expected, f"compare_rungs({upper}, {lower}): expected {expected!r}, got {got!r}"
+    print(f"✓ compare_rungs gives the ladder's reading on {len(cases)} cases")
 
 
 # --- ex-ft-truncate-pair ---------------------------------------------------------------------------
