@@ -251,29 +251,38 @@ print(f"training: {len(documents)} documents, {n_sentences:,} sentences, {n_word
 # (sec-pretrain-vocabulary)=
 # ### A vocabulary for the corpus
 #
-# The real run trained an uncased {term}`WordPiece` vocabulary of 8,192 tokens on these documents with
+# The real run trains an uncased {term}`WordPiece` vocabulary on these documents with
 # `train_wordpiece_tokenizer` from {doc}`07_tokenization`, and ships it as `vocab.txt` beside the
-# weights. One setting of that trainer matters a lot here. WordPiece merges the pair with the
-# highest $\text{count}(ij) / (\text{count}(i)\,\text{count}(j))$, a score that favours pairs of
-# *rare* symbols that always occur together. On a corpus of a million or so words and a small
-# vocabulary, that spends most merges on the letters of rare names while frequent words such as
-# "is" stay split into `i ##s`. Requiring a pair to occur at least `min_count` times before it may
-# be merged fixes this. The cell trains two small vocabularies on a slice of *Pride and Prejudice*
-# and counts how many tokens a word costs with each:
+# weights. How that trainer chooses its merges matters more than its size. WordPiece's textbook
+# score, $\text{count}(ij) / (\text{count}(i)\,\text{count}(j))$, favours pairs of *rare*
+# symbols that always occur together. On a corpus of a million or so words and a small
+# vocabulary, that spends most merges on the letters of rare names, while the most frequent
+# words of English, full of the frequent letter "e", stay split: "the" becomes `th ##e`.
+# Requiring a pair to occur at least `min_count` times before it may be merged helps a little;
+# merging by count, as BPE does and as Hugging Face's WordPiece trainer does
+# ({ref}`sec-tok-fertility`), helps far more. A model pretrained on the split vocabulary spends
+# its capacity and its masked-token predictions on rebuilding words ("th" is followed by "##e")
+# instead of on how words combine. The cell trains three small vocabularies on the first
+# 300,000 characters of *Pride and Prejudice* and counts how many tokens a word costs with each:
 
 # %%
-text = austen[:pick(quick=60_000, full=len(austen))]
-words = [w for line in text.split("\n") for w in line.split()]
-for min_count in (2, 40):
-    small = train_wordpiece_tokenizer([text], vocab_size=1500, min_count=min_count)
-    pieces = sum(len(small.encode(w).ids) for w in words[:20_000])
-    print(f"min_count={min_count:>2}: {len(small):>5} tokens, {pieces / len(words[:20_000]):.2f} tokens per word;",
-          "'it is a truth' ->", small.encode("it is a truth").tokens)
+text = austen[:pick(quick=60_000, full=300_000)]
+words = [w for line in text.split("\n") for w in line.split()][:20_000]
+per_word = {}
+for score, min_count in [("likelihood", 2), ("likelihood", 40), ("count", 2)]:
+    small = train_wordpiece_tokenizer([text], vocab_size=1500, min_count=min_count,
+                                      score=score)
+    per_word[score, min_count] = sum(len(small.encode(w).ids) for w in words) / len(words)
+    print(f"score={score:<10} min_count={min_count:>2}: {len(small):>5} tokens, "
+          f"{per_word[score, min_count]:.2f} tokens per word;",
+          "'the truth' ->", small.encode("the truth").tokens)
+assert per_word["count", 2] < per_word["likelihood", 40] < per_word["likelihood", 2]
 
 # %% [markdown]
-# The real run used `min_count=40`, the value at which an 8,192-token vocabulary is still
-# reachable on our corpus. `load_pretrained` (defined at the end of this chapter) gives us that
-# vocabulary together with the model; the tokenizer is all we need for now.
+# The real run merges by count, with `min_count=40`; merges stop early when no pair occurs that
+# often, which is why the vocabulary below is a little smaller than the 8,192 tokens asked for.
+# `load_pretrained` (defined at the end of this chapter) gives us that vocabulary together with
+# the model; the tokenizer is all we need for now.
 
 # %%
 from tinybert.pretraining import load_pretrained   # built at the end of this chapter
@@ -1738,7 +1747,8 @@ def _check_recipe(out: Path, recipe: dict) -> None:
 # %% tags=["export:pretrain_loop"]
 def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: dict | None = None,
                   steps: int = 1000, batch_size: int = 32, lr: float = 1e-3, warmup_fraction: float = 0.05,
-                  vocab_size: int = 8192, vocab_min_count: int = 40, eval_every: int = 100,
+                  vocab_size: int = 8192, vocab_min_count: int = 40,
+                  vocab_score: str = "count", eval_every: int = 100,
                   eval_batches: int = 25, checkpoint_every: int = 0, seed: int = 0,
                   max_documents: int | None = None, dynamic_masking: bool = True, resume: bool = False,
                   stop_after: int | None = None, device: torch.device | str | None = None,
@@ -1747,8 +1757,8 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
                   dist: DistributedContext = DistributedContext()) -> dict:
     """The course's pretraining run, end to end, into ``out_dir``: what ``tinybert pretrain`` runs.
 
-    Trains an uncased WordPiece vocabulary on the training documents (with ``resume``,
-    reuses out_dir/vocab.txt),
+    Trains an uncased WordPiece vocabulary on the training documents, merging by pair count
+    (``vocab_score``; with ``resume``, reuses out_dir/vocab.txt),
     builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``, RoBERTa) and
     MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes vocab.txt,
     model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable state in
@@ -1760,6 +1770,8 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     """
     if objective not in ("mlm+nsp", "mlm"):
         raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
+    if vocab_score not in ("count", "likelihood"):
+        raise ValueError(f"vocab_score must be 'count' or 'likelihood', got {vocab_score!r}")
     _check_counts(steps=steps, batch_size=batch_size, eval_every=eval_every,
                   eval_batches=eval_batches, vocab_size=vocab_size)
     _check_counts(minimum=0, checkpoint_every=checkpoint_every)
@@ -1780,8 +1792,8 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     out = check_run_folder(out_dir, resume=resume, overwrite=overwrite)
     recipe = dict(preset=preset, overrides=overrides or {}, batch_size=batch_size,
                   processes=dist.world_size, vocab_size=vocab_size,
-                  vocab_min_count=vocab_min_count, eval_batches=eval_batches,
-                  dynamic_masking=dynamic_masking, seed=seed,
+                  vocab_min_count=vocab_min_count, vocab_score=vocab_score,
+                  eval_batches=eval_batches, dynamic_masking=dynamic_masking, seed=seed,
                   max_documents=max_documents, objective=objective,
                   mlm_probability=mlm_probability, adam_beta2=adam_beta2,
                   task_text=task_text)
@@ -1798,7 +1810,7 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     if dist.is_main and not (out / "vocab.txt").is_file():
         say(f"training a {vocab_size}-token WordPiece vocabulary on {len(documents)} documents")
         vocab = train_wordpiece_tokenizer(vocabulary_texts(documents), vocab_size,
-                                          min_count=vocab_min_count)
+                                          min_count=vocab_min_count, score=vocab_score)
         _write_atomically(out / "vocab.txt", vocab.save)
     dist.barrier()                                  # the other processes read rank 0's vocabulary
     tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
@@ -1866,7 +1878,10 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
 #   {cite}`wettig2023should`, and **AdamW's $\beta_2 = 0.98$** (`--adam-beta2 0.98`), RoBERTa's
 #   setting for stable training with large learning rates;
 # - **task-adaptive text** (`--task-text`): the unlabelled training text of chapter 10's tasks joins
-#   the corpus {cite}`gururangan2020dont`.
+#   the corpus {cite}`gururangan2020dont`;
+# - **a vocabulary learned by count** (`--vocab-score count`, {ref}`sec-pretrain-vocabulary`):
+#   frequent words stay whole, so a 128-token sequence holds more text and a masked token is a
+#   word to guess from its context rather than the rest of a word to spell.
 #
 # `experiments/recipe_ablation.py` measured these changes at small scale, one at a time, each run
 # 150 steps of 32 sequences with the same vocabulary and learning rate; every final model is then

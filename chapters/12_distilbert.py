@@ -750,7 +750,7 @@ for row in rows:
 
 # %% [markdown]
 # How to read it. The parameter saving is smaller than DistilBERT's because our model's token
-# table (8,192 rows of 256) is a larger share of a four-layer model than BERT-base's is of twelve
+# table (about 7,000 rows of 256) is a larger share of a four-layer model than BERT-base's is of twelve
 # layers; halving the layers removes only the layers' share. The speed-up is larger than the
 # parameter saving for the opposite reason: the embedding lookup costs almost nothing, and nearly
 # all the time goes into the layers, and halving them can even more than halve the time when the
