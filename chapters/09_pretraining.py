@@ -50,7 +50,8 @@
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertForPreTraining`, `IGNORE_INDEX`, and
 # `save_model`/`load_model`/`save_files`/`saved_file` from `tinybert.checkpoint`. From {doc}`07_tokenization`:
-# `WordPieceTokenizer` and `train_wordpiece_tokenizer`. From {doc}`02_word_vectors`:
+# `WordPieceTokenizer`, `SPECIAL_TOKENS` and `train_wordpiece_tokenizer`. From
+# {doc}`02_word_vectors`:
 # `load_gutenberg`. From {doc}`10_finetuning`: `task_data`, the readers of the tasks whose
 # unlabelled training text the course checkpoint adds to its corpus. The chapter's code goes to six small modules: `tinybert.pretraining_corpus`
 # (text to documents), `tinybert.masking`, `tinybert.pretraining` (pairs, batches,
