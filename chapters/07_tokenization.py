@@ -1109,7 +1109,7 @@ def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_coun
                 where.pop(p, None)
                 partners[p[0]].discard(p)
                 partners[p[1]].discard(p)
-        # a and b are rarer now, merged more frequent: rescore every pair that contains them
+        # a and b are rarer now, merged more frequent: rescore every pair containing them
         # (by count, only the pairs next to the merge changed).
         if score == "likelihood":
             touched |= partners[a] | partners[b] | partners[merged]

@@ -273,7 +273,8 @@ per_word = {}
 for score, min_count in [("likelihood", 2), ("likelihood", 40), ("count", 2)]:
     small = train_wordpiece_tokenizer([text], vocab_size=1500, min_count=min_count,
                                       score=score)
-    per_word[score, min_count] = sum(len(small.encode(w).ids) for w in words) / len(words)
+    pieces = sum(len(small.encode(w).ids) for w in words)
+    per_word[score, min_count] = pieces / len(words)
     print(f"score={score:<10} min_count={min_count:>2}: {len(small):>5} tokens, "
           f"{per_word[score, min_count]:.2f} tokens per word;",
           "'the truth' ->", small.encode("the truth").tokens)
@@ -1758,8 +1759,8 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
                   dist: DistributedContext = DistributedContext()) -> dict:
     """The course's pretraining run, end to end, into ``out_dir``: what ``tinybert pretrain`` runs.
 
-    Trains an uncased WordPiece vocabulary on the training documents, merging by pair count
-    (``vocab_score``; with ``resume``, reuses out_dir/vocab.txt),
+    Trains an uncased WordPiece vocabulary on the training documents, merging by
+    pair count (``vocab_score``; with ``resume``, reuses out_dir/vocab.txt),
     builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``, RoBERTa) and
     MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes vocab.txt,
     model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable state in
@@ -1772,7 +1773,8 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     if objective not in ("mlm+nsp", "mlm"):
         raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
     if vocab_score not in ("count", "likelihood"):
-        raise ValueError(f"vocab_score must be 'count' or 'likelihood', got {vocab_score!r}")
+        raise ValueError(f"vocab_score must be 'count' or 'likelihood', "
+                         f"got {vocab_score!r}")
     _check_counts(steps=steps, batch_size=batch_size, eval_every=eval_every,
                   eval_batches=eval_batches, vocab_size=vocab_size)
     _check_counts(minimum=0, checkpoint_every=checkpoint_every)
@@ -2040,7 +2042,8 @@ for row in metrics["eval"][::3]:
 plot_history(metrics)
 plt.show()
 evals = metrics["eval"]
-gains = [(b["mlm_accuracy"] - a["mlm_accuracy"], b["step"]) for a, b in zip(evals, evals[1:])]
+gains = [(b["mlm_accuracy"] - a["mlm_accuracy"], b["step"])
+         for a, b in zip(evals, evals[1:])]
 best_gain, best_step = max(gains)
 half = len(gains) // 2
 print(f"accuracy gained per evaluation: {100 * sum(g for g, _ in gains[:half]):.1f} points "

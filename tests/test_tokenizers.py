@@ -399,7 +399,8 @@ def test_wordpiece_by_count_learns_what_hugging_face_learns(train_text, held_out
     texts = train_text[:3000]
     ours = train_wordpiece_tokenizer(texts, 1200, min_count=2, score="count")
     oracle = hf.BertWordPieceTokenizer(lowercase=True)
-    oracle.train_from_iterator(texts, vocab_size=1200, min_frequency=2, show_progress=False)
+    oracle.train_from_iterator(texts, vocab_size=1200, min_frequency=2,
+                               show_progress=False)
     theirs = WordPieceTokenizer(oracle.get_vocab())
     assert len(set(ours.vocab) & set(theirs.vocab)) >= 0.98 * len(theirs)
     n_words = sum(len(t.split()) for t in held_out_texts)
@@ -408,7 +409,7 @@ def test_wordpiece_by_count_learns_what_hugging_face_learns(train_text, held_out
     assert cost["ours"] == pytest.approx(cost["theirs"], rel=0.01)
     likelihood = train_wordpiece_tokenizer(texts, 1200, min_count=2)
     worse = sum(len(likelihood.encode(t).ids) for t in held_out_texts) / n_words
-    assert worse > 1.2 * cost["ours"]          # the textbook score splits frequent words
+    assert worse > 1.2 * cost["ours"]      # the textbook score splits frequent words
 
 
 def test_wordpiece_score_is_checked():

@@ -400,8 +400,8 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
                   dist: DistributedContext = DistributedContext()) -> dict:
     """The course's pretraining run, end to end, into ``out_dir``: what ``tinybert pretrain`` runs.
 
-    Trains an uncased WordPiece vocabulary on the training documents, merging by pair count
-    (``vocab_score``; with ``resume``, reuses out_dir/vocab.txt),
+    Trains an uncased WordPiece vocabulary on the training documents, merging by
+    pair count (``vocab_score``; with ``resume``, reuses out_dir/vocab.txt),
     builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``, RoBERTa) and
     MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes vocab.txt,
     model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable state in
@@ -414,7 +414,8 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
     if objective not in ("mlm+nsp", "mlm"):
         raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
     if vocab_score not in ("count", "likelihood"):
-        raise ValueError(f"vocab_score must be 'count' or 'likelihood', got {vocab_score!r}")
+        raise ValueError(f"vocab_score must be 'count' or 'likelihood', "
+                         f"got {vocab_score!r}")
     _check_counts(steps=steps, batch_size=batch_size, eval_every=eval_every,
                   eval_batches=eval_batches, vocab_size=vocab_size)
     _check_counts(minimum=0, checkpoint_every=checkpoint_every)

@@ -138,7 +138,8 @@ def check_entity_f1(entity_f1) -> None:
     for _ in range(300):
         lengths = [rng.randint(1, 8) for _ in range(rng.randint(1, 4))]
         gold = [rng.choices(tags, k=n) for n in lengths]
-        predicted = [[t if rng.random() < 0.7 else rng.choice(tags) for t in s] for s in gold]
+        predicted = [[t if rng.random() < 0.7 else rng.choice(tags) for t in s]
+                     for s in gold]
         expected = entity_scores(gold, predicted)["overall"]["f1"]
         got = entity_f1(gold, predicted)
         assert abs(got - expected) < 1e-9, (f"entity_f1({gold}, {predicted}): expected "
@@ -164,7 +165,8 @@ def check_compare_rungs(compare_rungs) -> None:
     ]
     for upper, lower, expected in cases:
         got = compare_rungs(list(upper), list(lower))
-        assert got == expected, f"compare_rungs({upper}, {lower}): expected {expected!r}, got {got!r}"
+        assert got == expected, (f"compare_rungs({upper}, {lower}): expected "
+                                 f"{expected!r}, got {got!r}")
     print(f"✓ compare_rungs gives the ladder's reading on {len(cases)} cases")
 
 
