@@ -180,9 +180,15 @@ def test_the_project_baselines_file_is_what_its_script_computes():
     sys.path.insert(0, str(ROOT / "experiments"))
     import project_baselines
 
+    from tinybert.data import DataUnavailableError
+
     recorded = json.loads((ROOT / "experiments" / "project_baselines.json").read_text())
     baselines = project_baselines
-    assert recorded["uner_ewt"] == baselines.ner_baseline()
+    try:
+        ner = baselines.ner_baseline()
+    except DataUnavailableError as error:       # offline without TINYBERT_DATA_DIR
+        pytest.skip(str(error))
+    assert recorded["uner_ewt"] == ner
     assert recorded["squad_answer_sentence"] == baselines.answer_sentence_baseline()
     tags = ["B-PER", "I-PER", "O", "I-LOC", "B-ORG", "I-PER"]  # a stray I- starts a span
     assert baselines.spans(tags) == {(0, 2, "PER"), (3, 4, "LOC"), (4, 5, "ORG"),
