@@ -96,12 +96,28 @@ def test_our_vocabulary_in_hugging_face_gives_our_ids(ours_trained, held_out_tex
     assert unknown > 0               # the held-out text exercises the unknown path too
 
 
+def _path_score(tokenizer, tokens):
+    return math.fsum(tokenizer.scores.get(token, tokenizer.unk_score) for token in tokens)
+
+
 def test_hugging_face_vocabulary_in_ours_gives_their_ids(hf_trained, held_out_texts):
-    ours, oracle = hf_trained
+    ours, from_file = hf_trained
     texts = [text for text in held_out_texts
              if not any(special in text for special in UNIGRAM_SPECIAL_TOKENS)]
+    # Their pieces and scores, handed to their Unigram model as Python floats: exact.
+    oracle = hf.Tokenizer(hf.models.Unigram(ours.pieces, unk_id=ours.unk_id))
+    oracle.pre_tokenizer = hf.pre_tokenizers.Metaspace(prepend_scheme="always")
     bad = _mismatches(ours, oracle, texts, add_special_tokens=False)
     assert not bad, f"{len(bad)} mismatches, first: {bad[0]}"
+    # Their own tokenizer.json reader parses scores without correct rounding (serde_json
+    # can be one unit in the last place off), which can flip an exact tie between two
+    # segmentations: any difference from it must be such a tie, and rare.
+    bad = _mismatches(ours, from_file, texts, add_special_tokens=False)
+    not_ties = [entry for entry in bad
+                if not math.isclose(_path_score(ours, entry[1]),
+                                    _path_score(ours, entry[2]), rel_tol=1e-12)]
+    assert not not_ties, f"{len(not_ties)} mismatches, first: {not_ties[0]}"
+    assert len(bad) <= len(texts) // 1000, f"{len(bad)} ties broken differently"
     # The trained tokenizer also registers the special tokens as added tokens, which are
     # cut out of the text before the model: compare the model alone on the rest.
     bad = _mismatches(ours, ours.to_hugging_face(), held_out_texts,
