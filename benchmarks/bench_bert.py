@@ -1,7 +1,7 @@
 """Chapter 08's BertForMaskedLM against Hugging Face's, timed in the same process.
 
 Both models compute the same function: Hugging Face's is built from the same config, and ours
-gets its weights through tinybert.convert.from_hf (checked before timing). They see the same
+gets its weights through tinybert.models.convert.from_hf (checked before timing). They see the same
 batches (15% of the positions labelled, the rest -100) and are timed alternately, ours then
 theirs, several times; the medians are compared. A training step is forward + backward + an
 AdamW step; inference is a forward pass without labels (full (B, T, V) logits) under
@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from tinybert.convert import from_hf
+from tinybert.models.convert import from_hf
 from tinybert.models.bert import BertConfig
 from tinybert.runtime import get_device, seed_everything
 
@@ -110,7 +110,7 @@ def main() -> None:
                         fast=not args.teaching_path, dropout=dropout, attention_dropout=dropout)
     from dataclasses import replace
 
-    from tinybert.convert import bert_config_to_hf
+    from tinybert.models.convert import bert_config_to_hf
     from tinybert.models.bert import BertForMaskedLM
 
     theirs = transformers.BertForMaskedLM(bert_config_to_hf(config)).to(device)

@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.benchmark import Timer
 
-from tinybert.feedforward import PositionwiseFeedForward, gelu_exact, gelu_sigmoid, gelu_tanh
+from tinybert.blocks.feedforward import (PositionwiseFeedForward, gelu_exact,
+                                         gelu_sigmoid, gelu_tanh)
 from tinybert.runtime import get_device, seed_everything
 
 

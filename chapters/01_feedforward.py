@@ -14,7 +14,7 @@
 #     language: python
 #     name: python3
 #   tinybert:
-#     module: feedforward
+#     module: blocks.feedforward
 # ---
 
 # %% [markdown]
@@ -40,16 +40,16 @@
 #   approximations are;
 # - why depth matters, on a problem that no linear model can solve;
 # - the Transformer's **position-wise feed-forward block**, which the Transformer and BERT chapters
-#   import from `tinybert.feedforward`.
+#   import from `tinybert.blocks.feedforward`.
 #
 # **Uses.** Nothing from earlier chapters: this is the first one, and its module
-# `tinybert.feedforward` is the first of the package. Like every chapter, it takes its device,
+# `tinybert.blocks.feedforward` is the first of the package. Like every chapter, it takes its device,
 # seeds and training budgets from the hand-written helpers in `tinybert.runtime`.
 #
 # (sec-ffn-setup)=
 # ## Setup
 #
-# The first cell holds the imports of the module `tinybert.feedforward` that this chapter writes.
+# The first cell holds the imports of the module `tinybert.blocks.feedforward` that this chapter writes.
 # Cells marked *export* are copied into that module, in order; everything else is teaching code.
 
 # %% tags=["export"]
@@ -995,7 +995,7 @@ for label, (d_model, d_ff) in ffn_sizes.items():
 # - The Transformer's `PositionwiseFeedForward` is a two-layer network applied to every position
 #   independently, with $d_\text{ff} = 4\,d_\text{model}$.
 #
-# From `tinybert.feedforward` later chapters import `PositionwiseFeedForward`, `get_activation`,
+# From `tinybert.blocks.feedforward` later chapters import `PositionwiseFeedForward`, `get_activation`,
 # `count_parameters`, `MLP` and the three GELU functions.
 #
 # (sec-ffn-exercises)=
@@ -1310,7 +1310,7 @@ check_mlp_parameter_count(mlp_parameter_count)
 
 # %% tags=["quiz", "remove-input"]
 from tinybert.exercises.quiz import Quiz, choice, number
-from tinybert.feedforward import PositionwiseFeedForward, count_parameters
+from tinybert.blocks.feedforward import PositionwiseFeedForward, count_parameters
 
 quiz = Quiz("ch01", [
     choice("nn.Linear(3, 5) stores its weight with which shape?",

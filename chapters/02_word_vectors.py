@@ -78,7 +78,7 @@ from torch import nn
 from torch.utils import benchmark
 
 from tinybert.data import info
-from tinybert.feedforward import count_parameters
+from tinybert.blocks.feedforward import count_parameters
 from tinybert.runtime import get_device, is_quick, pick, progress, seed_everything
 
 device = get_device()

@@ -14,7 +14,7 @@
 #     language: python
 #     name: python3
 #   tinybert:
-#     module: attention
+#     module: blocks.attention
 # ---
 
 # %% [markdown]
@@ -43,13 +43,13 @@
 #
 # **Uses.** The softmax and `nn.Linear` of {doc}`01_feedforward`; the idea of word vectors and
 # `load_gutenberg` and `words` from `tinybert.corpus` ({doc}`02_word_vectors`). Everything this
-# chapter defines is exported to `tinybert.attention`, which the multi-head attention, Transformer
+# chapter defines is exported to `tinybert.blocks.attention`, which the multi-head attention, Transformer
 # and BERT chapters import.
 #
 # (sec-attention-setup)=
 # ## Setup
 #
-# The first cell holds the imports of the module `tinybert.attention`; the second, the ones the
+# The first cell holds the imports of the module `tinybert.blocks.attention`; the second, the ones the
 # teaching code needs.
 
 # %% tags=["export"]
@@ -888,7 +888,7 @@ assert slopes["explicit time"] > 1.5 and slopes["fast time"] > 1.3
 # - Attention costs $O(n^2 d)$ time and, written out, $O(n^2)$ memory: the measured log-log slopes
 #   are printed in {ref}`sec-attention-cost`.
 #
-# From `tinybert.attention` later chapters import `scaled_dot_product_attention`,
+# From `tinybert.blocks.attention` later chapters import `scaled_dot_product_attention`,
 # `fast_scaled_dot_product_attention`, `masked_softmax`, `causal_mask` and `padding_mask`.
 #
 # (sec-attention-exercises)=

@@ -14,7 +14,7 @@
 #     language: python
 #     name: python3
 #   tinybert:
-#     module: multihead
+#     module: blocks.multihead
 # ---
 
 # %% [markdown]
@@ -46,13 +46,13 @@
 # **Uses.** From {doc}`03_attention`: `scaled_dot_product_attention` (the core of every head),
 # `fast_scaled_dot_product_attention`, `causal_mask` and `padding_mask`, and the book's
 # conventions for shapes and masks. From {doc}`01_feedforward`: `MLP` and `count_parameters`.
-# Everything this chapter defines is exported to `tinybert.multihead`; the Transformer and BERT
+# Everything this chapter defines is exported to `tinybert.blocks.multihead`; the Transformer and BERT
 # chapters build their layers on its `MultiHeadAttention`.
 #
 # (sec-mha-setup)=
 # ## Setup
 #
-# The first cell holds the imports of the module `tinybert.multihead`; the second, those of the
+# The first cell holds the imports of the module `tinybert.blocks.multihead`; the second, those of the
 # teaching code.
 
 # %% tags=["export"]
@@ -61,7 +61,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tinybert.attention import fast_scaled_dot_product_attention, scaled_dot_product_attention
+from tinybert.blocks.attention import (fast_scaled_dot_product_attention,
+                                       scaled_dot_product_attention)
 
 # %%
 import matplotlib.pyplot as plt
@@ -69,8 +70,8 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch.utils.flop_counter import FlopCounterMode
 
-from tinybert.attention import causal_mask, padding_mask
-from tinybert.feedforward import MLP, count_parameters
+from tinybert.blocks.attention import causal_mask, padding_mask
+from tinybert.blocks.feedforward import MLP, count_parameters
 from tinybert.runtime import get_device, is_quick, pick, progress, seed_everything
 
 device = get_device()
@@ -802,7 +803,7 @@ plt.show()
 # - In a small task that needs two lookups, trained heads tend to divide the work; how often they
 #   did in this run is printed in {ref}`sec-mha-experiment`.
 #
-# From `tinybert.multihead` later chapters import `MultiHeadAttention`, `split_heads` and
+# From `tinybert.blocks.multihead` later chapters import `MultiHeadAttention`, `split_heads` and
 # `merge_heads`.
 #
 # (sec-mha-exercises)=
@@ -836,7 +837,7 @@ plt.show()
 import torch
 import torch.nn.functional as F
 
-from tinybert.attention import scaled_dot_product_attention
+from tinybert.blocks.attention import scaled_dot_product_attention
 
 
 def multihead_by_loop(mha, x, context=None, mask=None):
@@ -1048,8 +1049,8 @@ check_mha_parameter_count(mha_parameter_count)
 
 # %% tags=["quiz", "remove-input"]
 from tinybert.exercises.quiz import Quiz, choice, number
-from tinybert.feedforward import count_parameters
-from tinybert.multihead import MultiHeadAttention
+from tinybert.blocks.feedforward import count_parameters
+from tinybert.blocks.multihead import MultiHeadAttention
 
 quiz = Quiz("ch04", [
     number("How many parameters does MultiHeadAttention(768, 12) hold?",

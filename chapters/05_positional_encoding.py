@@ -14,7 +14,7 @@
 #     language: python
 #     name: python3
 #   tinybert:
-#     module: positional
+#     module: blocks.positional
 # ---
 
 # %% [markdown]
@@ -48,14 +48,14 @@
 # **Uses.** From {doc}`03_attention`: `masked_softmax`, `scaled_dot_product_attention` and
 # `causal_mask`. From {doc}`04_multihead_attention`: `MultiHeadAttention`, `split_heads` and
 # `merge_heads`. From {doc}`01_feedforward`: `count_parameters`. Everything this chapter defines
-# for later use is exported to `tinybert.positional`; the Transformer chapter adds its
+# for later use is exported to `tinybert.blocks.positional`; the Transformer chapter adds its
 # `SinusoidalPositionalEncoding` to the token embeddings, and BERT uses its
 # `LearnedPositionalEmbedding`.
 #
 # (sec-pos-setup)=
 # ## Setup
 #
-# The first cell holds the imports of the module `tinybert.positional`; the second, those of the
+# The first cell holds the imports of the module `tinybert.blocks.positional`; the second, those of the
 # teaching code.
 
 # %% tags=["export"]
@@ -70,9 +70,10 @@ from torch import nn
 import matplotlib.pyplot as plt
 import torch.nn.functional as F
 
-from tinybert.attention import causal_mask, masked_softmax, scaled_dot_product_attention
-from tinybert.feedforward import count_parameters
-from tinybert.multihead import MultiHeadAttention, merge_heads, split_heads
+from tinybert.blocks.attention import (causal_mask, masked_softmax,
+                                       scaled_dot_product_attention)
+from tinybert.blocks.feedforward import count_parameters
+from tinybert.blocks.multihead import MultiHeadAttention, merge_heads, split_heads
 from tinybert.runtime import get_device, is_quick, pick, progress, seed_everything
 
 device = get_device()
@@ -951,7 +952,7 @@ if not is_quick():                                                        # the 
 # - In the experiment, relative schemes kept their accuracy on longer sequences better than
 #   absolute ones; the learned table could not run there at all.
 #
-# From `tinybert.positional` later chapters import `sinusoidal_encoding`,
+# From `tinybert.blocks.positional` later chapters import `sinusoidal_encoding`,
 # `SinusoidalPositionalEncoding`, `LearnedPositionalEmbedding`, `relative_positions`,
 # `RelativePositionBias` and `RotaryEmbedding`.
 #
@@ -967,7 +968,7 @@ if not is_quick():                                                        # the 
 # **The sinusoidal table.** Write `sinusoidal_table(max_len, d_model)` that returns the
 # $(\text{max\_len}, D)$ float tensor with $\mathrm{PE}_{(pos,2i)} = \sin(pos/10000^{2i/D})$ and
 # $\mathrm{PE}_{(pos,2i+1)} = \cos(pos/10000^{2i/D})$, and raises `ValueError` for an odd
-# `d_model`. Do not use `tinybert.positional`. Use no Python loop over positions or features: build
+# `d_model`. Do not use `tinybert.blocks.positional`. Use no Python loop over positions or features: build
 # a column of positions and a row of frequencies and let broadcasting form the $(\text{max\_len},
 # D/2)$ matrix of angles.
 # :::{exercise-end}
@@ -1020,7 +1021,7 @@ check_sinusoidal_table(sinusoidal_table)
 # $(\dots, T, D_h)$ with even $D_h$ and integer `positions` of shape $(T,)$: rotate each adjacent
 # pair of features $(2i, 2i+1)$ of the vector at position $m$ by the angle $m\theta_i$, with
 # $\theta_i = \text{base}^{-2i/D_h}$, and return a tensor of the shape and dtype of `x`. Do not use
-# `tinybert.positional` and do not build a $D_h\times D_h$ matrix. The check compares with
+# `tinybert.blocks.positional` and do not build a $D_h\times D_h$ matrix. The check compares with
 # `RotaryEmbedding` and tests that norms are preserved and that scores depend only on $m - n$.
 # :::{exercise-end}
 # :::
@@ -1069,7 +1070,7 @@ check_rope_rotate(rope_rotate)
 # $\text{bias}[h, t, s] = -m_h\,\lvert s - t\rvert$, with the geometric slopes
 # $m_h = 2^{-8(h+1)/H}$ for $h = 0, \dots, H-1$ (for $H = 8$: $\tfrac12, \tfrac14, \dots,
 # \tfrac1{256}$). Write `alibi_bias(n_heads, T)` returning this float $(H, T, T)$ tensor. You may
-# use `relative_positions` from `tinybert.positional`. Which head attends most locally, and which
+# use `relative_positions` from `tinybert.blocks.positional`. Which head attends most locally, and which
 # almost uniformly? (To see it, add your bias to random scores with this chapter's
 # `biased_attention` and plot the weights.)
 # :::{exercise-end}
@@ -1085,7 +1086,7 @@ check_rope_rotate(rope_rotate)
 # %% tags=["solution"]
 import torch
 
-from tinybert.positional import relative_positions
+from tinybert.blocks.positional import relative_positions
 
 
 def alibi_bias(n_heads: int, T: int) -> torch.Tensor:
@@ -1211,7 +1212,7 @@ for k in [1, 3, 10]:
 
 # %% tags=["quiz", "remove-input"]
 from tinybert.exercises.quiz import Quiz, choice, number
-from tinybert.positional import sinusoidal_encoding
+from tinybert.blocks.positional import sinusoidal_encoding
 
 quiz = Quiz("ch05", [
     choice("Without positions, reordering the input of self-attention",

@@ -14,7 +14,7 @@
 #     language: python
 #     name: python3
 #   tinybert:
-#     module: transformer
+#     module: blocks.transformer
 # ---
 
 # %% [markdown]
@@ -55,27 +55,27 @@
 # **Uses.** From {doc}`01_feedforward`: `PositionwiseFeedForward` and `count_parameters`. From
 # {doc}`03_attention`: `causal_mask` and `padding_mask`. From {doc}`04_multihead_attention`:
 # `MultiHeadAttention`. From {doc}`05_positional_encoding`: `SinusoidalPositionalEncoding`. This
-# chapter exports the layers to `tinybert.transformer_layers`, the model to `tinybert.transformer`,
+# chapter exports the layers to `tinybert.blocks.transformer_layers`, the model to `tinybert.blocks.transformer`,
 # the training recipe to
-# `tinybert.losses` and `tinybert.schedules`, decoding to `tinybert.decoding` and the decoder-only
-# model to `tinybert.language_model`; the BERT chapters build on its `EncoderLayer`.
+# `tinybert.blocks.losses` and `tinybert.blocks.schedules`, decoding to `tinybert.blocks.decoding` and the decoder-only
+# model to `tinybert.blocks.language_model`; the BERT chapters build on its `EncoderLayer`.
 #
 # (sec-transformer-setup)=
 # ## Setup
 #
-# The chapter writes two modules of the model: the layers go to `tinybert.transformer_layers`,
+# The chapter writes two modules of the model: the layers go to `tinybert.blocks.transformer_layers`,
 # whose imports are in the first cell, and the whole model and its configuration to
-# `tinybert.transformer`, whose imports open {ref}`sec-transformer-model`. The second cell holds
+# `tinybert.blocks.transformer`, whose imports open {ref}`sec-transformer-model`. The second cell holds
 # the imports of the teaching code.
 
-# %% tags=["export:transformer_layers"]
+# %% tags=["export:blocks.transformer_layers"]
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from tinybert.feedforward import PositionwiseFeedForward
-from tinybert.multihead import MultiHeadAttention
+from tinybert.blocks.feedforward import PositionwiseFeedForward
+from tinybert.blocks.multihead import MultiHeadAttention
 
 # %%
 import time
@@ -86,9 +86,9 @@ from contextlib import contextmanager
 import matplotlib.pyplot as plt
 import torch.nn.functional as F
 
-from tinybert.attention import causal_mask, padding_mask
+from tinybert.blocks.attention import causal_mask, padding_mask
 from tinybert.data import fetch
-from tinybert.feedforward import count_parameters
+from tinybert.blocks.feedforward import count_parameters
 from tinybert.runtime import get_device, is_quick, pick, progress, seed_everything
 
 device = get_device()
@@ -141,7 +141,7 @@ def single_thread():
 # thing. The variance is the biased one (divided by $D$, not $D - 1$), and $\varepsilon$ keeps the
 # division finite for a constant vector; $10^{-5}$ is PyTorch's default.
 
-# %% tags=["export:transformer_layers"]
+# %% tags=["export:blocks.transformer_layers"]
 class LayerNorm(nn.Module):
     """LN(x) = γ ⊙ (x - μ) / √(σ² + ε) + β, with μ and σ² over the last axis of each position.
 
@@ -216,7 +216,7 @@ assert torch.allclose(plain.mean(-1), torch.zeros(13, 7), atol=1e-5)
 # to the attention weights and inside the feed-forward block; the paper does not mention either,
 # and ours do neither.
 
-# %% tags=["export:transformer_layers"]
+# %% tags=["export:blocks.transformer_layers"]
 class EncoderLayer(nn.Module):
     """Self-attention and a feed-forward block, each with a residual connection and a LayerNorm.
 
@@ -284,7 +284,7 @@ assert out.shape == (B, T, D) and difference < 1e-5
 # the encoder's output, the `memory`: this is where each target position reads the source. The
 # **feed-forward block** follows. Each is wrapped in Add & Norm as before.
 
-# %% tags=["export:transformer_layers"]
+# %% tags=["export:blocks.transformer_layers"]
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention to the encoder's output, and a feed-forward block.
 
@@ -359,7 +359,7 @@ assert not torch.allclose(out_changed[:, 4:], out[:, 4:])
 # without it the stack's output would be the sum of un-normalised sub-layer outputs. The paper's
 # post-LN stacks have none, because every layer already ends with a norm.
 
-# %% tags=["export:transformer_layers"]
+# %% tags=["export:blocks.transformer_layers"]
 class Encoder(nn.Module):
     """N encoder layers, then an optional final LayerNorm. x (B, S, D) -> (B, S, D)."""
 
@@ -393,7 +393,7 @@ class Decoder(nn.Module):
 # (sec-transformer-model)=
 # ## The whole model
 #
-# The module `tinybert.transformer` imports the layers from `tinybert.transformer_layers`, where
+# The module `tinybert.blocks.transformer` imports the layers from `tinybert.blocks.transformer_layers`, where
 # the cells above were exported, and the positional encodings of {doc}`05_positional_encoding`.
 
 # %% tags=["export"]
@@ -405,9 +405,10 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import nn
 
-from tinybert.attention import causal_mask
-from tinybert.positional import SinusoidalPositionalEncoding
-from tinybert.transformer_layers import Decoder, DecoderLayer, Encoder, EncoderLayer, LayerNorm
+from tinybert.blocks.attention import causal_mask
+from tinybert.blocks.positional import SinusoidalPositionalEncoding
+from tinybert.blocks.transformer_layers import (Decoder, DecoderLayer, Encoder,
+                                                EncoderLayer, LayerNorm)
 
 
 # %% [markdown]
@@ -921,7 +922,7 @@ assert 0.8 < ratios["post-LN", "encoder"] < 1.25 and ratios["pre-LN", "encoder"]
 # because the model learns to be less certain, but improves accuracy and the BLEU score. Padding positions are
 # skipped (`ignore_index`) and the loss is averaged over the remaining ones.
 
-# %% tags=["export:losses"]
+# %% tags=["export:blocks.losses"]
 from __future__ import annotations
 
 import torch
@@ -996,7 +997,7 @@ assert abs(label_smoothed_cross_entropy(best_logits, torch.tensor([0])).item() -
 # `LambdaLR`, which multiplies the optimizer's own learning rate by it: create the optimizer with
 # `lr=1.0` for the paper's schedule, or a smaller value to scale it down.
 
-# %% tags=["export:schedules"]
+# %% tags=["export:blocks.schedules"]
 from __future__ import annotations
 
 import torch
@@ -1095,7 +1096,7 @@ assert torch.allclose(parallel, one_by_one, atol=1e-5)
 # the raw sums. With $k = 1$ and $\alpha = 0$, beam search *is* greedy decoding, and the tests
 # check that they return the same tokens.
 
-# %% tags=["export:decoding"]
+# %% tags=["export:blocks.decoding"]
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -1459,7 +1460,7 @@ as_encoder = encoder_layer(x, mask=causal_mask(T))
 print(f"max |decoder layer without cross-attention - causal encoder layer| = {(as_decoder - as_encoder).abs().max().item():.1e}")
 assert torch.allclose(as_decoder, as_encoder, atol=1e-6)
 
-# %% tags=["export:language_model"]
+# %% tags=["export:blocks.language_model"]
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -1468,9 +1469,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.attention import causal_mask
-from tinybert.transformer import TransformerConfig, TransformerEmbedding, _check_tokens, init_transformer_weights
-from tinybert.transformer_layers import EncoderLayer, LayerNorm
+from tinybert.blocks.attention import causal_mask
+from tinybert.blocks.transformer import (TransformerConfig, TransformerEmbedding,
+                                         _check_tokens, init_transformer_weights)
+from tinybert.blocks.transformer_layers import EncoderLayer, LayerNorm
 
 
 @dataclass
@@ -1517,7 +1519,7 @@ class DecoderOnlyLM(nn.Module):
 # the last `max_len` tokens as context, and repeats. `top_k` optionally restricts the choice to
 # the $k$ most probable tokens.
 
-# %% tags=["export:decoding"]
+# %% tags=["export:blocks.decoding"]
 @torch.no_grad()
 def generate(model, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -1676,12 +1678,12 @@ assert torch.allclose(after[:, :40], before[:, :40], atol=1e-5)
 # - Decoder-only models (GPT) are the decoder without cross-attention; auto-encoding models (BERT)
 #   are the encoder. BERT is next.
 #
-# From `tinybert.transformer_layers` later chapters import `LayerNorm`, `EncoderLayer`,
-# `DecoderLayer`, `Encoder` and `Decoder`; from `tinybert.transformer` `TransformerEmbedding`,
+# From `tinybert.blocks.transformer_layers` later chapters import `LayerNorm`, `EncoderLayer`,
+# `DecoderLayer`, `Encoder` and `Decoder`; from `tinybert.blocks.transformer` `TransformerEmbedding`,
 # `init_transformer_weights`, `TransformerConfig` and `Transformer`; from
-# `tinybert.losses` `label_smoothed_cross_entropy`; from `tinybert.schedules` `transformer_lr`
-# and `warmup_inverse_sqrt`; from `tinybert.decoding` `greedy_decode`, `beam_search` and
-# `generate`; from `tinybert.language_model` `DecoderOnlyLM`.
+# `tinybert.blocks.losses` `label_smoothed_cross_entropy`; from `tinybert.blocks.schedules` `transformer_lr`
+# and `warmup_inverse_sqrt`; from `tinybert.blocks.decoding` `greedy_decode`, `beam_search` and
+# `generate`; from `tinybert.blocks.language_model` `DecoderOnlyLM`.
 #
 # (sec-transformer-exercises)=
 # ## Exercises
@@ -1901,7 +1903,7 @@ check_pre_ln_forward(pre_ln_forward)
 
 # %% tags=["quiz", "remove-input"]
 from tinybert.exercises.quiz import Quiz, choice, number
-from tinybert.schedules import transformer_lr
+from tinybert.blocks.schedules import transformer_lr
 
 quiz = Quiz("ch06", [
     choice("Where does a pre-LN layer normalise?",

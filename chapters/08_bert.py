@@ -61,9 +61,9 @@
 # against PyTorch's.
 # From {doc}`07_tokenization`: `WordPieceTokenizer` and its `SPECIAL_TOKENS`. From `tinybert.data`:
 # `fetch_group`, for the files of a real pretrained encoder, and `fetch`, for the English Web
-# Treebank. The model goes to `tinybert.models.bert`, the converters to `tinybert.convert`, saving
-# and loading to `tinybert.checkpoint`, the analysis of attention heads to
-# `tinybert.attention_analysis`.
+# Treebank. The model goes to `tinybert.models.bert`, the converters to `tinybert.models.convert`, saving
+# and loading to `tinybert.checkpoint.files`, the analysis of attention heads to
+# `tinybert.models.attention_analysis`.
 #
 # (sec-bert-setup)=
 # ## Setup
@@ -80,9 +80,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.attention import fast_scaled_dot_product_attention, padding_mask
-from tinybert.feedforward import PositionwiseFeedForward, get_activation
-from tinybert.multihead import MultiHeadAttention, merge_heads
+from tinybert.blocks.attention import fast_scaled_dot_product_attention, padding_mask
+from tinybert.blocks.feedforward import PositionwiseFeedForward, get_activation
+from tinybert.blocks.multihead import MultiHeadAttention, merge_heads
 
 # %%
 import json
@@ -93,7 +93,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from tinybert.feedforward import count_parameters
+from tinybert.blocks.feedforward import count_parameters
 from tinybert.runtime import get_device, is_quick, seed_everything
 from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 
@@ -132,7 +132,7 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # %% tags=["export"]
 @dataclass
 class BertConfig:
-    """Every number that fixes a BERT before training. Hugging Face's names are in tinybert.convert."""
+    """Every number that fixes a BERT before training. Hugging Face's names are in tinybert.models.convert."""
 
     vocab_size: int = 30522           # V, WordPiece vocabulary of bert-base-uncased
     d_model: int = 768                # D, width of every position's vector (HF hidden_size)
@@ -381,7 +381,8 @@ assert torch.equal(token_part[0, 1], token_part[0, 9]) and not torch.allclose(x[
 # BERT's $\varepsilon = 10^{-12}$:
 
 # %%
-from tinybert.transformer_layers import LayerNorm as TeachingLayerNorm   # chapter 6's, tested there
+# chapter 6's, tested there
+from tinybert.blocks.transformer_layers import LayerNorm as TeachingLayerNorm
 
 seed_everything(1)
 teaching_norm, torch_norm = TeachingLayerNorm(37, eps=1e-12), nn.LayerNorm(37, eps=1e-12)
@@ -624,7 +625,7 @@ class BertModel(nn.Module):
         if not isinstance(config, BertConfig):
             raise ValueError(f"BertModel expects a BertConfig, got {type(config).__name__}")
         self.config = config
-        self.init_kwargs = {"add_pooler": add_pooler}        # what tinybert.checkpoint needs to rebuild it
+        self.init_kwargs = {"add_pooler": add_pooler}        # what tinybert.checkpoint.files needs to rebuild it
         self.embeddings = BertEmbeddings(config)
         self.encoder = BertEncoder(config)
         self.pooler = BertPooler(config.d_model) if add_pooler else None
@@ -920,7 +921,7 @@ with warnings.catch_warnings():                              # transformers' pro
     warnings.simplefilter("ignore")
     import transformers
 
-from tinybert.convert import bert_config_to_hf
+from tinybert.models.convert import bert_config_to_hf
 
 
 def bert_parts(config: BertConfig) -> dict[str, int]:
@@ -977,7 +978,7 @@ with torch.device("meta"):
 # `to_hf` import the module that registers a family the first time they meet one of its classes, so
 # that `from_hf(hf_roberta)` works without importing `tinybert.models.roberta` first.
 
-# %% tags=["export:convert"]
+# %% tags=["export:models.convert"]
 from __future__ import annotations
 
 import importlib
@@ -991,7 +992,7 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from tinybert.checkpoint import unique_state_dict
+from tinybert.checkpoint.files import unique_state_dict
 from tinybert.data import fetch_group
 from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
@@ -1009,7 +1010,7 @@ _FROM_HF: dict[str, Converter] = {}     # keyed by the Hugging Face class name (
 _TO_HF: dict[type, Converter] = {}      # keyed by our class
 _FAMILY_MODULES = {"Roberta": "tinybert.models.roberta",        # chapter 11 registers RoBERTa's converters,
                    "DistilBert": "tinybert.models.distilbert",  # chapter 12 DistilBERT's,
-                   "Albert": "tinybert.convert_albert"}         # chapter 13 ALBERT's
+                   "Albert": "tinybert.models.convert_albert"}         # chapter 13 ALBERT's
 
 
 def _import_family(class_name: str) -> None:
@@ -1071,7 +1072,7 @@ def load_renamed(target: nn.Module, source: dict[str, torch.Tensor], names: dict
 # The BERT-specific half: the two configs, the table of names, and the registration of our three
 # classes under Hugging Face's class names (which are the same as ours).
 
-# %% tags=["export:convert"]
+# %% tags=["export:models.convert"]
 _ACTIVATIONS_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu", "tanh": "tanh",
                       "sigmoid": "sigmoid"}
 _ACTIVATIONS_FROM_HF = {**{hf: ours for ours, hf in _ACTIVATIONS_TO_HF.items()}, "gelu_new": "gelu_tanh"}
@@ -1254,7 +1255,7 @@ for ours_name in ["bert.embeddings.token_embeddings.weight", "bert.encoder.layer
 # a file, or whose vocabulary does not match its configuration is refused, with a message that
 # names the folder and what was expected.
 
-# %% tags=["export:convert"]
+# %% tags=["export:models.convert"]
 _HF_BERT_SIZES = ("vocab_size", "hidden_size", "num_hidden_layers",
                   "num_attention_heads", "intermediate_size")
 _HF_BERT_DEFAULTS = {                  # the defaults of transformers' BertConfig
@@ -1478,7 +1479,7 @@ plt.show()
 # from huggingface_hub import hf_hub_download
 # from transformers import BertForPreTraining as HFBertForPreTraining
 #
-# from tinybert.convert import from_hf
+# from tinybert.models.convert import from_hf
 # from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 #
 # model = from_hf(HFBertForPreTraining.from_pretrained("bert-base-uncased")).eval()  # about 440 MB
@@ -1512,7 +1513,7 @@ plt.show()
 # different saves are noticed. Loading checks everything it can and says what is wrong: a missing
 # file, a corrupt one, an unknown class, weights that do not fit the configuration.
 
-# %% tags=["export:checkpoint"]
+# %% tags=["export:checkpoint.files"]
 from __future__ import annotations
 
 import json
@@ -1575,7 +1576,7 @@ def _create(path: Path, write: Callable[[Path], None]) -> None:
         os.fsync(f.fileno())
 
 
-# %% tags=["export:checkpoint"]
+# %% tags=["export:checkpoint.files"]
 PREVIOUS, FILES_NAME = ".previous", "FILES.json"  # what an interrupted save replaced
 
 
@@ -1663,7 +1664,7 @@ def save_files(directory: str | Path,
     return directory
 
 
-# %% tags=["export:checkpoint"]
+# %% tags=["export:checkpoint.files"]
 def _model_files(model: nn.Module) -> tuple[str, dict[str, Callable[[Path], None]]]:
     """The save_id and the writers of model.safetensors and config.json (save_model)."""
     from safetensors.torch import save_file
@@ -1708,7 +1709,7 @@ def load_model(directory: str | Path, model_class: type | None = None, *,
     for path in (config_path, weights_path):
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such file; a checkpoint directory holds {WEIGHTS_NAME} and "
-                                    f"{CONFIG_NAME}, as written by tinybert.checkpoint.save_model")
+                                    f"{CONFIG_NAME}, as written by tinybert.checkpoint.files.save_model")
     try:
         meta = json.loads(config_path.read_text(encoding="utf-8"))
         name, config_dict = meta["model_class"], meta["config"]
@@ -1888,7 +1889,7 @@ plt.show()
 # Clark et al. found that many heads put most of their weight there, and read it as a head's
 # way of doing nothing; the paper's evaluation ignores both tokens, and so do we.
 
-# %% tags=["export:attention_analysis"]
+# %% tags=["export:models.attention_analysis"]
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -1942,7 +1943,7 @@ def word_attention(weights: torch.Tensor, word_ids: list[int | None]) -> torch.T
 # over its pieces, of the weight that did not go to `[CLS]` or `[SEP]`.
 
 # %%
-from tinybert.attention_analysis import encode_words, word_attention
+from tinybert.models.attention_analysis import encode_words, word_attention
 
 sinan = "Sinan ate the cereal and then he had a stomach ache".split()
 piece_ids, word_ids = encode_words(minilm.tokenizer, sinan)
@@ -2008,7 +2009,7 @@ plt.show()
 # (and the best offset) on the first, and report its accuracy on the second, as one chooses a
 # model on validation data and reports it on test data.
 
-# %% tags=["export:attention_analysis"]
+# %% tags=["export:models.attention_analysis"]
 @dataclass
 class DependencyTree:
     """A sentence's words and its dependency tree, as a CoNLL-U file gives them."""
@@ -2132,9 +2133,9 @@ def best_on_one_half(correct: torch.Tensor, total: torch.Tensor,
 # %%
 import time
 
-from tinybert.attention_analysis import (best_on_one_half, count_correct,
-                                         offset_predictions, read_dependency_trees,
-                                         syntax_counts)
+from tinybert.models.attention_analysis import (best_on_one_half, count_correct,
+                                                offset_predictions,
+                                                read_dependency_trees, syntax_counts)
 from tinybert.data import fetch
 from tinybert.runtime import pick
 
@@ -2274,7 +2275,7 @@ if pretrained:
 # syntactic head, ✗ and the word it chose otherwise.
 
 # %%
-from tinybert.attention_analysis import DependencyTree, head_predictions
+from tinybert.models.attention_analysis import DependencyTree, head_predictions
 
 
 def word_maps(model: BertModel, tok: WordPieceTokenizer,
@@ -2370,8 +2371,8 @@ show(python_trees, ["obj"], every_word=True)
 #   (tied weights) plus a bias. With labels, our MLM head runs only at the labelled positions.
 # - BERT-base and BERT-large have the parameter counts printed in {ref}`sec-bert-sizes`, equal to
 #   Hugging Face's part by part, about a fifth of BERT-base being the token table.
-# - `tinybert.convert.from_hf` / `to_hf` move weights between Hugging Face and `tinybert` with
-#   outputs equal to $10^{-5}$ and tensors reproduced exactly; `tinybert.checkpoint.save_model` /
+# - `tinybert.models.convert.from_hf` / `to_hf` move weights between Hugging Face and `tinybert` with
+#   outputs equal to $10^{-5}$ and tensors reproduced exactly; `tinybert.checkpoint.files.save_model` /
 #   `load_model` save and load safetensors checkpoints atomically, with clear errors.
 # - `load_hf_bert` reads a Hugging Face BERT folder (config, safetensors, vocabulary) without
 #   `transformers`; `load_minilm` loads the real all-MiniLM-L6-v2 from the course's data
@@ -2387,8 +2388,8 @@ show(python_trees, ["obj"], every_word=True)
 #
 # Later chapters import `BertConfig`, `BertModel`, `BertForMaskedLM`, `BertForPreTraining` and
 # their parts from `tinybert.models.bert`, `from_hf`, `to_hf`, `register`, `load_hf_bert` and
-# `load_minilm` from `tinybert.convert`, and `save_model`, `load_model` and `register_model_class` from
-# `tinybert.checkpoint`. `tinybert.attention_analysis` keeps the word-level maps and the head
+# `load_minilm` from `tinybert.models.convert`, and `save_model`, `load_model` and `register_model_class` from
+# `tinybert.checkpoint.files`. `tinybert.models.attention_analysis` keeps the word-level maps and the head
 # scores for anyone who wants to test another encoder's heads.
 #
 # (sec-bert-exercises)=
@@ -2685,7 +2686,7 @@ check_offset_baseline(offset_baseline)
 import torch
 
 from tinybert.exercises.quiz import Quiz, choice, number
-from tinybert.feedforward import count_parameters
+from tinybert.blocks.feedforward import count_parameters
 from tinybert.models.bert import BertConfig, BertModel
 
 with torch.device("meta"):                 # shapes only: no memory, no initialisation

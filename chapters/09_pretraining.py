@@ -14,7 +14,7 @@
 #     language: python
 #     name: python3
 #   tinybert:
-#     module: pretraining
+#     module: pretraining.examples
 # ---
 
 # %% [markdown]
@@ -49,14 +49,15 @@
 #   for masked words.
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertForPreTraining`, `IGNORE_INDEX`, and
-# `save_model`/`load_model`/`save_files`/`saved_file` from `tinybert.checkpoint`. From {doc}`07_tokenization`:
+# `save_model`/`load_model`/`save_files`/`saved_file` from `tinybert.checkpoint.files`. From {doc}`07_tokenization`:
 # `WordPieceTokenizer`, `SPECIAL_TOKENS` and `train_wordpiece_tokenizer`. From
 # {doc}`02_word_vectors`:
 # `load_gutenberg`. From {doc}`10_finetuning`: `task_data`, the readers of the tasks whose
-# unlabelled training text the course checkpoint adds to its corpus. The chapter's code goes to six small modules: `tinybert.pretraining_corpus`
-# (text to documents), `tinybert.masking`, `tinybert.pretraining` (pairs, batches,
-# `load_pretrained`), `tinybert.training` (optimizer, schedule, checkpoints; {doc}`10_finetuning`
-# uses them too), `tinybert.distributed` and `tinybert.pretrain_loop`. The command
+# unlabelled training text the course checkpoint adds to its corpus. The chapter's code goes to the subpackage `tinybert.pretraining`:
+# `corpus` (text to documents), `masking`, `examples` (pairs and batches), `optim` (optimizer,
+# schedule, mixed precision; {doc}`10_finetuning` uses them too), `distributed` and `loop`;
+# saving and resuming a run and loading the finished checkpoint go to `tinybert.checkpoint`
+# (`state` and `pretrained`, beside chapter 8's `files`). The command
 # `tinybert pretrain` runs the whole recipe.
 #
 # (sec-pretrain-setup)=
@@ -65,7 +66,7 @@
 # The first three cells hold the imports of the modules this chapter writes; the fourth, those of
 # the teaching code.
 
-# %% tags=["export:pretraining_corpus"]
+# %% tags=["export:pretraining.corpus"]
 from __future__ import annotations
 
 import re
@@ -75,7 +76,7 @@ from tinybert.corpus import load_gutenberg
 from tinybert.data import fetch
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
-# %% tags=["export:masking"]
+# %% tags=["export:pretraining.masking"]
 from __future__ import annotations
 
 import hashlib
@@ -86,7 +87,7 @@ import torch
 
 from tinybert.models.bert import IGNORE_INDEX
 
-# %% tags=["export"]
+# %% tags=["export", "export:checkpoint.pretrained"]
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -96,11 +97,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint import load_model, saved_file
+from tinybert.checkpoint.files import load_model, saved_file
 from tinybert.data import cache_dir
-from tinybert.masking import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
 from tinybert.models.bert import IGNORE_INDEX, BertConfig
-from tinybert.pretraining_corpus import make_segments
+from tinybert.pretraining.corpus import make_segments
 from tinybert.runtime import pick
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
@@ -145,7 +146,7 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # small rule: a sentence ends at `.`, `!` or `?` (with any closing quotes) when the next word
 # starts with a capital letter or a digit, except after an abbreviation such as "Mr." or an initial.
 
-# %% tags=["export:pretraining_corpus"]
+# %% tags=["export:pretraining.corpus"]
 _ABBREVIATIONS = frozenset("mr mrs ms dr st mt jr sr co lt col gen capt rev prof messrs no vs".split())
 _BOUNDARY = re.compile(r"[.!?][\"'\u2019\u201d)\]]*(?= [\"'\u2018\u201c(\[]*[A-Z0-9])")
 
@@ -287,7 +288,8 @@ assert per_word["count", 2] < per_word["likelihood", 40] < per_word["likelihood"
 # the model; the tokenizer is all we need for now.
 
 # %%
-from tinybert.pretraining import load_pretrained   # built at the end of this chapter
+# built at the end of this chapter
+from tinybert.checkpoint.pretrained import load_pretrained
 
 pretrained = load_pretrained()                # checkpoints/bert-mini/ (an error if missing)
 tokenizer = pretrained.tokenizer
@@ -300,7 +302,7 @@ print(f"{len(tokenizer)} tokens; 'Istanbul is a great city to visit' ->",
 # is read from the vocabulary like every other special token: nothing in this chapter assumes
 # that `[PAD]` is 0 or `[MASK]` is 103.
 
-# %% tags=["export:pretraining_corpus"]
+# %% tags=["export:pretraining.corpus"]
 def encode_sentence(tokenizer: WordPieceTokenizer, sentence: str, unk_marker: str = "<unk>") -> list[int]:
     """The WordPiece ids of one sentence; each ``unk_marker`` in the text becomes the [UNK] id."""
     unk = tokenizer.vocab[tokenizer.unk_token]
@@ -351,7 +353,7 @@ print(encode_sentence(tokenizer, "A <unk> of the lobster ."), "->",
 # `[CLS]` and the two `[SEP]`s), then pairs every segment with its successor or, with probability
 # one half, with a random segment of a random other document.
 
-# %% tags=["export:pretraining_corpus"]
+# %% tags=["export:pretraining.corpus"]
 def make_segments(document: Sequence[list[int]], max_tokens: int) -> list[list[int]]:
     """Pack consecutive sentences into segments of at most ``max_tokens`` tokens.
 
@@ -482,7 +484,7 @@ for label in (0, 1):
 #
 # The special token ids come from the vocabulary:
 
-# %% tags=["export:masking"]
+# %% tags=["export:pretraining.masking"]
 @dataclass(frozen=True)
 class SpecialTokens:
     """The ids of BERT's special tokens and the vocabulary size, read from a vocabulary."""
@@ -516,7 +518,7 @@ class SpecialTokens:
 # keys, for example `(seed, "mask", step, rank)`; we will see why keys beat a single running
 # generator when we resume training.
 
-# %% tags=["export:masking"]
+# %% tags=["export:pretraining.masking"]
 def seeded_generator(*keys) -> torch.Generator:
     """A torch.Generator seeded from a hash of ``keys``: ``seeded_generator(seed, "mask", step, rank)``."""
     digest = hashlib.sha256(repr(keys).encode()).digest()
@@ -764,7 +766,7 @@ print(f"{len(examples):,} examples, {batches.steps_per_epoch:,} steps per epoch"
 # lets the run settle at the end. Unlike the inverse-square-root schedule of {doc}`06_transformer`,
 # this schedule needs to know the total number of steps in advance.
 
-# %% tags=["export:training"]
+# %% tags=["export:pretraining.optim", "export:checkpoint.state", "export:pretraining.loop"]
 from __future__ import annotations
 
 import json
@@ -778,11 +780,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint import (CONFIG_NAME, _model_files, load_model, save_files,
-                                 saved_file)
+from tinybert.checkpoint.files import (CONFIG_NAME, _model_files, load_model,
+                                       save_files, saved_file)
 
 
-# %% tags=["export:training"]
+# %% tags=["export:pretraining.optim"]
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.01,
                    betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6) -> torch.optim.AdamW:
     """AdamW with two parameter groups: weight decay on weight matrices (and embedding tables),
@@ -888,7 +890,7 @@ plt.show()
 # supports it, float16 with a `GradScaler` on older GPUs, and plain float32 on the CPU, where
 # 16-bit matrix products are rarely faster.
 
-# %% tags=["export:training"]
+# %% tags=["export:pretraining.optim"]
 def autocast_dtype(device: torch.device | str) -> torch.dtype | None:
     """The mixed-precision type for ``device``: bfloat16 on CUDA GPUs that have it, else float16;
     None (full float32) on CPU and MPS, where autocast rarely pays off for training."""
@@ -926,7 +928,7 @@ print(f"this machine ({device}) trains in: {autocast_dtype(device) or torch.floa
 # truncated or corrupt, and a model or optimizer that does not match the one that was saved, each
 # with a message that says which.
 
-# %% tags=["export:training"]
+# %% tags=["export:checkpoint.state"]
 STATE_NAME, STATE_TENSORS_NAME = "training_state.json", "training_state.safetensors"
 
 
@@ -934,7 +936,7 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
                     scheduler=None, step: int = 0, extra: dict | None = None,
                     scaler: torch.amp.GradScaler | None = None,
                     generator: torch.Generator | None = None) -> Path:
-    """The model (as tinybert.checkpoint.save_model writes it) plus what resuming needs,
+    """The model (as tinybert.checkpoint.files.save_model writes it) plus what resuming needs,
     the four files saved all or nothing by save_files.
 
     training_state.safetensors holds the optimizer's tensors and the random number generators'
@@ -972,7 +974,7 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
     return save_files(directory, writers)
 
 
-# %% tags=["export:training"]
+# %% tags=["export:checkpoint.state"]
 @dataclass
 class Checkpoint:
     """What load_checkpoint restored: the model (on ``map_location``), the step, the saved ``extra``."""
@@ -1062,7 +1064,7 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
 # the loop finishes its step, saves a checkpoint there and raises `TrainingInterrupted`, so that
 # nothing done is lost and the run can be resumed exactly. A second Ctrl-C stops at once.
 
-# %% tags=["export:training"]
+# %% tags=["export:pretraining.loop"]
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped training after ``step``; ``directory`` holds the checkpoint saved
     there (None when the loop had no checkpoint folder)."""
@@ -1112,7 +1114,7 @@ def ctrl_c_requests():
 # of the step, *every* random number of step $s$ is then fixed by the step alone. That is what makes
 # resuming exact, below, and it costs one `torch.manual_seed` call per step.
 
-# %% tags=["export:pretrain_loop"]
+# %% tags=["export:pretraining.loop"]
 from __future__ import annotations
 
 import json
@@ -1126,20 +1128,22 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tinybert.checkpoint import CONFIG_NAME, _write_atomically, save_model, saved_file
-from tinybert.distributed import DistributedContext
-from tinybert.masking import SpecialTokens, seeded_generator
+from tinybert.checkpoint.files import (CONFIG_NAME, _write_atomically, save_model,
+                                       saved_file)
+from tinybert.pretraining.distributed import DistributedContext
+from tinybert.pretraining.masking import SpecialTokens, seeded_generator
 from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining
-from tinybert.pretraining import (CHECKPOINT_FILES, PretrainingBatches, make_examples,
-                                  single_segment_examples)
-from tinybert.pretraining_corpus import (course_documents, task_documents, tokenize_documents,
-                                         vocabulary_texts)
+from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
+from tinybert.pretraining.examples import (PretrainingBatches, make_examples,
+                                           single_segment_examples)
+from tinybert.pretraining.corpus import (course_documents, task_documents,
+                                         tokenize_documents, vocabulary_texts)
 from tinybert.runtime import get_device, progress
 from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
-from tinybert.training import (STATE_NAME, TrainingInterrupted, autocast_dtype,
-                               ctrl_c_requests, linear_warmup_decay, load_checkpoint,
-                               make_optimizer, save_checkpoint)
+from tinybert.checkpoint.state import STATE_NAME, load_checkpoint, save_checkpoint
+from tinybert.pretraining.optim import (autocast_dtype, linear_warmup_decay,
+                                        make_optimizer)
 
 
 # %% [markdown]
@@ -1148,7 +1152,7 @@ from tinybert.training import (STATE_NAME, TrainingInterrupted, autocast_dtype,
 # `evaluate_pretraining` measures, on held-out batches with fixed (static) masks, the MLM loss and
 # the *accuracy* of the top guess at the masked positions, and the NSP loss and accuracy.
 
-# %% tags=["export:pretrain_loop"]
+# %% tags=["export:pretraining.loop"]
 def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
                        dist: DistributedContext = DistributedContext()) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(loss, mlm_loss, nsp_loss) of one batch, loss = mlm_loss + nsp_loss as in BERT.
@@ -1212,7 +1216,7 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
 # the training and held-out numbers; it keeps the whole history for the loss curves, writes it to a
 # JSON file as it goes, and saves checkpoints.
 
-# %% tags=["export:pretrain_loop"]
+# %% tags=["export:pretraining.loop"]
 @dataclass
 class PretrainingConfig:
     """The optimisation side of a pretraining run (the data side is PretrainingBatches)."""
@@ -1392,7 +1396,7 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
 # %% [markdown]
 # `plot_history` draws the curves from a history (or from a run's `metrics.json`):
 
-# %% tags=["export:pretrain_loop"]
+# %% tags=["export:pretraining.loop"]
 def plot_history(history: dict, path: str | Path | None = None):
     """Training and held-out losses (left) and held-out accuracies (right); saved when ``path`` is given."""
     import matplotlib.pyplot as plt
@@ -1525,7 +1529,7 @@ shutil.rmtree(workdir)
 # between CPU processes) and returns a small context; a plain `python` run gets a one-process
 # context, and the code is the same either way.
 
-# %% tags=["export:distributed"]
+# %% tags=["export:pretraining.distributed"]
 from __future__ import annotations
 
 import os
@@ -1634,7 +1638,7 @@ assert torch.allclose(rescaled, global_mean)
 # pretraining corpus: here the **training** texts of chapter 10's tasks, without their labels. Their
 # validation and test texts stay out, so that chapter 10 still measures text the model never saw.
 
-# %% tags=["export:pretraining_corpus"]
+# %% tags=["export:pretraining.corpus"]
 def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
     """The unlabelled training text of chapter 10's tasks, as documents of sentences.
 
@@ -1642,7 +1646,8 @@ def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
     training sentences (runs of ``sentences_per_document``) and the paragraphs of the SQuAD
     training articles. No label, and no validation or test text, is used.
     """
-    from tinybert.recipes import task_data          # chapter 10's readers; they import nothing of ours
+    # chapter 10's readers; they import nothing of ours
+    from tinybert.finetuning.recipes import task_data
 
     banking, _ = task_data("banking77", "train")
     ud, _ = task_data("ud_pos", "train")
@@ -1666,7 +1671,7 @@ def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
 # is refused, naming each difference. Ctrl-C saves a checkpoint at the current step and prints the
 # command that continues the run.
 
-# %% tags=["export:pretrain_loop"]
+# %% tags=["export:pretraining.loop"]
 RUN_FILES = ("vocab.txt", "model.safetensors", "config.json", "metrics.json",
              "loss_curves.png", "training_state")    # what pretrain_bert writes
 
@@ -1746,7 +1751,7 @@ def _check_recipe(out: Path, recipe: dict) -> None:
                          "saved settings, or start a new run (--overwrite)")
 
 
-# %% tags=["export:pretrain_loop"]
+# %% tags=["export:pretraining.loop"]
 def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: dict | None = None,
                   steps: int = 1000, batch_size: int = 32, lr: float = 1e-3, warmup_fraction: float = 0.05,
                   vocab_size: int = 8192, vocab_min_count: int = 40,
@@ -1936,7 +1941,7 @@ assert losses[-1] < losses[0]                       # lower at equal steps, in t
 # load that folder, or ask, explicitly, for a short and much weaker run with
 # `load_pretrained(train_if_missing=True)`. Loading never starts a training run by surprise.
 
-# %% tags=["export"]
+# %% tags=["export:checkpoint.pretrained"]
 @dataclass
 class Pretrained:
     """A pretrained BERT: the model (eval mode, on the CPU), its tokenizer, its config, its folder."""
@@ -1951,8 +1956,10 @@ CHECKPOINT_FILES = ("model.safetensors", "config.json", "vocab.txt")
 
 
 def shipped_checkpoint() -> Path:
-    """checkpoints/bert-mini/ of the repository that tinybert was installed from (editable install)."""
-    return Path(__file__).resolve().parent.parent / "checkpoints" / "bert-mini"
+    """checkpoints/bert-mini/ of the repository that tinybert was installed from
+    (editable install)."""
+    import tinybert
+    return Path(tinybert.__file__).resolve().parent.parent / "checkpoints" / "bert-mini"
 
 
 def _missing(directory: Path) -> list[str]:
@@ -1995,7 +2002,8 @@ def load_pretrained(directory: str | Path | None = None, *,
         steps = pick(quick=10, full=200)
         print(f"load_pretrained: no checkpoint found; training a SHORT bert-mini run ({steps} steps) into "
               f"{found}. It is much weaker than the course's shipped checkpoint (chapter 09).")
-        from tinybert.pretrain_loop import pretrain_bert     # here: pretrain_loop imports this module
+        # here: pretrain_loop imports this module
+        from tinybert.pretraining.loop import pretrain_bert
         pretrain_bert(found, steps=steps, batch_size=16, eval_every=steps, eval_batches=4,
                       max_documents=pick(quick=40, full=None), overwrite=True)
     model = load_model(found, map_location="cpu")
@@ -2163,8 +2171,8 @@ if not is_quick() and command:                    # the same batches as the run'
 #   command, log and curves in `checkpoints/bert-mini/`.
 #
 # The next chapters import `make_optimizer`, `linear_warmup_decay` and `save_checkpoint` from
-# `tinybert.training`, `load_pretrained` from `tinybert.pretraining`, and `mask_tokens` from
-# `tinybert.masking`.
+# `tinybert.pretraining.optim`, `load_pretrained` from `tinybert.pretraining.examples`, and `mask_tokens` from
+# `tinybert.pretraining.masking`.
 #
 # (sec-pretrain-exercises)=
 # ## Exercises
@@ -2412,7 +2420,7 @@ assert torch.isclose(rescaled, torch.cat(losses).mean())
 import json
 
 from tinybert.exercises.quiz import Quiz, choice, number
-from tinybert.pretraining import load_pretrained
+from tinybert.checkpoint.pretrained import load_pretrained
 
 shipped = json.loads((load_pretrained().directory / "metrics.json").read_text())
 quiz = Quiz("ch09", [

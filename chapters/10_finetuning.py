@@ -14,7 +14,7 @@
 #     language: python
 #     name: python3
 #   tinybert:
-#     module: finetuning
+#     module: finetuning.features
 # ---
 
 # %% [markdown]
@@ -63,9 +63,9 @@
 # (sec-ft-setup)=
 # ## Setup
 #
-# The chapter writes six small modules: `tinybert.finetuning` (inputs, batches and the training
-# loop), `tinybert.heads` (the task heads), `tinybert.tasks` (the data sets), `tinybert.qa`
-# (windows and answer spans), `tinybert.metrics`, and `tinybert.recipes` (one call per task, for
+# The chapter writes the subpackage `tinybert.finetuning`: `features` (inputs and batches),
+# `loop` (the training loop and prediction), `heads` (the task heads), `tasks` (the data sets),
+# `qa` (windows and answer spans), `metrics`, and `recipes` (one call per task, for
 # the command line). Every experiment starts from the same
 # pretrained encoder, so the cell below loads it once (or trains it, if the checkpoint is
 # missing) and `fresh_encoder()` hands out copies.
@@ -82,7 +82,7 @@ import torch
 import tinybert
 from tinybert.data import fetch
 from tinybert.models.bert import BertModel
-from tinybert.pretraining import load_pretrained
+from tinybert.checkpoint.pretrained import load_pretrained
 from tinybert.runtime import get_device, is_quick, pick, seed_everything
 
 device = get_device()
@@ -139,7 +139,7 @@ print(f"checkpoint {pretrained.directory.name}: {config.n_layers} layers, d_mode
 # segment (token type) ids say which segment each position belongs to: 0 for `[CLS] A [SEP]`,
 # 1 for `B [SEP]`. The special tokens' ids come from the vocabulary, never from constants.
 
-# %% tags=["export"]
+# %% tags=["export", "export:finetuning.loop"]
 from __future__ import annotations
 
 import math
@@ -151,7 +151,7 @@ from torch import nn
 
 from tinybert.models.bert import IGNORE_INDEX
 from tinybert.runtime import progress
-from tinybert.training import linear_warmup_decay, make_optimizer
+from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 
 
 # %% tags=["export"]
@@ -282,7 +282,7 @@ def batches(features: list[dict], batch_size: int, pad_id: int, *, shuffle: bool
 # deviation 0.02, zero biases). Labels outside the label set are a `ValueError` naming the bad
 # values, rather than the index error deep inside `cross_entropy` that they would otherwise cause.
 
-# %% tags=["export:heads"]
+# %% tags=["export:finetuning.heads"]
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -294,7 +294,7 @@ from torch import nn
 from tinybert.models.bert import IGNORE_INDEX, init_bert_weights
 
 
-# %% tags=["export:heads"]
+# %% tags=["export:finetuning.heads"]
 @dataclass
 class ClassifierOutput:
     loss: torch.Tensor | None       # mean cross-entropy over the labelled positions, given labels
@@ -435,7 +435,7 @@ for head in [SequenceClassifier(fresh_encoder(), 77), TokenClassifier(fresh_enco
 # %%
 import transformers
 
-from tinybert.convert import bert_config_to_hf, from_hf
+from tinybert.models.convert import bert_config_to_hf, from_hf
 from tinybert.models.bert import BertConfig
 
 small = BertConfig(vocab_size=99, d_model=32, n_layers=2, n_heads=4, d_ff=37, max_len=64)
@@ -485,7 +485,7 @@ for make_head, hf_class, hf_layer, our_layer, labels in cases:
 # `k=0` trains the head alone. A frozen parameter costs no gradient and no optimiser state, and
 # autograd stops at the lowest trainable layer, so the backward pass gets cheaper too.
 
-# %% tags=["export:heads"]
+# %% tags=["export:finetuning.heads"]
 def set_trainable_layers(model: nn.Module, n_layers: int | None) -> int:
     """Choose what fine-tuning updates: everything (None), or the head, the pooler and the top
     ``n_layers`` encoder layers (0 = the head alone). Returns the number of trainable
@@ -519,7 +519,10 @@ def set_trainable_layers(model: nn.Module, n_layers: int | None) -> int:
 # training features every epoch. `predict` returns the logits of every feature with its padding
 # removed, in the order of the features (it batches them by length, to pad less).
 
-# %% tags=["export"]
+# %% tags=["export:finetuning.loop"]
+from tinybert.finetuning.features import batches, pad_features   # built above
+
+
 @dataclass
 class FinetuneResult:
     losses: list[float] = field(default_factory=list)           # training loss of every step
@@ -597,7 +600,7 @@ def predict(model: nn.Module, features: list[dict], *, pad_id: int,
 # we hold one out of the training file, deterministically and in every intent alike: of each
 # intent's examples, in file order, every tenth.
 
-# %% tags=["export:tasks"]
+# %% tags=["export:finetuning.tasks"]
 from __future__ import annotations
 
 import csv
@@ -609,7 +612,7 @@ from pathlib import Path
 from tinybert.data import fetch
 
 
-# %% tags=["export:tasks"]
+# %% tags=["export:finetuning.tasks"]
 @dataclass
 class TextExample:
     """One example of sentence classification: a text and the index of its label."""
@@ -717,7 +720,7 @@ with tempfile.TemporaryDirectory() as folder:
 # of that class, and the diagonal divided by the row sums is the accuracy *per class* (its
 # recall). The same functions serve token classification: positions labelled -100 are skipped.
 
-# %% tags=["export:metrics"]
+# %% tags=["export:finetuning.metrics"]
 from __future__ import annotations
 
 import re
@@ -729,7 +732,7 @@ import torch
 from tinybert.models.bert import IGNORE_INDEX
 
 
-# %% tags=["export:metrics"]
+# %% tags=["export:finetuning.metrics"]
 def _labelled(predictions, labels) -> tuple[torch.Tensor, torch.Tensor]:
     """The predictions and labels at the positions whose label is not IGNORE_INDEX, flattened."""
     predictions, labels = torch.as_tensor(predictions), torch.as_tensor(labels)
@@ -941,7 +944,7 @@ import json
 
 from dataclasses import asdict
 
-from tinybert.recipes import LADDER
+from tinybert.finetuning.recipes import LADDER
 
 sweep = json.loads((Path(tinybert.__file__).parent.parent / "experiments"
                     / "transfer_sweep.json").read_text())
@@ -985,7 +988,7 @@ for task, rates in best_rates.items():
 # range (`3-4`) and then as its two syntactic words "do" and "n't", and *empty nodes* (ID `8.1`)
 # that annotators added for elided words. We keep the syntactic words and skip both.
 
-# %% tags=["export:tasks"]
+# %% tags=["export:finetuning.tasks"]
 UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
              "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X")        # the 17 universal POS tags
 
@@ -1175,7 +1178,7 @@ plt.show()
 # {ref}`sec-ft-gain`). The files have the layout of the POS data, with a word and its
 # BIO tag on each line, so the reader gives the same `TaggedSentence`.
 
-# %% tags=["export:tasks"]
+# %% tags=["export:finetuning.tasks"]
 NER_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")   # Universal NER
 
 
@@ -1230,7 +1233,7 @@ assert len(ner_train_all) == 2_001 and len(ner_test_all) == 2_077
 # pooled. A sequence that breaks the scheme, such as `O I-PER`, is read the way the CoNLL
 # evaluation script reads it: an `I-X` that does not continue an X starts a new entity.
 
-# %% tags=["export:metrics"]
+# %% tags=["export:finetuning.metrics"]
 def entity_spans(tags: list[str]) -> set[tuple[str, int, int]]:
     """The entities in one sentence's IOB2 tags, as (type, first word, last word + 1).
 
@@ -1308,7 +1311,7 @@ assert scores["LOC"]["recall"] == 0.0 and scores["ORG"]["precision"] == 0.5
 # split is written exactly as the original file is serialised (`json.dumps`), so its SHA-256
 # can be checked against the published values.
 
-# %% tags=["export:tasks"]
+# %% tags=["export:finetuning.tasks"]
 @dataclass
 class QAExample:
     """One SQuAD question with its paragraph and reference answers."""
@@ -1388,7 +1391,7 @@ print(f"{example.question!r} -> {example.answers} in a {len(example.context)}-ch
 # at its offset in the paragraph, and an answer too long to fit in any window (so truncation
 # would always cut it off).
 
-# %% tags=["export:qa"]
+# %% tags=["export:finetuning.qa"]
 from __future__ import annotations
 
 from collections import Counter
@@ -1396,11 +1399,12 @@ from dataclasses import dataclass
 
 import torch
 
-from tinybert.finetuning import pack_pair, predict, special_token_id
-from tinybert.tasks import QAExample
+from tinybert.finetuning.features import pack_pair, special_token_id
+from tinybert.finetuning.loop import predict
+from tinybert.finetuning.tasks import QAExample
 
 
-# %% tags=["export:qa"]
+# %% tags=["export:finetuning.qa"]
 def window_starts(n_tokens: int, window: int, stride: int) -> list[int]:
     """Where each window of ``window`` tokens starts, ``stride`` apart, until one reaches the end."""
     if not 1 <= stride <= window:
@@ -1511,7 +1515,7 @@ assert long_example.context[first:last] == long_example.answers[0]
 # of one paragraph the best-scoring span wins, and the offsets of its first and last tokens cut
 # the answer out of the original paragraph, with its original case and punctuation.
 
-# %% tags=["export:qa"]
+# %% tags=["export:finetuning.qa"]
 def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, can_start: torch.Tensor,
               can_end: torch.Tensor, max_answer_len: int = 30) -> tuple[int, int, float]:
     """The (start, end) maximising start_logits[start] + end_logits[end] with start <= end <
@@ -1591,7 +1595,7 @@ assert best_span(start_scores, end_scores, allowed, ends_word, max_answer_len=1)
 # over the reference's, and F1 their harmonic mean. The data set's scores are the means over all
 # questions, in percent; a question with no prediction counts as 0.
 
-# %% tags=["export:metrics"]
+# %% tags=["export:finetuning.metrics"]
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = frozenset(string.punctuation)
 
@@ -1749,7 +1753,7 @@ for name, size, em, f1 in rows:
 # head on an encoder, fine-tunes it and scores it on the validation (or test) split, in one
 # call. The command line runs it on the course's checkpoint.
 
-# %% tags=["export:recipes"]
+# %% tags=["export:finetuning.recipes"]
 from __future__ import annotations
 
 import copy
@@ -1761,17 +1765,21 @@ import torch
 from torch import nn
 
 from tinybert.data import fetch
-from tinybert.finetuning import (FinetuneResult, encode_sentences, encode_tagged, finetune, predict,
-                                 special_token_id)
-from tinybert.heads import QuestionAnswerer, SequenceClassifier, TokenClassifier, set_trainable_layers
-from tinybert.metrics import accuracy, squad_evaluate
-from tinybert.qa import make_qa_features, predict_answers
+from tinybert.finetuning.loop import FinetuneResult, finetune, predict
+from tinybert.finetuning.features import (encode_sentences, encode_tagged,
+                                          special_token_id)
+from tinybert.finetuning.heads import (QuestionAnswerer, SequenceClassifier,
+                                       TokenClassifier, set_trainable_layers)
+from tinybert.finetuning.metrics import accuracy, squad_evaluate
+from tinybert.finetuning.qa import make_qa_features, predict_answers
 from tinybert.models.bert import BertModel
 from tinybert.runtime import get_device, pick
-from tinybert.tasks import (POEM_LABELS, UPOS_TAGS, evenly_spaced, holdout_split, load_squad_dev_split,
-                            per_label, read_banking77, read_conllu, read_poem_sentiment, read_squad)
+from tinybert.finetuning.tasks import (POEM_LABELS, UPOS_TAGS, evenly_spaced,
+                                       holdout_split, load_squad_dev_split, per_label,
+                                       read_banking77, read_conllu, read_poem_sentiment,
+                                       read_squad)
 
-# %% tags=["export:recipes"]
+# %% tags=["export:finetuning.recipes"]
 TASKS = ("banking77", "poem_sentiment", "ud_pos", "squad")
 
 
@@ -1858,7 +1866,7 @@ def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: i
 # suits. The settings of each task are fixed here, so that the learning-rate sweep
 # (`experiments/transfer_sweep.py`, run once outside the book) and the chapter use the same ones.
 
-# %% tags=["export:recipes"]
+# %% tags=["export:finetuning.recipes"]
 @dataclass(frozen=True)
 class LadderTask:
     train_examples: int | None   # evenly spread over the training split (None: per_label decides)
@@ -1885,8 +1893,10 @@ class LadderArm:
 def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
     """The three encoders of the ladder. The course checkpoint was trained by MLM alone (no NSP),
     like all-MiniLM-L6-v2, so both (and the random start) summarise a sentence by the mean."""
-    from tinybert.convert import load_minilm         # chapter 8: the real encoder, offline
-    from tinybert.pretraining import load_pretrained  # chapter 9: the course's checkpoint
+    # chapter 8: the real encoder, offline
+    from tinybert.models.convert import load_minilm
+    # chapter 9: the course's checkpoint
+    from tinybert.checkpoint.pretrained import load_pretrained
 
     course = load_pretrained(checkpoint, train_if_missing=False)
     config = replace(course.config, dropout=0.1, attention_dropout=0.1)
@@ -1927,7 +1937,7 @@ def ladder_score(task: str, arm: LadderArm, *, lr: float, seed: int, split: str 
 # fine-tunes and scores it on the development verses; the baseline is to predict the most
 # frequent training label every time.
 
-# %% tags=["export:tasks"]
+# %% tags=["export:finetuning.tasks"]
 POEM_LABELS = ("negative", "no_impact", "positive", "mixed")   # the file's labels -1, 0, 1, 2
 
 
@@ -2012,8 +2022,8 @@ from collections import Counter, defaultdict
 
 import torch.nn.functional as F
 
-from tinybert.recipes import LADDER, ladder_arms, ladder_score, task_data
-from tinybert.tasks import per_label
+from tinybert.finetuning.recipes import LADDER, ladder_arms, ladder_score, task_data
+from tinybert.finetuning.tasks import per_label
 
 SEEDS = pick(quick=[0], full=[0, 1, 2])
 
@@ -2354,8 +2364,8 @@ for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
 # - Inspect the predictions, not only the score: the confusion matrix and the most confident
 #   mistakes show which distinctions the model has not learned.
 #
-# From `tinybert.finetuning`, `tinybert.heads`, `tinybert.tasks`, `tinybert.qa`,
-# `tinybert.metrics` and `tinybert.recipes` later chapters import the heads, the loop, the data
+# From `tinybert.finetuning.features`, `tinybert.finetuning.heads`, `tinybert.finetuning.tasks`, `tinybert.finetuning.qa`,
+# `tinybert.finetuning.metrics` and `tinybert.finetuning.recipes` later chapters import the heads, the loop, the data
 # readers and the metrics to fine-tune and compare their own encoders.
 #
 # (sec-ft-exercises)=
@@ -2419,7 +2429,7 @@ check_labels_from_word_ids(labels_from_word_ids)
 # `string.punctuation`; replace each whole word "a", "an" or "the" with a space; split on
 # whitespace), compute precision, recall and F1 of the shared words counted with multiplicity
 # (0 when nothing is shared), and return the best F1 over the references. Do not use
-# `tinybert.metrics`.
+# `tinybert.finetuning.metrics`.
 # :::{exercise-end}
 # :::
 #
@@ -2476,7 +2486,7 @@ check_token_f1(token_f1)
 # starts at `B-X`, or at an `I-X` that does not continue an entity of type X (the CoNLL script's
 # reading), and takes in the `I-X` tags that follow; a predicted entity is correct only when its
 # type, first word and last word all match a gold entity of the same sentence. F1 is 0 when no
-# entity is correct. Do not use `tinybert.metrics`.
+# entity is correct. Do not use `tinybert.finetuning.metrics`.
 # :::{exercise-end}
 # :::
 #
@@ -2690,7 +2700,7 @@ for name, n_layers, expected in [("everything", None, total),
 # though each is cheaper (and attention's cost grows with the square of the length).
 
 # %%
-from tinybert.qa import window_starts
+from tinybert.finetuning.qa import window_starts
 
 for n, w, s in [(1000, 368, 128), (1000, 112, 64), (50, 112, 64), (112, 112, 64),
                 (113, 112, 64)]:
@@ -2742,7 +2752,7 @@ for n, w, s in [(1000, 368, 128), (1000, 112, 64), (50, 112, 64), (112, 112, 64)
 
 # %% tags=["quiz", "remove-input"]
 from tinybert.exercises.quiz import Quiz, choice, number
-from tinybert.qa import window_starts
+from tinybert.finetuning.qa import window_starts
 
 quiz = Quiz("ch10", [
     choice("In token classification, which word piece carries the word's label?",

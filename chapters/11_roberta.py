@@ -51,22 +51,22 @@
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
 # `BertForPreTraining`, `BertMLMHead` and `init_bert_weights`; `register`, `load_renamed`,
 # `bert_encoder_names`, `from_hf`, `to_hf` and the config converters `bert_config_from_hf` and
-# `bert_config_to_hf` from `tinybert.convert`; `register_model_class` from `tinybert.checkpoint`;
+# `bert_config_to_hf` from `tinybert.models.convert`; `register_model_class` from `tinybert.checkpoint.files`;
 # the ignored-label value `IGNORE_INDEX`. From {doc}`09_pretraining`: `mask_tokens`,
-# `seeded_generator` and `SpecialTokens` (`tinybert.masking`), `PretrainingExample`,
-# `PretrainingBatches`, `make_examples` and `shipped_checkpoint` (`tinybert.pretraining`), the
+# `seeded_generator` and `SpecialTokens` (`tinybert.pretraining.masking`), `PretrainingExample`,
+# `PretrainingBatches`, `make_examples` and `shipped_checkpoint` (`tinybert.pretraining.examples`), the
 # course corpus (`course_documents`, `tokenize_documents` and `vocabulary_texts` from
-# `tinybert.pretraining_corpus`), and
-# `make_optimizer` and `linear_warmup_decay` (`tinybert.training`). From {doc}`10_finetuning`:
+# `tinybert.pretraining.corpus`), and
+# `make_optimizer` and `linear_warmup_decay` (`tinybert.pretraining.optim`). From {doc}`10_finetuning`:
 # `finetune_task`. From {doc}`07_tokenization`: `WordPieceTokenizer`, `train_wordpiece_tokenizer` and
 # `train_byte_level_bpe`. From {doc}`01_feedforward`: `count_parameters`.
-# The model goes to `tinybert.models.roberta`, the data functions to `tinybert.roberta_data`.
+# The model goes to `tinybert.models.roberta`, the data functions to `tinybert.pretraining.roberta_data`.
 #
 # (sec-roberta-setup)=
 # ## Setup
 #
 # The first cell holds the imports of `tinybert.models.roberta`; the second, those of
-# `tinybert.roberta_data`; the third, those of the teaching code (`transformers` is needed only for
+# `tinybert.pretraining.roberta_data`; the third, those of the teaching code (`transformers` is needed only for
 # the comparisons with Hugging Face's models).
 
 # %% tags=["export"]
@@ -77,21 +77,22 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from tinybert.checkpoint import register_model_class
-from tinybert.convert import bert_config_from_hf, bert_config_to_hf, bert_encoder_names, load_renamed, register
+from tinybert.checkpoint.files import register_model_class
+from tinybert.models.convert import (bert_config_from_hf, bert_config_to_hf,
+                                     bert_encoder_names, load_renamed, register)
 from tinybert.models.bert import (BertConfig, BertEmbeddings, BertForMaskedLM, BertMLMHead, BertModel,
                                   init_bert_weights)
 
-# %% tags=["export:roberta_data"]
+# %% tags=["export:pretraining.roberta_data"]
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import torch
 
-from tinybert.masking import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
 from tinybert.models.bert import IGNORE_INDEX
-from tinybert.pretraining import PretrainingExample
+from tinybert.pretraining.examples import PretrainingExample
 
 # %%
 import math
@@ -99,7 +100,7 @@ import time
 import warnings
 from dataclasses import fields
 
-from tinybert.feedforward import count_parameters
+from tinybert.blocks.feedforward import count_parameters
 from tinybert.models.bert import BertForPreTraining
 from tinybert.runtime import get_device, is_quick, pick, seed_everything
 
@@ -302,7 +303,7 @@ class RobertaForMaskedLM(BertForMaskedLM):
 
 
 for _cls in (RobertaModel, RobertaForMaskedLM):
-    register_model_class(_cls)                               # tinybert.checkpoint.load_model can rebuild them
+    register_model_class(_cls)                               # tinybert.checkpoint.files.load_model can rebuild them
 
 # %% [markdown]
 # The padding check promised above, on a small random model with a batch that pads the same
@@ -361,7 +362,7 @@ print(f"the larger vocabulary alone: {roberta_base.vocab_size - bert_base.vocab_
 # Hugging Face's RoBERTa has BERT's tensor names under the prefix `roberta.` and calls the MLM head
 # `lm_head` (`lm_head.layer_norm`, `lm_head.bias`). The converter reuses chapter 8's table of
 # encoder names and `load_renamed`, which refuses any tensor left over on either side, and
-# registers our two classes, so that `tinybert.convert.from_hf` and `to_hf` handle them as soon as
+# registers our two classes, so that `tinybert.models.convert.from_hf` and `to_hf` handle them as soon as
 # this module is imported. Its configuration is Hugging Face's `BertConfig` with the same fields,
 # so we convert through chapter 8's functions.
 
@@ -426,7 +427,7 @@ for _cls in (RobertaModel, RobertaForMaskedLM):
 # padded positions hold the padding id, as a RoBERTa tokenizer writes them.
 
 # %%
-from tinybert.convert import from_hf, to_hf
+from tinybert.models.convert import from_hf, to_hf
 
 seed_everything(1)
 hf_config = transformers.RobertaConfig(vocab_size=99, hidden_size=32, num_attention_heads=4, num_hidden_layers=3,
@@ -475,7 +476,7 @@ print(f"to_hf(from_hf(model)): all {len(a)} tensors reproduced exactly")
 # from transformers import RobertaForMaskedLM as HFRobertaForMaskedLM
 #
 # import tinybert.models.roberta  # noqa: F401  (registers the converters)
-# from tinybert.convert import from_hf
+# from tinybert.models.convert import from_hf
 # from tinybert.tokenizers.byte_level import ByteLevelBPETokenizer
 #
 # model = from_hf(HFRobertaForMaskedLM.from_pretrained("roberta-base")).eval()   # about 500 MB
@@ -505,8 +506,9 @@ print(f"to_hf(from_hf(model)): all {len(a)} tensors reproduced exactly")
 # of the same corpus, on text that neither saw in training:
 
 # %%
-from tinybert.pretraining import shipped_checkpoint
-from tinybert.pretraining_corpus import course_documents, tokenize_documents, vocabulary_texts
+from tinybert.checkpoint.pretrained import shipped_checkpoint
+from tinybert.pretraining.corpus import (course_documents, tokenize_documents,
+                                         vocabulary_texts)
 from tinybert.tokenizers.byte_level import train_byte_level_bpe
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
@@ -564,7 +566,7 @@ assert byte_level.decode(bl.ids) == sample and "[UNK]" in wp
 # makes batch sizes vary (inputs near the end of a document are short), so RoBERTa uses
 # FULL-SENTENCES. It is a simple greedy packing:
 
-# %% tags=["export:roberta_data"]
+# %% tags=["export:pretraining.roberta_data"]
 def pack_full_sentences(documents: Sequence[Sequence[list[int]]], max_tokens: int,
                         separator: int) -> list[list[int]]:
     """RoBERTa's FULL-SENTENCES inputs: consecutive sentences packed up to ``max_tokens`` tokens,
@@ -625,8 +627,8 @@ assert pack_full_sentences(toy, 8, 0) == [[11, 11, 11, 12, 12], [13, 13, 13, 13,
 # compared with the length of an input; the cell also packs the corpus at RoBERTa's 512 tokens:
 
 # %%
-from tinybert.masking import SpecialTokens, seeded_generator
-from tinybert.pretraining import make_examples
+from tinybert.pretraining.masking import SpecialTokens, seeded_generator
+from tinybert.pretraining.examples import make_examples
 
 max_len = pick(quick=32, full=64)
 special = SpecialTokens.from_vocab(wordpiece.vocab)
@@ -665,7 +667,7 @@ assert packed == [t for d in token_documents for s in d for t in s if t != speci
 # $k = 1$, and dynamic masking has $k = \infty$. The mask itself is chapter 9's `mask_tokens`; only
 # the seed of its random numbers changes.
 
-# %% tags=["export:roberta_data"]
+# %% tags=["export:pretraining.roberta_data"]
 def mask_for_epoch(input_ids: torch.Tensor, special: SpecialTokens, *, seed: int, epoch: int, index: int,
                    copies: int | None = None, **mask_options) -> tuple[torch.Tensor, torch.Tensor]:
     """The MLM corruption of sequence ``index`` (or a batch) in ``epoch``: (corrupted ids, labels).
@@ -876,8 +878,8 @@ assert min(margins) == 0.1 and max(margins) == 0.8
 
 # %%
 from tinybert.models.bert import IGNORE_INDEX
-from tinybert.pretraining import PretrainingBatches
-from tinybert.training import linear_warmup_decay, make_optimizer
+from tinybert.pretraining.examples import PretrainingBatches
+from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 
 STEPS = pick(quick=6, full=200)
 BATCH = pick(quick=8, full=32)
@@ -957,7 +959,7 @@ print(f"(a uniform guess over the vocabulary: ln V = {math.log(len(wordpiece)):.
 # unless they are large compared with that gain.
 
 # %%
-from tinybert.recipes import finetune_task
+from tinybert.finetuning.recipes import finetune_task
 
 seed_everything(0)
 untrained = BertForPreTraining(small).to(device).eval()
@@ -1034,7 +1036,7 @@ plt.show()
 #
 # Later chapters import `RobertaConfig`, `RobertaModel` and `RobertaForMaskedLM` from
 # `tinybert.models.roberta`, and `pack_full_sentences`, `full_sentence_examples` and
-# `mask_for_epoch` from `tinybert.roberta_data`.
+# `mask_for_epoch` from `tinybert.pretraining.roberta_data`.
 #
 # (sec-roberta-exercises)=
 # ## Exercises

@@ -47,20 +47,20 @@
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
 # `BertForPreTraining`, `BertMLMHead`, `init_bert_weights` and `IGNORE_INDEX`; the converter
-# registry of `tinybert.convert` (`register`, `from_hf`, `to_hf`, `load_renamed`,
+# registry of `tinybert.models.convert` (`register`, `from_hf`, `to_hf`, `load_renamed`,
 # `bert_encoder_names`), and `register_model_class`. From {doc}`09_pretraining`: `load_pretrained`
 # (the course's `bert-mini`, our teacher), `PretrainingBatches`, `SpecialTokens`, the corpus
 # functions `course_documents` and `tokenize_documents`,
 # `make_optimizer` and `linear_warmup_decay`. From {doc}`10_finetuning`: `finetune_task`. From
 # {doc}`11_roberta`: `full_sentence_examples` (DistilBERT was trained RoBERTa-style: dynamic
 # masking, no NSP). The model goes to `tinybert.models.distilbert`, the student's initialisation
-# and the loss to `tinybert.distillation`. From {doc}`01_feedforward`: `count_parameters`.
+# and the loss to `tinybert.pretraining.distillation`. From {doc}`01_feedforward`: `count_parameters`.
 #
 # (sec-distil-setup)=
 # ## Setup
 #
 # The first cell holds the imports of `tinybert.models.distilbert`; the second, those of
-# `tinybert.distillation`; the third, those of the teaching code.
+# `tinybert.pretraining.distillation`; the third, those of the teaching code.
 
 # %% tags=["export"]
 from __future__ import annotations
@@ -70,12 +70,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from tinybert.checkpoint import register_model_class
-from tinybert.convert import (_ACTIVATIONS_FROM_HF, _ACTIVATIONS_TO_HF, bert_encoder_names, load_renamed,
-                              register)
+from tinybert.checkpoint.files import register_model_class
+from tinybert.models.convert import (_ACTIVATIONS_FROM_HF, _ACTIVATIONS_TO_HF,
+                                     bert_encoder_names, load_renamed, register)
 from tinybert.models.bert import BertConfig, BertForMaskedLM, BertMLMHead, BertModel, init_bert_weights
 
-# %% tags=["export:distillation"]
+# %% tags=["export:pretraining.distillation"]
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -95,7 +95,7 @@ import warnings
 
 import matplotlib.pyplot as plt
 
-from tinybert.feedforward import count_parameters
+from tinybert.blocks.feedforward import count_parameters
 from tinybert.models.bert import BertForPreTraining
 from tinybert.runtime import get_device, is_quick, pick, seed_everything
 
@@ -184,7 +184,7 @@ for T in (0.5, 1.0, 2.0, 5.0):
 # positions that count, already selected, and returns the total with its parts. The teacher's
 # tensors are detached inside: whatever the caller does, no gradient reaches the teacher.
 
-# %% tags=["export:distillation"]
+# %% tags=["export:pretraining.distillation"]
 @dataclass
 class DistillationLoss:
     loss: torch.Tensor                 # alpha * kl + beta * mlm + gamma * cosine (the terms that were computed)
@@ -473,7 +473,7 @@ for _cls in (DistilBertModel, DistilBertForMaskedLM):
 # perturbed, and a padded batch:
 
 # %%
-from tinybert.convert import from_hf, to_hf
+from tinybert.models.convert import from_hf, to_hf
 
 seed_everything(2)
 hf_model = transformers.DistilBertForMaskedLM(transformers.DistilBertConfig(
@@ -523,7 +523,7 @@ print(f"to_hf(from_hf(model)): all {len(a)} tensors reproduced exactly")
 # are *exactly* the teacher's (the released script simply drops the table, leaving the student to
 # adapt).
 
-# %% tags=["export:distillation"]
+# %% tags=["export:pretraining.distillation"]
 def student_from_teacher(teacher: nn.Module, layers: Sequence[int] | None = None) -> DistilBertForMaskedLM:
     """A DistilBERT student built from a BERT teacher (BertForMaskedLM or BertForPreTraining), copied.
 
@@ -596,12 +596,13 @@ assert not torch.equal(student.bert.encoder.layers[0].attention.query.weight,
 # informative where the input is hidden), and the cosine term at every real token.
 
 # %%
-from tinybert.masking import SpecialTokens
+from tinybert.pretraining.masking import SpecialTokens
 from tinybert.models.bert import IGNORE_INDEX
-from tinybert.pretraining import PretrainingBatches, load_pretrained
-from tinybert.pretraining_corpus import course_documents, tokenize_documents
-from tinybert.roberta_data import full_sentence_examples
-from tinybert.training import linear_warmup_decay, make_optimizer
+from tinybert.pretraining.examples import PretrainingBatches
+from tinybert.checkpoint.pretrained import load_pretrained
+from tinybert.pretraining.corpus import course_documents, tokenize_documents
+from tinybert.pretraining.roberta_data import full_sentence_examples
+from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 
 pretrained = load_pretrained()                       # checkpoints/bert-mini (chapter 09)
 teacher, tokenizer = pretrained.model.to(device).eval(), pretrained.tokenizer
@@ -686,7 +687,7 @@ plt.show()
 # students have no pooler at all.
 
 # %%
-from tinybert.recipes import finetune_task
+from tinybert.finetuning.recipes import finetune_task
 
 encoders = {"teacher (bert-mini)": teacher.bert, "student, not distilled": truncated.bert,
             "student, distilled": distilled.bert}
@@ -788,7 +789,7 @@ for row in rows:
 #
 # Later chapters import `DistilBertConfig`, `DistilBertModel` and `DistilBertForMaskedLM` from
 # `tinybert.models.distilbert`, and `student_from_teacher` and `distillation_loss` from
-# `tinybert.distillation`.
+# `tinybert.pretraining.distillation`.
 #
 # (sec-distil-exercises)=
 # ## Exercises
@@ -982,7 +983,7 @@ for name in ("bert-base-uncased", "bert-mini"):
 # %% tags=["quiz", "remove-input"]
 import inspect
 
-from tinybert.distillation import distillation_loss
+from tinybert.pretraining.distillation import distillation_loss
 from tinybert.exercises.quiz import Quiz, choice, number
 
 defaults = inspect.signature(distillation_loss).parameters

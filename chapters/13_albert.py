@@ -59,16 +59,16 @@
 # `forward`), `BertPooler`, `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`,
 # `init_bert_weights` and `masked_lm_logits_and_loss` from `tinybert.models.bert`;
 # `register`, `from_hf`, `to_hf`, `load_renamed`, `bert_config_from_hf` and `bert_encoder_names`
-# from `tinybert.convert`; `register_model_class`, `save_model` and `load_model` from
-# `tinybert.checkpoint`. From {doc}`09_pretraining`: `SegmentPair`, `encode_pair`, `PretrainingExample`,
-# `make_examples`, `PretrainingBatches` and `shipped_checkpoint` from `tinybert.pretraining`;
-# `SpecialTokens` and `seeded_generator` from `tinybert.masking`; `make_segments`,
-# `course_documents` and `tokenize_documents` from `tinybert.pretraining_corpus`; `pretrain`,
-# `PretrainingConfig` and `evaluate_pretraining` from `tinybert.pretrain_loop`. From
-# {doc}`10_finetuning`: `SequenceClassifier` from `tinybert.heads`. From {doc}`07_tokenization`:
+# from `tinybert.models.convert`; `register_model_class`, `save_model` and `load_model` from
+# `tinybert.checkpoint.files`. From {doc}`09_pretraining`: `SegmentPair`, `encode_pair`, `PretrainingExample`,
+# `make_examples`, `PretrainingBatches` and `shipped_checkpoint` from `tinybert.pretraining.examples`;
+# `SpecialTokens` and `seeded_generator` from `tinybert.pretraining.masking`; `make_segments`,
+# `course_documents` and `tokenize_documents` from `tinybert.pretraining.corpus`; `pretrain`,
+# `PretrainingConfig` and `evaluate_pretraining` from `tinybert.pretraining.loop`. From
+# {doc}`10_finetuning`: `SequenceClassifier` from `tinybert.finetuning.heads`. From {doc}`07_tokenization`:
 # `WordPieceTokenizer`. From {doc}`01_feedforward`: `count_parameters`.
-# The model goes to `tinybert.models.albert`, its converters to `tinybert.convert_albert`, the
-# sentence-order pairs to `tinybert.sentence_order`.
+# The model goes to `tinybert.models.albert`, its converters to `tinybert.models.convert_albert`, the
+# sentence-order pairs to `tinybert.pretraining.sentence_order`.
 #
 # (sec-albert-setup)=
 # ## Setup
@@ -85,7 +85,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.checkpoint import register_model_class
+from tinybert.checkpoint.files import register_model_class
 from tinybert.models.bert import (BertConfig, BertEmbeddings, BertLayer, BertMLMHead, BertModel, BertPooler,
                                   MaskedLMOutput, _check_labels, _tuple_or_none,
                                   init_bert_weights, masked_lm_logits_and_loss)
@@ -98,7 +98,7 @@ import warnings
 
 import matplotlib.pyplot as plt
 
-from tinybert.feedforward import count_parameters
+from tinybert.blocks.feedforward import count_parameters
 from tinybert.runtime import get_device, is_quick, pick, seed_everything
 
 with warnings.catch_warnings():                              # transformers' progress bars warn about widgets
@@ -134,7 +134,7 @@ class AlbertConfig(BertConfig):
     """BERT's configuration with ALBERT's defaults (albert-base-v2) and four more fields.
 
     d_model is the width D of the layers; embedding_size the width E of the embedding tables.
-    Hugging Face's names are in tinybert.convert_albert.
+    Hugging Face's names are in tinybert.models.convert_albert.
     """
 
     vocab_size: int = 30000           # V, ALBERT's SentencePiece vocabulary
@@ -357,7 +357,7 @@ class AlbertModel(nn.Module):
         if not isinstance(config, AlbertConfig):
             raise ValueError(f"AlbertModel expects an AlbertConfig, got {type(config).__name__}")
         self.config = config
-        self.init_kwargs = {"add_pooler": add_pooler}        # what tinybert.checkpoint needs to rebuild it
+        self.init_kwargs = {"add_pooler": add_pooler}        # what tinybert.checkpoint.files needs to rebuild it
         self.embeddings = AlbertEmbeddings(config)
         self.encoder = AlbertEncoder(config)
         self.pooler = BertPooler(config.d_model) if add_pooler else None
@@ -450,7 +450,7 @@ class AlbertForPreTraining(nn.Module):
 
 
 for _cls in (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining):
-    register_model_class(_cls)        # tinybert.checkpoint.save_model / load_model know them now
+    register_model_class(_cls)        # tinybert.checkpoint.files.save_model / load_model know them now
 
 # %% [markdown]
 # A forward pass through a small random ALBERT, with padding and both segments, and the usual
@@ -480,7 +480,7 @@ assert torch.allclose(out.sop_logits, out_padded.sop_logits, atol=1e-5)
 # ALBERT classes; the shared layer is stored once.
 
 # %%
-from tinybert.checkpoint import load_model, save_model
+from tinybert.checkpoint.files import load_model, save_model
 
 with tempfile.TemporaryDirectory() as directory:
     save_model(model, directory)
@@ -495,7 +495,7 @@ print(f"reloaded a {type(loaded).__name__} with {type(loaded.config).__name__}(e
 # `last_hidden_state`, its `pooler_output` and `config.d_model`, and an `AlbertModel` has all three:
 
 # %%
-from tinybert.heads import SequenceClassifier
+from tinybert.finetuning.heads import SequenceClassifier
 
 classifier = SequenceClassifier(AlbertModel(small), n_labels=3).eval()
 with torch.no_grad():
@@ -511,15 +511,16 @@ with torch.no_grad():
 # way in both configurations), `bert_encoder_names` gives the names of the three tables and their
 # LayerNorm, and `load_renamed` copies the tensors and refuses any conversion that leaves a tensor
 # out. Registering the three classes with `register` teaches `from_hf` and `to_hf` about them. The
-# converter lives in its own small module, `tinybert.convert_albert`, as chapter 8's lives in
-# `tinybert.convert`; import it once before converting an ALBERT.
+# converter lives in its own small module, `tinybert.models.convert_albert`, as chapter 8's lives in
+# `tinybert.models.convert`; import it once before converting an ALBERT.
 
-# %% tags=["export:convert_albert"]
+# %% tags=["export:models.convert_albert"]
 from __future__ import annotations
 
 from torch import nn
 
-from tinybert.convert import _ACTIVATIONS_TO_HF, bert_config_from_hf, bert_encoder_names, load_renamed, register
+from tinybert.models.convert import (_ACTIVATIONS_TO_HF, bert_config_from_hf,
+                                     bert_encoder_names, load_renamed, register)
 from tinybert.models.albert import AlbertConfig, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel
 
 
@@ -609,7 +610,7 @@ for _name, _cls in _ALBERT_CLASSES.items():
 # both segments, and the comparison at the real positions.
 
 # %%
-from tinybert.convert import from_hf, to_hf
+from tinybert.models.convert import from_hf, to_hf
 
 seed_everything(5)
 hf_config = transformers.AlbertConfig(vocab_size=99, embedding_size=24, hidden_size=32, num_attention_heads=4,
@@ -799,16 +800,16 @@ print(f"ALBERT / BERT: {count_parameters(albert_mini) / count_parameters(bert_mi
 # batch and mask. The pair's label sits in the field chapter 9 calls `nsp_label`: 0 means B follows A
 # in the text in both tasks.
 
-# %% tags=["export:sentence_order"]
+# %% tags=["export:pretraining.sentence_order"]
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import torch
 
-from tinybert.masking import SpecialTokens
-from tinybert.pretraining import PretrainingExample, SegmentPair, encode_pair
-from tinybert.pretraining_corpus import make_segments
+from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.examples import PretrainingExample, SegmentPair, encode_pair
+from tinybert.pretraining.corpus import make_segments
 
 
 def sample_sop_pairs(documents: Sequence[Sequence[list[int]]], generator: torch.Generator, *,
@@ -849,7 +850,7 @@ def make_sop_examples(documents: Sequence[Sequence[list[int]]], special: Special
 # The pairs of a toy document of four one-token segments, and the balance of the classes on many:
 
 # %%
-from tinybert.masking import seeded_generator
+from tinybert.pretraining.masking import seeded_generator
 
 toy = [[[10], [11], [12], [13]], [[20]], [[30], [31]]]           # the middle document has one segment
 for pair in sample_sop_pairs(toy, seeded_generator(4, "toy")):
@@ -876,9 +877,10 @@ assert abs(sum(p.nsp_label for p in many) / len(many) - 0.5) < 0.03
 # the same size.
 
 # %%
-from tinybert.masking import SpecialTokens
-from tinybert.pretraining import PretrainingBatches, make_examples, shipped_checkpoint
-from tinybert.pretraining_corpus import course_documents, tokenize_documents
+from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.examples import PretrainingBatches, make_examples
+from tinybert.checkpoint.pretrained import shipped_checkpoint
+from tinybert.pretraining.corpus import course_documents, tokenize_documents
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 tokenizer = WordPieceTokenizer.from_file(shipped_checkpoint() / "vocab.txt", lowercase=True)
@@ -944,7 +946,7 @@ for task, accuracy in length_rule.items():
 
 # %%
 from tinybert.models.bert import PreTrainingOutput
-from tinybert.pretrain_loop import PretrainingConfig, evaluate_pretraining, pretrain
+from tinybert.pretraining.loop import PretrainingConfig, evaluate_pretraining, pretrain
 
 
 class PairHeadAsNSP(nn.Module):
@@ -1053,7 +1055,7 @@ versus("SOP head above NSP head on SOP pairs", results["SOP"]["on SOP pairs"], r
 #   slides' 12M and 18M, about 90% and 95% fewer than BERT-base and BERT-large, most of it from
 #   sharing. At the course's tiny scale the reduction is much smaller.
 # - **Sentence-order prediction** takes two consecutive segments of one document and swaps them
-#   half of the time, so that topic cannot give the answer away; `tinybert.sentence_order` builds
+#   half of the time, so that topic cannot give the answer away; `tinybert.pretraining.sentence_order` builds
 #   such pairs on chapter 9's pipeline. The experiment trains the same tiny ALBERT with NSP and
 #   with SOP at equal compute and scores each head on both tasks.
 #

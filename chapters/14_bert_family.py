@@ -47,19 +47,19 @@
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertModel`, `BertForPreTraining`,
 # `PreTrainingOutput` and `IGNORE_INDEX` from `tinybert.models.bert`; `load_minilm` from
-# `tinybert.convert`. From {doc}`09_pretraining`: `PretrainingBatches`, `make_examples`,
-# `shipped_checkpoint` and `load_pretrained` from `tinybert.pretraining`;
-# `SpecialTokens` and `seeded_generator` from `tinybert.masking`; `course_documents` and
-# `tokenize_documents` from `tinybert.pretraining_corpus`; `pretrain` and `PretrainingConfig` from
-# `tinybert.pretrain_loop`; `make_optimizer` from `tinybert.training`. From {doc}`10_finetuning`: `finetune_task` from `tinybert.recipes`.
+# `tinybert.models.convert`. From {doc}`09_pretraining`: `PretrainingBatches`, `make_examples`,
+# `shipped_checkpoint` and `load_pretrained` from `tinybert.pretraining.examples`;
+# `SpecialTokens` and `seeded_generator` from `tinybert.pretraining.masking`; `course_documents` and
+# `tokenize_documents` from `tinybert.pretraining.corpus`; `pretrain` and `PretrainingConfig` from
+# `tinybert.pretraining.loop`; `make_optimizer` from `tinybert.pretraining.optim`. From {doc}`10_finetuning`: `finetune_task` from `tinybert.finetuning.recipes`.
 # From {doc}`11_roberta`: `RobertaConfig`, `RobertaModel` and `RobertaForMaskedLM` from
-# `tinybert.models.roberta`; `full_sentence_examples` from `tinybert.roberta_data`. From
+# `tinybert.models.roberta`; `full_sentence_examples` from `tinybert.pretraining.roberta_data`. From
 # {doc}`12_distilbert`: `DistilBertConfig` and `DistilBertModel` from `tinybert.models.distilbert`;
-# `distillation_loss` and `student_from_teacher` from `tinybert.distillation`. From
+# `distillation_loss` and `student_from_teacher` from `tinybert.pretraining.distillation`. From
 # {doc}`13_albert`: `AlbertConfig`, `AlbertModel` and `AlbertForPreTraining` from
-# `tinybert.models.albert`; `make_sop_examples` from `tinybert.sentence_order`. From
+# `tinybert.models.albert`; `make_sop_examples` from `tinybert.pretraining.sentence_order`. From
 # {doc}`07_tokenization`: `WordPieceTokenizer`. From {doc}`03_attention`: `causal_mask` from
-# `tinybert.attention`. From {doc}`01_feedforward`: `count_parameters`.
+# `tinybert.blocks.attention`. From {doc}`01_feedforward`: `count_parameters`.
 # This chapter exports nothing: it only uses what the earlier chapters built.
 #
 # (sec-family-setup)=
@@ -77,25 +77,25 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.attention import causal_mask
-from tinybert.convert import load_minilm
-from tinybert.distillation import distillation_loss, student_from_teacher
-from tinybert.feedforward import count_parameters
-from tinybert.masking import SpecialTokens, seeded_generator
+from tinybert.blocks.attention import causal_mask
+from tinybert.models.convert import load_minilm
+from tinybert.pretraining.distillation import distillation_loss, student_from_teacher
+from tinybert.blocks.feedforward import count_parameters
+from tinybert.pretraining.masking import SpecialTokens, seeded_generator
 from tinybert.models.albert import AlbertConfig, AlbertForPreTraining, AlbertModel
 from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining, BertModel, PreTrainingOutput
 from tinybert.models.distilbert import DistilBertConfig, DistilBertModel
 from tinybert.models.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
-from tinybert.pretrain_loop import PretrainingConfig, pretrain
-from tinybert.pretraining import (PretrainingBatches, load_pretrained, make_examples,
-                                  shipped_checkpoint)
-from tinybert.pretraining_corpus import course_documents, tokenize_documents
-from tinybert.recipes import finetune_task
-from tinybert.roberta_data import full_sentence_examples
+from tinybert.pretraining.loop import PretrainingConfig, pretrain
+from tinybert.pretraining.examples import PretrainingBatches, make_examples
+from tinybert.checkpoint.pretrained import load_pretrained, shipped_checkpoint
+from tinybert.pretraining.corpus import course_documents, tokenize_documents
+from tinybert.finetuning.recipes import finetune_task
+from tinybert.pretraining.roberta_data import full_sentence_examples
 from tinybert.runtime import get_device, is_quick, pick
-from tinybert.sentence_order import make_sop_examples
+from tinybert.pretraining.sentence_order import make_sop_examples
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
-from tinybert.training import make_optimizer
+from tinybert.pretraining.optim import make_optimizer
 
 device = get_device()
 print(f"device: {device}, quick mode: {is_quick()}, torch threads: {torch.get_num_threads()}")
@@ -774,7 +774,7 @@ assert 1.7 < ratios["course checkpoint"] < 2.0
 #   are chapter 6's decoder-only model, scaled up; how to split a compute budget between model size
 #   and data is itself measured {cite}`hoffmann2022training`. The course's code runs the same
 #   blocks at any size: the presets of chapters 8 and 11 to 13 load the released weights through
-#   `tinybert.convert.from_hf`.
+#   `tinybert.models.convert.from_hf`.
 #
 # (sec-family-summary)=
 # ## Summary
@@ -818,8 +818,8 @@ assert 1.7 < ratios["course checkpoint"] < 2.0
 # decoder, and `prefix = T` the full mask of an encoder.
 
 # %% tags=["solution"]
-from tinybert.attention import causal_mask
-from tinybert.convert import load_minilm
+from tinybert.blocks.attention import causal_mask
+from tinybert.models.convert import load_minilm
 
 
 def prefix_lm_mask(T, prefix):
@@ -966,7 +966,7 @@ check_encoder_flops(encoder_flops)
 # `quiz.check(question, answer)`, such as `quiz.check(1, "b")`; here, press *Check*.
 
 # %% tags=["quiz", "remove-input"]
-from tinybert.attention import causal_mask
+from tinybert.blocks.attention import causal_mask
 from tinybert.exercises.quiz import Quiz, choice, number
 
 quiz = Quiz("ch14", [

@@ -17,10 +17,10 @@ from pathlib import Path
 import torch
 
 from tinybert.data import info
-from tinybert.feedforward import count_parameters
-from tinybert.masking import SpecialTokens
-from tinybert.pretraining import load_pretrained
-from tinybert.pretraining_corpus import TRAIN_BOOKS, encode_sentence
+from tinybert.blocks.feedforward import count_parameters
+from tinybert.pretraining.masking import SpecialTokens
+from tinybert.checkpoint.pretrained import load_pretrained
+from tinybert.pretraining.corpus import TRAIN_BOOKS, encode_sentence
 
 PROBES = ["Istanbul is a great [MASK] to visit.",
           "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
@@ -76,7 +76,7 @@ def main() -> None:
         "A `BertForPreTraining` (chapter 08) pretrained by chapter 09's code with the "
         + ("masked-language-model and next-sentence losses." if nsp else
            "masked-language-model loss alone (its pooler and NSP head are untrained)."),
-        "`tinybert.pretraining.load_pretrained()` loads it. This README is",
+        "`tinybert.checkpoint.pretrained.load_pretrained()` loads it. This README is",
         f"written by `python checkpoints/write_readme.py {run}` from the files below.",
         "",
         "| file | what |",

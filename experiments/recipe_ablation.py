@@ -43,10 +43,12 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from tinybert.masking import SpecialTokens
-    from tinybert.pretrain_loop import evaluate_pretraining, pretrain_bert
-    from tinybert.pretraining import PretrainingBatches, load_pretrained, single_segment_examples
-    from tinybert.pretraining_corpus import course_documents, tokenize_documents
+    from tinybert.pretraining.masking import SpecialTokens
+    from tinybert.pretraining.loop import evaluate_pretraining, pretrain_bert
+    from tinybert.pretraining.examples import (PretrainingBatches,
+                                               single_segment_examples)
+    from tinybert.checkpoint.pretrained import load_pretrained
+    from tinybert.pretraining.corpus import course_documents, tokenize_documents
 
     if args.threads:
         torch.set_num_threads(args.threads)

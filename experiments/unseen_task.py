@@ -26,7 +26,7 @@ from pathlib import Path
 def read_sentence_polarity() -> dict[str, list]:
     """The train, validation and test splits of the Sentence Polarity Dataset v1.0."""
     from tinybert.data import fetch
-    from tinybert.tasks import TextExample
+    from tinybert.finetuning.tasks import TextExample
 
     splits = {"train": [], "validation": [], "test": []}
     with zipfile.ZipFile(fetch("sentence_polarity/zip")) as archive:
@@ -56,9 +56,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from tinybert import recipes
-    from tinybert.recipes import LADDER_LRS, LadderTask, ladder_arms, ladder_score
-    from tinybert.tasks import evenly_spaced
+    from tinybert.finetuning.features import recipes as recipes
+    from tinybert.finetuning.recipes import (LADDER_LRS, LadderTask, ladder_arms,
+                                             ladder_score)
+    from tinybert.finetuning.tasks import evenly_spaced
 
     if args.threads:
         torch.set_num_threads(args.threads)

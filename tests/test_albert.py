@@ -1,4 +1,4 @@
-"""ALBERT (tinybert.models.albert, tinybert.convert_albert, tinybert.sentence_order; chapters/13_albert.md).
+"""ALBERT (tinybert.models.albert, tinybert.models.convert_albert, tinybert.pretraining.sentence_order; chapters/13_albert.md).
 
 Parity with Hugging Face's ALBERT built from transformers.AlbertConfig with a tiny odd config
 (vocab 99, embedding 24 != hidden 32, 4 heads, 3 layers, intermediate 37, 23 positions), never
@@ -12,13 +12,13 @@ import copy
 import pytest
 import torch
 
-from tinybert.feedforward import count_parameters
-from tinybert.masking import SpecialTokens, seeded_generator
+from tinybert.blocks.feedforward import count_parameters
+from tinybert.pretraining.masking import SpecialTokens, seeded_generator
 from tinybert.models.albert import (ALBERT_PRESETS, AlbertConfig, AlbertEmbeddings, AlbertEncoder,
                                     AlbertForMaskedLM, AlbertForPreTraining, AlbertModel)
 from tinybert.models.bert import BertConfig, BertLayer, BertModel
-from tinybert.pretraining import PretrainingBatches, SegmentPair
-from tinybert.sentence_order import make_sop_examples, sample_sop_pairs
+from tinybert.pretraining.examples import PretrainingBatches, SegmentPair
+from tinybert.pretraining.sentence_order import make_sop_examples, sample_sop_pairs
 
 B, T, V = 13, 7, 99
 
@@ -41,10 +41,6 @@ def batch(seed: int = 1):
     labels[0, 1] = 5
     order = torch.randint(0, 2, (B,), generator=g)
     return ids, segments, mask, labels, order
-
-
-def max_error(a: torch.Tensor, b: torch.Tensor) -> float:
-    return (a - b).abs().max().item()
 
 
 # --- the configuration ---------------------------------------------------------------------------
@@ -105,7 +101,6 @@ def test_encoder_shares_layers(groups, inner):
     expected = [(depth * groups // 6, i) for depth in range(6) for i in range(inner)]
     assert calls == expected
     assert len(hidden) == 1 + 6 * inner and torch.equal(hidden[-1], x)
-
 
 
 def test_output_attentions_one_map_per_depth():
@@ -172,7 +167,7 @@ def test_bad_labels_are_rejected():
 
 @pytest.mark.parametrize("cls", [AlbertModel, AlbertForMaskedLM, AlbertForPreTraining])
 def test_checkpoint_round_trip(cls, tmp_path):
-    from tinybert.checkpoint import load_model, save_model
+    from tinybert.checkpoint.files import load_model, save_model
 
     torch.manual_seed(0)
     model = (AlbertModel(small_config(), add_pooler=False) if cls is AlbertModel else cls(small_config())).eval()
@@ -191,8 +186,10 @@ def test_checkpoint_round_trip(cls, tmp_path):
 
 transformers = pytest.importorskip("transformers")
 
-from tinybert.convert import from_hf, to_hf  # noqa: E402
-from tinybert.convert_albert import albert_config_from_hf, albert_config_to_hf, albert_weight_names  # noqa: E402
+from tinybert.models.convert import from_hf, to_hf  # noqa: E402
+from tinybert.models.convert_albert import (albert_config_from_hf, albert_config_to_hf,
+                                            albert_weight_names)  # noqa: E402
+from helpers import max_error, randomised  # noqa: E402
 
 
 @pytest.mark.parametrize("name", list(ALBERT_PRESETS))
@@ -225,11 +222,7 @@ def hf_config(**overrides):
 def hf_model(name: str, seed: int = 0, **overrides):
     torch.manual_seed(seed)
     model = getattr(transformers, name)(hf_config(**overrides))
-    g = torch.Generator().manual_seed(seed + 100)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn(p.shape, generator=g) * (0.3 if p.dim() == 1 else 0.05))
-    return model.eval()
+    return randomised(model, seed)
 
 
 HF_VARIANTS = [dict(), dict(hidden_act="gelu", layer_norm_eps=1e-5),
@@ -389,7 +382,7 @@ def test_sop_examples_feed_chapter_9_batches():
 
 
 def test_chapter_10_heads_accept_albert():
-    from tinybert.heads import SequenceClassifier
+    from tinybert.finetuning.heads import SequenceClassifier
 
     torch.manual_seed(0)
     classifier = SequenceClassifier(AlbertModel(small_config()), n_labels=3).eval()

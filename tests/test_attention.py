@@ -1,4 +1,4 @@
-"""Unit tests for tinybert.attention (generated from chapters/03_attention.md).
+"""Unit tests for tinybert.blocks.attention (generated from chapters/03_attention.md).
 
 Odd, distinct sizes (batch 13, 4 heads, query length 7, key length 9, Dk 8, Dv 5) make swapped
 axes fail loudly; T != S covers cross-attention shapes.
@@ -13,13 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from tinybert.attention import (
-    causal_mask,
-    fast_scaled_dot_product_attention,
-    masked_softmax,
-    padding_mask,
-    scaled_dot_product_attention,
-)
+from tinybert.blocks.attention import (causal_mask, fast_scaled_dot_product_attention,
+                                       masked_softmax, padding_mask,
+                                       scaled_dot_product_attention)
 
 B, H, T, S, DK, DV = 13, 4, 7, 9, 8, 5
 BOTH_PATHS = [scaled_dot_product_attention, fast_scaled_dot_product_attention]

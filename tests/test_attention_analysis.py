@@ -1,4 +1,4 @@
-"""Unit tests for tinybert.attention_analysis (generated from chapters/08_bert.md): word-level
+"""Unit tests for tinybert.models.attention_analysis (generated from chapters/08_bert.md): word-level
 attention, Clark et al.'s head predictions, the fixed-offset baseline and the half split, on
 hand-built attention matrices and trees whose answers are known."""
 from __future__ import annotations
@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tinybert.attention_analysis import (DependencyTree, best_on_one_half, count_correct,
-                                         encode_words, head_predictions, offset_predictions,
-                                         read_dependency_trees, syntax_counts, word_attention)
+from tinybert.models.attention_analysis import (DependencyTree, best_on_one_half,
+                                                count_correct, encode_words,
+                                                head_predictions, offset_predictions,
+                                                read_dependency_trees, syntax_counts,
+                                                word_attention)
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 

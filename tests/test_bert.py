@@ -11,10 +11,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tinybert.feedforward import count_parameters
+from tinybert.blocks.feedforward import count_parameters
 from tinybert.models.bert import (BERT_PRESETS, BertConfig, BertForMaskedLM, BertForPreTraining, BertModel,
                                   fused_self_attention)
-from tinybert.multihead import MultiHeadAttention
+from tinybert.blocks.multihead import MultiHeadAttention
 
 B, T = 13, 7
 TINY = dict(vocab_size=99, d_model=32, n_layers=3, n_heads=4, d_ff=37, max_len=23)

@@ -1,4 +1,4 @@
-"""Saving and loading models (tinybert.checkpoint, generated from chapters/08_bert.md)."""
+"""Saving and loading models (tinybert.checkpoint.files, generated from chapters/08_bert.md)."""
 from __future__ import annotations
 
 import json
@@ -7,8 +7,9 @@ import pytest
 import torch
 from safetensors import safe_open
 
-import tinybert.checkpoint as checkpoint
-from tinybert.checkpoint import load_model, register_model_class, save_model, unique_state_dict
+import tinybert.checkpoint.files as checkpoint
+from tinybert.checkpoint.files import (load_model, register_model_class, save_model,
+                                       unique_state_dict)
 from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
 
 TINY = dict(vocab_size=99, d_model=32, n_layers=3, n_heads=4, d_ff=37, max_len=23)

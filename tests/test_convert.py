@@ -1,4 +1,4 @@
-"""Parity with Hugging Face's BERT (tinybert.convert, generated from chapters/08_bert.md).
+"""Parity with Hugging Face's BERT (tinybert.models.convert, generated from chapters/08_bert.md).
 
 The Hugging Face models are built from transformers.BertConfig with a tiny odd config (vocab 99,
 hidden 32, 4 heads, 3 layers, intermediate 37, 23 positions), never downloaded. Every parameter
@@ -12,9 +12,11 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from tinybert.convert import bert_config_from_hf, from_hf, register, to_hf  # noqa: E402
-from tinybert.feedforward import count_parameters  # noqa: E402
+from tinybert.models.convert import (  # noqa: E402
+    bert_config_from_hf, from_hf, register, to_hf)
+from tinybert.blocks.feedforward import count_parameters  # noqa: E402
 from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel  # noqa: E402
+from helpers import max_error, randomised  # noqa: E402
 
 B, T, V = 13, 7, 99
 HF_CLASSES = ["BertModel", "BertForMaskedLM", "BertForPreTraining"]
@@ -29,11 +31,7 @@ def hf_config(**overrides):
 def hf_model(name: str, seed: int = 0, **overrides):
     torch.manual_seed(seed)
     model = getattr(transformers, name)(hf_config(**overrides))
-    g = torch.Generator().manual_seed(seed + 100)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn(p.shape, generator=g) * (0.3 if p.dim() == 1 else 0.05))
-    return model.eval()
+    return randomised(model, seed)
 
 
 def batch(seed: int = 1):
@@ -49,10 +47,6 @@ def batch(seed: int = 1):
     labels[0, 1] = 5
     nsp = torch.randint(0, 2, (B,), generator=g)
     return ids, segments, mask, labels, nsp
-
-
-def max_error(a: torch.Tensor, b: torch.Tensor) -> float:
-    return (a - b).abs().max().item()
 
 
 @pytest.mark.parametrize("eps", [1e-5, None])        # None: transformers' default, 1e-12 like Google's
@@ -92,7 +86,6 @@ def test_hidden_states_and_attentions_parity():
         assert a.shape == b.shape == (B, 4, T, T)
         rows = real[:, None, :, None].expand_as(a)             # real queries, every key
         assert max_error(a[rows], b[rows]) < 1e-5
-
 
 
 @pytest.mark.parametrize("eps", [1e-5, None])
@@ -180,7 +173,7 @@ def test_bert_model_without_pooler():
 @pytest.mark.parametrize("preset", ["bert-base-uncased", "bert-large-uncased"])
 def test_parameter_counts_equal_hugging_face(preset):
     config = BertConfig.preset(preset)
-    from tinybert.convert import bert_config_to_hf
+    from tinybert.models.convert import bert_config_to_hf
 
     with torch.device("meta"):
         for ours_cls in (BertModel, BertForMaskedLM, BertForPreTraining):
@@ -218,7 +211,7 @@ def test_unknown_classes_are_clear_errors():
 
 
 def test_later_chapters_can_register_converters(monkeypatch):
-    import tinybert.convert as convert
+    import tinybert.models.convert as convert
 
     monkeypatch.setattr(convert, "_FROM_HF", dict(convert._FROM_HF))     # leave the real registry alone
     monkeypatch.setattr(convert, "_TO_HF", dict(convert._TO_HF))
@@ -246,7 +239,7 @@ def test_index_buffers_saved_by_older_transformers_are_ignored(monkeypatch):
 
 
 def test_from_hf_finds_later_families_without_their_modules_imported():
-    """A fresh interpreter that imports only tinybert.convert converts RoBERTa, DistilBERT and ALBERT both ways."""
+    """A fresh interpreter that imports only tinybert.models.convert converts RoBERTa, DistilBERT and ALBERT both ways."""
     import subprocess
     import sys
     import textwrap
@@ -254,8 +247,8 @@ def test_from_hf_finds_later_families_without_their_modules_imported():
     script = textwrap.dedent("""
         import sys
         import transformers
-        from tinybert.convert import from_hf, to_hf
-        later = ("tinybert.models.roberta", "tinybert.models.distilbert", "tinybert.convert_albert")
+        from tinybert.models.convert import from_hf, to_hf
+        later = ("tinybert.models.roberta", "tinybert.models.distilbert", "tinybert.models.convert_albert")
         assert not any(m in sys.modules for m in later), [m for m in later if m in sys.modules]
         small = dict(vocab_size=99, num_hidden_layers=1, num_attention_heads=2, max_position_embeddings=40)
         hf = [transformers.RobertaForMaskedLM(transformers.RobertaConfig(hidden_size=32, intermediate_size=37, **small)),

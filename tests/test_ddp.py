@@ -18,23 +18,17 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from safetensors.torch import load_file, save_file
 
-from tinybert.masking import SpecialTokens
+from tinybert.pretraining.masking import SpecialTokens
 from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining
-from tinybert.pretrain_loop import PretrainingConfig, pretrain, pretraining_losses
-from tinybert.pretraining import PretrainingBatches, PretrainingExample, encode_pair
+from tinybert.pretraining.loop import PretrainingConfig, pretrain, pretraining_losses
+from tinybert.pretraining.examples import (PretrainingBatches, PretrainingExample,
+                                           encode_pair)
 
 SPECIAL = SpecialTokens(pad=7, unk=20, cls=3, sep=50, mask=98, vocab_size=99)
 WORLD = 2
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models run as fast on one thread, and two threads waiting for each other are very slow on
-    a busy machine; restore the setting afterwards so that other test modules are unaffected."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny_model() -> BertForPreTraining:
@@ -66,7 +60,7 @@ def run_config() -> PretrainingConfig:
 def _worker(rank: int, port: int, out: str) -> None:
     from torch.nn.parallel import DistributedDataParallel
 
-    from tinybert.distributed import init_distributed
+    from tinybert.pretraining.distributed import init_distributed
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(WORLD), LOCAL_RANK=str(rank))

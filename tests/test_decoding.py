@@ -1,12 +1,13 @@
-"""Unit tests for tinybert.decoding (chapters/06_transformer.md): greedy, beam search, sampling."""
+"""Unit tests for tinybert.blocks.decoding (chapters/06_transformer.md): greedy, beam search, sampling."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from tinybert.decoding import BeamSearchOutput, beam_search, generate, greedy_decode
-from tinybert.language_model import DecoderOnlyLM
-from tinybert.transformer import Transformer, TransformerConfig
+from tinybert.blocks.decoding import (BeamSearchOutput, beam_search, generate,
+                                      greedy_decode)
+from tinybert.blocks.language_model import DecoderOnlyLM
+from tinybert.blocks.transformer import Transformer, TransformerConfig
 
 V, PAD, BOS, EOS = 11, 0, 1, 2
 

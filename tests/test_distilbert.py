@@ -1,4 +1,4 @@
-"""DistilBERT (tinybert.models.distilbert and tinybert.distillation, generated from chapters/12_distilbert.md).
+"""DistilBERT (tinybert.models.distilbert and tinybert.pretraining.distillation, generated from chapters/12_distilbert.md).
 
 Parity: Hugging Face models built from transformers.DistilBertConfig with a tiny odd config (vocab 99,
 dim 32, 4 heads, 3 layers, hidden_dim 37), never downloaded, every parameter randomised.
@@ -9,12 +9,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tinybert.checkpoint import load_model, save_model
-from tinybert.distillation import distillation_loss, student_from_teacher
-from tinybert.feedforward import count_parameters
+from tinybert.checkpoint.files import load_model, save_model
+from tinybert.pretraining.distillation import distillation_loss, student_from_teacher
+from tinybert.blocks.feedforward import count_parameters
 from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
 from tinybert.models.distilbert import (DistilBertConfig, DistilBertForMaskedLM, DistilBertModel,
                                         distilbert_weight_names)
+import helpers  # noqa: E402
+from helpers import max_error, randomised  # noqa: E402
 
 B, T, V = 13, 7, 99
 
@@ -24,26 +26,11 @@ def hf_model(name: str, seed: int = 0, **overrides):
     torch.manual_seed(seed)
     kwargs = dict(vocab_size=V, dim=32, n_layers=3, n_heads=4, hidden_dim=37, max_position_embeddings=23)
     model = getattr(transformers, name)(transformers.DistilBertConfig(**{**kwargs, **overrides}))
-    g = torch.Generator().manual_seed(seed + 100)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn(p.shape, generator=g) * (0.3 if p.dim() == 1 else 0.05))
-    return model.eval()
+    return randomised(model, seed)
 
 
 def padded_batch(seed: int = 1):
-    g = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(2, T + 1, (B,), generator=g)
-    lengths[0] = T
-    real = torch.arange(T)[None, :] < lengths[:, None]
-    ids = torch.randint(1, V, (B, T), generator=g).masked_fill(~real, 0)
-    labels = torch.where((torch.rand(B, T, generator=g) < 0.3) & real, ids, -100)
-    labels[0, 1] = 5
-    return ids, real, labels
-
-
-def max_error(a, b) -> float:
-    return (a - b).abs().max().item()
+    return helpers.padded_batch(B, T, V, seed=seed)
 
 
 def tiny_config(**overrides) -> BertConfig:
@@ -53,7 +40,7 @@ def tiny_config(**overrides) -> BertConfig:
 @pytest.mark.parametrize("fast", [True, False])
 @pytest.mark.parametrize("activation", ["gelu", "relu"])
 def test_distilbert_model_parity(fast, activation):
-    from tinybert.convert import from_hf
+    from tinybert.models.convert import from_hf
 
     hf = hf_model("DistilBertModel", activation=activation)
     converted = from_hf(hf)
@@ -71,7 +58,7 @@ def test_distilbert_model_parity(fast, activation):
 
 
 def test_distilbert_masked_lm_parity_and_loss():
-    from tinybert.convert import from_hf
+    from tinybert.models.convert import from_hf
 
     hf = hf_model("DistilBertForMaskedLM", seed=3)
     ours = from_hf(hf)
@@ -88,7 +75,7 @@ def test_distilbert_masked_lm_parity_and_loss():
 
 @pytest.mark.parametrize("name", ["DistilBertModel", "DistilBertForMaskedLM"])
 def test_round_trip_reproduces_every_tensor(name):
-    from tinybert.convert import from_hf, to_hf
+    from tinybert.models.convert import from_hf, to_hf
 
     hf = hf_model(name, seed=5)
     back = to_hf(from_hf(hf))

@@ -2,6 +2,8 @@
 import shutil
 import textwrap
 
+import pytest
+
 from book.tools import export
 from book.tools.chapters import Chapter, chapters
 
@@ -62,10 +64,12 @@ def test_package_matches_chapters():
 def test_every_chapter_module_is_generated():
     for path in export.expected_files():
         text = path.read_text()
-        assert text.startswith(export.MARKER) and "edit the chapter, not this file" in text
+        head = "".join(text.splitlines(keepends=True)[:2])
+        assert text.startswith(export.MARKER) and "not this file" in head
 
 
-def test_render_adds_header_backlinks_and_all(tmp_path):
+def test_render_adds_header_backlinks_and_all(tmp_path, monkeypatch):
+    monkeypatch.setitem(export.MODULES, "toy", "A toy module: one square block.")
     (tmp_path / "chapters").mkdir()
     md = tmp_path / "chapters" / "99_toy.md"
     md.write_text(CHAPTER)
@@ -76,13 +80,37 @@ def test_render_adds_header_backlinks_and_all(tmp_path):
     assert lines[0].startswith(export.MARKER) and "chapters/99_toy.md" in lines[0]
     assert text.count("from __future__ import annotations") == 1
     assert "__all__ = ['SCALE', 'square']" in text
-    link = ('# Built in chapter 99, section "The square block": '
-            "chapters/99_toy.html#the-square-block")
-    assert lines[lines.index("def square(x):") - 1] == link
+    assert '"""A toy module: one square block.' in text     # the docstring from the map
+    link = ['# Built in chapter 99, section "The square block":',
+            "# chapters/99_toy.html#the-square-block"]
+    at = lines.index("def square(x):")
+    assert lines[at - 2:at] == link
+    assert max(map(len, lines)) <= 88
     assert "not exported" not in text
     namespace = {}
     exec(compile(text, "toy.py", "exec"), namespace)
     assert namespace["square"](3) == 18
+
+
+def test_an_unmapped_module_is_refused(tmp_path):
+    (tmp_path / "chapters").mkdir()
+    md = tmp_path / "chapters" / "99_toy.md"
+    md.write_text(CHAPTER)
+    pieces = export.collect([Chapter(md)])
+    with pytest.raises(ValueError, match="add it to MODULES"):
+        export.render("toy", pieces["toy"])
+
+
+def test_package_init_reexports_lazily_and_refuses_a_clash(monkeypatch):
+    monkeypatch.setitem(export.PACKAGES, "extras", "Extras.")
+    one = "__all__ = ['alpha', 'beta']\nalpha = 1\nbeta = 2\n"
+    two = "__all__ = ['gamma']\ngamma = 3\n"
+    text = export.render_package("extras", {"extras.one": one, "extras.two": two})
+    assert "'alpha': 'one'" in text and "'gamma': 'two'" in text
+    assert "__all__ = ['alpha', 'beta', 'gamma']" in text
+    assert "\nimport extras" not in text and "from extras" not in text   # lazy
+    with pytest.raises(ValueError, match="public in both"):
+        export.render_package("extras", {"extras.one": one, "extras.two": one})
 
 
 def test_a_hand_edit_is_detected(tmp_path, monkeypatch):

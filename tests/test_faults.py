@@ -22,19 +22,21 @@ from pathlib import Path
 import pytest
 import torch
 
-import tinybert.pretrain_loop as pretrain_loop
-import tinybert.pretraining as pretraining
+import tinybert.pretraining.loop as pretrain_loop
+import tinybert.checkpoint.pretrained as pretrained_module
 from tinybert.__main__ import main
-from tinybert.checkpoint import _write_atomically, load_model, save_model
-from tinybert.masking import SpecialTokens
+from tinybert.checkpoint.files import _write_atomically, load_model, save_model
+from tinybert.pretraining.masking import SpecialTokens
 from tinybert.models.albert import AlbertConfig, AlbertForPreTraining
 from tinybert.models.bert import (IGNORE_INDEX, BertConfig, BertForMaskedLM,
                                   BertForPreTraining)
-from tinybert.pretrain_loop import (RUN_FILES, PretrainingConfig, check_run_folder,
-                                    evaluate_pretraining, pretrain, pretrain_bert)
-from tinybert.pretraining import (PretrainingBatches, PretrainingExample, encode_pair,
-                                  load_pretrained)
-from tinybert.training import load_checkpoint, make_optimizer, save_checkpoint
+from tinybert.pretraining.loop import (RUN_FILES, PretrainingConfig, check_run_folder,
+                                       evaluate_pretraining, pretrain, pretrain_bert)
+from tinybert.pretraining.examples import (PretrainingBatches, PretrainingExample,
+                                           encode_pair)
+from tinybert.checkpoint.pretrained import load_pretrained
+from tinybert.checkpoint.state import load_checkpoint, save_checkpoint
+from tinybert.pretraining.optim import make_optimizer
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37, max_len=23,
@@ -42,12 +44,7 @@ TINY = dict(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37, max_len=2
 SPECIAL = SpecialTokens(pad=7, unk=20, cls=3, sep=50, mask=98, vocab_size=99)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny_model(seed: int = 0) -> BertForPreTraining:
@@ -326,8 +323,8 @@ def test_resume_after_a_save_was_cut_short(tmp_path, monkeypatch):
         return model
 
     straight = run(tmp_path / "straight")
-    import tinybert.training as training
-    original, calls, swapped = training.save_files, [], []
+    import tinybert.checkpoint.state as training_state
+    original, calls, swapped = training_state.save_files, [], []
 
     def swapping_in(name, args):                 # the second staged file is renamed in
         swapped.extend(args[:1] if name == "replace" and ".saving-" in str(args[0]) and
@@ -341,10 +338,10 @@ def test_resume_after_a_save_was_cut_short(tmp_path, monkeypatch):
                 original(directory, writers)
         return original(directory, writers)
 
-    monkeypatch.setattr(training, "save_files", dies_in_second_save)
+    monkeypatch.setattr(training_state, "save_files", dies_in_second_save)
     with pytest.raises(PowerCut):
         run(tmp_path / "cut")
-    monkeypatch.setattr(training, "save_files", original)
+    monkeypatch.setattr(training_state, "save_files", original)
     assert len(swapped) == 2 and (tmp_path / "cut" / ".previous").is_dir()
     assert load_checkpoint(tmp_path / "cut").step == 2
     resumed = run(tmp_path / "cut", resume=True)
@@ -412,7 +409,7 @@ def test_load_pretrained_never_trains_by_default(tmp_path, no_training):
 
 def test_training_a_fallback_is_explicit_and_goes_to_the_cache(tmp_path, monkeypatch,
                                                                 no_training):
-    monkeypatch.setattr(pretraining, "shipped_checkpoint",
+    monkeypatch.setattr(pretrained_module, "shipped_checkpoint",
                         lambda: tmp_path / "not-shipped")
     monkeypatch.setenv("TINYBERT_CACHE_DIR", str(tmp_path / "cache" / "data"))
     with pytest.raises(FileNotFoundError, match="train_if_missing=True"):
@@ -453,7 +450,7 @@ def test_a_batch_without_masked_tokens_contributes_nothing(make):
 
 
 def test_a_sentence_of_unlabelled_tokens_contributes_nothing_to_a_tagger():
-    from tinybert.heads import TokenClassifier
+    from tinybert.finetuning.heads import TokenClassifier
     from tinybert.models.bert import BertModel
 
     torch.manual_seed(0)
@@ -628,7 +625,7 @@ def test_ctrl_c_saves_the_step_and_resumes_exactly(tmp_path, monkeypatch):
     finishes, is saved, and the resumed run logs and ends as an uninterrupted one."""
     import signal
 
-    from tinybert.training import TrainingInterrupted
+    from tinybert.pretraining.loop import TrainingInterrupted
 
     straight, straight_history = _tiny_pretrain(tmp_path / "straight")
     original, calls = pretrain_loop.pretraining_losses, []
@@ -823,7 +820,7 @@ def test_a_run_interrupted_at_every_file_it_writes_resumes_exactly(tmp_path,
                                                                     monkeypatch):
     """Ctrl-C as the run writes its n-th file (vocabulary, metrics, each file of each
     checkpoint, the final model), for every n: --resume ends with the same files."""
-    import tinybert.checkpoint as checkpoint
+    import tinybert.checkpoint.files as checkpoint
 
     run = dict(TINY_RUN, steps=4, eval_every=2, checkpoint_every=2)
     pretrain_bert(tmp_path / "straight", **run)

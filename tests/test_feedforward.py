@@ -1,4 +1,4 @@
-"""Unit tests for tinybert.feedforward (generated from chapters/01_feedforward.md).
+"""Unit tests for tinybert.blocks.feedforward (generated from chapters/01_feedforward.md).
 
 Odd, distinct sizes (batch 13, seq 7, d_model 32, d_ff 37) make swapped axes fail loudly.
 """
@@ -11,15 +11,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.feedforward import (
-    MLP,
-    PositionwiseFeedForward,
-    count_parameters,
-    gelu_exact,
-    gelu_sigmoid,
-    gelu_tanh,
-    get_activation,
-)
+from tinybert.blocks.feedforward import (MLP, PositionwiseFeedForward, count_parameters,
+                                         gelu_exact, gelu_sigmoid, gelu_tanh,
+                                         get_activation)
 
 B, T, D, D_FF = 13, 7, 32, 37
 ACTIVATION_NAMES = ["relu", "gelu", "gelu_tanh", "tanh", "sigmoid", "elu"]

@@ -1,16 +1,19 @@
-"""Hand-written tests for tinybert.finetuning and tinybert.recipes (chapter 10): inputs, label
+"""Hand-written tests for tinybert.finetuning.features and tinybert.finetuning.recipes (chapter 10): inputs, label
 alignment, batching, the training loop, prediction, and the `tinybert finetune` command."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from tinybert.checkpoint import save_model
-from tinybert.finetuning import (batches, encode_sentences, encode_tagged, finetune, first_piece_labels,
-                                 pack_pair, pad_features, predict, special_token_id)
-from tinybert.heads import QuestionAnswerer, SequenceClassifier, TokenClassifier, set_trainable_layers
+from tinybert.checkpoint.files import save_model
+from tinybert.finetuning.features import (batches, encode_sentences, encode_tagged,
+                                          first_piece_labels, pack_pair, pad_features,
+                                          special_token_id)
+from tinybert.finetuning.loop import finetune, predict
+from tinybert.finetuning.heads import (QuestionAnswerer, SequenceClassifier,
+                                       TokenClassifier, set_trainable_layers)
 from tinybert.models.bert import BertConfig, BertForPreTraining, BertModel
-from tinybert.tasks import TaggedSentence, TextExample
+from tinybert.finetuning.tasks import TaggedSentence, TextExample
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
 TEXTS = ["I am still waiting on my card?", "How do I top up my account with a transfer?",
@@ -179,7 +182,7 @@ def test_predict_removes_padding_and_does_not_depend_on_the_batch():
 # --- recipes and the command line ------------------------------------------------------------------
 
 def test_task_data_errors():
-    from tinybert.recipes import task_data
+    from tinybert.finetuning.recipes import task_data
     with pytest.raises(ValueError, match="unknown task 'imdb'"):
         task_data("imdb", "train")
     with pytest.raises(ValueError, match="split must be"):
@@ -199,7 +202,7 @@ def test_command_line_help(capsys):
 @pytest.fixture(scope="module")
 def tiny_checkpoint(tmp_path_factory):
     from tinybert.data import DataUnavailableError
-    from tinybert.tasks import read_poem_sentiment
+    from tinybert.finetuning.tasks import read_poem_sentiment
     try:
         verses = [e.text for e in read_poem_sentiment("train")]
     except DataUnavailableError as error:
@@ -239,7 +242,7 @@ def test_command_line_fine_tunes_a_headless_checkpoint_and_refuses_others(
     import shutil
 
     from tinybert.__main__ import main
-    from tinybert.checkpoint import load_model
+    from tinybert.checkpoint.files import load_model
     from tinybert.models.albert import AlbertConfig, AlbertModel
 
     headless = tmp_path / "headless"

@@ -1,4 +1,4 @@
-"""Hand-written tests for tinybert.heads (chapter 10): shapes and losses on a tiny odd-sized BERT,
+"""Hand-written tests for tinybert.finetuning.heads (chapter 10): shapes and losses on a tiny odd-sized BERT,
 any encoder with the contract's interface, padding invariance, bad labels, parity with Hugging
 Face's BERT heads, and what set_trainable_layers freezes."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.heads import (QuestionAnswerer, SequenceClassifier, SpanOutput, TokenClassifier,
-                            set_trainable_layers)
+from tinybert.finetuning.heads import (QuestionAnswerer, SequenceClassifier, SpanOutput,
+                                       TokenClassifier, set_trainable_layers)
 from tinybert.models.bert import BertConfig, BertModel
 
 B, T, V, C = 13, 7, 99, 5
@@ -111,7 +111,7 @@ def test_labels_outside_the_label_set_are_a_clear_error(make, labels):
 
 def test_parity_with_hugging_face():
     transformers = pytest.importorskip("transformers")
-    from tinybert.convert import bert_config_to_hf, from_hf
+    from tinybert.models.convert import bert_config_to_hf, from_hf
 
     ids, types, mask = batch(3)
     g = torch.Generator().manual_seed(4)

@@ -1,15 +1,15 @@
-"""Unit tests for tinybert.language_model (chapters/06_transformer.md): the decoder-only LM."""
+"""Unit tests for tinybert.blocks.language_model (chapters/06_transformer.md): the decoder-only LM."""
 from __future__ import annotations
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from tinybert.attention import causal_mask
-from tinybert.feedforward import count_parameters
-from tinybert.language_model import DecoderOnlyLM, LMOutput
-from tinybert.transformer import TransformerConfig
-from tinybert.transformer_layers import EncoderLayer
+from tinybert.blocks.attention import causal_mask
+from tinybert.blocks.feedforward import count_parameters
+from tinybert.blocks.language_model import DecoderOnlyLM, LMOutput
+from tinybert.blocks.transformer import TransformerConfig
+from tinybert.blocks.transformer_layers import EncoderLayer
 
 B, T, D, H, FF, V = 13, 7, 32, 4, 37, 11
 

@@ -1,11 +1,11 @@
-"""Unit tests for tinybert.losses (chapters/06_transformer.md): label smoothing."""
+"""Unit tests for tinybert.blocks.losses (chapters/06_transformer.md): label smoothing."""
 from __future__ import annotations
 
 import pytest
 import torch
 from torch import nn
 
-from tinybert.losses import label_smoothed_cross_entropy
+from tinybert.blocks.losses import label_smoothed_cross_entropy
 
 
 @pytest.mark.parametrize("shape", [(13, 5, 11), (7, 37), (1, 2), (2, 3, 4, 6)])

@@ -1,4 +1,4 @@
-"""Hand-written tests for tinybert.metrics (chapter 10): accuracy, confusion matrices, and SQuAD's
+"""Hand-written tests for tinybert.finetuning.metrics (chapter 10): accuracy, confusion matrices, and SQuAD's
 exact match and F1 against a line-by-line transcription of the official v1.1 evaluation script."""
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from collections import Counter
 import pytest
 import torch
 
-from tinybert.metrics import (accuracy, confusion_matrix, normalize_answer, per_class_accuracy,
-                              squad_evaluate, squad_exact_match, squad_f1)
+from tinybert.finetuning.metrics import (accuracy, confusion_matrix, normalize_answer,
+                                         per_class_accuracy, squad_evaluate,
+                                         squad_exact_match, squad_f1)
 
 
 # --- accuracy and confusion matrices ------------------------------------------------------------
@@ -160,7 +161,7 @@ def _random_tags(rng: random.Random, n: int, types=("PER", "ORG", "LOC")) -> lis
 
 
 def test_entity_spans_by_hand():
-    from tinybert.metrics import entity_spans
+    from tinybert.finetuning.metrics import entity_spans
     assert entity_spans(["B-PER", "I-PER", "O", "B-LOC", "B-LOC"]) == {
         ("PER", 0, 2), ("LOC", 3, 4), ("LOC", 4, 5)}
     assert entity_spans(["O", "I-ORG", "I-ORG", "I-PER", "B-PER", "I-LOC"]) == {
@@ -170,13 +171,13 @@ def test_entity_spans_by_hand():
 
 @pytest.mark.parametrize("bad", ["B", "I-", "X-PER", "b-PER", "PER"])
 def test_entity_spans_rejects_tags_outside_the_scheme(bad):
-    from tinybert.metrics import entity_spans
+    from tinybert.finetuning.metrics import entity_spans
     with pytest.raises(ValueError, match="IOB2 tags"):
         entity_spans(["O", bad])
 
 
 def test_entity_scores_errors():
-    from tinybert.metrics import entity_scores
+    from tinybert.finetuning.metrics import entity_scores
     with pytest.raises(ValueError, match="one predicted sequence per gold"):
         entity_scores([["O"]], [])
     with pytest.raises(ValueError, match="sentence 0"):
@@ -186,7 +187,7 @@ def test_entity_scores_errors():
 def test_entity_scores_match_seqeval_on_random_sequences():
     from seqeval import metrics as seqeval_metrics      # the oracle, installed by make venv
 
-    from tinybert.metrics import entity_scores
+    from tinybert.finetuning.metrics import entity_scores
     rng = random.Random(0)
     for trial in range(300):
         n_sentences = rng.randint(1, 8)

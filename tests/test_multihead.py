@@ -1,4 +1,4 @@
-"""Unit tests for tinybert.multihead (generated from chapters/04_multihead_attention.md).
+"""Unit tests for tinybert.blocks.multihead (generated from chapters/04_multihead_attention.md).
 
 Odd, distinct sizes (batch 13, query length 7, key length 5, d_model 32, 4 heads) make swapped
 axes fail loudly. The reference is torch.nn.MultiheadAttention with our weights copied in.
@@ -10,8 +10,8 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from tinybert.attention import causal_mask, padding_mask
-from tinybert.multihead import MultiHeadAttention, merge_heads, split_heads
+from tinybert.blocks.attention import causal_mask, padding_mask
+from tinybert.blocks.multihead import MultiHeadAttention, merge_heads, split_heads
 
 B, T, S, D, H = 13, 7, 5, 32, 4
 

@@ -14,14 +14,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from tinybert.checkpoint import save_model
-from tinybert.masking import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.checkpoint.files import save_model
+from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
 from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining
-from tinybert.pretraining import (PretrainingBatches, PretrainingExample, collate, encode_pair, load_pretrained,
-                                  make_examples, sample_nsp_pairs, shipped_checkpoint)
-from tinybert.pretraining_corpus import (TRAIN_BOOKS, book_documents, course_documents, encode_sentence,
-                                         make_segments, split_sentences, tokenize_documents, vocabulary_texts,
-                                         wikitext_articles)
+from tinybert.pretraining.examples import (PretrainingBatches, PretrainingExample,
+                                           collate, encode_pair, make_examples,
+                                           sample_nsp_pairs)
+from tinybert.checkpoint.pretrained import load_pretrained, shipped_checkpoint
+from tinybert.pretraining.corpus import (TRAIN_BOOKS, book_documents, course_documents,
+                                         encode_sentence, make_segments,
+                                         split_sentences, tokenize_documents,
+                                         vocabulary_texts, wikitext_articles)
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,14 +46,7 @@ SPECIAL = SpecialTokens.from_vocab(toy_vocab())
 ORDINARY = [i for i in range(V) if i not in SPECIAL_AT.values()]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models run as fast on one thread, and two threads waiting for each other are very slow on
-    a busy machine; restore the setting afterwards so that other test modules are unaffected."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def toy_batch(B: int = 13, T: int = 37, seed: int = 0) -> torch.Tensor:

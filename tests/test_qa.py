@@ -1,4 +1,4 @@
-"""Hand-written tests for tinybert.qa (chapter 10): document-stride windows, answer labels through
+"""Hand-written tests for tinybert.finetuning.qa (chapter 10): document-stride windows, answer labels through
 the tokenizer's offsets, skips with counts, the best-span search against brute force, and answers
 mapped back to characters."""
 from __future__ import annotations
@@ -8,11 +8,12 @@ import math
 import pytest
 import torch
 
-from tinybert.heads import QuestionAnswerer
+from tinybert.finetuning.heads import QuestionAnswerer
 from tinybert.models.bert import BertConfig, BertModel
-from tinybert.qa import (Answer, answer_question, answer_token_span, best_span, make_qa_features,
-                         predict_answers, window_starts)
-from tinybert.tasks import QAExample
+from tinybert.finetuning.qa import (Answer, answer_question, answer_token_span,
+                                    best_span, make_qa_features, predict_answers,
+                                    window_starts)
+from tinybert.finetuning.tasks import QAExample
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
 CONTEXT = ("The Rhine rises in the Swiss Alps and flows north through Basel. " * 3 +

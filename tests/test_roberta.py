@@ -1,4 +1,4 @@
-"""RoBERTa (tinybert.models.roberta and tinybert.roberta_data, generated from chapters/11_roberta.md).
+"""RoBERTa (tinybert.models.roberta and tinybert.pretraining.roberta_data, generated from chapters/11_roberta.md).
 
 Parity: Hugging Face models built from transformers.RobertaConfig with a tiny odd config (vocab 99,
 hidden 32, 4 heads, 3 layers, intermediate 37), never downloaded, every parameter randomised.
@@ -10,14 +10,17 @@ import random
 import pytest
 import torch
 
-from tinybert.checkpoint import load_model, save_model
-from tinybert.feedforward import count_parameters
-from tinybert.masking import SpecialTokens
+from tinybert.checkpoint.files import load_model, save_model
+from tinybert.blocks.feedforward import count_parameters
+from tinybert.pretraining.masking import SpecialTokens
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.roberta import (ROBERTA_PRESETS, RobertaConfig, RobertaForMaskedLM, RobertaModel,
                                      roberta_position_ids)
-from tinybert.pretraining import PretrainingBatches
-from tinybert.roberta_data import full_sentence_examples, mask_for_epoch, pack_full_sentences
+from tinybert.pretraining.examples import PretrainingBatches
+from tinybert.pretraining.roberta_data import (full_sentence_examples, mask_for_epoch,
+                                               pack_full_sentences)
+import helpers  # noqa: E402
+from helpers import max_error, randomised  # noqa: E402
 
 B, T, V, PAD = 13, 7, 99, 1
 
@@ -28,31 +31,16 @@ def hf_model(name: str, seed: int = 0, **overrides):
     kwargs = dict(vocab_size=V, hidden_size=32, num_attention_heads=4, num_hidden_layers=3, intermediate_size=37,
                   max_position_embeddings=T + 3, type_vocab_size=1, layer_norm_eps=1e-5)
     model = getattr(transformers, name)(transformers.RobertaConfig(**{**kwargs, **overrides}))
-    g = torch.Generator().manual_seed(seed + 100)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn(p.shape, generator=g) * (0.3 if p.dim() == 1 else 0.05))
-    return model.eval()
+    return randomised(model, seed)
 
 
 def padded_batch(seed: int = 1):
-    g = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(2, T + 1, (B,), generator=g)
-    lengths[0] = T
-    real = torch.arange(T)[None, :] < lengths[:, None]                       # (B, T)
-    ids = torch.randint(3, V, (B, T), generator=g).masked_fill(~real, PAD)  # padding holds <pad>
-    labels = torch.where((torch.rand(B, T, generator=g) < 0.3) & real, ids, -100)
-    labels[0, 1] = 5
-    return ids, real, labels
-
-
-def max_error(a, b) -> float:
-    return (a - b).abs().max().item()
+    return helpers.padded_batch(B, T, V, seed=seed, pad_id=PAD, first_id=3)
 
 
 @pytest.mark.parametrize("fast", [True, False])
 def test_roberta_model_parity(fast):
-    from tinybert.convert import from_hf
+    from tinybert.models.convert import from_hf
 
     hf = hf_model("RobertaModel")
     converted = from_hf(hf)
@@ -71,7 +59,7 @@ def test_roberta_model_parity(fast):
 
 
 def test_roberta_masked_lm_parity_and_loss():
-    from tinybert.convert import from_hf
+    from tinybert.models.convert import from_hf
 
     hf = hf_model("RobertaForMaskedLM", seed=3)
     ours = from_hf(hf)
@@ -88,7 +76,7 @@ def test_roberta_masked_lm_parity_and_loss():
 
 @pytest.mark.parametrize("name", ["RobertaModel", "RobertaForMaskedLM"])
 def test_round_trip_reproduces_every_tensor(name):
-    from tinybert.convert import from_hf, to_hf
+    from tinybert.models.convert import from_hf, to_hf
 
     hf = hf_model(name, seed=5)
     back = to_hf(from_hf(hf))
@@ -101,7 +89,7 @@ def test_round_trip_reproduces_every_tensor(name):
 
 
 def test_to_hf_of_our_model_matches():
-    from tinybert.convert import to_hf
+    from tinybert.models.convert import to_hf
 
     torch.manual_seed(0)
     ours = RobertaForMaskedLM(RobertaConfig(vocab_size=V, d_model=32, n_layers=2, n_heads=4, d_ff=37,

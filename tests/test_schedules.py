@@ -1,10 +1,10 @@
-"""Unit tests for tinybert.schedules (chapters/06_transformer.md): the warm-up schedule."""
+"""Unit tests for tinybert.blocks.schedules (chapters/06_transformer.md): the warm-up schedule."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from tinybert.schedules import transformer_lr, warmup_inverse_sqrt
+from tinybert.blocks.schedules import transformer_lr, warmup_inverse_sqrt
 
 
 @pytest.mark.parametrize("d_model, warmup", [(512, 4000), (1024, 4000), (64, 200), (37, 1), (768, 333)])

@@ -10,26 +10,22 @@ import json
 import pytest
 import torch
 
-from tinybert.checkpoint import save_model
-from tinybert.masking import SpecialTokens
+from tinybert.checkpoint.files import save_model
+from tinybert.pretraining.masking import SpecialTokens
 from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining, BertModel
-from tinybert.pretrain_loop import PretrainingConfig, evaluate_pretraining, pretrain, pretraining_losses
-from tinybert.pretraining import PretrainingBatches, PretrainingExample, encode_pair
-from tinybert.training import (Checkpoint, autocast_dtype, linear_warmup_decay, load_checkpoint, make_optimizer,
-                               save_checkpoint)
+from tinybert.pretraining.loop import (PretrainingConfig, evaluate_pretraining,
+                                       pretrain, pretraining_losses)
+from tinybert.pretraining.examples import (PretrainingBatches, PretrainingExample,
+                                           encode_pair)
+from tinybert.checkpoint.state import Checkpoint, load_checkpoint, save_checkpoint
+from tinybert.pretraining.optim import (autocast_dtype, linear_warmup_decay,
+                                        make_optimizer)
 
 TINY = dict(vocab_size=99, d_model=32, n_layers=2, n_heads=4, d_ff=37, max_len=23, pad_token_id=7)
 SPECIAL = SpecialTokens(pad=7, unk=20, cls=3, sep=50, mask=98, vocab_size=99)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models run as fast on one thread, and two threads waiting for each other are very slow on
-    a busy machine; restore the setting afterwards so that other test modules are unaffected."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny_model(seed: int = 0, **overrides) -> BertForPreTraining:

@@ -1,4 +1,4 @@
-"""Unit tests for tinybert.transformer_layers and tinybert.transformer (chapters/06_transformer.md).
+"""Unit tests for tinybert.blocks.transformer_layers and tinybert.blocks.transformer (chapters/06_transformer.md).
 
 Odd, distinct sizes (batch 13, source length 7, target length 5, d_model 32, 4 heads, d_ff 37)
 make swapped axes fail loudly. The reference is torch.nn.Transformer with our weights copied in.
@@ -12,10 +12,12 @@ import pytest
 import torch
 from torch import nn
 
-from tinybert.attention import causal_mask, padding_mask
-from tinybert.feedforward import count_parameters
-from tinybert.transformer import PRESETS, Seq2SeqOutput, Transformer, TransformerConfig
-from tinybert.transformer_layers import Decoder, DecoderLayer, Encoder, EncoderLayer, LayerNorm
+from tinybert.blocks.attention import causal_mask, padding_mask
+from tinybert.blocks.feedforward import count_parameters
+from tinybert.blocks.transformer import (PRESETS, Seq2SeqOutput, Transformer,
+                                         TransformerConfig)
+from tinybert.blocks.transformer_layers import (Decoder, DecoderLayer, Encoder,
+                                                EncoderLayer, LayerNorm)
 
 B, S, T, D, H, F, V = 13, 7, 5, 32, 4, 37, 11
 

@@ -6,11 +6,11 @@ edit the chapter, then run ``make export``.
 __version__ = "0.1.0"
 
 # The main building blocks, importable as tinybert.<Name>.
-from tinybert.multihead import MultiHeadAttention  # noqa: E402
-from tinybert.transformer import Transformer, TransformerConfig  # noqa: E402
-from tinybert.language_model import DecoderOnlyLM  # noqa: E402
+from tinybert.blocks.multihead import MultiHeadAttention  # noqa: E402
+from tinybert.blocks.transformer import Transformer, TransformerConfig  # noqa: E402
+from tinybert.blocks.language_model import DecoderOnlyLM  # noqa: E402
 from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel  # noqa: E402
-from tinybert.convert import from_hf, to_hf  # noqa: E402
+from tinybert.models.convert import from_hf, to_hf  # noqa: E402
 
 __all__ = ["MultiHeadAttention", "Transformer", "TransformerConfig", "DecoderOnlyLM",
            "BertConfig", "BertModel", "BertForMaskedLM", "BertForPreTraining", "from_hf", "to_hf",

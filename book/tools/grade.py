@@ -65,6 +65,12 @@ def report(**event):
 def timeout(signum, frame):
     raise TimeoutError("the exercise ran longer than the time limit")
 
+# The heavy imports happen once, before any time limit starts: a limit that fired inside
+# `import torch` (a slow or busy machine) would leave torch half-imported, and every later
+# exercise would fail with a circular-import error that is not the student's.
+with contextlib.suppress(ImportError):
+    import torch, tinybert.exercises._assertions  # noqa: F401, E401
+
 def fresh_state():
     # What an answer may change for its checks or the next exercise: the course's checks
     # (an answer could replace them in their module), torch's default dtype and grad

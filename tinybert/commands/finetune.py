@@ -1,6 +1,6 @@
 """Hand-written (not generated): ``tinybert finetune TASK`` — fine-tune a pretrained BERT on one task.
 
-A thin wrapper around ``tinybert.recipes.finetune_task`` (chapter 10): it loads the pretrained
+A thin wrapper around ``tinybert.finetuning.recipes.finetune_task`` (chapter 10): it loads the pretrained
 encoder, optionally swaps in a randomly initialised encoder of the same architecture, fine-tunes
 a new head and prints the evaluation metrics. The encoder comes from the course's own checkpoint
 (chapter 09's ``load_pretrained``, the default, or ``--checkpoint DIR``) or, with ``--from-hf``,
@@ -25,7 +25,7 @@ def _positive_int(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tinybert.recipes import TASKS
+    from tinybert.finetuning.recipes import TASKS
 
     parser.add_argument("task", choices=TASKS, help="the task to fine-tune on")
     parser.add_argument("--checkpoint", default=None, metavar="DIR",
@@ -61,7 +61,7 @@ def _from_hub(name: str):
     import json
     import warnings
 
-    from tinybert.convert import from_hf
+    from tinybert.models.convert import from_hf
     from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
     try:
@@ -102,7 +102,7 @@ def _from_hub(name: str):
 
 def _load_hf(name_or_dir: str):
     """(encoder, tokenizer, description) from a local Hugging Face folder or a hub name."""
-    from tinybert.convert import load_hf_bert
+    from tinybert.models.convert import load_hf_bert
 
     path = Path(name_or_dir).expanduser()
     if path.exists() or not _HUB_NAME.fullmatch(name_or_dir):
@@ -128,8 +128,8 @@ def _encoder_of(model):
 
 def run(args: argparse.Namespace) -> int:
     from tinybert.models.bert import BertModel
-    from tinybert.pretraining import load_pretrained
-    from tinybert.recipes import finetune_task
+    from tinybert.checkpoint.pretrained import load_pretrained
+    from tinybert.finetuning.recipes import finetune_task
     from tinybert.runtime import fix_malloc_threshold, get_device, seed_everything
 
     fix_malloc_threshold()

@@ -88,7 +88,7 @@ def check_silu(silu, silu_derivative) -> None:
 
 def check_mlp_parameter_count(mlp_parameter_count) -> None:
     """Check ``mlp_parameter_count(sizes)`` against counting the parameters of a real ``MLP(sizes)``."""
-    from tinybert.feedforward import MLP, count_parameters
+    from tinybert.blocks.feedforward import MLP, count_parameters
 
     cases = [[2, 1], [1, 1], [7, 13, 5], [2, 220, 1], [2, 16, 16, 16, 16, 1], [3, 37, 37, 2],
              [768, 3072, 768], [5, 1, 5, 1, 5]]

@@ -3,14 +3,15 @@
 Each ``check_*`` function calls the student's code on several inputs, including odd sizes and
 edge cases, raises ``AssertionError`` saying what was expected and what came back, and prints a
 line starting with ✓ when everything passes. The references are the chapter's own functions in
-``tinybert.attention``.
+``tinybert.blocks.attention``.
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from tinybert.attention import causal_mask, masked_softmax, padding_mask, scaled_dot_product_attention
+from tinybert.blocks.attention import (causal_mask, masked_softmax, padding_mask,
+                                       scaled_dot_product_attention)
 
 from tinybert.exercises._assertions import assert_close as _assert_close
 
@@ -20,7 +21,7 @@ __all__ = ["check_softmax_with_mask", "check_causal_attention_loop", "check_mask
 # --- ex-attention-masked-softmax -----------------------------------------------------------------
 
 def check_softmax_with_mask(softmax_with_mask) -> None:
-    """Check ``softmax_with_mask(scores, mask)`` against ``tinybert.attention.masked_softmax``."""
+    """Check ``softmax_with_mask(scores, mask)`` against ``tinybert.blocks.attention.masked_softmax``."""
     g = torch.Generator().manual_seed(301)
     random_mask = torch.rand(13, 7, 9, generator=g) < 0.5
     random_mask[0, 0] = False                                    # a few rows that may attend to nothing

@@ -38,7 +38,7 @@ def _torch_reference(mha) -> nn.MultiheadAttention:
 
 def check_multihead_by_loop(multihead_by_loop) -> None:
     """Check ``multihead_by_loop(mha, x, context, mask)`` against ``mha(x, context, mask)[0]``."""
-    from tinybert.multihead import MultiHeadAttention
+    from tinybert.blocks.multihead import MultiHeadAttention
 
     g = torch.Generator().manual_seed(401)
     # (B, T, S, D, H, bias, cross, mask shape or None)
@@ -71,7 +71,7 @@ def check_multihead_by_loop(multihead_by_loop) -> None:
 
 def check_to_torch_attn_mask(to_torch_attn_mask) -> None:
     """Check ``to_torch_attn_mask(mask, batch_size, n_heads, T, S)`` by running nn.MultiheadAttention with it."""
-    from tinybert.multihead import MultiHeadAttention
+    from tinybert.blocks.multihead import MultiHeadAttention
 
     g = torch.Generator().manual_seed(402)
     # (B, H, T, S, mask shape)
@@ -121,8 +121,8 @@ def check_to_torch_attn_mask(to_torch_attn_mask) -> None:
 
 def check_mha_parameter_count(mha_parameter_count) -> None:
     """Check ``mha_parameter_count(d_model, n_heads, bias)`` against real modules."""
-    from tinybert.feedforward import count_parameters
-    from tinybert.multihead import MultiHeadAttention
+    from tinybert.blocks.feedforward import count_parameters
+    from tinybert.blocks.multihead import MultiHeadAttention
 
     cases = [(32, 4, True), (32, 4, False), (8, 1, True), (12, 12, True), (30, 5, False), (768, 12, True),
              (1024, 16, True), (7, 7, False)]

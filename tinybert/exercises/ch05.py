@@ -19,7 +19,7 @@ __all__ = ["check_sinusoidal_table", "check_rope_rotate", "check_alibi_bias"]
 
 def check_sinusoidal_table(sinusoidal_table) -> None:
     """Check ``sinusoidal_table(max_len, d_model)`` against the formula and ``sinusoidal_encoding``."""
-    from tinybert.positional import sinusoidal_encoding
+    from tinybert.blocks.positional import sinusoidal_encoding
 
     for max_len, d_model in [(1, 2), (7, 32), (50, 64), (13, 6), (200, 2), (3, 512)]:
         got = sinusoidal_table(max_len, d_model)
@@ -52,7 +52,7 @@ def check_sinusoidal_table(sinusoidal_table) -> None:
 
 def check_rope_rotate(rope_rotate) -> None:
     """Check ``rope_rotate(x, positions, base)`` against ``RotaryEmbedding`` and RoPE's two properties."""
-    from tinybert.positional import RotaryEmbedding
+    from tinybert.blocks.positional import RotaryEmbedding
 
     g = torch.Generator().manual_seed(505)
     cases = [

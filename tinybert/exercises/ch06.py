@@ -97,8 +97,8 @@ def check_noam_lr(noam_lr) -> None:
 
 def check_pre_ln_forward(pre_ln_forward) -> None:
     """Check ``pre_ln_forward(layer, x, mask)`` against an EncoderLayer built with norm_first=True."""
-    from tinybert.attention import causal_mask, padding_mask
-    from tinybert.transformer_layers import EncoderLayer
+    from tinybert.blocks.attention import causal_mask, padding_mask
+    from tinybert.blocks.transformer_layers import EncoderLayer
 
     g = torch.Generator().manual_seed(606)
     for B, T, D, H, d_ff, mask_kind in [(13, 7, 32, 4, 37, "padding"), (2, 5, 12, 3, 48, "causal"),

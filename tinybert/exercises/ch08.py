@@ -49,7 +49,7 @@ def check_bert_input_embeddings(bert_input_embeddings) -> None:
 
 def check_bert_parameter_count(bert_parameter_count) -> None:
     """Check ``bert_parameter_count`` against count_parameters of BertModels built on the meta device."""
-    from tinybert.feedforward import count_parameters
+    from tinybert.blocks.feedforward import count_parameters
     from tinybert.models.bert import BertConfig, BertModel
 
     # (vocab_size, d_model, n_layers, n_heads, d_ff, max_len, type_vocab_size, pooler)
@@ -99,7 +99,7 @@ def check_mean_pool(mean_pool) -> None:
 
 def _random_trees(g: torch.Generator, n: int, relations: list[str]):
     """n random trees of 1 to 12 words: a root, and random heads for the others."""
-    from tinybert.attention_analysis import DependencyTree
+    from tinybert.models.attention_analysis import DependencyTree
 
     def draw(low: int, high: int) -> int:
         return int(torch.randint(low, high, (1,), generator=g))
@@ -125,7 +125,7 @@ def _random_trees(g: torch.Generator, n: int, relations: list[str]):
 
 def _expected_offset_baseline(trees, relation, offsets):
     """The chapter's offset_predictions and count_correct; a tie: the first listed."""
-    from tinybert.attention_analysis import count_correct, offset_predictions
+    from tinybert.models.attention_analysis import count_correct, offset_predictions
 
     right, total = torch.zeros(len(offsets), dtype=torch.long), 0
     for tree in trees:
@@ -141,7 +141,7 @@ def check_offset_baseline(offset_baseline) -> None:
     """Check ``offset_baseline(trees, relation, offsets)`` on hand and random trees."""
     import copy
 
-    from tinybert.attention_analysis import DependencyTree
+    from tinybert.models.attention_analysis import DependencyTree
 
     words = "Sinan ate the cereal and then he had a stomach ache".split()
     sinan = DependencyTree(words, heads=[1, -1, 3, 1, 7, 7, 7, 1, 10, 10, 7],

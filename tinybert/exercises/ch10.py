@@ -114,7 +114,7 @@ def check_token_f1(token_f1) -> None:
 def check_entity_f1(entity_f1) -> None:
     """Check ``entity_f1(gold, predicted) -> float`` on hand-worked cases and random tag
     sequences, against chapter 10's ``entity_scores`` (equal to seqeval in the tests)."""
-    from tinybert.metrics import entity_scores
+    from tinybert.finetuning.metrics import entity_scores
 
     cases = [
         ([["B-PER", "I-PER", "O"]], [["B-PER", "I-PER", "O"]], 1.0),

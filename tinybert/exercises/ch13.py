@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from tinybert.exercises._assertions import assert_close as _assert_close
-from tinybert.feedforward import count_parameters
+from tinybert.blocks.feedforward import count_parameters
 from tinybert.models.albert import AlbertConfig, AlbertEmbeddings, AlbertEncoder
 from tinybert.models.bert import BertConfig, BertLayer
 

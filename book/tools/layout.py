@@ -1,0 +1,85 @@
+"""Hand-written: the map of the ``tinybert`` package, which chapter builds which module.
+
+``make export`` takes each generated module's docstring from ``MODULES`` and each
+subpackage's from ``PACKAGES`` (a module that a chapter exports but that is missing here is an
+error), and writes each subpackage's ``__init__.py``, which re-exports the public names of its
+modules. The table on the "How this book is made" page lists the same modules; a test keeps
+the two in step.
+"""
+from __future__ import annotations
+
+PACKAGES = {
+    "blocks": "The building blocks of chapters 01-06: activations and feed-forward "
+              "networks, attention, multi-head attention, positional encodings, the "
+              "Transformer, its losses, schedules and decoders.",
+    "tokenizers": "Chapter 07's tokenizers (BPE, byte-level BPE, WordPiece, Unigram), "
+                  "their trainers and their shared encoding output.",
+    "models": "BERT (chapter 08) and the variants of chapters 11-13 (RoBERTa, DistilBERT, "
+              "ALBERT), with the converters to and from Hugging Face's weights.",
+    "checkpoint": "Saving and loading: model folders (chapter 08), training state "
+                  "(chapter 09) and the course's pretrained checkpoint (chapter 09).",
+    "pretraining": "Pretraining (chapter 09, with the variants' objectives of chapters "
+                   "11-13): documents, masking, examples, the optimiser and the loop.",
+    "finetuning": "Fine-tuning (chapter 10): features, heads, the training loop, the "
+                  "tasks' readers, metrics, extractive QA and the transfer recipes.",
+}
+
+MODULES = {
+    "blocks.feedforward": "Activations, the multilayer perceptron and the position-wise "
+                          "feed-forward block.",
+    "corpus": "The course's books (Project Gutenberg) as text, words and a vocabulary.",
+    "blocks.attention": "Scaled dot-product attention, its masks and the fused fast path.",
+    "blocks.multihead": "Multi-head attention: splitting and merging heads.",
+    "blocks.positional": "Positional information: sinusoidal, learned, relative and "
+                         "rotary.",
+    "blocks.transformer_layers": "Layer norm and the encoder and decoder layers and "
+                                 "stacks.",
+    "blocks.transformer": "The encoder-decoder Transformer: embeddings, configuration, "
+                          "model.",
+    "blocks.losses": "Label-smoothed cross-entropy.",
+    "blocks.schedules": "The Transformer's learning-rate schedule.",
+    "blocks.decoding": "Greedy decoding, beam search and sampling.",
+    "blocks.language_model": "A decoder-only language model.",
+    "tokenizers.encoding": "The Encoding every tokenizer returns, batch encoding and text "
+                           "checks.",
+    "tokenizers.bpe": "Byte-pair encoding, trained and applied step by step.",
+    "tokenizers.normalizers": "BERT's normaliser and pre-tokeniser.",
+    "tokenizers.wordpiece": "The WordPiece tokenizer and vocab.txt files.",
+    "tokenizers.byte_level": "GPT-2 and RoBERTa's byte-level BPE.",
+    "tokenizers.wordpiece_training": "Training a WordPiece vocabulary.",
+    "tokenizers.unigram": "The unigram language-model tokenizer (SentencePiece, ALBERT).",
+    "tokenizers.unigram_training": "Training a unigram vocabulary with EM.",
+    "models.bert": "BERT: configuration, embeddings, layers, the encoder and its heads.",
+    "models.convert": "Hugging Face weights to and from tinybert, and the real pretrained "
+                      "encoder.",
+    "models.attention_analysis": "What trained heads attend to: word-level attention and "
+                                 "the dependency-relation analysis.",
+    "checkpoint.files": "Model folders: config, weights and atomic saves.",
+    "checkpoint.state": "Training state (optimiser, schedule, step) saved and resumed.",
+    "checkpoint.pretrained": "The course's pretrained checkpoint, found and loaded.",
+    "pretraining.corpus": "Pretraining documents: sentences, books, articles, task text "
+                          "and segments.",
+    "pretraining.masking": "Special tokens and the masked-language-model corruption.",
+    "pretraining.examples": "Sentence pairs, pretraining examples and their batches.",
+    "pretraining.optim": "AdamW with weight-decay groups, warm-up and decay, mixed "
+                         "precision.",
+    "pretraining.loop": "The pretraining losses, loop, run folders and `pretrain_bert`.",
+    "pretraining.distributed": "Data-parallel pretraining across processes.",
+    "finetuning.features": "Encoding single sentences, pairs and tagged words as padded "
+                           "features.",
+    "finetuning.heads": "Classification, tagging and span heads on an encoder.",
+    "finetuning.loop": "The fine-tuning loop and prediction.",
+    "finetuning.tasks": "Readers for the course's tasks: Banking77, UD POS, Universal NER, "
+                        "SQuAD, poem sentiment.",
+    "finetuning.metrics": "Accuracy, entity-level F1 and SQuAD's exact match and F1.",
+    "finetuning.qa": "Extractive question answering: windows, answer spans and decoding.",
+    "finetuning.recipes": "One call per task, and the transfer ladder.",
+    "models.roberta": "RoBERTa: its embeddings, model, masked-LM head and converter.",
+    "pretraining.roberta_data": "RoBERTa's full-sentence packing and per-epoch masks.",
+    "models.distilbert": "DistilBERT: its model, masked-LM head and converter.",
+    "pretraining.distillation": "The distillation loss and a student made from its "
+                                "teacher.",
+    "models.albert": "ALBERT: factorised embeddings, shared layers, its heads.",
+    "models.convert_albert": "ALBERT's weights to and from Hugging Face.",
+    "pretraining.sentence_order": "ALBERT's sentence-order prediction pairs.",
+}

@@ -1,0 +1,134 @@
+"""Hand-written tests of the package's layout (issue 17): the map on the "How this book is
+made" page, book/tools/layout.py and the chapters' export tags agree; no import cycle inside
+tinybert; every subpackage re-exports its modules' public names."""
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from book.tools.chapters import ROOT, chapters
+from book.tools.export import MARKER, collect, public_names
+from book.tools.layout import MODULES, PACKAGES
+
+PACKAGE = ROOT / "tinybert"
+PAGE = ROOT / "book" / "how-this-book-is-made.md"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """The tinybert modules that importing ``path`` imports (imports inside functions
+    run later, and cannot make a cycle at import time)."""
+    found = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("tinybert"):
+                found.add(node.module)
+                for alias in node.names:       # from tinybert.pkg import module
+                    candidate = f"{node.module}.{alias.name}"
+                    if (PACKAGE.parent / Path(*candidate.split("."))).with_suffix(
+                            ".py").exists():
+                        found.add(candidate)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("tinybert")}
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        edges = set()
+        for target in _top_level_imports(path):
+            # importing a.b.c imports the packages a and a.b first
+            parts = target.split(".")
+            edges |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+        # a module's own packages are imported before it: not an edge of a cycle
+        ancestors = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+        graph[name] = {t for t in edges if t in modules and t != name
+                       and t not in ancestors}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    cycles, state = [], {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return cycles
+
+
+def test_no_import_cycle_in_the_package():
+    graph = _graph()
+    assert "tinybert.pretraining.loop" in graph
+    cycles = _cycles(graph)
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_layout_file_page_and_chapters_agree():
+    exported = {module: sorted({int(p.chapter.number) for p in pieces})
+                for module, pieces in collect(chapters()).items()}
+    assert set(exported) == set(MODULES), "book/tools/layout.py and the export tags"
+    page = PAGE.read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `tinybert\.([\w.]+)` \| ([\d, ]+) \|", page, re.M))
+    assert rows == {m: ", ".join(map(str, c)) for m, c in exported.items()}
+    packages = {m.rsplit(".", 1)[0] for m in MODULES if "." in m}
+    assert packages == set(PACKAGES)
+    for package in PACKAGES:
+        assert f"- `tinybert.{package}`: " in page
+
+
+def test_every_generated_module_is_on_the_map_and_says_what_it_holds():
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if not text.startswith(MARKER) or path.name == "__init__.py":
+            continue
+        module = _module_name(path).removeprefix("tinybert.")
+        assert module in MODULES, path
+        assert ast.get_docstring(ast.parse(text)).startswith(MODULES[module]), path
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_subpackages_reexport_their_modules_public_names(package):
+    pkg = importlib.import_module(f"tinybert.{package}")
+    expected = set()
+    for path in (PACKAGE / package).glob("*.py"):
+        if path.name != "__init__.py" and path.read_text().startswith(MARKER):
+            expected |= set(public_names(path.read_text(encoding="utf-8")))
+    assert set(pkg.__all__) == expected
+    for name in sorted(expected):
+        assert getattr(pkg, name) is not None
+    with pytest.raises(AttributeError, match="no attribute"):
+        pkg.no_such_name
+
+
+def test_the_public_api_reads_as_the_issue_asks():
+    from tinybert.models import BertConfig, BertModel
+    from tinybert.tokenizers import WordPieceTokenizer
+    from tinybert.tokenizers.wordpiece import WordPieceTokenizer as direct
+    assert WordPieceTokenizer is direct and BertModel.__name__ == "BertModel"
+    assert BertConfig.__module__ == "tinybert.models.bert"
