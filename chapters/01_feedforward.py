@@ -42,8 +42,9 @@
 # - the Transformer's **position-wise feed-forward block**, which the Transformer and BERT chapters
 #   import from `tinybert.blocks.feedforward`.
 #
-# **Uses.** Nothing from earlier chapters: this is the first one, and its module
-# `tinybert.blocks.feedforward` is the first of the package. Like every chapter, it takes its device,
+# **Uses.** Nothing from earlier chapters: this is the first one, and its modules
+# `tinybert.blocks.checks` (the argument checks every chapter uses) and
+# `tinybert.blocks.feedforward` are the first of the package. Like every chapter, it takes its device,
 # seeds and training budgets from the hand-written helpers in `tinybert.runtime`.
 #
 # (sec-ffn-setup)=
@@ -71,6 +72,52 @@ from tinybert.runtime import get_device, is_quick, pick, progress, seed_everythi
 
 device = get_device()
 print(f"device: {device}, quick mode: {is_quick()}")
+
+# %% [markdown]
+# (sec-ffn-checks)=
+# ### Checking arguments
+#
+# Every layer of the course checks its arguments before it builds anything, and a refusal says
+# what was expected and what was given. The three helpers for that live in their own module,
+# `tinybert.blocks.checks`, which every later chapter imports instead of writing its own:
+
+# %% tags=["export:blocks.checks"]
+from __future__ import annotations
+
+import torch
+
+
+def check_positive_int(name: str, value) -> int:
+    """``value`` if it is a positive int (a bool is not); otherwise a ValueError naming
+    ``name``, what was expected and what was given."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}: expected a positive int, got {value!r}")
+    return value
+
+
+def shape_of(x) -> str:
+    """The shape of a tensor, as a tuple; the type of anything else."""
+    return str(tuple(x.shape)) if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def describe(x) -> str:
+    """The dtype and shape of a tensor; the type of anything else."""
+    if isinstance(x, torch.Tensor):
+        return f"{x.dtype} tensor of shape {tuple(x.shape)}"
+    return type(x).__name__
+
+
+# %% tags=["export"]
+from tinybert.blocks.checks import check_positive_int   # the module just written
+
+# %%
+for bad in (0, 2.0, True, "3"):
+    try:
+        check_positive_int("d_model", bad)
+    except ValueError as error:
+        print(error)
+print(shape_of(torch.zeros(2, 3)), "|", describe(torch.zeros(2, 3)), "|", describe([1, 2]))
+assert check_positive_int("d_model", 8) == 8
 
 # %% [markdown]
 # (sec-ffn-network)=
@@ -628,12 +675,6 @@ def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
     return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
 
 
-def _require_positive_int(name: str, value) -> None:
-    """Raise a clear error unless ``value`` is a positive int (bool is not accepted as an int)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-
-
 # %% [markdown]
 # A **multilayer perceptron** (MLP) is the plain stack: `sizes = [in, hidden_1, ..., out]` gives
 # one `nn.Linear` per consecutive pair, with the same activation between layers and none after the
@@ -653,7 +694,7 @@ class MLP(nn.Module):
         if len(sizes) < 2:
             raise ValueError(f"sizes needs at least an input and an output size, got {sizes!r}")
         for i, size in enumerate(sizes):
-            _require_positive_int(f"sizes[{i}]", size)
+            check_positive_int(f"sizes[{i}]", size)
         self.sizes = sizes
         self.layers = nn.ModuleList(nn.Linear(n_in, n_out) for n_in, n_out in zip(sizes[:-1], sizes[1:]))
         self.activation = get_activation(activation)   # stateless, so one module serves every layer
@@ -914,8 +955,8 @@ class PositionwiseFeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0):
         super().__init__()
-        _require_positive_int("d_model", d_model)
-        _require_positive_int("d_ff", d_ff)
+        check_positive_int("d_model", d_model)
+        check_positive_int("d_ff", d_ff)
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
         self.d_model, self.d_ff = d_model, d_ff

@@ -41,7 +41,8 @@
 # - what attention weights on a real sentence do and do not tell you;
 # - the cost of attention, $O(n^2 d)$ in time and $O(n^2)$ in memory, measured.
 #
-# **Uses.** The softmax and `nn.Linear` of {doc}`01_feedforward`; the idea of word vectors and
+# **Uses.** The softmax and `nn.Linear` of {doc}`01_feedforward`, and its `shape_of`, which
+# names the shape of a refused input; the idea of word vectors and
 # `load_gutenberg` and `words` from `tinybert.corpus` ({doc}`02_word_vectors`). Everything this
 # chapter defines is exported to `tinybert.blocks.attention`, which the multi-head attention, Transformer
 # and BERT chapters import.
@@ -59,6 +60,8 @@ import math
 
 import torch
 import torch.nn.functional as F
+
+from tinybert.blocks.checks import shape_of
 
 # %%
 import collections
@@ -247,26 +250,22 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     return torch.softmax(scores, dim=-1).masked_fill(~alive, 0.0)   # (..., T, S)
 
 
-def _shape(x) -> str:
-    return str(tuple(x.shape)) if isinstance(x, torch.Tensor) else type(x).__name__
-
-
 def _check_attention_inputs(q, k, v, mask, dropout_p) -> tuple[int, ...]:
     """Raise ValueError unless the inputs fit together; return the scores' shape (..., T, S)."""
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, torch.Tensor) or x.dim() < 2:
-            raise ValueError(f"{name}: expected a tensor of shape (..., length, features), got {_shape(x)}")
+            raise ValueError(f"{name}: expected a tensor of shape (..., length, features), got {shape_of(x)}")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must share their last axis Dk: expected k of shape (..., S, {q.shape[-1]}) "
-                         f"for q of shape {_shape(q)}, got k of shape {_shape(k)}")
+                         f"for q of shape {shape_of(q)}, got k of shape {shape_of(k)}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same length S: expected v of shape (..., {k.shape[-2]}, Dv) "
-                         f"for k of shape {_shape(k)}, got v of shape {_shape(v)}")
+                         f"for k of shape {shape_of(k)}, got v of shape {shape_of(v)}")
     try:
         batch = tuple(torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]))
     except RuntimeError:
         raise ValueError(f"the leading (batch) axes of q, k and v must broadcast, "
-                         f"got q {_shape(q)}, k {_shape(k)}, v {_shape(v)}") from None
+                         f"got q {shape_of(q)}, k {shape_of(k)}, v {shape_of(v)}") from None
     scores_shape = (*batch, q.shape[-2], k.shape[-2])                # (..., T, S)
     if mask is not None:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
@@ -279,7 +278,7 @@ def _check_attention_inputs(q, k, v, mask, dropout_p) -> tuple[int, ...]:
             fits = False
         if not fits:
             raise ValueError(f"mask: expected a shape that broadcasts to the scores' (..., T, S) = "
-                             f"{scores_shape}, got {_shape(mask)}")
+                             f"{scores_shape}, got {shape_of(mask)}")
     if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)) or not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p: expected a probability in [0, 1), got {dropout_p!r}")
     return scores_shape
@@ -456,11 +455,11 @@ def padding_mask(lengths: torch.Tensor, S: int | None = None) -> torch.Tensor:
         raise ValueError(f"lengths: expected a tensor, got {type(lengths).__name__}")
     if lengths.dim() == 2 and lengths.dtype == torch.bool:
         if S is not None and S != lengths.shape[1]:
-            raise ValueError(f"S: expected {lengths.shape[1]} for a bool mask of shape {_shape(lengths)}, got {S}")
+            raise ValueError(f"S: expected {lengths.shape[1]} for a bool mask of shape {shape_of(lengths)}, got {S}")
         return lengths[:, None, None, :]                # (B, 1, 1, S)
     if lengths.dim() != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
         raise ValueError(f"lengths: expected an integer tensor of shape (B,) or a bool tensor of shape (B, S), "
-                         f"got {lengths.dtype} of shape {_shape(lengths)} (for a 1/0 mask use .bool())")
+                         f"got {lengths.dtype} of shape {shape_of(lengths)} (for a 1/0 mask use .bool())")
     longest = int(lengths.max()) if lengths.numel() else 0
     S = longest if S is None else S
     if (lengths.numel() and int(lengths.min()) < 0) or longest > S:

@@ -45,7 +45,8 @@
 #
 # **Uses.** From {doc}`03_attention`: `scaled_dot_product_attention` (the core of every head),
 # `fast_scaled_dot_product_attention`, `causal_mask` and `padding_mask`, and the book's
-# conventions for shapes and masks. From {doc}`01_feedforward`: `MLP` and `count_parameters`.
+# conventions for shapes and masks. From {doc}`01_feedforward`: `MLP`, `count_parameters`, and the argument checks
+# `check_positive_int` and `shape_of`.
 # Everything this chapter defines is exported to `tinybert.blocks.multihead`; the Transformer and BERT
 # chapters build their layers on its `MultiHeadAttention`.
 #
@@ -59,14 +60,15 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from tinybert.blocks.attention import (fast_scaled_dot_product_attention,
                                        scaled_dot_product_attention)
+from tinybert.blocks.checks import check_positive_int, shape_of
 
 # %%
 import matplotlib.pyplot as plt
-import torch.nn.functional as F
 from einops import rearrange
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -148,26 +150,17 @@ print(f"one ({D} x {D}) projection = {H} heads of width {Dh}, computed at once")
 # data except the final `.contiguous()`, which `view` needs after a transpose.
 
 # %% tags=["export"]
-def _shape_of(x) -> str:
-    return str(tuple(x.shape)) if isinstance(x, torch.Tensor) else type(x).__name__
-
-
-def _check_positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: expected a positive int, got {value!r}")
-
-
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     """(B, T, D) -> (B, H, T, Dh): cut the features of every position into H heads of Dh = D / H.
 
     Head h gets features h·Dh ... (h+1)·Dh - 1, the block that W_h^Q (or W_h^K, W_h^V) produced.
     """
-    _check_positive_int("n_heads", n_heads)
+    check_positive_int("n_heads", n_heads)
     if not isinstance(x, torch.Tensor) or x.dim() != 3:
-        raise ValueError(f"split_heads: expected x of shape (B, T, D), got {_shape_of(x)}")
+        raise ValueError(f"split_heads: expected x of shape (B, T, D), got {shape_of(x)}")
     B, T, D = x.shape
     if D % n_heads != 0:
-        raise ValueError(f"split_heads: the width D = {D} of x {_shape_of(x)} is not divisible by "
+        raise ValueError(f"split_heads: the width D = {D} of x {shape_of(x)} is not divisible by "
                          f"n_heads = {n_heads}")
     return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)   # (B, T, H, Dh) -> (B, H, T, Dh)
 
@@ -175,7 +168,7 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """(B, H, T, Dh) -> (B, T, D): put the heads side by side again, Concat(head_1, ..., head_H)."""
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        raise ValueError(f"merge_heads: expected x of shape (B, H, T, Dh), got {_shape_of(x)}")
+        raise ValueError(f"merge_heads: expected x of shape (B, H, T, Dh), got {shape_of(x)}")
     B, H, T, Dh = x.shape
     return x.transpose(1, 2).contiguous().view(B, T, H * Dh)      # (B, T, H, Dh) -> (B, T, D)
 
@@ -252,7 +245,10 @@ print("einops and view/transpose agree on every shape tried")
 # or a $(T, S)$ causal mask serves every head. Dropout, when asked for, acts on the attention
 # weights and only in training mode. With `fast=True` the layer calls PyTorch's fused kernel
 # instead, which computes the same output without ever forming the weights, so it returns `None`
-# for them.
+# for them; for self-attention it also projects $Q$, $K$ and $V$ with one matrix product (the
+# fused projection of {ref}`sec-mha-fused`, below). A call can choose the path itself:
+# `need_weights=True` takes the explicit path and returns the weights, `need_weights=False` the
+# fast one; the default follows `fast`.
 
 # %% tags=["export"]
 class MultiHeadAttention(nn.Module):
@@ -261,14 +257,16 @@ class MultiHeadAttention(nn.Module):
     MultiHead(x, c) = Concat(head_1, ..., head_H) W^O with head_h = Attention(x W_h^Q, c W_h^K, c W_h^V):
     self-attention when ``context`` is None (c = x), cross-attention otherwise.
     Shapes: x (B, T, D), context (B, S, D), mask bool (True = may attend) broadcastable to
-    (B, H, T, S). Returns (output (B, T, D), weights (B, H, T, S)); weights is None when fast=True.
+    (B, H, T, S). Returns (output (B, T, D), weights (B, H, T, S)); weights is None on the
+    fast path (fused kernel), which need_weights=False asks for, need_weights=True refuses,
+    and None (the default) takes when fast=True.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
                  fast: bool = False):
         super().__init__()
-        _check_positive_int("d_model", d_model)
-        _check_positive_int("n_heads", n_heads)
+        check_positive_int("d_model", d_model)
+        check_positive_int("n_heads", n_heads)
         if d_model % n_heads != 0:
             raise ValueError(f"d_model = {d_model} must be divisible by n_heads = {n_heads}: "
                              f"each head gets Dh = d_model / n_heads features")
@@ -283,27 +281,43 @@ class MultiHeadAttention(nn.Module):
         self.output = nn.Linear(d_model, d_model, bias=bias)     # W^O mixes the concatenated heads
 
     def forward(self, x: torch.Tensor, context: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        context = x if context is None else context
-        self._check_inputs(x, context)
-        q = split_heads(self.query(x), self.n_heads)             # (B, T, D) -> (B, H, T, Dh)
-        k = split_heads(self.key(context), self.n_heads)         # (B, S, D) -> (B, H, S, Dh)
-        v = split_heads(self.value(context), self.n_heads)       # (B, S, D) -> (B, H, S, Dh)
-        attend = fast_scaled_dot_product_attention if self.fast else scaled_dot_product_attention
+                mask: torch.Tensor | None = None, need_weights: bool | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        explicit = not self.fast if need_weights is None else bool(need_weights)
+        c = x if context is None else context
+        self._check_inputs(x, c)
+        if context is None and not explicit:                     # one product for Q, K, V
+            q, k, v = self._fused_qkv(x)                         # 3 x (B, H, T, Dh)
+        else:
+            q = split_heads(self.query(x), self.n_heads)         # (B, T, D) -> (B, H, T, Dh)
+            k = split_heads(self.key(c), self.n_heads)           # (B, S, D) -> (B, H, S, Dh)
+            v = split_heads(self.value(c), self.n_heads)         # (B, S, D) -> (B, H, S, Dh)
+        attend = scaled_dot_product_attention if explicit else fast_scaled_dot_product_attention
         dropout_p = self.dropout if self.training else 0.0
-        heads, weights = attend(q, k, v, mask=mask, dropout_p=dropout_p)   # (B, H, T, Dh), (B, H, T, S)
+        heads, weights = attend(q, k, v, mask=mask, dropout_p=dropout_p)   # (B, H, T, Dh)
         return self.output(merge_heads(heads)), weights          # (B, H, T, Dh) -> (B, T, D)
+
+    def _fused_qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Q, K and V of self-attention from one product with the stacked (3D, D) weight."""
+        B, T, _ = x.shape
+        weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])  # (3D, D)
+        bias = None
+        if self.query.bias is not None:
+            bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])      # (3D,)
+        qkv = F.linear(x, weight, bias)                                  # (B, T, 3D)
+        qkv = qkv.view(B, T, 3, self.n_heads, self.d_head)               # (B, T, 3, H, Dh)
+        return tuple(qkv.permute(2, 0, 3, 1, 4))                         # 3 x (B, H, T, Dh)
 
     def _check_inputs(self, x, context) -> None:
         """Raise ValueError unless x is (B, T, D) and context (B, S, D); attention checks the mask."""
         D = self.d_model
         if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != D:
-            raise ValueError(f"x: expected shape (B, T, d_model={D}), got {_shape_of(x)}")
+            raise ValueError(f"x: expected shape (B, T, d_model={D}), got {shape_of(x)}")
         if not isinstance(context, torch.Tensor) or context.dim() != 3 or context.shape[-1] != D:
-            raise ValueError(f"context: expected shape (B, S, d_model={D}), got {_shape_of(context)}")
+            raise ValueError(f"context: expected shape (B, S, d_model={D}), got {shape_of(context)}")
         if context.shape[0] != x.shape[0]:
-            raise ValueError(f"context: expected shape (B={x.shape[0]}, S, {D}) to match x {_shape_of(x)}, "
-                             f"got {_shape_of(context)}")
+            raise ValueError(f"context: expected shape (B={x.shape[0]}, S, {D}) to match x {shape_of(x)}, "
+                             f"got {shape_of(context)}")
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, n_heads={self.n_heads}, dropout={self.dropout}, fast={self.fast}"
@@ -335,11 +349,13 @@ scores = q @ k.transpose(-2, -1) / (D // H) ** 0.5             # (B, H, T, T)
 by_hand = merge_heads(scores.softmax(-1) @ v) @ mha.output.weight.T + mha.output.bias   # (B, T, D)
 assert torch.allclose(by_hand, out, atol=1e-6)
 
-mha.fast = True
-out_fast, no_weights = mha(x)
-mha.fast = False
-print(f"fast path: weights {no_weights}, max |fast - explicit| = {(out_fast - out).abs().max().item():.1e}")
+out_fast, no_weights = mha(x, need_weights=False)              # fused Q, K, V + kernel
+print(f"fast path: weights {no_weights}, "
+      f"max |fast - explicit| = {(out_fast - out).abs().max().item():.1e}")
 assert no_weights is None and torch.allclose(out_fast, out, atol=1e-6)
+mha.fast = True                                                 # the default path changes
+assert mha(x)[1] is None and mha(x, need_weights=True)[1].shape == (B, H, T, T)
+mha.fast = False
 
 # %% [markdown]
 # Inputs that do not fit are refused with a message naming the expected and the given shapes:

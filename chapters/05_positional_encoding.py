@@ -47,7 +47,8 @@
 #
 # **Uses.** From {doc}`03_attention`: `masked_softmax`, `scaled_dot_product_attention` and
 # `causal_mask`. From {doc}`04_multihead_attention`: `MultiHeadAttention`, `split_heads` and
-# `merge_heads`. From {doc}`01_feedforward`: `count_parameters`. Everything this chapter defines
+# `merge_heads`. From {doc}`01_feedforward`: `count_parameters` and
+# `check_positive_int`. Everything this chapter defines
 # for later use is exported to `tinybert.blocks.positional`; the Transformer chapter adds its
 # `SinusoidalPositionalEncoding` to the token embeddings, and BERT uses its
 # `LearnedPositionalEmbedding`.
@@ -65,6 +66,8 @@ import math
 
 import torch
 from torch import nn
+
+from tinybert.blocks.checks import check_positive_int
 
 # %%
 import matplotlib.pyplot as plt
@@ -189,11 +192,6 @@ print(f"permutation {order.tolist()}: self-attention only permutes its output; w
 # large positions.
 
 # %% tags=["export"]
-def _check_size(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: expected a positive int, got {value!r}")
-
-
 def _check_length(T: int, max_len: int) -> None:
     if T > max_len:
         raise ValueError(f"got a sequence of length T = {T} but this model was built for at most "
@@ -214,8 +212,8 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
     point on a circle that turns by ω_i radians per position. Computed in float64 (so that far
     positions keep their accuracy) and returned as float32.
     """
-    _check_size("max_len", max_len)
-    _check_size("d_model", d_model)
+    check_positive_int("max_len", max_len)
+    check_positive_int("d_model", d_model)
     if d_model % 2 != 0:
         raise ValueError(f"d_model: expected an even number (features come in sin/cos pairs), got {d_model}")
     position = torch.arange(max_len, dtype=torch.float64)[:, None]          # (max_len, 1)
@@ -383,8 +381,8 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, max_len: int, d_model: int):
         super().__init__()
-        _check_size("max_len", max_len)
-        _check_size("d_model", d_model)
+        check_positive_int("max_len", max_len)
+        check_positive_int("d_model", d_model)
         self.max_len, self.d_model = max_len, d_model
         self.embedding = nn.Embedding(max_len, d_model)        # row t = the vector of position t
         nn.init.normal_(self.embedding.weight, std=0.02)       # BERT's initialiser range
@@ -461,8 +459,8 @@ def relative_positions(T: int, S: int | None = None, device=None) -> torch.Tenso
     distance is s - (t + S - T) and the last query sits at distance 0 from the last key.
     """
     S = T if S is None else S
-    _check_size("T", T)
-    _check_size("S", S)
+    check_positive_int("T", T)
+    check_positive_int("S", S)
     t = torch.arange(T, device=device)[:, None] + (S - T)    # (T, 1) query positions
     s = torch.arange(S, device=device)[None, :]              # (1, S) key positions
     return s - t                                             # (T, S) negative = key to the left
@@ -479,8 +477,8 @@ class RelativePositionBias(nn.Module):
 
     def __init__(self, n_heads: int, max_distance: int):
         super().__init__()
-        _check_size("n_heads", n_heads)
-        _check_size("max_distance", max_distance)
+        check_positive_int("n_heads", n_heads)
+        check_positive_int("max_distance", max_distance)
         self.n_heads, self.max_distance = n_heads, max_distance
         self.bias = nn.Embedding(2 * max_distance + 1, n_heads)   # row = distance + max_distance
         nn.init.zeros_(self.bias.weight)
@@ -651,7 +649,7 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, d_head: int, base: float = 10000.0):
         super().__init__()
-        _check_size("d_head", d_head)
+        check_positive_int("d_head", d_head)
         if d_head % 2 != 0:
             raise ValueError(f"d_head: expected an even number (features are rotated in pairs), got {d_head}")
         if isinstance(base, bool) or not isinstance(base, (int, float)) or base <= 1:

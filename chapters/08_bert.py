@@ -54,9 +54,10 @@
 #   the slides' sentences, and Clark et al.'s test of every head against the dependency
 #   relations of a treebank, beside a fixed-offset baseline.
 #
-# **Uses.** From {doc}`04_multihead_attention`: `MultiHeadAttention` and `merge_heads`. From
-# {doc}`03_attention`: `fast_scaled_dot_product_attention` and `padding_mask`. From
-# {doc}`01_feedforward`: `PositionwiseFeedForward`, `get_activation` and `count_parameters`. From
+# **Uses.** From {doc}`04_multihead_attention`: `MultiHeadAttention`, with its explicit and
+# fast paths. From {doc}`03_attention`: `padding_mask`. From
+# {doc}`01_feedforward`: `PositionwiseFeedForward`, `get_activation`, `count_parameters` and
+# `describe`, which names what a refused input was. From
 # {doc}`06_transformer`: the design of the post-LN layer, and its `LayerNorm`, which we check
 # against PyTorch's.
 # From {doc}`07_tokenization`: `WordPieceTokenizer` and its `SPECIAL_TOKENS`. From `tinybert.data`:
@@ -75,14 +76,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.blocks.attention import fast_scaled_dot_product_attention, padding_mask
+from tinybert.blocks.attention import padding_mask
+from tinybert.blocks.checks import describe
 from tinybert.blocks.feedforward import PositionwiseFeedForward, get_activation
-from tinybert.blocks.multihead import MultiHeadAttention, merge_heads
+from tinybert.blocks.multihead import MultiHeadAttention
 
 # %%
 import json
@@ -409,32 +412,34 @@ class BertLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         D = config.d_model
-        self.fast, self.norm_first = config.fast, config.norm_first
-        # chapter 4's explicit path, which returns the weights; the fast path below,
-        # fused_self_attention, reads the same parameters
-        self.attention = MultiHeadAttention(D, config.n_heads,
+        self.norm_first = config.norm_first
+        # chapter 4's layer, with both paths: explicit (weights) and fast (fused kernel)
+        self.attention = MultiHeadAttention(D, config.n_heads, fast=config.fast,
                                             dropout=config.attention_dropout)
         self.attention_norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
         self.feed_forward = PositionwiseFeedForward(D, config.d_ff, activation=config.activation)
         self.feed_forward_norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)                 # residual dropout on each sub-layer's output
 
-    def self_attention(self, x: torch.Tensor, mask: torch.Tensor | None,
-                       need_weights: bool = False
-                       ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        if self.fast and not need_weights:                    # (B, T, D), no weights
-            return fused_self_attention(self.attention, x, mask), None
-        return self.attention(x, mask=mask)                   # (B, T, D), (B, H, T, T)
+    @property
+    def fast(self) -> bool:
+        return self.attention.fast
+
+    @fast.setter
+    def fast(self, value: bool) -> None:
+        self.attention.fast = bool(value)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 output_attentions: bool = False):
+        # weights only when asked for; otherwise the path that config.fast chose
+        attend = partial(self.attention, mask=mask,
+                         need_weights=True if output_attentions else None)
         if self.norm_first:                                   # pre-LN: norm, then add
-            h, weights = self.self_attention(self.attention_norm(x), mask,
-                                             output_attentions)
+            h, weights = attend(self.attention_norm(x))
             x = x + self.dropout(h)
             x = x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
         else:                                                 # post-LN: add, then norm
-            h, weights = self.self_attention(x, mask, output_attentions)
+            h, weights = attend(x)
             x = self.attention_norm(x + self.dropout(h))
             x = self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))
         return (x, weights) if output_attentions else x
@@ -478,36 +483,15 @@ def _tuple_or_none(items: list | None) -> tuple | None:
 #
 # With `fast=False` a layer runs exactly the code of chapters 3 and 4: three projections, the
 # explicit softmax of `scaled_dot_product_attention` with its attention weights. With
-# `fast=True` (the default) it makes two changes that leave the function unchanged. It projects
-# $Q$, $K$ and $V$ with **one** matrix product, concatenating the three $D \times D$ weight
-# matrices into one $D \times 3D$ matrix (the fused layout that chapter 4 found in
-# `nn.MultiheadAttention`), and it calls PyTorch's `scaled_dot_product_attention` kernel through
-# chapter 3's `fast_scaled_dot_product_attention`. The weights stay three separate `nn.Linear`
-# layers, so both paths read the same parameters and the same checkpoints.
-
-# %% tags=["export"]
-def fused_self_attention(attention: MultiHeadAttention, x: torch.Tensor,
-                         mask: torch.Tensor | None = None) -> torch.Tensor:
-    """attention(x, mask=mask)[0] with one (D, 3D) matmul for Q, K and V and the SDPA kernel.
-
-    The fast path of BertLayer: the same weights and the same function as MultiHeadAttention's
-    forward (a test checks that they agree), but one large matrix product instead of three, and no
-    attention weights are returned. benchmarks/bench_bert.py measures what it gains.
-    """
-    B, T, D = x.shape
-    H, Dh = attention.n_heads, attention.d_head
-    weight = torch.cat([attention.query.weight, attention.key.weight, attention.value.weight])   # (3D, D)
-    bias = None
-    if attention.query.bias is not None:
-        bias = torch.cat([attention.query.bias, attention.key.bias, attention.value.bias])       # (3D,)
-    qkv = F.linear(x, weight, bias)                                       # (B, T, 3D)
-    q, k, v = qkv.view(B, T, 3, H, Dh).permute(2, 0, 3, 1, 4)              # 3 × (B, H, T, Dh)
-    dropout_p = attention.dropout if attention.training else 0.0
-    heads, _ = fast_scaled_dot_product_attention(q, k, v, mask=mask, dropout_p=dropout_p)      # (B, H, T, Dh)
-    return attention.output(merge_heads(heads))                           # (B, T, D)
-
-
-# %% [markdown]
+# `fast=True` (the default) it takes chapter 4's fast path, two changes that leave the function
+# unchanged: $Q$, $K$ and $V$ come from **one** matrix product, the three $D \times D$ weight
+# matrices concatenated into one $D \times 3D$ matrix (the fused layout that chapter 4 found in
+# `nn.MultiheadAttention`), and attention runs in PyTorch's `scaled_dot_product_attention` kernel
+# through chapter 3's `fast_scaled_dot_product_attention`. The weights stay three separate
+# `nn.Linear` layers, so both paths read the same parameters and the same checkpoints; asking for
+# the attention weights (`output_attentions=True`) takes the explicit path whatever `fast` says.
+# `benchmarks/bench_bert.py` measures what the fast path gains.
+#
 # The two paths on the same layer, with a padding mask:
 
 # %%
@@ -538,20 +522,16 @@ assert fast_error < 1e-5
 # vocabulary, segment ids outside the segment table, sequences longer than the position table.
 
 # %% tags=["export"]
-def _describe(x) -> str:
-    return f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
-
-
 def _check_ids(name: str, ids, shape: tuple[int, ...] | None, upper: int, why: str) -> None:
     """Raise ValueError unless ``ids`` is an integer tensor (of ``shape``) with values in [0, upper)."""
     if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.long, torch.int32):
         raise ValueError(f"{name}: expected an integer tensor (torch.long or "
                          f"torch.int32, what an embedding table takes), "
-                         f"got {_describe(ids)}")
+                         f"got {describe(ids)}")
     if shape is None and ids.dim() != 2:
-        raise ValueError(f"{name}: expected shape (B, T), got {_describe(ids)}")
+        raise ValueError(f"{name}: expected shape (B, T), got {describe(ids)}")
     if shape is not None and tuple(ids.shape) != shape:
-        raise ValueError(f"{name}: expected shape {shape} like input_ids, got {_describe(ids)}")
+        raise ValueError(f"{name}: expected shape {shape} like input_ids, got {describe(ids)}")
     if ids.numel():
         low, high = (int(v) for v in torch.aminmax(ids))              # one pass over the ids
         if low < 0 or high >= upper:
@@ -566,7 +546,7 @@ def bert_attention_mask(attention_mask, shape: tuple[int, int]) -> torch.Tensor 
     if attention_mask is None:
         return None
     if not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != shape:
-        raise ValueError(f"attention_mask: expected shape {shape} like input_ids, got {_describe(attention_mask)}")
+        raise ValueError(f"attention_mask: expected shape {shape} like input_ids, got {describe(attention_mask)}")
     if attention_mask.dtype == torch.bool:
         no_padding = bool(attention_mask.all())
     else:
@@ -574,7 +554,7 @@ def bert_attention_mask(attention_mask, shape: tuple[int, int]) -> torch.Tensor 
         low, high = (int(v) for v in torch.aminmax(attention_mask)) if integer and attention_mask.numel() else (1, 1)
         if not integer or low < 0 or high > 1:
             raise ValueError(f"attention_mask: expected bool or 0/1 integers (1 = real token), "
-                             f"got {_describe(attention_mask)}")
+                             f"got {describe(attention_mask)}")
         no_padding, attention_mask = low == 1, attention_mask == 1
     return None if no_padding else padding_mask(attention_mask)     # (B, 1, 1, T)
 
@@ -752,9 +732,9 @@ class BertMLMHead(nn.Module):
 # %% tags=["export"]
 def _check_labels(name: str, labels, shape: tuple[int, ...], n_classes: int) -> None:
     if not isinstance(labels, torch.Tensor) or labels.dtype == torch.bool or labels.is_floating_point():
-        raise ValueError(f"{name}: expected an integer tensor, got {_describe(labels)}")
+        raise ValueError(f"{name}: expected an integer tensor, got {describe(labels)}")
     if tuple(labels.shape) != shape:
-        raise ValueError(f"{name}: expected shape {shape}, got {_describe(labels)}")
+        raise ValueError(f"{name}: expected shape {shape}, got {describe(labels)}")
     bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= n_classes))
     if bool(bad.any()):
         raise ValueError(f"{name}: expected values in [0, {n_classes}) or {IGNORE_INDEX} (ignored), "

@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 
 from tinybert.blocks.feedforward import count_parameters
-from tinybert.models.bert import (BERT_PRESETS, BertConfig, BertForMaskedLM, BertForPreTraining, BertModel,
-                                  fused_self_attention)
+from tinybert.models.bert import (BERT_PRESETS, BertConfig, BertForMaskedLM,
+                                  BertForPreTraining, BertLayer, BertModel)
 from tinybert.blocks.multihead import MultiHeadAttention
 
 B, T = 13, 7
@@ -202,16 +202,34 @@ def test_fast_path_equals_teaching_path():
     assert torch.allclose(a.nsp_logits, b.nsp_logits, atol=1e-5)
 
 
-def test_fused_self_attention_equals_multihead_attention():
+def test_the_fast_path_of_multihead_attention_equals_the_explicit_one():
+    """Chapter 4's fast path (one fused Q/K/V product, the SDPA kernel) is BERT's."""
     torch.manual_seed(3)
-    mha = randomize(MultiHeadAttention(32, 4)).eval()
     x = torch.randn(B, T, 32)
     mask = torch.rand(B, 1, T, T) < 0.7
     mask[..., 0] = True
-    assert torch.allclose(fused_self_attention(mha, x, mask), mha(x, mask=mask)[0], atol=1e-5)
-    assert torch.allclose(fused_self_attention(mha, x), mha(x)[0], atol=1e-5)
-    no_bias = MultiHeadAttention(32, 4, bias=False).eval()
-    assert torch.allclose(fused_self_attention(no_bias, x), no_bias(x)[0], atol=1e-5)
+    for bias in (True, False):
+        mha = randomize(MultiHeadAttention(32, 4, bias=bias)).eval()
+        for m in (mask, None):
+            explicit, weights = mha(x, mask=m)
+            fast, none = mha(x, mask=m, need_weights=False)
+            assert weights.shape == (B, 4, T, T) and none is None
+            assert torch.allclose(fast, explicit, atol=1e-5)
+    mha.fast = True
+    assert mha(x)[1] is None and mha(x, need_weights=True)[1] is not None
+    context = torch.randn(B, 5, 32)                      # cross-attention: no fused product
+    assert torch.allclose(mha(x, context)[0], mha(x, context, need_weights=True)[0],
+                          atol=1e-5)
+
+
+def test_bert_layer_fast_is_its_attention_setting():
+    layer = BertLayer(BertConfig(**TINY))
+    assert layer.fast and layer.attention.fast
+    layer.fast = False
+    assert not layer.attention.fast
+    x = torch.randn(B, T, 32)
+    out, weights = layer.eval()(x, output_attentions=True)
+    assert weights.shape == (B, 4, T, T) and out.shape == x.shape
 
 
 def test_fast_path_gradients_equal_teaching_path():

@@ -25,6 +25,8 @@ PACKAGES = {
 }
 
 MODULES = {
+    "blocks.checks": "Argument checks and the description of a refused input, used by "
+                     "every chapter.",
     "blocks.feedforward": "Activations, the multilayer perceptron and the position-wise "
                           "feed-forward block.",
     "corpus": "The course's books (Project Gutenberg) as text, words and a vocabulary.",

@@ -30,7 +30,9 @@ _MODULES = {
     'TransformerEmbedding': 'transformer',
     'beam_search': 'decoding',
     'causal_mask': 'attention',
+    'check_positive_int': 'checks',
     'count_parameters': 'feedforward',
+    'describe': 'checks',
     'fast_scaled_dot_product_attention': 'attention',
     'gelu_exact': 'feedforward',
     'gelu_sigmoid': 'feedforward',
@@ -45,6 +47,7 @@ _MODULES = {
     'padding_mask': 'attention',
     'relative_positions': 'positional',
     'scaled_dot_product_attention': 'attention',
+    'shape_of': 'checks',
     'sinusoidal_encoding': 'positional',
     'split_heads': 'multihead',
     'transformer_lr': 'schedules',
@@ -55,13 +58,13 @@ __all__ = ['BeamSearchOutput', 'Decoder', 'DecoderLayer', 'DecoderOnlyLM', 'Enco
            'MultiHeadAttention', 'PRESETS', 'PositionwiseFeedForward',
            'RelativePositionBias', 'RotaryEmbedding', 'Seq2SeqOutput',
            'SinusoidalPositionalEncoding', 'Transformer', 'TransformerConfig',
-           'TransformerEmbedding', 'beam_search', 'causal_mask', 'count_parameters',
-           'fast_scaled_dot_product_attention', 'gelu_exact', 'gelu_sigmoid',
-           'gelu_tanh', 'generate', 'get_activation', 'greedy_decode',
-           'init_transformer_weights', 'label_smoothed_cross_entropy', 'masked_softmax',
-           'merge_heads', 'padding_mask', 'relative_positions',
-           'scaled_dot_product_attention', 'sinusoidal_encoding', 'split_heads',
-           'transformer_lr', 'warmup_inverse_sqrt']
+           'TransformerEmbedding', 'beam_search', 'causal_mask', 'check_positive_int',
+           'count_parameters', 'describe', 'fast_scaled_dot_product_attention',
+           'gelu_exact', 'gelu_sigmoid', 'gelu_tanh', 'generate', 'get_activation',
+           'greedy_decode', 'init_transformer_weights', 'label_smoothed_cross_entropy',
+           'masked_softmax', 'merge_heads', 'padding_mask', 'relative_positions',
+           'scaled_dot_product_attention', 'shape_of', 'sinusoidal_encoding',
+           'split_heads', 'transformer_lr', 'warmup_inverse_sqrt']
 
 
 def __getattr__(name: str):

@@ -17,6 +17,9 @@ import torch
 from torch import nn
 
 
+from tinybert.blocks.checks import check_positive_int   # the module just written
+
+
 # Built in chapter 1, section "Three ways to write GELU":
 # chapters/01_feedforward.html#three-ways-to-write-gelu
 def gelu_exact(x: torch.Tensor) -> torch.Tensor:
@@ -67,14 +70,6 @@ def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
 
 # Built in chapter 1, section "Counting parameters and stacking layers":
 # chapters/01_feedforward.html#counting-parameters-and-stacking-layers
-def _require_positive_int(name: str, value) -> None:
-    """Raise a clear error unless ``value`` is a positive int (bool is not accepted as an int)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-
-
-# Built in chapter 1, section "Counting parameters and stacking layers":
-# chapters/01_feedforward.html#counting-parameters-and-stacking-layers
 class MLP(nn.Module):
     """A stack of Linear layers with one activation between them: MLP([2, 16, 16, 1]).
 
@@ -88,7 +83,7 @@ class MLP(nn.Module):
         if len(sizes) < 2:
             raise ValueError(f"sizes needs at least an input and an output size, got {sizes!r}")
         for i, size in enumerate(sizes):
-            _require_positive_int(f"sizes[{i}]", size)
+            check_positive_int(f"sizes[{i}]", size)
         self.sizes = sizes
         self.layers = nn.ModuleList(nn.Linear(n_in, n_out) for n_in, n_out in zip(sizes[:-1], sizes[1:]))
         self.activation = get_activation(activation)   # stateless, so one module serves every layer
@@ -112,8 +107,8 @@ class PositionwiseFeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0):
         super().__init__()
-        _require_positive_int("d_model", d_model)
-        _require_positive_int("d_ff", d_ff)
+        check_positive_int("d_model", d_model)
+        check_positive_int("d_ff", d_ff)
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
         self.d_model, self.d_ff = d_model, d_ff

@@ -58,7 +58,6 @@ _MODULES = {
     'distilbert_weight_names': 'distilbert',
     'encode_words': 'attention_analysis',
     'from_hf': 'convert',
-    'fused_self_attention': 'bert',
     'head_predictions': 'attention_analysis',
     'init_bert_weights': 'bert',
     'load_hf_bert': 'convert',
@@ -90,12 +89,12 @@ __all__ = ['ALBERT_PRESETS', 'AlbertConfig', 'AlbertEmbeddings', 'AlbertEncoder'
            'bert_config_from_hf', 'bert_config_to_hf', 'bert_encoder_names',
            'bert_weight_names', 'best_on_one_half', 'count_correct',
            'distilbert_config_from_hf', 'distilbert_config_to_hf',
-           'distilbert_weight_names', 'encode_words', 'from_hf', 'fused_self_attention',
-           'head_predictions', 'init_bert_weights', 'load_hf_bert', 'load_minilm',
-           'load_renamed', 'masked_lm_logits_and_loss', 'offset_predictions',
-           'read_dependency_trees', 'register', 'roberta_config_from_hf',
-           'roberta_config_to_hf', 'roberta_position_ids', 'roberta_weight_names',
-           'syntax_counts', 'to_hf', 'word_attention']
+           'distilbert_weight_names', 'encode_words', 'from_hf', 'head_predictions',
+           'init_bert_weights', 'load_hf_bert', 'load_minilm', 'load_renamed',
+           'masked_lm_logits_and_loss', 'offset_predictions', 'read_dependency_trees',
+           'register', 'roberta_config_from_hf', 'roberta_config_to_hf',
+           'roberta_position_ids', 'roberta_weight_names', 'syntax_counts', 'to_hf',
+           'word_attention']
 
 
 def __getattr__(name: str):
