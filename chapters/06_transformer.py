@@ -526,7 +526,7 @@ PRESETS = {   # Table 3 of Vaswani et al. (2017)
 # calls them separately: the source is encoded once, the decoder runs once per new token.
 
 # %% tags=["export"]
-def _check_tokens(name: str, tokens, vocab_size: int) -> None:
+def check_tokens(name: str, tokens, vocab_size: int) -> None:
     """Raise ValueError unless tokens is an integer (B, T) tensor of ids in [0, vocab_size)."""
     if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype.is_floating_point \
             or tokens.dtype == torch.bool or tokens.numel() == 0:
@@ -566,12 +566,12 @@ class Transformer(nn.Module):
         return None if self.config.pad_id is None else (src != self.config.pad_id)[:, None, None, :]
 
     def encode(self, src: torch.Tensor) -> torch.Tensor:
-        _check_tokens("src", src, self.config.vocab_size)
+        check_tokens("src", src, self.config.vocab_size)
         return self.encoder(self.embed(src), self.source_mask(src))    # (B, S, D)
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None) -> torch.Tensor:
         """Logits (B, T, V) of the next token after each prefix of tgt (B, T)."""
-        _check_tokens("tgt", tgt, self.config.vocab_size)
+        check_tokens("tgt", tgt, self.config.vocab_size)
         self_mask = causal_mask(tgt.shape[1], device=tgt.device)       # (T, T)
         if self.config.pad_id is not None:
             self_mask = self_mask & (tgt != self.config.pad_id)[:, None, None, :]   # (B, 1, T, T)
@@ -1471,7 +1471,7 @@ from torch import nn
 
 from tinybert.blocks.attention import causal_mask
 from tinybert.blocks.transformer import (TransformerConfig, TransformerEmbedding,
-                                         _check_tokens, init_transformer_weights)
+                                         check_tokens, init_transformer_weights)
 from tinybert.blocks.transformer_layers import EncoderLayer, LayerNorm
 
 
@@ -1502,7 +1502,7 @@ class DecoderOnlyLM(nn.Module):
         self.output.weight = self.embed.tokens.weight                    # tied, as in GPT-2
 
     def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None) -> LMOutput:
-        _check_tokens("tokens", tokens, self.config.vocab_size)
+        check_tokens("tokens", tokens, self.config.vocab_size)
         mask = causal_mask(tokens.shape[1], device=tokens.device)        # (T, T) no peeking ahead
         x = self.embed(tokens)                                           # (B, T, D)
         for layer in self.layers:

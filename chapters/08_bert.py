@@ -470,10 +470,10 @@ class BertEncoder(nn.Module):
                 x = self.final_norm(x)
             if hidden_states is not None:
                 hidden_states.append(x)
-        return x, _tuple_or_none(hidden_states), _tuple_or_none(attentions)
+        return x, tuple_or_none(hidden_states), tuple_or_none(attentions)
 
 
-def _tuple_or_none(items: list | None) -> tuple | None:
+def tuple_or_none(items: list | None) -> tuple | None:
     return None if items is None else tuple(items)
 
 
@@ -730,7 +730,7 @@ class BertMLMHead(nn.Module):
 # Hugging Face's, which scores every position).
 
 # %% tags=["export"]
-def _check_labels(name: str, labels, shape: tuple[int, ...], n_classes: int) -> None:
+def check_labels(name: str, labels, shape: tuple[int, ...], n_classes: int) -> None:
     if not isinstance(labels, torch.Tensor) or labels.dtype == torch.bool or labels.is_floating_point():
         raise ValueError(f"{name}: expected an integer tensor, got {describe(labels)}")
     if tuple(labels.shape) != shape:
@@ -749,7 +749,7 @@ def masked_lm_logits_and_loss(head: BertMLMHead, hidden: torch.Tensor, labels: t
     """
     if labels is None:
         return head(hidden), None                            # (B, T, V)
-    _check_labels("labels", labels, tuple(hidden.shape[:2]), vocab_size)
+    check_labels("labels", labels, tuple(hidden.shape[:2]), vocab_size)
     selected = labels != IGNORE_INDEX                        # (B, T)
     logits = head(hidden[selected])                          # (N, D) -> (N, V)
     if logits.shape[0] == 0:                     # nothing to predict: a loss of 0,
@@ -867,7 +867,7 @@ class BertForPreTraining(nn.Module):
         nsp_logits = self.nsp_head(out.pooler_output)                      # (B, 2)
         nsp_loss = None
         if nsp_labels is not None:
-            _check_labels("nsp_labels", nsp_labels, (input_ids.shape[0],), 2)
+            check_labels("nsp_labels", nsp_labels, (input_ids.shape[0],), 2)
             nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
         losses = [loss for loss in (mlm_loss, nsp_loss) if loss is not None]
         return PreTrainingOutput(loss=sum(losses) if losses else None, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
@@ -1053,9 +1053,9 @@ def load_renamed(target: nn.Module, source: dict[str, torch.Tensor], names: dict
 # classes under Hugging Face's class names (which are the same as ours).
 
 # %% tags=["export:models.convert"]
-_ACTIVATIONS_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu", "tanh": "tanh",
+ACTIVATIONS_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu", "tanh": "tanh",
                       "sigmoid": "sigmoid"}
-_ACTIVATIONS_FROM_HF = {**{hf: ours for ours, hf in _ACTIVATIONS_TO_HF.items()}, "gelu_new": "gelu_tanh"}
+ACTIVATIONS_FROM_HF = {**{hf: ours for ours, hf in ACTIVATIONS_TO_HF.items()}, "gelu_new": "gelu_tanh"}
 
 
 def bert_config_from_hf(hf_config) -> BertConfig:
@@ -1064,22 +1064,22 @@ def bert_config_from_hf(hf_config) -> BertConfig:
         raise ValueError(f"only absolute (learned) positions are supported, got {hf_config.position_embedding_type!r}")
     if getattr(hf_config, "is_decoder", False):
         raise ValueError("BERT here is an encoder; got a config with is_decoder=True")
-    if hf_config.hidden_act not in _ACTIVATIONS_FROM_HF:
-        raise ValueError(f"unsupported hidden_act {hf_config.hidden_act!r}; supported: {sorted(_ACTIVATIONS_FROM_HF)}")
+    if hf_config.hidden_act not in ACTIVATIONS_FROM_HF:
+        raise ValueError(f"unsupported hidden_act {hf_config.hidden_act!r}; supported: {sorted(ACTIVATIONS_FROM_HF)}")
     return BertConfig(
         vocab_size=hf_config.vocab_size, d_model=hf_config.hidden_size, n_layers=hf_config.num_hidden_layers,
         n_heads=hf_config.num_attention_heads, d_ff=hf_config.intermediate_size,
         max_len=hf_config.max_position_embeddings, type_vocab_size=hf_config.type_vocab_size,
         dropout=hf_config.hidden_dropout_prob, attention_dropout=hf_config.attention_probs_dropout_prob,
         layer_norm_eps=hf_config.layer_norm_eps, initializer_range=hf_config.initializer_range,
-        pad_token_id=hf_config.pad_token_id or 0, activation=_ACTIVATIONS_FROM_HF[hf_config.hidden_act])
+        pad_token_id=hf_config.pad_token_id or 0, activation=ACTIVATIONS_FROM_HF[hf_config.hidden_act])
 
 
 def bert_config_to_hf(config: BertConfig):
     """Our BertConfig -> transformers.BertConfig."""
     import transformers
 
-    if config.activation not in _ACTIVATIONS_TO_HF:
+    if config.activation not in ACTIVATIONS_TO_HF:
         raise ValueError(f"Hugging Face's BERT has no activation {config.activation!r}")
     if config.norm_first:
         raise ValueError("Hugging Face's BERT has post-LN layers only; this model has "
@@ -1090,7 +1090,7 @@ def bert_config_to_hf(config: BertConfig):
         max_position_embeddings=config.max_len, type_vocab_size=config.type_vocab_size,
         hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.attention_dropout,
         layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
-        pad_token_id=config.pad_token_id, hidden_act=_ACTIVATIONS_TO_HF[config.activation])
+        pad_token_id=config.pad_token_id, hidden_act=ACTIVATIONS_TO_HF[config.activation])
 
 
 def bert_encoder_names(n_layers: int, ours: str = "", theirs: str = "", pooler: bool = True) -> dict[str, str]:
@@ -1535,7 +1535,7 @@ def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     return tensors
 
 
-def _write_atomically(path: Path, write: Callable[[str], None]) -> None:
+def write_atomically(path: Path, write: Callable[[str], None]) -> None:
     """write(temporary path) next to ``path``, flush it to disk, then rename it over ``path`` in one step."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
@@ -1645,7 +1645,7 @@ def save_files(directory: str | Path,
 
 
 # %% tags=["export:checkpoint.files"]
-def _model_files(model: nn.Module) -> tuple[str, dict[str, Callable[[Path], None]]]:
+def model_files(model: nn.Module) -> tuple[str, dict[str, Callable[[Path], None]]]:
     """The save_id and the writers of model.safetensors and config.json (save_model)."""
     from safetensors.torch import save_file
 
@@ -1670,7 +1670,7 @@ def save_model(model: nn.Module, directory: str | Path) -> Path:
     save_id is stored in the safetensors header, so that load_model notices a pair of
     files from two saves.
     """
-    _, writers = _model_files(model)
+    _, writers = model_files(model)
     return save_files(directory, writers)
 
 

@@ -49,7 +49,8 @@
 #   for masked words.
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertForPreTraining`, `IGNORE_INDEX`, and
-# `save_model`/`load_model`/`save_files`/`saved_file` from `tinybert.checkpoint.files`. From {doc}`07_tokenization`:
+# `save_model`/`load_model`/`save_files`/`saved_file`, with `model_files` and
+# `write_atomically`, from `tinybert.checkpoint.files`. From {doc}`07_tokenization`:
 # `WordPieceTokenizer`, `SPECIAL_TOKENS` and `train_wordpiece_tokenizer`. From
 # {doc}`02_word_vectors`:
 # `load_gutenberg`. From {doc}`10_finetuning`: `task_data`, the readers of the tasks whose
@@ -780,7 +781,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import (CONFIG_NAME, _model_files, load_model,
+from tinybert.checkpoint.files import (CONFIG_NAME, model_files, load_model,
                                        save_files, saved_file)
 
 
@@ -945,7 +946,7 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
     """
     from safetensors.torch import save_file
 
-    model_save_id, writers = _model_files(model)
+    model_save_id, writers = model_files(model)
     save_id = uuid.uuid4().hex
     tensors = {"rng.torch": torch.get_rng_state()}
     if torch.cuda.is_available():
@@ -1128,7 +1129,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tinybert.checkpoint.files import (CONFIG_NAME, _write_atomically, save_model,
+from tinybert.checkpoint.files import (CONFIG_NAME, write_atomically, save_model,
                                        saved_file)
 from tinybert.pretraining.distributed import DistributedContext
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
@@ -1236,7 +1237,7 @@ class PretrainingConfig:
 
 def _write_json(path: str | Path, data: dict) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    _write_atomically(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1) + "\n"))
+    write_atomically(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1) + "\n"))
 
 
 def _diverged(step: int, loss, mlm_loss, nsp_loss, checkpoint_dir) -> str:
@@ -1819,7 +1820,7 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
         say(f"training a {vocab_size}-token WordPiece vocabulary on {len(documents)} documents")
         vocab = train_wordpiece_tokenizer(vocabulary_texts(documents), vocab_size,
                                           min_count=vocab_min_count, score=vocab_score)
-        _write_atomically(out / "vocab.txt", vocab.save)
+        write_atomically(out / "vocab.txt", vocab.save)
     dist.barrier()                                  # the other processes read rank 0's vocabulary
     tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
     special = SpecialTokens.from_vocab(tokenizer.vocab)
@@ -2170,8 +2171,9 @@ if not is_quick() and command:                    # the same batches as the run'
 # - `load_pretrained()` returns the course's `bert-mini`, trained by `tinybert pretrain` with the
 #   command, log and curves in `checkpoints/bert-mini/`.
 #
-# The next chapters import `make_optimizer`, `linear_warmup_decay` and `save_checkpoint` from
-# `tinybert.pretraining.optim`, `load_pretrained` from `tinybert.pretraining.examples`, and `mask_tokens` from
+# The next chapters import `make_optimizer` and `linear_warmup_decay` from
+# `tinybert.pretraining.optim`, `save_checkpoint` from `tinybert.checkpoint.state`,
+# `load_pretrained` from `tinybert.checkpoint.pretrained`, and `mask_tokens` from
 # `tinybert.pretraining.masking`.
 #
 # (sec-pretrain-exercises)=

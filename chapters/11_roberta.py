@@ -54,7 +54,8 @@
 # `bert_config_to_hf` from `tinybert.models.convert`; `register_model_class` from `tinybert.checkpoint.files`;
 # the ignored-label value `IGNORE_INDEX`. From {doc}`09_pretraining`: `mask_tokens`,
 # `seeded_generator` and `SpecialTokens` (`tinybert.pretraining.masking`), `PretrainingExample`,
-# `PretrainingBatches`, `make_examples` and `shipped_checkpoint` (`tinybert.pretraining.examples`), the
+# `PretrainingBatches` and `make_examples` (`tinybert.pretraining.examples`), `shipped_checkpoint`
+# (`tinybert.checkpoint.pretrained`), the
 # course corpus (`course_documents`, `tokenize_documents` and `vocabulary_texts` from
 # `tinybert.pretraining.corpus`), and
 # `make_optimizer` and `linear_warmup_decay` (`tinybert.pretraining.optim`). From {doc}`10_finetuning`:

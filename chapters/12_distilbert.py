@@ -48,7 +48,8 @@
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
 # `BertForPreTraining`, `BertMLMHead`, `init_bert_weights` and `IGNORE_INDEX`; the converter
 # registry of `tinybert.models.convert` (`register`, `from_hf`, `to_hf`, `load_renamed`,
-# `bert_encoder_names`), and `register_model_class`. From {doc}`09_pretraining`: `load_pretrained`
+# `bert_encoder_names`, and the activation-name tables `ACTIVATIONS_TO_HF` and
+# `ACTIVATIONS_FROM_HF`), and `register_model_class`. From {doc}`09_pretraining`: `load_pretrained`
 # (the course's `bert-mini`, our teacher), `PretrainingBatches`, `SpecialTokens`, the corpus
 # functions `course_documents` and `tokenize_documents`,
 # `make_optimizer` and `linear_warmup_decay`. From {doc}`10_finetuning`: `finetune_task`. From
@@ -71,7 +72,7 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.convert import (_ACTIVATIONS_FROM_HF, _ACTIVATIONS_TO_HF,
+from tinybert.models.convert import (ACTIVATIONS_FROM_HF, ACTIVATIONS_TO_HF,
                                      bert_encoder_names, load_renamed, register)
 from tinybert.models.bert import BertConfig, BertForMaskedLM, BertMLMHead, BertModel, init_bert_weights
 
@@ -411,28 +412,28 @@ def distilbert_config_from_hf(hf_config) -> DistilBertConfig:
     """transformers.DistilBertConfig (dim, hidden_dim, ...) -> ours (d_model, d_ff, ...)."""
     if getattr(hf_config, "sinusoidal_pos_embds", False):
         raise ValueError("only learned position embeddings are supported (sinusoidal_pos_embds=False)")
-    if hf_config.activation not in _ACTIVATIONS_FROM_HF:
-        raise ValueError(f"unsupported activation {hf_config.activation!r}; supported: {sorted(_ACTIVATIONS_FROM_HF)}")
+    if hf_config.activation not in ACTIVATIONS_FROM_HF:
+        raise ValueError(f"unsupported activation {hf_config.activation!r}; supported: {sorted(ACTIVATIONS_FROM_HF)}")
     return DistilBertConfig(vocab_size=hf_config.vocab_size, d_model=hf_config.dim, n_layers=hf_config.n_layers,
                             n_heads=hf_config.n_heads, d_ff=hf_config.hidden_dim,
                             max_len=hf_config.max_position_embeddings, dropout=hf_config.dropout,
                             attention_dropout=hf_config.attention_dropout, layer_norm_eps=1e-12,
                             initializer_range=hf_config.initializer_range, pad_token_id=hf_config.pad_token_id or 0,
-                            activation=_ACTIVATIONS_FROM_HF[hf_config.activation])
+                            activation=ACTIVATIONS_FROM_HF[hf_config.activation])
 
 
 def distilbert_config_to_hf(config: DistilBertConfig):
     """Our DistilBertConfig -> transformers.DistilBertConfig (whose LayerNorms have ε = 1e-12, fixed)."""
     import transformers
 
-    if config.layer_norm_eps != 1e-12 or config.activation not in _ACTIVATIONS_TO_HF:
+    if config.layer_norm_eps != 1e-12 or config.activation not in ACTIVATIONS_TO_HF:
         raise ValueError(f"Hugging Face's DistilBERT needs layer_norm_eps = 1e-12 and an activation in "
-                         f"{sorted(_ACTIVATIONS_TO_HF)}, got {config.layer_norm_eps} and {config.activation!r}")
+                         f"{sorted(ACTIVATIONS_TO_HF)}, got {config.layer_norm_eps} and {config.activation!r}")
     return transformers.DistilBertConfig(
         vocab_size=config.vocab_size, dim=config.d_model, n_layers=config.n_layers, n_heads=config.n_heads,
         hidden_dim=config.d_ff, max_position_embeddings=config.max_len, dropout=config.dropout,
         attention_dropout=config.attention_dropout, initializer_range=config.initializer_range,
-        pad_token_id=config.pad_token_id, activation=_ACTIVATIONS_TO_HF[config.activation])
+        pad_token_id=config.pad_token_id, activation=ACTIVATIONS_TO_HF[config.activation])
 
 
 def distilbert_weight_names(model: nn.Module) -> dict[str, str]:

@@ -57,11 +57,13 @@
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertLayer`, `BertModel` (its
 # `forward`), `BertPooler`, `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`,
-# `init_bert_weights` and `masked_lm_logits_and_loss` from `tinybert.models.bert`;
+# `init_bert_weights`, `masked_lm_logits_and_loss`, `check_labels` and `tuple_or_none` from
+# `tinybert.models.bert`; `ACTIVATIONS_TO_HF`,
 # `register`, `from_hf`, `to_hf`, `load_renamed`, `bert_config_from_hf` and `bert_encoder_names`
 # from `tinybert.models.convert`; `register_model_class`, `save_model` and `load_model` from
 # `tinybert.checkpoint.files`. From {doc}`09_pretraining`: `SegmentPair`, `encode_pair`, `PretrainingExample`,
-# `make_examples`, `PretrainingBatches` and `shipped_checkpoint` from `tinybert.pretraining.examples`;
+# `make_examples` and `PretrainingBatches` from `tinybert.pretraining.examples`;
+# `shipped_checkpoint` from `tinybert.checkpoint.pretrained`;
 # `SpecialTokens` and `seeded_generator` from `tinybert.pretraining.masking`; `make_segments`,
 # `course_documents` and `tokenize_documents` from `tinybert.pretraining.corpus`; `pretrain`,
 # `PretrainingConfig` and `evaluate_pretraining` from `tinybert.pretraining.loop`. From
@@ -87,7 +89,7 @@ from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.bert import (BertConfig, BertEmbeddings, BertLayer, BertMLMHead, BertModel, BertPooler,
-                                  MaskedLMOutput, _check_labels, _tuple_or_none,
+                                  MaskedLMOutput, check_labels, tuple_or_none,
                                   init_bert_weights, masked_lm_logits_and_loss)
 
 # %%
@@ -302,7 +304,7 @@ class AlbertEncoder(nn.Module):
                     attentions.append(weights)
                 if hidden_states is not None:
                     hidden_states.append(x)
-        return x, _tuple_or_none(hidden_states), _tuple_or_none(attentions)
+        return x, tuple_or_none(hidden_states), tuple_or_none(attentions)
 
 
 # %% [markdown]
@@ -442,7 +444,7 @@ class AlbertForPreTraining(nn.Module):
         sop_logits = self.sop_head(self.sop_dropout(out.pooler_output))     # (B, 2)
         sop_loss = None
         if sop_labels is not None:
-            _check_labels("sop_labels", sop_labels, (input_ids.shape[0],), 2)
+            check_labels("sop_labels", sop_labels, (input_ids.shape[0],), 2)
             sop_loss = F.cross_entropy(sop_logits, sop_labels)
         losses = [loss for loss in (mlm_loss, sop_loss) if loss is not None]
         return AlbertPreTrainingOutput(loss=sum(losses) if losses else None, mlm_loss=mlm_loss,
@@ -519,7 +521,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from tinybert.models.convert import (_ACTIVATIONS_TO_HF, bert_config_from_hf,
+from tinybert.models.convert import (ACTIVATIONS_TO_HF, bert_config_from_hf,
                                      bert_encoder_names, load_renamed, register)
 from tinybert.models.albert import AlbertConfig, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel
 
@@ -536,9 +538,9 @@ def albert_config_to_hf(config: AlbertConfig):
     """Our AlbertConfig -> transformers.AlbertConfig."""
     import transformers
 
-    if config.activation not in _ACTIVATIONS_TO_HF:
+    if config.activation not in ACTIVATIONS_TO_HF:
         raise ValueError(f"Hugging Face's ALBERT has no activation {config.activation!r}")
-    hidden_act = "gelu_new" if config.activation == "gelu_tanh" else _ACTIVATIONS_TO_HF[config.activation]
+    hidden_act = "gelu_new" if config.activation == "gelu_tanh" else ACTIVATIONS_TO_HF[config.activation]
     return transformers.AlbertConfig(
         vocab_size=config.vocab_size, embedding_size=config.embedding_size, hidden_size=config.d_model,
         num_hidden_layers=config.n_layers, num_hidden_groups=config.n_groups, num_attention_heads=config.n_heads,

@@ -47,8 +47,9 @@
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertModel`, `BertForPreTraining`,
 # `PreTrainingOutput` and `IGNORE_INDEX` from `tinybert.models.bert`; `load_minilm` from
-# `tinybert.models.convert`. From {doc}`09_pretraining`: `PretrainingBatches`, `make_examples`,
-# `shipped_checkpoint` and `load_pretrained` from `tinybert.pretraining.examples`;
+# `tinybert.models.convert`. From {doc}`09_pretraining`: `PretrainingBatches` and
+# `make_examples` from `tinybert.pretraining.examples`; `shipped_checkpoint` and
+# `load_pretrained` from `tinybert.checkpoint.pretrained`;
 # `SpecialTokens` and `seeded_generator` from `tinybert.pretraining.masking`; `course_documents` and
 # `tokenize_documents` from `tinybert.pretraining.corpus`; `pretrain` and `PretrainingConfig` from
 # `tinybert.pretraining.loop`; `make_optimizer` from `tinybert.pretraining.optim`. From {doc}`10_finetuning`: `finetune_task` from `tinybert.finetuning.recipes`.

@@ -25,7 +25,7 @@ import torch
 import tinybert.pretraining.loop as pretrain_loop
 import tinybert.checkpoint.pretrained as pretrained_module
 from tinybert.__main__ import main
-from tinybert.checkpoint.files import _write_atomically, load_model, save_model
+from tinybert.checkpoint.files import write_atomically, load_model, save_model
 from tinybert.pretraining.masking import SpecialTokens
 from tinybert.models.albert import AlbertConfig, AlbertForPreTraining
 from tinybert.models.bert import (IGNORE_INDEX, BertConfig, BertForMaskedLM,
@@ -353,7 +353,7 @@ def test_saved_files_have_the_usual_permissions(tmp_path):
     try:
         save_model(tiny_model(), tmp_path / "model")
         save_checkpoint(tmp_path / "state", tiny_model(), step=1)
-        _write_atomically(tmp_path / "metrics.json",
+        write_atomically(tmp_path / "metrics.json",
                           lambda tmp: Path(tmp).write_text("{}"))
     finally:
         os.umask(umask)

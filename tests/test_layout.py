@@ -132,3 +132,15 @@ def test_the_public_api_reads_as_the_issue_asks():
     from tinybert.tokenizers.wordpiece import WordPieceTokenizer as direct
     assert WordPieceTokenizer is direct and BertModel.__name__ == "BertModel"
     assert BertConfig.__module__ == "tinybert.models.bert"
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.ImportFrom) and node.module
+                    and node.module.startswith("tinybert")):
+                found += [f"{_module_name(path)} imports {node.module}.{a.name}"
+                          for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not found, found

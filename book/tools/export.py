@@ -160,20 +160,12 @@ def render_package(package: str, modules: dict[str, str]) -> str:
              '"""' + "\n".join(_wrap(doc)) + "\n\n"
              + "\n".join(_wrap(f"``from tinybert.{package} import NAME`` works for every "
                                "public name of its modules.")) + '\n"""',
-             "from importlib import import_module", "",
+             "from tinybert.reexport import lazy_reexports", "",
              "_MODULES = {"]
     lines += [f"    {name!r}: {module.rsplit('.', 1)[1]!r}," for name, module in
               sorted(owner.items())]
-    lines += ["}", _names_line("__all__ = ", sorted(owner)), "", "",
-              "def __getattr__(name: str):",
-              "    if name not in _MODULES:",
-              "        raise AttributeError(f\"module {__name__!r} has no attribute "
-              "{name!r}\")",
-              "    value = getattr(import_module(f\"{__name__}.{_MODULES[name]}\"), name)",
-              "    globals()[name] = value",
-              "    return value", "", "",
-              "def __dir__() -> list[str]:",
-              "    return sorted(set(globals()) | set(__all__))", ""]
+    lines += ["}", _names_line("__all__ = ", sorted(owner)),
+              "__getattr__, __dir__ = lazy_reexports(__name__, _MODULES)", ""]
     return "\n".join(lines)
 
 

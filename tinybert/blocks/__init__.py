@@ -5,7 +5,7 @@ decoders.
 
 ``from tinybert.blocks import NAME`` works for every public name of its modules.
 """
-from importlib import import_module
+from tinybert.reexport import lazy_reexports
 
 _MODULES = {
     'BeamSearchOutput': 'decoding',
@@ -31,6 +31,7 @@ _MODULES = {
     'beam_search': 'decoding',
     'causal_mask': 'attention',
     'check_positive_int': 'checks',
+    'check_tokens': 'transformer',
     'count_parameters': 'feedforward',
     'describe': 'checks',
     'fast_scaled_dot_product_attention': 'attention',
@@ -59,21 +60,11 @@ __all__ = ['BeamSearchOutput', 'Decoder', 'DecoderLayer', 'DecoderOnlyLM', 'Enco
            'RelativePositionBias', 'RotaryEmbedding', 'Seq2SeqOutput',
            'SinusoidalPositionalEncoding', 'Transformer', 'TransformerConfig',
            'TransformerEmbedding', 'beam_search', 'causal_mask', 'check_positive_int',
-           'count_parameters', 'describe', 'fast_scaled_dot_product_attention',
-           'gelu_exact', 'gelu_sigmoid', 'gelu_tanh', 'generate', 'get_activation',
-           'greedy_decode', 'init_transformer_weights', 'label_smoothed_cross_entropy',
-           'masked_softmax', 'merge_heads', 'padding_mask', 'relative_positions',
+           'check_tokens', 'count_parameters', 'describe',
+           'fast_scaled_dot_product_attention', 'gelu_exact', 'gelu_sigmoid',
+           'gelu_tanh', 'generate', 'get_activation', 'greedy_decode',
+           'init_transformer_weights', 'label_smoothed_cross_entropy', 'masked_softmax',
+           'merge_heads', 'padding_mask', 'relative_positions',
            'scaled_dot_product_attention', 'shape_of', 'sinusoidal_encoding',
            'split_heads', 'transformer_lr', 'warmup_inverse_sqrt']
-
-
-def __getattr__(name: str):
-    if name not in _MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULES[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_reexports(__name__, _MODULES)

@@ -18,7 +18,7 @@ from torch import nn
 
 from tinybert.blocks.attention import causal_mask
 from tinybert.blocks.transformer import (TransformerConfig, TransformerEmbedding,
-                                         _check_tokens, init_transformer_weights)
+                                         check_tokens, init_transformer_weights)
 from tinybert.blocks.transformer_layers import EncoderLayer, LayerNorm
 
 
@@ -53,7 +53,7 @@ class DecoderOnlyLM(nn.Module):
         self.output.weight = self.embed.tokens.weight                    # tied, as in GPT-2
 
     def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None) -> LMOutput:
-        _check_tokens("tokens", tokens, self.config.vocab_size)
+        check_tokens("tokens", tokens, self.config.vocab_size)
         mask = causal_mask(tokens.shape[1], device=tokens.device)        # (T, T) no peeking ahead
         x = self.embed(tokens)                                           # (B, T, D)
         for layer in self.layers:

@@ -8,7 +8,7 @@ chapters/06_transformer.html.
 from __future__ import annotations
 
 __all__ = ['TransformerEmbedding', 'init_transformer_weights', 'TransformerConfig',
-           'PRESETS', 'Seq2SeqOutput', 'Transformer']
+           'PRESETS', 'check_tokens', 'Seq2SeqOutput', 'Transformer']
 
 
 import math
@@ -105,7 +105,7 @@ PRESETS = {   # Table 3 of Vaswani et al. (2017)
 
 # Built in chapter 6, section "The model":
 # chapters/06_transformer.html#the-model
-def _check_tokens(name: str, tokens, vocab_size: int) -> None:
+def check_tokens(name: str, tokens, vocab_size: int) -> None:
     """Raise ValueError unless tokens is an integer (B, T) tensor of ids in [0, vocab_size)."""
     if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype.is_floating_point \
             or tokens.dtype == torch.bool or tokens.numel() == 0:
@@ -149,12 +149,12 @@ class Transformer(nn.Module):
         return None if self.config.pad_id is None else (src != self.config.pad_id)[:, None, None, :]
 
     def encode(self, src: torch.Tensor) -> torch.Tensor:
-        _check_tokens("src", src, self.config.vocab_size)
+        check_tokens("src", src, self.config.vocab_size)
         return self.encoder(self.embed(src), self.source_mask(src))    # (B, S, D)
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None) -> torch.Tensor:
         """Logits (B, T, V) of the next token after each prefix of tgt (B, T)."""
-        _check_tokens("tgt", tgt, self.config.vocab_size)
+        check_tokens("tgt", tgt, self.config.vocab_size)
         self_mask = causal_mask(tgt.shape[1], device=tgt.device)       # (T, T)
         if self.config.pad_id is not None:
             self_mask = self_mask & (tgt != self.config.pad_id)[:, None, None, :]   # (B, 1, T, T)

@@ -4,7 +4,7 @@ course's pretrained checkpoint (chapter 09).
 
 ``from tinybert.checkpoint import NAME`` works for every public name of its modules.
 """
-from importlib import import_module
+from tinybert.reexport import lazy_reexports
 
 _MODULES = {
     'CHECKPOINT_FILES': 'pretrained',
@@ -14,6 +14,7 @@ _MODULES = {
     'load_checkpoint': 'state',
     'load_model': 'files',
     'load_pretrained': 'pretrained',
+    'model_files': 'files',
     'register_model_class': 'files',
     'save_checkpoint': 'state',
     'save_files': 'files',
@@ -21,20 +22,10 @@ _MODULES = {
     'saved_file': 'files',
     'shipped_checkpoint': 'pretrained',
     'unique_state_dict': 'files',
+    'write_atomically': 'files',
 }
 __all__ = ['CHECKPOINT_FILES', 'Checkpoint', 'MODEL_CLASSES', 'Pretrained',
-           'load_checkpoint', 'load_model', 'load_pretrained', 'register_model_class',
-           'save_checkpoint', 'save_files', 'save_model', 'saved_file',
-           'shipped_checkpoint', 'unique_state_dict']
-
-
-def __getattr__(name: str):
-    if name not in _MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULES[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+           'load_checkpoint', 'load_model', 'load_pretrained', 'model_files',
+           'register_model_class', 'save_checkpoint', 'save_files', 'save_model',
+           'saved_file', 'shipped_checkpoint', 'unique_state_dict', 'write_atomically']
+__getattr__, __dir__ = lazy_reexports(__name__, _MODULES)

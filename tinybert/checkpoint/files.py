@@ -6,8 +6,9 @@ Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.htm
 """
 from __future__ import annotations
 
-__all__ = ['MODEL_CLASSES', 'register_model_class', 'unique_state_dict', 'saved_file',
-           'save_files', 'save_model', 'load_model']
+__all__ = ['MODEL_CLASSES', 'register_model_class', 'unique_state_dict',
+           'write_atomically', 'saved_file', 'save_files', 'model_files', 'save_model',
+           'load_model']
 
 
 import json
@@ -55,7 +56,7 @@ def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
 
 # Built in chapter 8, section "Saving and loading":
 # chapters/08_bert.html#saving-and-loading
-def _write_atomically(path: Path, write: Callable[[str], None]) -> None:
+def write_atomically(path: Path, write: Callable[[str], None]) -> None:
     """write(temporary path) next to ``path``, flush it to disk, then rename it over ``path`` in one step."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
@@ -177,7 +178,7 @@ def save_files(directory: str | Path,
 
 # Built in chapter 8, section "Saving and loading":
 # chapters/08_bert.html#saving-and-loading
-def _model_files(model: nn.Module) -> tuple[str, dict[str, Callable[[Path], None]]]:
+def model_files(model: nn.Module) -> tuple[str, dict[str, Callable[[Path], None]]]:
     """The save_id and the writers of model.safetensors and config.json (save_model)."""
     from safetensors.torch import save_file
 
@@ -204,7 +205,7 @@ def save_model(model: nn.Module, directory: str | Path) -> Path:
     save_id is stored in the safetensors header, so that load_model notices a pair of
     files from two saves.
     """
-    _, writers = _model_files(model)
+    _, writers = model_files(model)
     return save_files(directory, writers)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import (CONFIG_NAME, _model_files, load_model,
+from tinybert.checkpoint.files import (CONFIG_NAME, model_files, load_model,
                                        save_files, saved_file)
 
 
@@ -43,7 +43,7 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
     """
     from safetensors.torch import save_file
 
-    model_save_id, writers = _model_files(model)
+    model_save_id, writers = model_files(model)
     save_id = uuid.uuid4().hex
     tensors = {"rng.torch": torch.get_rng_state()}
     if torch.cuda.is_available():

@@ -4,7 +4,7 @@ metrics, extractive QA and the transfer recipes.
 
 ``from tinybert.finetuning import NAME`` works for every public name of its modules.
 """
-from importlib import import_module
+from tinybert.reexport import lazy_reexports
 
 _MODULES = {
     'Answer': 'qa',
@@ -82,15 +82,4 @@ __all__ = ['Answer', 'ClassifierOutput', 'FinetuneResult', 'LADDER', 'LADDER_LRS
            'read_labelled_csv', 'read_poem_sentiment', 'read_squad',
            'set_trainable_layers', 'special_token_id', 'split_squad', 'squad_evaluate',
            'squad_exact_match', 'squad_f1', 'task_data', 'window_starts']
-
-
-def __getattr__(name: str):
-    if name not in _MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULES[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_reexports(__name__, _MODULES)

@@ -4,9 +4,11 @@ the converters to and from Hugging Face's weights.
 
 ``from tinybert.models import NAME`` works for every public name of its modules.
 """
-from importlib import import_module
+from tinybert.reexport import lazy_reexports
 
 _MODULES = {
+    'ACTIVATIONS_FROM_HF': 'convert',
+    'ACTIVATIONS_TO_HF': 'convert',
     'ALBERT_PRESETS': 'albert',
     'AlbertConfig': 'albert',
     'AlbertEmbeddings': 'albert',
@@ -52,6 +54,7 @@ _MODULES = {
     'bert_encoder_names': 'convert',
     'bert_weight_names': 'convert',
     'best_on_one_half': 'attention_analysis',
+    'check_labels': 'bert',
     'count_correct': 'attention_analysis',
     'distilbert_config_from_hf': 'distilbert',
     'distilbert_config_to_hf': 'distilbert',
@@ -73,10 +76,12 @@ _MODULES = {
     'roberta_weight_names': 'roberta',
     'syntax_counts': 'attention_analysis',
     'to_hf': 'convert',
+    'tuple_or_none': 'bert',
     'word_attention': 'attention_analysis',
 }
-__all__ = ['ALBERT_PRESETS', 'AlbertConfig', 'AlbertEmbeddings', 'AlbertEncoder',
-           'AlbertForMaskedLM', 'AlbertForPreTraining', 'AlbertMLMHead', 'AlbertModel',
+__all__ = ['ACTIVATIONS_FROM_HF', 'ACTIVATIONS_TO_HF', 'ALBERT_PRESETS', 'AlbertConfig',
+           'AlbertEmbeddings', 'AlbertEncoder', 'AlbertForMaskedLM',
+           'AlbertForPreTraining', 'AlbertMLMHead', 'AlbertModel',
            'AlbertPreTrainingOutput', 'BERT_PRESETS', 'BertConfig', 'BertEmbeddings',
            'BertEncoder', 'BertForMaskedLM', 'BertForPreTraining', 'BertLayer',
            'BertMLMHead', 'BertModel', 'BertOutput', 'BertPooler', 'Converter',
@@ -87,23 +92,12 @@ __all__ = ['ALBERT_PRESETS', 'AlbertConfig', 'AlbertEmbeddings', 'AlbertEncoder'
            'RobertaForMaskedLM', 'RobertaModel', 'albert_config_from_hf',
            'albert_config_to_hf', 'albert_weight_names', 'bert_attention_mask',
            'bert_config_from_hf', 'bert_config_to_hf', 'bert_encoder_names',
-           'bert_weight_names', 'best_on_one_half', 'count_correct',
+           'bert_weight_names', 'best_on_one_half', 'check_labels', 'count_correct',
            'distilbert_config_from_hf', 'distilbert_config_to_hf',
            'distilbert_weight_names', 'encode_words', 'from_hf', 'head_predictions',
            'init_bert_weights', 'load_hf_bert', 'load_minilm', 'load_renamed',
            'masked_lm_logits_and_loss', 'offset_predictions', 'read_dependency_trees',
            'register', 'roberta_config_from_hf', 'roberta_config_to_hf',
            'roberta_position_ids', 'roberta_weight_names', 'syntax_counts', 'to_hf',
-           'word_attention']
-
-
-def __getattr__(name: str):
-    if name not in _MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULES[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+           'tuple_or_none', 'word_attention']
+__getattr__, __dir__ = lazy_reexports(__name__, _MODULES)

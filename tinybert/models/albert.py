@@ -19,7 +19,7 @@ from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.bert import (BertConfig, BertEmbeddings, BertLayer, BertMLMHead, BertModel, BertPooler,
-                                  MaskedLMOutput, _check_labels, _tuple_or_none,
+                                  MaskedLMOutput, check_labels, tuple_or_none,
                                   init_bert_weights, masked_lm_logits_and_loss)
 
 
@@ -123,7 +123,7 @@ class AlbertEncoder(nn.Module):
                     attentions.append(weights)
                 if hidden_states is not None:
                     hidden_states.append(x)
-        return x, _tuple_or_none(hidden_states), _tuple_or_none(attentions)
+        return x, tuple_or_none(hidden_states), tuple_or_none(attentions)
 
 
 # Built in chapter 13, section "The model":
@@ -219,7 +219,7 @@ class AlbertForPreTraining(nn.Module):
         sop_logits = self.sop_head(self.sop_dropout(out.pooler_output))     # (B, 2)
         sop_loss = None
         if sop_labels is not None:
-            _check_labels("sop_labels", sop_labels, (input_ids.shape[0],), 2)
+            check_labels("sop_labels", sop_labels, (input_ids.shape[0],), 2)
             sop_loss = F.cross_entropy(sop_logits, sop_labels)
         losses = [loss for loss in (mlm_loss, sop_loss) if loss is not None]
         return AlbertPreTrainingOutput(loss=sum(losses) if losses else None, mlm_loss=mlm_loss,

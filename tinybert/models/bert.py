@@ -7,10 +7,10 @@ Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.htm
 from __future__ import annotations
 
 __all__ = ['BertConfig', 'BERT_PRESETS', 'init_bert_weights', 'BertEmbeddings',
-           'BertLayer', 'BertEncoder', 'bert_attention_mask', 'BertOutput',
-           'BertPooler', 'BertModel', 'IGNORE_INDEX', 'BertMLMHead',
-           'masked_lm_logits_and_loss', 'MaskedLMOutput', 'BertForMaskedLM',
-           'PreTrainingOutput', 'BertForPreTraining']
+           'BertLayer', 'BertEncoder', 'tuple_or_none', 'bert_attention_mask',
+           'BertOutput', 'BertPooler', 'BertModel', 'IGNORE_INDEX', 'BertMLMHead',
+           'check_labels', 'masked_lm_logits_and_loss', 'MaskedLMOutput',
+           'BertForMaskedLM', 'PreTrainingOutput', 'BertForPreTraining']
 
 
 import math
@@ -221,12 +221,12 @@ class BertEncoder(nn.Module):
                 x = self.final_norm(x)
             if hidden_states is not None:
                 hidden_states.append(x)
-        return x, _tuple_or_none(hidden_states), _tuple_or_none(attentions)
+        return x, tuple_or_none(hidden_states), tuple_or_none(attentions)
 
 
 # Built in chapter 8, section "The encoder":
 # chapters/08_bert.html#the-encoder
-def _tuple_or_none(items: list | None) -> tuple | None:
+def tuple_or_none(items: list | None) -> tuple | None:
     return None if items is None else tuple(items)
 
 
@@ -362,7 +362,7 @@ class BertMLMHead(nn.Module):
 
 # Built in chapter 8, section "The masked-language-model head":
 # chapters/08_bert.html#the-masked-language-model-head
-def _check_labels(name: str, labels, shape: tuple[int, ...], n_classes: int) -> None:
+def check_labels(name: str, labels, shape: tuple[int, ...], n_classes: int) -> None:
     if not isinstance(labels, torch.Tensor) or labels.dtype == torch.bool or labels.is_floating_point():
         raise ValueError(f"{name}: expected an integer tensor, got {describe(labels)}")
     if tuple(labels.shape) != shape:
@@ -383,7 +383,7 @@ def masked_lm_logits_and_loss(head: BertMLMHead, hidden: torch.Tensor, labels: t
     """
     if labels is None:
         return head(hidden), None                            # (B, T, V)
-    _check_labels("labels", labels, tuple(hidden.shape[:2]), vocab_size)
+    check_labels("labels", labels, tuple(hidden.shape[:2]), vocab_size)
     selected = labels != IGNORE_INDEX                        # (B, T)
     logits = head(hidden[selected])                          # (N, D) -> (N, V)
     if logits.shape[0] == 0:                     # nothing to predict: a loss of 0,
@@ -454,7 +454,7 @@ class BertForPreTraining(nn.Module):
         nsp_logits = self.nsp_head(out.pooler_output)                      # (B, 2)
         nsp_loss = None
         if nsp_labels is not None:
-            _check_labels("nsp_labels", nsp_labels, (input_ids.shape[0],), 2)
+            check_labels("nsp_labels", nsp_labels, (input_ids.shape[0],), 2)
             nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
         losses = [loss for loss in (mlm_loss, nsp_loss) if loss is not None]
         return PreTrainingOutput(loss=sum(losses) if losses else None, mlm_loss=mlm_loss, nsp_loss=nsp_loss,

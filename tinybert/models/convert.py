@@ -7,8 +7,9 @@ Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.htm
 from __future__ import annotations
 
 __all__ = ['Converter', 'register', 'from_hf', 'to_hf', 'load_renamed',
-           'bert_config_from_hf', 'bert_config_to_hf', 'bert_encoder_names',
-           'bert_weight_names', 'PretrainedEncoder', 'load_hf_bert', 'load_minilm']
+           'ACTIVATIONS_TO_HF', 'ACTIVATIONS_FROM_HF', 'bert_config_from_hf',
+           'bert_config_to_hf', 'bert_encoder_names', 'bert_weight_names',
+           'PretrainedEncoder', 'load_hf_bert', 'load_minilm']
 
 
 import importlib
@@ -110,9 +111,9 @@ def load_renamed(target: nn.Module, source: dict[str, torch.Tensor], names: dict
     target.load_state_dict({t: source[names[t]] for t in wanted}, strict=False)   # tied aliases follow
 
 
-_ACTIVATIONS_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu", "tanh": "tanh",
+ACTIVATIONS_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu", "tanh": "tanh",
                       "sigmoid": "sigmoid"}
-_ACTIVATIONS_FROM_HF = {**{hf: ours for ours, hf in _ACTIVATIONS_TO_HF.items()}, "gelu_new": "gelu_tanh"}
+ACTIVATIONS_FROM_HF = {**{hf: ours for ours, hf in ACTIVATIONS_TO_HF.items()}, "gelu_new": "gelu_tanh"}
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face":
@@ -123,15 +124,15 @@ def bert_config_from_hf(hf_config) -> BertConfig:
         raise ValueError(f"only absolute (learned) positions are supported, got {hf_config.position_embedding_type!r}")
     if getattr(hf_config, "is_decoder", False):
         raise ValueError("BERT here is an encoder; got a config with is_decoder=True")
-    if hf_config.hidden_act not in _ACTIVATIONS_FROM_HF:
-        raise ValueError(f"unsupported hidden_act {hf_config.hidden_act!r}; supported: {sorted(_ACTIVATIONS_FROM_HF)}")
+    if hf_config.hidden_act not in ACTIVATIONS_FROM_HF:
+        raise ValueError(f"unsupported hidden_act {hf_config.hidden_act!r}; supported: {sorted(ACTIVATIONS_FROM_HF)}")
     return BertConfig(
         vocab_size=hf_config.vocab_size, d_model=hf_config.hidden_size, n_layers=hf_config.num_hidden_layers,
         n_heads=hf_config.num_attention_heads, d_ff=hf_config.intermediate_size,
         max_len=hf_config.max_position_embeddings, type_vocab_size=hf_config.type_vocab_size,
         dropout=hf_config.hidden_dropout_prob, attention_dropout=hf_config.attention_probs_dropout_prob,
         layer_norm_eps=hf_config.layer_norm_eps, initializer_range=hf_config.initializer_range,
-        pad_token_id=hf_config.pad_token_id or 0, activation=_ACTIVATIONS_FROM_HF[hf_config.hidden_act])
+        pad_token_id=hf_config.pad_token_id or 0, activation=ACTIVATIONS_FROM_HF[hf_config.hidden_act])
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face":
@@ -140,7 +141,7 @@ def bert_config_to_hf(config: BertConfig):
     """Our BertConfig -> transformers.BertConfig."""
     import transformers
 
-    if config.activation not in _ACTIVATIONS_TO_HF:
+    if config.activation not in ACTIVATIONS_TO_HF:
         raise ValueError(f"Hugging Face's BERT has no activation {config.activation!r}")
     if config.norm_first:
         raise ValueError("Hugging Face's BERT has post-LN layers only; this model has "
@@ -151,7 +152,7 @@ def bert_config_to_hf(config: BertConfig):
         max_position_embeddings=config.max_len, type_vocab_size=config.type_vocab_size,
         hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.attention_dropout,
         layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
-        pad_token_id=config.pad_token_id, hidden_act=_ACTIVATIONS_TO_HF[config.activation])
+        pad_token_id=config.pad_token_id, hidden_act=ACTIVATIONS_TO_HF[config.activation])
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face":

@@ -11,7 +11,7 @@ __all__ = ['albert_config_from_hf', 'albert_config_to_hf', 'albert_weight_names'
 
 from torch import nn
 
-from tinybert.models.convert import (_ACTIVATIONS_TO_HF, bert_config_from_hf,
+from tinybert.models.convert import (ACTIVATIONS_TO_HF, bert_config_from_hf,
                                      bert_encoder_names, load_renamed, register)
 from tinybert.models.albert import AlbertConfig, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel
 
@@ -32,9 +32,9 @@ def albert_config_to_hf(config: AlbertConfig):
     """Our AlbertConfig -> transformers.AlbertConfig."""
     import transformers
 
-    if config.activation not in _ACTIVATIONS_TO_HF:
+    if config.activation not in ACTIVATIONS_TO_HF:
         raise ValueError(f"Hugging Face's ALBERT has no activation {config.activation!r}")
-    hidden_act = "gelu_new" if config.activation == "gelu_tanh" else _ACTIVATIONS_TO_HF[config.activation]
+    hidden_act = "gelu_new" if config.activation == "gelu_tanh" else ACTIVATIONS_TO_HF[config.activation]
     return transformers.AlbertConfig(
         vocab_size=config.vocab_size, embedding_size=config.embedding_size, hidden_size=config.d_model,
         num_hidden_layers=config.n_layers, num_hidden_groups=config.n_groups, num_attention_heads=config.n_heads,

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.convert import (_ACTIVATIONS_FROM_HF, _ACTIVATIONS_TO_HF,
+from tinybert.models.convert import (ACTIVATIONS_FROM_HF, ACTIVATIONS_TO_HF,
                                      bert_encoder_names, load_renamed, register)
 from tinybert.models.bert import BertConfig, BertForMaskedLM, BertMLMHead, BertModel, init_bert_weights
 
@@ -113,14 +113,14 @@ def distilbert_config_from_hf(hf_config) -> DistilBertConfig:
     """transformers.DistilBertConfig (dim, hidden_dim, ...) -> ours (d_model, d_ff, ...)."""
     if getattr(hf_config, "sinusoidal_pos_embds", False):
         raise ValueError("only learned position embeddings are supported (sinusoidal_pos_embds=False)")
-    if hf_config.activation not in _ACTIVATIONS_FROM_HF:
-        raise ValueError(f"unsupported activation {hf_config.activation!r}; supported: {sorted(_ACTIVATIONS_FROM_HF)}")
+    if hf_config.activation not in ACTIVATIONS_FROM_HF:
+        raise ValueError(f"unsupported activation {hf_config.activation!r}; supported: {sorted(ACTIVATIONS_FROM_HF)}")
     return DistilBertConfig(vocab_size=hf_config.vocab_size, d_model=hf_config.dim, n_layers=hf_config.n_layers,
                             n_heads=hf_config.n_heads, d_ff=hf_config.hidden_dim,
                             max_len=hf_config.max_position_embeddings, dropout=hf_config.dropout,
                             attention_dropout=hf_config.attention_dropout, layer_norm_eps=1e-12,
                             initializer_range=hf_config.initializer_range, pad_token_id=hf_config.pad_token_id or 0,
-                            activation=_ACTIVATIONS_FROM_HF[hf_config.activation])
+                            activation=ACTIVATIONS_FROM_HF[hf_config.activation])
 
 
 # Built in chapter 12, section "Converting to and from Hugging Face":
@@ -129,14 +129,14 @@ def distilbert_config_to_hf(config: DistilBertConfig):
     """Our DistilBertConfig -> transformers.DistilBertConfig (whose LayerNorms have ε = 1e-12, fixed)."""
     import transformers
 
-    if config.layer_norm_eps != 1e-12 or config.activation not in _ACTIVATIONS_TO_HF:
+    if config.layer_norm_eps != 1e-12 or config.activation not in ACTIVATIONS_TO_HF:
         raise ValueError(f"Hugging Face's DistilBERT needs layer_norm_eps = 1e-12 and an activation in "
-                         f"{sorted(_ACTIVATIONS_TO_HF)}, got {config.layer_norm_eps} and {config.activation!r}")
+                         f"{sorted(ACTIVATIONS_TO_HF)}, got {config.layer_norm_eps} and {config.activation!r}")
     return transformers.DistilBertConfig(
         vocab_size=config.vocab_size, dim=config.d_model, n_layers=config.n_layers, n_heads=config.n_heads,
         hidden_dim=config.d_ff, max_position_embeddings=config.max_len, dropout=config.dropout,
         attention_dropout=config.attention_dropout, initializer_range=config.initializer_range,
-        pad_token_id=config.pad_token_id, activation=_ACTIVATIONS_TO_HF[config.activation])
+        pad_token_id=config.pad_token_id, activation=ACTIVATIONS_TO_HF[config.activation])
 
 
 # Built in chapter 12, section "Converting to and from Hugging Face":

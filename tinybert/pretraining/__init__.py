@@ -4,7 +4,7 @@ masking, examples, the optimiser and the loop.
 
 ``from tinybert.pretraining import NAME`` works for every public name of its modules.
 """
-from importlib import import_module
+from tinybert.reexport import lazy_reexports
 
 _MODULES = {
     'DistillationLoss': 'distillation',
@@ -66,15 +66,4 @@ __all__ = ['DistillationLoss', 'DistributedContext', 'PretrainingBatches',
            'seeded_generator', 'single_segment_examples', 'split_sentences',
            'student_from_teacher', 'task_documents', 'tokenize_documents',
            'vocabulary_texts', 'wikitext_articles']
-
-
-def __getattr__(name: str):
-    if name not in _MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULES[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_reexports(__name__, _MODULES)

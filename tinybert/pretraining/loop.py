@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import (CONFIG_NAME, _model_files, load_model,
+from tinybert.checkpoint.files import (CONFIG_NAME, model_files, load_model,
                                        save_files, saved_file)
 
 
@@ -75,7 +75,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tinybert.checkpoint.files import (CONFIG_NAME, _write_atomically, save_model,
+from tinybert.checkpoint.files import (CONFIG_NAME, write_atomically, save_model,
                                        saved_file)
 from tinybert.pretraining.distributed import DistributedContext
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
@@ -178,7 +178,7 @@ class PretrainingConfig:
 # chapters/09_pretraining.html#the-training-loop
 def _write_json(path: str | Path, data: dict) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    _write_atomically(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1) + "\n"))
+    write_atomically(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1) + "\n"))
 
 
 # Built in chapter 9, section "The training loop":
@@ -528,7 +528,7 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
         say(f"training a {vocab_size}-token WordPiece vocabulary on {len(documents)} documents")
         vocab = train_wordpiece_tokenizer(vocabulary_texts(documents), vocab_size,
                                           min_count=vocab_min_count, score=vocab_score)
-        _write_atomically(out / "vocab.txt", vocab.save)
+        write_atomically(out / "vocab.txt", vocab.save)
     dist.barrier()                                  # the other processes read rank 0's vocabulary
     tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
     special = SpecialTokens.from_vocab(tokenizer.vocab)

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import (CONFIG_NAME, _model_files, load_model,
+from tinybert.checkpoint.files import (CONFIG_NAME, model_files, load_model,
                                        save_files, saved_file)
 
 

@@ -4,7 +4,7 @@ their shared encoding output.
 
 ``from tinybert.tokenizers import NAME`` works for every public name of its modules.
 """
-from importlib import import_module
+from tinybert.reexport import lazy_reexports
 
 _MODULES = {
     'BACKENDS': 'encoding',
@@ -72,15 +72,4 @@ __all__ = ['BACKENDS', 'BPEModel', 'BYTE_TO_CHAR', 'ByteLevelBPETokenizer',
            'train_unigram_tokenizer', 'train_wordpiece', 'train_wordpiece_simple',
            'train_wordpiece_tokenizer', 'unigram_word_counts', 'viterbi',
            'wordpiece_merge_scores', 'wordpiece_start']
-
-
-def __getattr__(name: str):
-    if name not in _MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULES[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_reexports(__name__, _MODULES)
