@@ -596,18 +596,26 @@ class BertPooler(nn.Module):
 
 
 class BertModel(nn.Module):
-    """BERT's encoder: embeddings, N post-LN Transformer layers, and the pooler on [CLS]."""
+    """BERT's encoder: embeddings, N post-LN Transformer layers, and the pooler on [CLS].
+
+    The variants of chapters 11-13 subclass it and change only the class attributes: the
+    configuration they take, their embeddings, their encoder.
+    """
 
     config_class = BertConfig
+    embeddings_class = BertEmbeddings
+    encoder_class = BertEncoder
 
     def __init__(self, config: BertConfig, add_pooler: bool = True):
         super().__init__()
-        if not isinstance(config, BertConfig):
-            raise ValueError(f"BertModel expects a BertConfig, got {type(config).__name__}")
+        if not isinstance(config, self.config_class):
+            raise ValueError(f"{type(self).__name__} expects a "
+                             f"{self.config_class.__name__}, got {type(config).__name__}")
         self.config = config
-        self.init_kwargs = {"add_pooler": add_pooler}        # what tinybert.checkpoint.files needs to rebuild it
-        self.embeddings = BertEmbeddings(config)
-        self.encoder = BertEncoder(config)
+        # what tinybert.checkpoint.files needs to rebuild it
+        self.init_kwargs = {"add_pooler": add_pooler}
+        self.embeddings = self.embeddings_class(config)
+        self.encoder = self.encoder_class(config)
         self.pooler = BertPooler(config.d_model) if add_pooler else None
         self.apply(lambda module: init_bert_weights(module, config.initializer_range))
 
@@ -764,15 +772,20 @@ class MaskedLMOutput:
 
 
 class BertForMaskedLM(nn.Module):
-    """BERT with the masked-language-model head (no pooler): predict the token at each position."""
+    """BERT with the masked-language-model head (no pooler): predict the token at each position.
+
+    A variant sets ``model_class`` (its encoder) and, if its head differs, ``mlm_head_class``.
+    """
 
     config_class = BertConfig
+    model_class = BertModel
+    mlm_head_class = BertMLMHead
 
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
-        self.bert = BertModel(config, add_pooler=False)
-        self.mlm_head = BertMLMHead(config, self.bert.embeddings.token_embeddings)
+        self.bert = self.model_class(config, add_pooler=False)      # checks the config
+        self.mlm_head = self.mlm_head_class(config, self.bert.embeddings.token_embeddings)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> MaskedLMOutput:
@@ -844,17 +857,30 @@ class PreTrainingOutput:
     mlm_logits: torch.Tensor           # (B, T, V); with mlm_labels only the labelled positions, (N, V)
     nsp_logits: torch.Tensor           # (B, 2); class 0 = B follows A (IsNext), 1 = NotNext
 
+    @property
+    def pair_loss(self) -> torch.Tensor | None:
+        """The loss of the sentence-pair objective, whatever it is (NSP here; ALBERT's is
+        sentence order): what the pretraining loop reads."""
+        return self.nsp_loss
+
+    @property
+    def pair_logits(self) -> torch.Tensor:
+        return self.nsp_logits
+
 
 class BertForPreTraining(nn.Module):
     """BERT with both pretraining heads: masked language model and next sentence prediction."""
 
     config_class = BertConfig
+    model_class = BertModel
+    mlm_head_class = BertMLMHead
+    pair_labels = "nsp_labels"          # what forward calls the sentence-pair labels
 
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
-        self.bert = BertModel(config, add_pooler=True)
-        self.mlm_head = BertMLMHead(config, self.bert.embeddings.token_embeddings)
+        self.bert = self.model_class(config, add_pooler=True)
+        self.mlm_head = self.mlm_head_class(config, self.bert.embeddings.token_embeddings)
         self.nsp_head = nn.Linear(config.d_model, 2)          # reads the pooled [CLS] vector
         init_bert_weights(self.nsp_head, config.initializer_range)
 

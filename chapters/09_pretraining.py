@@ -1154,6 +1154,16 @@ from tinybert.pretraining.optim import (autocast_dtype, linear_warmup_decay,
 # the *accuracy* of the top guess at the masked positions, and the NSP loss and accuracy.
 
 # %% tags=["export:pretraining.loop"]
+def for_model(model: nn.Module, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The batch with its sentence-pair labels under the name ``model`` takes them by
+    (``nsp_labels`` for BERT, ``sop_labels`` for ALBERT: the class attribute
+    ``pair_labels``): the loop works with any pair objective, no adapter needed."""
+    name = getattr(getattr(model, "module", model), "pair_labels", "nsp_labels")
+    if "nsp_labels" not in batch or name == "nsp_labels":
+        return batch
+    return {(name if key == "nsp_labels" else key): value for key, value in batch.items()}
+
+
 def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
                        dist: DistributedContext = DistributedContext()) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(loss, mlm_loss, nsp_loss) of one batch, loss = mlm_loss + nsp_loss as in BERT.
@@ -1164,13 +1174,13 @@ def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
     of masked tokens of *all* processes, not this one's: DistributedDataParallel averages the
     gradients, and an average of per-process means is not the mean over the whole batch.
     """
-    out = model(**batch)
+    out = model(**for_model(model, batch))
     mlm_loss = out.mlm_loss
     if dist.world_size > 1:
         count = (batch["mlm_labels"] != IGNORE_INDEX).sum()                  # masked tokens here
         total = dist.all_reduce_sum(count).clamp(min=1)          # ... and everywhere
         mlm_loss = mlm_loss * count * dist.world_size / total
-    nsp_loss = out.nsp_loss if out.nsp_loss is not None else torch.zeros_like(mlm_loss)
+    nsp_loss = out.pair_loss if out.pair_loss is not None else torch.zeros_like(mlm_loss)
     return mlm_loss + nsp_loss, out.mlm_loss.detach(), nsp_loss.detach()
 
 
@@ -1187,7 +1197,7 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
     for batch in batches:
         batch = {k: v.to(device) for k, v in batch.items()}
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            out = model(**batch)
+            out = model(**for_model(model, batch))
         targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]   # (N,) the order of out.mlm_logits
         n = len(targets)
         total["mlm_loss"] += out.mlm_loss.item() * n if n else 0.0
@@ -1196,8 +1206,8 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
         if "nsp_labels" not in batch:
             continue
         b = len(batch["nsp_labels"])
-        total["nsp_loss"] += out.nsp_loss.item() * b
-        total["nsp_correct"] += (out.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
+        total["nsp_loss"] += out.pair_loss.item() * b
+        total["nsp_correct"] += (out.pair_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
         total["pairs"] += b
     model.train(was_training)
     if not total["mlm_tokens"]:

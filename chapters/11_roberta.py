@@ -49,7 +49,7 @@
 #   when a small model is pretrained on our corpus with the same budget.
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
-# `BertForPreTraining`, `BertMLMHead` and `init_bert_weights`; `register`, `load_renamed`,
+# and `BertForPreTraining`; `register`, `load_renamed`,
 # `bert_encoder_names`, `from_hf`, `to_hf` and the config converters `bert_config_from_hf` and
 # `bert_config_to_hf` from `tinybert.models.convert`; `register_model_class` from `tinybert.checkpoint.files`;
 # the ignored-label value `IGNORE_INDEX`. From {doc}`09_pretraining`: `mask_tokens`,
@@ -81,8 +81,7 @@ from torch import nn
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import (bert_config_from_hf, bert_config_to_hf,
                                      bert_encoder_names, load_renamed, register)
-from tinybert.models.bert import (BertConfig, BertEmbeddings, BertForMaskedLM, BertMLMHead, BertModel,
-                                  init_bert_weights)
+from tinybert.models.bert import BertConfig, BertEmbeddings, BertForMaskedLM, BertModel
 
 # %% tags=["export:pretraining.roberta_data"]
 from __future__ import annotations
@@ -269,10 +268,12 @@ assert roberta_position_ids(left, pad)[0].tolist() == [1, 1, 2, 3, 4, 5, 6]
 # (sec-roberta-classes)=
 # ### The models
 #
-# `RobertaModel` is `BertModel` with the new embedding layer: its constructor builds BERT's model
-# and swaps the embeddings, and everything else (the input checks, the encoder, the pooler, the
-# outputs) is inherited. `RobertaForMaskedLM` puts BERT's MLM head over it, tied to the token table
-# as in BERT, and inherits its `forward`. RoBERTa has no NSP head, so there is no `ForPreTraining`
+# `RobertaModel` is `BertModel` with the new embedding layer. Chapter 8 left one place for such
+# changes, the class attributes `config_class`, `embeddings_class` and `encoder_class`, which
+# `BertModel`'s constructor builds from; a variant sets the ones that differ, and everything else
+# (the input checks, the encoder, the pooler, the outputs) is inherited. `RobertaForMaskedLM` sets
+# `model_class`, so BERT's MLM head goes over a `RobertaModel`, tied to the token table as in
+# BERT, and it inherits the constructor and `forward`. RoBERTa has no NSP head, so there is no `ForPreTraining`
 # class. The encoder keeps the attribute name `bert`, so that code written for
 # `BertForMaskedLM` (the training loops and evaluations of {doc}`09_pretraining`, the heads of
 # {doc}`10_finetuning`) works unchanged; only the converter uses Hugging Face's name, `roberta`.
@@ -282,25 +283,14 @@ class RobertaModel(BertModel):
     """BertModel with RobertaEmbeddings; layers, pooler, input checks and outputs are BERT's."""
 
     config_class = RobertaConfig
-
-    def __init__(self, config: RobertaConfig, add_pooler: bool = True):
-        if not isinstance(config, RobertaConfig):
-            raise ValueError(f"RobertaModel expects a RobertaConfig, got {type(config).__name__}")
-        super().__init__(config, add_pooler)
-        self.embeddings = RobertaEmbeddings(config)          # same name, same place in the state dict
-        self.embeddings.apply(lambda module: init_bert_weights(module, config.initializer_range))
+    embeddings_class = RobertaEmbeddings
 
 
 class RobertaForMaskedLM(BertForMaskedLM):
     """BertForMaskedLM over a RobertaModel: the same tied head and the same forward."""
 
     config_class = RobertaConfig
-
-    def __init__(self, config: RobertaConfig):
-        nn.Module.__init__(self)                             # not BertForMaskedLM's, which builds a BertModel
-        self.config = config
-        self.bert = RobertaModel(config, add_pooler=False)   # "bert", so code for BertForMaskedLM works as is
-        self.mlm_head = BertMLMHead(config, self.bert.embeddings.token_embeddings)
+    model_class = RobertaModel        # built as self.bert, so code for BertForMaskedLM works as is
 
 
 for _cls in (RobertaModel, RobertaForMaskedLM):

@@ -46,7 +46,7 @@
 #   Banking77 accuracy relative to the teacher.
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
-# `BertForPreTraining`, `BertMLMHead`, `init_bert_weights` and `IGNORE_INDEX`; the converter
+# `BertForPreTraining` and `IGNORE_INDEX`; the converter
 # registry of `tinybert.models.convert` (`register`, `from_hf`, `to_hf`, `load_renamed`,
 # `bert_encoder_names`, and the activation-name tables `ACTIVATIONS_TO_HF` and
 # `ACTIVATIONS_FROM_HF`), and `register_model_class`. From {doc}`09_pretraining`: `load_pretrained`
@@ -74,7 +74,7 @@ from torch import nn
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import (ACTIVATIONS_FROM_HF, ACTIVATIONS_TO_HF,
                                      bert_encoder_names, load_renamed, register)
-from tinybert.models.bert import BertConfig, BertForMaskedLM, BertMLMHead, BertModel, init_bert_weights
+from tinybert.models.bert import BertConfig, BertForMaskedLM, BertModel
 
 # %% tags=["export:pretraining.distillation"]
 from __future__ import annotations
@@ -291,8 +291,9 @@ assert abs(norms[16.0] / limit.norm().item() - 1) < 0.05 and norms[16.0] / norms
 # Its configuration is therefore `BertConfig` with six layers and one segment; the one segment
 # means that `BertModel`'s input checks accept only `token_type_ids` of zeros, and no table is
 # built for it. The embedding layer is BERT's without the segment table, and the models are BERT's
-# with that embedding layer and no pooler. As in {doc}`11_roberta`, the encoder keeps the attribute
-# name `bert`.
+# with that embedding layer and no pooler: as in {doc}`11_roberta`, they set only the class
+# attributes that differ (`config_class`, `embeddings_class`, `model_class`), and the encoder keeps
+# the attribute name `bert`.
 
 # %% tags=["export"]
 @dataclass
@@ -338,26 +339,20 @@ class DistilBertModel(BertModel):
     """BertModel with DistilBertEmbeddings and no pooler; layers, checks and outputs are BERT's."""
 
     config_class = DistilBertConfig
+    embeddings_class = DistilBertEmbeddings
 
-    def __init__(self, config: DistilBertConfig):
-        if not isinstance(config, DistilBertConfig):
-            raise ValueError(f"DistilBertModel expects a DistilBertConfig, got {type(config).__name__}")
+    def __init__(self, config: DistilBertConfig, add_pooler: bool = False):
+        if add_pooler:
+            raise ValueError("DistilBertModel has no pooler (DistilBERT drops BERT's), "
+                             "got add_pooler=True")
         super().__init__(config, add_pooler=False)
-        self.init_kwargs = {}                                # no options: always without a pooler
-        self.embeddings = DistilBertEmbeddings(config)
-        self.embeddings.apply(lambda module: init_bert_weights(module, config.initializer_range))
 
 
 class DistilBertForMaskedLM(BertForMaskedLM):
     """BertForMaskedLM over a DistilBertModel: the same tied head and the same forward."""
 
     config_class = DistilBertConfig
-
-    def __init__(self, config: DistilBertConfig):
-        nn.Module.__init__(self)                             # not BertForMaskedLM's, which builds a BertModel
-        self.config = config
-        self.bert = DistilBertModel(config)
-        self.mlm_head = BertMLMHead(config, self.bert.embeddings.token_embeddings)
+    model_class = DistilBertModel
 
 
 for _cls in (DistilBertModel, DistilBertForMaskedLM):

@@ -56,7 +56,7 @@
 #   made, and what each objective's head learns about the other's task at a small scale.
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertLayer`, `BertModel` (its
-# `forward`), `BertPooler`, `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`,
+# `forward`), `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`,
 # `init_bert_weights`, `masked_lm_logits_and_loss`, `check_labels` and `tuple_or_none` from
 # `tinybert.models.bert`; `ACTIVATIONS_TO_HF`,
 # `register`, `from_hf`, `to_hf`, `load_renamed`, `bert_config_from_hf` and `bert_encoder_names`
@@ -88,7 +88,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.bert import (BertConfig, BertEmbeddings, BertLayer, BertMLMHead, BertModel, BertPooler,
+from tinybert.models.bert import (BertConfig, BertEmbeddings, BertLayer, BertMLMHead, BertModel,
                                   MaskedLMOutput, check_labels, tuple_or_none,
                                   init_bert_weights, masked_lm_logits_and_loss)
 
@@ -340,32 +340,21 @@ assert count_parameters(shared) * 12 == count_parameters(unshared)
 # The rest is BERT. `AlbertModel` holds the factorised embeddings, the shared encoder and BERT's
 # pooler ($\tanh$ of a dense layer on `[CLS]`), and its `forward` *is* `BertModel.forward`: check
 # the inputs, build the padding mask, embed, encode, pool. Nothing in those steps depends on how
-# the embeddings and the encoder are made, so the class borrows the method instead of copying it.
+# the embeddings and the encoder are made, so, like RoBERTa and DistilBERT, `AlbertModel` is a
+# `BertModel` that names only what differs, in the three class attributes that chapter 8 left for
+# the variants: its configuration, its embeddings and its encoder.
 # Weights start as in BERT (`init_bert_weights`); a shared layer is initialised once.
 
 # %% tags=["export"]
-class AlbertModel(nn.Module):
-    """ALBERT's encoder: factorised embeddings, N applications of shared layers, BERT's pooler on [CLS].
-
-    forward(input_ids, token_type_ids=None, attention_mask=None,
-    output_hidden_states=False, output_attentions=False) -> BertOutput,
-    exactly as BertModel's: last_hidden_state (B, T, D), pooler_output (B, D) or None.
+class AlbertModel(BertModel):
+    """ALBERT's encoder: factorised embeddings, N applications of shared layers, BERT's
+    pooler on [CLS]. Everything else is BertModel's (checks, mask, forward, outputs):
+    last_hidden_state (B, T, D), pooler_output (B, D) or None.
     """
 
     config_class = AlbertConfig
-
-    def __init__(self, config: AlbertConfig, add_pooler: bool = True):
-        super().__init__()
-        if not isinstance(config, AlbertConfig):
-            raise ValueError(f"AlbertModel expects an AlbertConfig, got {type(config).__name__}")
-        self.config = config
-        self.init_kwargs = {"add_pooler": add_pooler}        # what tinybert.checkpoint.files needs to rebuild it
-        self.embeddings = AlbertEmbeddings(config)
-        self.encoder = AlbertEncoder(config)
-        self.pooler = BertPooler(config.d_model) if add_pooler else None
-        self.apply(lambda module: init_bert_weights(module, config.initializer_range))
-
-    forward = BertModel.forward        # check ids, mask, embed, encode, pool: nothing there is BERT-specific
+    embeddings_class = AlbertEmbeddings
+    encoder_class = AlbertEncoder
 
 
 # %% [markdown]
@@ -420,11 +409,20 @@ class AlbertPreTrainingOutput:
     mlm_logits: torch.Tensor           # (B, T, V); with mlm_labels only the labelled positions, (N, V)
     sop_logits: torch.Tensor           # (B, 2); class 0 = segments in order, 1 = swapped
 
+    @property
+    def pair_loss(self) -> torch.Tensor | None:     # what chapter 9's loop reads
+        return self.sop_loss
+
+    @property
+    def pair_logits(self) -> torch.Tensor:
+        return self.sop_logits
+
 
 class AlbertForPreTraining(nn.Module):
     """ALBERT with both pretraining heads: masked language model and sentence-order prediction."""
 
     config_class = AlbertConfig
+    pair_labels = "sop_labels"          # what forward calls the sentence-pair labels
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
@@ -941,28 +939,14 @@ for task, accuracy in length_rule.items():
 # %% [markdown]
 # The model is an `albert-mini` narrowed to $D = 128$ with $E = 64$ (four applications of one
 # layer), small enough to train both objectives within the chapter's time budget on a laptop CPU (its
-# badge gives the time of the whole chapter). Chapter 9's `pretrain`
-# speaks NSP: it passes the batch's `nsp_labels` to the model and reads `nsp_loss` and
-# `nsp_logits`. A small adapter lets it train an `AlbertForPreTraining`, whose sentence head
-# then learns from whichever pairs the batches hold, and lets `evaluate_pretraining` score that head.
+# badge gives the time of the whole chapter). Chapter 9's `pretrain` trains an
+# `AlbertForPreTraining` as it is: the model names its sentence-pair labels (`pair_labels =
+# "sop_labels"`) and its output gives the pair objective's loss and logits (`pair_loss`,
+# `pair_logits`), so the loop's batches, which carry their pair labels as `nsp_labels`, reach the
+# sentence head whichever pairs they hold, and `evaluate_pretraining` scores that head.
 
 # %%
-from tinybert.models.bert import PreTrainingOutput
 from tinybert.pretraining.loop import PretrainingConfig, evaluate_pretraining, pretrain
-
-
-class PairHeadAsNSP(nn.Module):
-    """Chapter 9's loop and evaluation for an AlbertForPreTraining: nsp_labels in, nsp_loss/nsp_logits out."""
-
-    def __init__(self, albert: AlbertForPreTraining):
-        super().__init__()
-        self.albert = albert
-
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None, nsp_labels=None):
-        out = self.albert(input_ids, token_type_ids, attention_mask, mlm_labels=mlm_labels, sop_labels=nsp_labels)
-        return PreTrainingOutput(loss=out.loss, mlm_loss=out.mlm_loss, nsp_loss=out.sop_loss,
-                                 mlm_logits=out.mlm_logits, nsp_logits=out.sop_logits)
-
 
 experiment_config = AlbertConfig.preset("albert-mini", vocab_size=len(tokenizer), pad_token_id=special.pad,
                                         max_len=max_len, d_model=128, n_heads=4, d_ff=512, embedding_size=64)
@@ -978,7 +962,7 @@ print(f"{steps} steps of {batch_size} pairs per objective; "
 histories, trained = {}, {}
 for objective, examples in train_sets.items():
     torch.manual_seed(0)                                               # the same initial weights for both
-    model = PairHeadAsNSP(AlbertForPreTraining(experiment_config))
+    model = AlbertForPreTraining(experiment_config)
     batches = PretrainingBatches(examples, special, batch_size, seed=0)
     start = time.perf_counter()
     histories[objective] = pretrain(model, batches, PretrainingConfig(steps=steps, lr=1e-3, log_every=max(1, steps // 20),

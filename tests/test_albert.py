@@ -391,3 +391,28 @@ def test_chapter_10_heads_accept_albert():
     assert out.logits.shape == (B, 3) and torch.isfinite(out.loss)
     out.loss.backward()
     assert classifier.encoder.encoder.groups[0][0].attention.query.weight.grad is not None
+
+
+def test_the_pretraining_loop_trains_albert_as_it_is():
+    """Chapter 9's loop reads the pair objective through pair_labels / pair_loss, so an
+    AlbertForPreTraining needs no adapter (issue 17)."""
+    from tinybert.models.bert import BertForPreTraining
+    from tinybert.pretraining.loop import (evaluate_pretraining, for_model,
+                                           pretraining_losses)
+    torch.manual_seed(0)
+    model = AlbertForPreTraining(small_config(classifier_dropout=0.0)).eval()
+    ids, segments, mask, labels, order = batch()
+    given = {"input_ids": ids, "token_type_ids": segments, "attention_mask": mask,
+             "mlm_labels": labels, "nsp_labels": order}
+    renamed = for_model(model, given)
+    assert "sop_labels" in renamed and "nsp_labels" not in renamed
+    assert for_model(BertForPreTraining(BertConfig(vocab_size=V, d_model=32, n_layers=1,
+                                                   n_heads=4, d_ff=37, max_len=T)),
+                     given) is given
+    loss, _, pair = pretraining_losses(model, given)
+    direct = model(ids, segments, mask, mlm_labels=labels, sop_labels=order)
+    assert torch.allclose(loss, direct.loss) and torch.allclose(pair, direct.sop_loss)
+    assert direct.pair_loss is direct.sop_loss and direct.pair_logits is direct.sop_logits
+    metrics = evaluate_pretraining(model, [given])
+    expected = (direct.sop_logits.argmax(-1) == order).float().mean().item()
+    assert metrics["nsp_accuracy"] == pytest.approx(expected)

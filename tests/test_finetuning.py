@@ -243,7 +243,7 @@ def test_command_line_fine_tunes_a_headless_checkpoint_and_refuses_others(
 
     from tinybert.__main__ import main
     from tinybert.checkpoint.files import load_model
-    from tinybert.models.albert import AlbertConfig, AlbertModel
+    from tinybert.models.albert import AlbertConfig, AlbertForPreTraining, AlbertModel
 
     headless = tmp_path / "headless"
     save_model(load_model(tiny_checkpoint).bert, headless)       # a BertModel alone
@@ -251,12 +251,18 @@ def test_command_line_fine_tunes_a_headless_checkpoint_and_refuses_others(
     code = main(["finetune", "poem_sentiment", "--checkpoint", str(headless),
                  "--train-examples", "8", "--eval-examples", "8", "--epochs", "1"])
     assert code == 0, capsys.readouterr().out
-    other = tmp_path / "other"
     vocab = len((tiny_checkpoint / "vocab.txt").read_text().splitlines())
-    save_model(AlbertModel(AlbertConfig(vocab_size=vocab, d_model=32, n_layers=1, n_heads=4,
-                                        d_ff=37, max_len=64, embedding_size=16)), other)
+    config = AlbertConfig(vocab_size=vocab, d_model=32, n_layers=1, n_heads=4, d_ff=37,
+                          max_len=64, embedding_size=16)
+    albert = tmp_path / "albert"          # a BertModel by the variants' extension point
+    save_model(AlbertModel(config), albert)
+    shutil.copy(tiny_checkpoint / "vocab.txt", albert / "vocab.txt")
+    assert main(["finetune", "poem_sentiment", "--checkpoint", str(albert),
+                 "--train-examples", "8", "--eval-examples", "8", "--epochs", "1"]) == 0
+    other = tmp_path / "other"            # its encoder is .albert, not .bert
+    save_model(AlbertForPreTraining(config), other)
     shutil.copy(tiny_checkpoint / "vocab.txt", other / "vocab.txt")
     capsys.readouterr()
     assert main(["finetune", "poem_sentiment", "--checkpoint", str(other)]) == 1
     out = capsys.readouterr().out
-    assert "AlbertModel" in out and "expected a BertModel" in out
+    assert "AlbertForPreTraining" in out and "expected a BertModel" in out

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.bert import (BertConfig, BertEmbeddings, BertLayer, BertMLMHead, BertModel, BertPooler,
+from tinybert.models.bert import (BertConfig, BertEmbeddings, BertLayer, BertMLMHead, BertModel,
                                   MaskedLMOutput, check_labels, tuple_or_none,
                                   init_bert_weights, masked_lm_logits_and_loss)
 
@@ -128,28 +128,15 @@ class AlbertEncoder(nn.Module):
 
 # Built in chapter 13, section "The model":
 # chapters/13_albert.html#the-model
-class AlbertModel(nn.Module):
-    """ALBERT's encoder: factorised embeddings, N applications of shared layers, BERT's pooler on [CLS].
-
-    forward(input_ids, token_type_ids=None, attention_mask=None,
-    output_hidden_states=False, output_attentions=False) -> BertOutput,
-    exactly as BertModel's: last_hidden_state (B, T, D), pooler_output (B, D) or None.
+class AlbertModel(BertModel):
+    """ALBERT's encoder: factorised embeddings, N applications of shared layers, BERT's
+    pooler on [CLS]. Everything else is BertModel's (checks, mask, forward, outputs):
+    last_hidden_state (B, T, D), pooler_output (B, D) or None.
     """
 
     config_class = AlbertConfig
-
-    def __init__(self, config: AlbertConfig, add_pooler: bool = True):
-        super().__init__()
-        if not isinstance(config, AlbertConfig):
-            raise ValueError(f"AlbertModel expects an AlbertConfig, got {type(config).__name__}")
-        self.config = config
-        self.init_kwargs = {"add_pooler": add_pooler}        # what tinybert.checkpoint.files needs to rebuild it
-        self.embeddings = AlbertEmbeddings(config)
-        self.encoder = AlbertEncoder(config)
-        self.pooler = BertPooler(config.d_model) if add_pooler else None
-        self.apply(lambda module: init_bert_weights(module, config.initializer_range))
-
-    forward = BertModel.forward        # check ids, mask, embed, encode, pool: nothing there is BERT-specific
+    embeddings_class = AlbertEmbeddings
+    encoder_class = AlbertEncoder
 
 
 # Built in chapter 13, section "The model":
@@ -193,6 +180,14 @@ class AlbertPreTrainingOutput:
     mlm_logits: torch.Tensor           # (B, T, V); with mlm_labels only the labelled positions, (N, V)
     sop_logits: torch.Tensor           # (B, 2); class 0 = segments in order, 1 = swapped
 
+    @property
+    def pair_loss(self) -> torch.Tensor | None:     # what chapter 9's loop reads
+        return self.sop_loss
+
+    @property
+    def pair_logits(self) -> torch.Tensor:
+        return self.sop_logits
+
 
 # Built in chapter 13, section "The model":
 # chapters/13_albert.html#the-model
@@ -200,6 +195,7 @@ class AlbertForPreTraining(nn.Module):
     """ALBERT with both pretraining heads: masked language model and sentence-order prediction."""
 
     config_class = AlbertConfig
+    pair_labels = "sop_labels"          # what forward calls the sentence-pair labels
 
     def __init__(self, config: AlbertConfig):
         super().__init__()

@@ -20,7 +20,7 @@ from torch import nn
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import (ACTIVATIONS_FROM_HF, ACTIVATIONS_TO_HF,
                                      bert_encoder_names, load_renamed, register)
-from tinybert.models.bert import BertConfig, BertForMaskedLM, BertMLMHead, BertModel, init_bert_weights
+from tinybert.models.bert import BertConfig, BertForMaskedLM, BertModel
 
 
 # Built in chapter 12, section "The student":
@@ -72,14 +72,13 @@ class DistilBertModel(BertModel):
     """BertModel with DistilBertEmbeddings and no pooler; layers, checks and outputs are BERT's."""
 
     config_class = DistilBertConfig
+    embeddings_class = DistilBertEmbeddings
 
-    def __init__(self, config: DistilBertConfig):
-        if not isinstance(config, DistilBertConfig):
-            raise ValueError(f"DistilBertModel expects a DistilBertConfig, got {type(config).__name__}")
+    def __init__(self, config: DistilBertConfig, add_pooler: bool = False):
+        if add_pooler:
+            raise ValueError("DistilBertModel has no pooler (DistilBERT drops BERT's), "
+                             "got add_pooler=True")
         super().__init__(config, add_pooler=False)
-        self.init_kwargs = {}                                # no options: always without a pooler
-        self.embeddings = DistilBertEmbeddings(config)
-        self.embeddings.apply(lambda module: init_bert_weights(module, config.initializer_range))
 
 
 # Built in chapter 12, section "The student":
@@ -88,12 +87,7 @@ class DistilBertForMaskedLM(BertForMaskedLM):
     """BertForMaskedLM over a DistilBertModel: the same tied head and the same forward."""
 
     config_class = DistilBertConfig
-
-    def __init__(self, config: DistilBertConfig):
-        nn.Module.__init__(self)                             # not BertForMaskedLM's, which builds a BertModel
-        self.config = config
-        self.bert = DistilBertModel(config)
-        self.mlm_head = BertMLMHead(config, self.bert.embeddings.token_embeddings)
+    model_class = DistilBertModel
 
 
 for _cls in (DistilBertModel, DistilBertForMaskedLM):

@@ -20,8 +20,7 @@ from torch import nn
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import (bert_config_from_hf, bert_config_to_hf,
                                      bert_encoder_names, load_renamed, register)
-from tinybert.models.bert import (BertConfig, BertEmbeddings, BertForMaskedLM, BertMLMHead, BertModel,
-                                  init_bert_weights)
+from tinybert.models.bert import BertConfig, BertEmbeddings, BertForMaskedLM, BertModel
 
 
 # Built in chapter 11, section "The configuration":
@@ -98,13 +97,7 @@ class RobertaModel(BertModel):
     """BertModel with RobertaEmbeddings; layers, pooler, input checks and outputs are BERT's."""
 
     config_class = RobertaConfig
-
-    def __init__(self, config: RobertaConfig, add_pooler: bool = True):
-        if not isinstance(config, RobertaConfig):
-            raise ValueError(f"RobertaModel expects a RobertaConfig, got {type(config).__name__}")
-        super().__init__(config, add_pooler)
-        self.embeddings = RobertaEmbeddings(config)          # same name, same place in the state dict
-        self.embeddings.apply(lambda module: init_bert_weights(module, config.initializer_range))
+    embeddings_class = RobertaEmbeddings
 
 
 # Built in chapter 11, section "The models":
@@ -113,12 +106,7 @@ class RobertaForMaskedLM(BertForMaskedLM):
     """BertForMaskedLM over a RobertaModel: the same tied head and the same forward."""
 
     config_class = RobertaConfig
-
-    def __init__(self, config: RobertaConfig):
-        nn.Module.__init__(self)                             # not BertForMaskedLM's, which builds a BertModel
-        self.config = config
-        self.bert = RobertaModel(config, add_pooler=False)   # "bert", so code for BertForMaskedLM works as is
-        self.mlm_head = BertMLMHead(config, self.bert.embeddings.token_embeddings)
+    model_class = RobertaModel        # built as self.bert, so code for BertForMaskedLM works as is
 
 
 for _cls in (RobertaModel, RobertaForMaskedLM):

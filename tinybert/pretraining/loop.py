@@ -7,7 +7,7 @@ chapters/09_pretraining.html.
 """
 from __future__ import annotations
 
-__all__ = ['TrainingInterrupted', 'ctrl_c_requests', 'pretraining_losses',
+__all__ = ['TrainingInterrupted', 'ctrl_c_requests', 'for_model', 'pretraining_losses',
            'evaluate_pretraining', 'PretrainingConfig', 'RESUME_MUST_MATCH', 'pretrain',
            'plot_history', 'RUN_FILES', 'check_run_folder', 'pretrain_bert']
 
@@ -95,6 +95,18 @@ from tinybert.pretraining.optim import (autocast_dtype, linear_warmup_decay,
 
 # Built in chapter 9, section "The training loop":
 # chapters/09_pretraining.html#the-training-loop
+def for_model(model: nn.Module, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The batch with its sentence-pair labels under the name ``model`` takes them by
+    (``nsp_labels`` for BERT, ``sop_labels`` for ALBERT: the class attribute
+    ``pair_labels``): the loop works with any pair objective, no adapter needed."""
+    name = getattr(getattr(model, "module", model), "pair_labels", "nsp_labels")
+    if "nsp_labels" not in batch or name == "nsp_labels":
+        return batch
+    return {(name if key == "nsp_labels" else key): value for key, value in batch.items()}
+
+
+# Built in chapter 9, section "The training loop":
+# chapters/09_pretraining.html#the-training-loop
 def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
                        dist: DistributedContext = DistributedContext()) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(loss, mlm_loss, nsp_loss) of one batch, loss = mlm_loss + nsp_loss as in BERT.
@@ -105,13 +117,13 @@ def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
     of masked tokens of *all* processes, not this one's: DistributedDataParallel averages the
     gradients, and an average of per-process means is not the mean over the whole batch.
     """
-    out = model(**batch)
+    out = model(**for_model(model, batch))
     mlm_loss = out.mlm_loss
     if dist.world_size > 1:
         count = (batch["mlm_labels"] != IGNORE_INDEX).sum()                  # masked tokens here
         total = dist.all_reduce_sum(count).clamp(min=1)          # ... and everywhere
         mlm_loss = mlm_loss * count * dist.world_size / total
-    nsp_loss = out.nsp_loss if out.nsp_loss is not None else torch.zeros_like(mlm_loss)
+    nsp_loss = out.pair_loss if out.pair_loss is not None else torch.zeros_like(mlm_loss)
     return mlm_loss + nsp_loss, out.mlm_loss.detach(), nsp_loss.detach()
 
 
@@ -130,7 +142,7 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
     for batch in batches:
         batch = {k: v.to(device) for k, v in batch.items()}
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            out = model(**batch)
+            out = model(**for_model(model, batch))
         targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]   # (N,) the order of out.mlm_logits
         n = len(targets)
         total["mlm_loss"] += out.mlm_loss.item() * n if n else 0.0
@@ -139,8 +151,8 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
         if "nsp_labels" not in batch:
             continue
         b = len(batch["nsp_labels"])
-        total["nsp_loss"] += out.nsp_loss.item() * b
-        total["nsp_correct"] += (out.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
+        total["nsp_loss"] += out.pair_loss.item() * b
+        total["nsp_correct"] += (out.pair_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
         total["pairs"] += b
     model.train(was_training)
     if not total["mlm_tokens"]:
