@@ -111,7 +111,7 @@ def main() -> None:
     from dataclasses import replace
 
     from tinybert.models.convert import bert_config_to_hf
-    from tinybert.models.bert import BertForMaskedLM
+    from tinybert.models.bert_heads import BertForMaskedLM
 
     theirs = transformers.BertForMaskedLM(bert_config_to_hf(config)).to(device)
     if course:                                               # pre-LN: no Hugging Face equivalent

@@ -700,7 +700,20 @@ assert not torch.allclose(unmasked, paris.last_hidden_state, atol=1e-2)
 # (the table in {ref}`sec-bert-sizes` shows the count), and only the bias $\mathbf c$ is the
 # output's own. In PyTorch, tying is one assignment: both modules hold the same `Parameter`.
 
-# %% tags=["export"]
+# %% tags=["export:models.bert_heads"]
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tinybert.blocks.checks import describe
+from tinybert.blocks.feedforward import get_activation
+from tinybert.models.bert import BertConfig, BertModel, init_bert_weights
+
+# %% tags=["export:models.bert_heads"]
 IGNORE_INDEX = -100                                          # label of positions that carry no loss
 
 
@@ -737,7 +750,7 @@ class BertMLMHead(nn.Module):
 # full $(B, T, V)$. The loss is the same either way (a test and the parity cell check it against
 # Hugging Face's, which scores every position).
 
-# %% tags=["export"]
+# %% tags=["export:models.bert_heads"]
 def check_labels(name: str, labels, shape: tuple[int, ...], n_classes: int) -> None:
     if not isinstance(labels, torch.Tensor) or labels.dtype == torch.bool or labels.is_floating_point():
         raise ValueError(f"{name}: expected an integer tensor, got {describe(labels)}")
@@ -848,7 +861,7 @@ for name in ("bert-mini", "bert-base-uncased"):
 # `BertForPreTraining` carries both heads. Its loss is the sum of the two losses whose labels are
 # given.
 
-# %% tags=["export"]
+# %% tags=["export:models.bert_heads"]
 @dataclass
 class PreTrainingOutput:
     loss: torch.Tensor | None          # mlm_loss + nsp_loss, the sum of those whose labels were given
@@ -1000,14 +1013,15 @@ from torch import nn
 
 from tinybert.checkpoint.files import unique_state_dict
 from tinybert.data import fetch_group
-from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 
 @dataclass
 class Converter:
     hf_class_name: str                  # transformers' class, e.g. "BertForMaskedLM"
-    tinybert_class: type                # ours, e.g. tinybert.models.bert.BertForMaskedLM
+    tinybert_class: type                # ours, e.g. tinybert.models.bert_heads.BertForMaskedLM
     from_fn: Callable                   # hf_model -> tinybert model
     to_fn: Callable                     # tinybert model -> hf_model
 
@@ -1532,7 +1546,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from tinybert.models.bert import BertForMaskedLM, BertForPreTraining, BertModel
+from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
+from tinybert.models.bert import BertModel
 
 WEIGHTS_NAME, CONFIG_NAME = "model.safetensors", "config.json"
 MODEL_CLASSES: dict[str, type] = {}     # the class named in config.json -> the class; later chapters add theirs

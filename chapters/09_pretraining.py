@@ -86,7 +86,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tinybert.models.bert import IGNORE_INDEX
+from tinybert.models.bert_heads import IGNORE_INDEX
 
 # %% tags=["export", "export:checkpoint.pretrained"]
 from __future__ import annotations
@@ -101,7 +101,8 @@ from torch import nn
 from tinybert.checkpoint.files import load_model, saved_file
 from tinybert.data import cache_dir
 from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
-from tinybert.models.bert import IGNORE_INDEX, BertConfig
+from tinybert.models.bert_heads import IGNORE_INDEX
+from tinybert.models.bert import BertConfig
 from tinybert.pretraining.corpus import make_segments
 from tinybert.runtime import pick
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
@@ -114,7 +115,7 @@ import warnings
 import matplotlib.pyplot as plt
 import torch.nn.functional as F
 
-from tinybert.models.bert import BertForPreTraining
+from tinybert.models.bert_heads import BertForPreTraining
 from tinybert.runtime import get_device, is_quick, pick, seed_everything
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
@@ -1115,7 +1116,7 @@ def ctrl_c_requests():
 # of the step, *every* random number of step $s$ is then fixed by the step alone. That is what makes
 # resuming exact, below, and it costs one `torch.manual_seed` call per step.
 
-# %% tags=["export:pretraining.loop"]
+# %% tags=["export:pretraining.loop", "export:pretraining.run"]
 from __future__ import annotations
 
 import json
@@ -1133,7 +1134,8 @@ from tinybert.checkpoint.files import (CONFIG_NAME, write_atomically, save_model
                                        saved_file)
 from tinybert.pretraining.distributed import DistributedContext
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
-from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining
+from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
+from tinybert.models.bert import BertConfig
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
 from tinybert.pretraining.examples import (PretrainingBatches, make_examples,
                                            single_segment_examples)
@@ -1245,7 +1247,7 @@ class PretrainingConfig:
     mixed_precision: bool = True     # autocast where the device supports it (CUDA)
 
 
-def _write_json(path: str | Path, data: dict) -> None:
+def write_json(path: str | Path, data: dict) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_atomically(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1) + "\n"))
 
@@ -1350,7 +1352,7 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
     if recipe is not None:
         history["recipe"] = recipe
     if dist.is_main and metrics_path is not None:   # forget what a crashed run logged
-        _write_json(metrics_path, history)          # after its last checkpoint
+        write_json(metrics_path, history)          # after its last checkpoint
     net = model if dist.world_size == 1 else DistributedDataParallel(    # MLM only: NSP head unused
         model, device_ids=[device.index] if device.type == "cuda" else None, find_unused_parameters=True)
     end = config.steps if stop_after is None else min(config.steps, stop_after)
@@ -1391,7 +1393,7 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
                           f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}"
                           f"{nsp} | {history['seconds']:.0f} s")
             if dist.is_main and metrics_path is not None and (evaluate or stop):
-                _write_json(metrics_path, history)
+                write_json(metrics_path, history)
             if save:
                 if dist.is_main:
                     extra = {"history": history, "running": running.tolist()}
@@ -1682,7 +1684,11 @@ def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
 # is refused, naming each difference. Ctrl-C saves a checkpoint at the current step and prints the
 # command that continues the run.
 
-# %% tags=["export:pretraining.loop"]
+# %% tags=["export:pretraining.run"]
+from tinybert.pretraining.loop import (PretrainingConfig, pretrain, plot_history,
+                                       write_json)
+
+# %% tags=["export:pretraining.run"]
 RUN_FILES = ("vocab.txt", "model.safetensors", "config.json", "metrics.json",
              "loss_curves.png", "training_state")    # what pretrain_bert writes
 
@@ -1762,7 +1768,7 @@ def _check_recipe(out: Path, recipe: dict) -> None:
                          "saved settings, or start a new run (--overwrite)")
 
 
-# %% tags=["export:pretraining.loop"]
+# %% tags=["export:pretraining.run"]
 def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: dict | None = None,
                   steps: int = 1000, batch_size: int = 32, lr: float = 1e-3, warmup_fraction: float = 0.05,
                   vocab_size: int = 8192, vocab_min_count: int = 40,
@@ -1820,7 +1826,7 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
         _check_recipe(out, recipe)
     out.mkdir(parents=True, exist_ok=True)
     if dist.is_main and not saved_file(out / "training_state", STATE_NAME).is_file():
-        _write_json(out / "metrics.json", {"recipe": recipe, "train": [], "eval": []})
+        write_json(out / "metrics.json", {"recipe": recipe, "train": [], "eval": []})
     say = print if dist.is_main else (lambda *args, **kwargs: None)
     documents = course_documents("train", max_documents=max_documents)
     if task_text:
@@ -1867,7 +1873,7 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
                        metrics_path=out / "metrics.json", recipe=recipe, dist=dist)
     if dist.is_main:
         save_model(model, out)
-        _write_json(out / "metrics.json", history)
+        write_json(out / "metrics.json", history)
         import matplotlib.pyplot as plt
 
         plt.close(plot_history(history, out / "loss_curves.png"))    # not kept open
@@ -2014,7 +2020,7 @@ def load_pretrained(directory: str | Path | None = None, *,
         print(f"load_pretrained: no checkpoint found; training a SHORT bert-mini run ({steps} steps) into "
               f"{found}. It is much weaker than the course's shipped checkpoint (chapter 09).")
         # here: pretrain_loop imports this module
-        from tinybert.pretraining.loop import pretrain_bert
+        from tinybert.pretraining.run import pretrain_bert
         pretrain_bert(found, steps=steps, batch_size=16, eval_every=steps, eval_batches=4,
                       max_documents=pick(quick=40, full=None), overwrite=True)
     model = load_model(found, map_location="cpu")

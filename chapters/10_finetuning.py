@@ -149,7 +149,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from tinybert.models.bert import IGNORE_INDEX
+from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.runtime import progress
 from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 
@@ -291,7 +291,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.models.bert import IGNORE_INDEX, init_bert_weights
+from tinybert.models.bert_heads import IGNORE_INDEX
+from tinybert.models.bert import init_bert_weights
 
 
 # %% tags=["export:finetuning.heads"]
@@ -729,7 +730,7 @@ from collections import Counter
 
 import torch
 
-from tinybert.models.bert import IGNORE_INDEX
+from tinybert.models.bert_heads import IGNORE_INDEX
 
 
 # %% tags=["export:finetuning.metrics"]

@@ -81,7 +81,8 @@ from torch import nn
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import (bert_config_from_hf, bert_config_to_hf,
                                      bert_encoder_names, load_renamed, register)
-from tinybert.models.bert import BertConfig, BertEmbeddings, BertForMaskedLM, BertModel
+from tinybert.models.bert import BertConfig, BertEmbeddings, BertModel
+from tinybert.models.bert_heads import BertForMaskedLM
 
 # %% tags=["export:pretraining.roberta_data"]
 from __future__ import annotations
@@ -91,7 +92,7 @@ from collections.abc import Sequence
 import torch
 
 from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
-from tinybert.models.bert import IGNORE_INDEX
+from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.examples import PretrainingExample
 
 # %%
@@ -101,7 +102,7 @@ import warnings
 from dataclasses import fields
 
 from tinybert.blocks.feedforward import count_parameters
-from tinybert.models.bert import BertForPreTraining
+from tinybert.models.bert_heads import BertForPreTraining
 from tinybert.runtime import get_device, is_quick, pick, seed_everything
 
 with warnings.catch_warnings():                      # transformers' progress bars warn about widgets
@@ -868,7 +869,7 @@ assert min(margins) == 0.1 and max(margins) == 0.8
 # is when static masks can be memorised.
 
 # %%
-from tinybert.models.bert import IGNORE_INDEX
+from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.examples import PretrainingBatches
 from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 

@@ -74,7 +74,8 @@ from torch import nn
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import (ACTIVATIONS_FROM_HF, ACTIVATIONS_TO_HF,
                                      bert_encoder_names, load_renamed, register)
-from tinybert.models.bert import BertConfig, BertForMaskedLM, BertModel
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_heads import BertForMaskedLM
 
 # %% tags=["export:pretraining.distillation"]
 from __future__ import annotations
@@ -86,7 +87,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.models.bert import IGNORE_INDEX, BertEmbeddings
+from tinybert.models.bert_heads import IGNORE_INDEX
+from tinybert.models.bert import BertEmbeddings
 from tinybert.models.distilbert import DistilBertConfig, DistilBertForMaskedLM
 
 # %%
@@ -97,7 +99,7 @@ import warnings
 import matplotlib.pyplot as plt
 
 from tinybert.blocks.feedforward import count_parameters
-from tinybert.models.bert import BertForPreTraining
+from tinybert.models.bert_heads import BertForPreTraining
 from tinybert.runtime import get_device, is_quick, pick, seed_everything
 
 with warnings.catch_warnings():                      # transformers' progress bars warn about widgets
@@ -593,7 +595,7 @@ assert not torch.equal(student.bert.encoder.layers[0].attention.query.weight,
 
 # %%
 from tinybert.pretraining.masking import SpecialTokens
-from tinybert.models.bert import IGNORE_INDEX
+from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.examples import PretrainingBatches
 from tinybert.checkpoint.pretrained import load_pretrained
 from tinybert.pretraining.corpus import course_documents, tokenize_documents

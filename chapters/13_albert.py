@@ -88,9 +88,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.bert import (BertConfig, BertEmbeddings, BertLayer, BertMLMHead, BertModel,
-                                  MaskedLMOutput, check_labels, tuple_or_none,
-                                  init_bert_weights, masked_lm_logits_and_loss)
+from tinybert.models.bert import (BertConfig, BertEmbeddings, BertLayer, BertModel,
+                                  tuple_or_none, init_bert_weights)
+from tinybert.models.bert_heads import (BertMLMHead, MaskedLMOutput, check_labels,
+                                        masked_lm_logits_and_loss)
 
 # %%
 import statistics

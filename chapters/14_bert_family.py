@@ -84,7 +84,9 @@ from tinybert.pretraining.distillation import distillation_loss, student_from_te
 from tinybert.blocks.feedforward import count_parameters
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
 from tinybert.models.albert import AlbertConfig, AlbertForPreTraining, AlbertModel
-from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining, BertModel, PreTrainingOutput
+from tinybert.models.bert_heads import (IGNORE_INDEX, BertForPreTraining,
+                                        PreTrainingOutput)
+from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.distilbert import DistilBertConfig, DistilBertModel
 from tinybert.models.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
 from tinybert.pretraining.loop import PretrainingConfig, pretrain

@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from tinybert.pretraining.masking import SpecialTokens
-    from tinybert.pretraining.loop import evaluate_pretraining, pretrain_bert
+    from tinybert.pretraining.loop import evaluate_pretraining
+    from tinybert.pretraining.run import pretrain_bert
     from tinybert.pretraining.examples import (PretrainingBatches,
                                                single_segment_examples)
     from tinybert.checkpoint.pretrained import load_pretrained

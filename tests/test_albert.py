@@ -396,7 +396,7 @@ def test_chapter_10_heads_accept_albert():
 def test_the_pretraining_loop_trains_albert_as_it_is():
     """Chapter 9's loop reads the pair objective through pair_labels / pair_loss, so an
     AlbertForPreTraining needs no adapter (issue 17)."""
-    from tinybert.models.bert import BertForPreTraining
+    from tinybert.models.bert_heads import BertForPreTraining
     from tinybert.pretraining.loop import (evaluate_pretraining, for_model,
                                            pretraining_losses)
     torch.manual_seed(0)

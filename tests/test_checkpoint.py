@@ -10,7 +10,8 @@ from safetensors import safe_open
 import tinybert.checkpoint.files as checkpoint
 from tinybert.checkpoint.files import (load_model, register_model_class, save_model,
                                        unique_state_dict)
-from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
 
 TINY = dict(vocab_size=99, d_model=32, n_layers=3, n_heads=4, d_ff=37, max_len=23)
 

@@ -15,7 +15,8 @@ transformers = pytest.importorskip("transformers")
 from tinybert.models.convert import (  # noqa: E402
     bert_config_from_hf, from_hf, register, to_hf)
 from tinybert.blocks.feedforward import count_parameters  # noqa: E402
-from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel  # noqa: E402
+from tinybert.models.bert import BertConfig, BertModel  # noqa: E402
+from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
 from helpers import max_error, randomised  # noqa: E402
 
 B, T, V = 13, 7, 99

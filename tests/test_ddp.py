@@ -19,7 +19,8 @@ import torch.multiprocessing as mp
 from safetensors.torch import load_file, save_file
 
 from tinybert.pretraining.masking import SpecialTokens
-from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining
+from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
+from tinybert.models.bert import BertConfig
 from tinybert.pretraining.loop import PretrainingConfig, pretrain, pretraining_losses
 from tinybert.pretraining.examples import (PretrainingBatches, PretrainingExample,
                                            encode_pair)

@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from tinybert.checkpoint.files import load_model, save_model
 from tinybert.pretraining.distillation import distillation_loss, student_from_teacher
 from tinybert.blocks.feedforward import count_parameters
-from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
 from tinybert.models.distilbert import (DistilBertConfig, DistilBertForMaskedLM, DistilBertModel,
                                         distilbert_weight_names)
 import helpers  # noqa: E402

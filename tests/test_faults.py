@@ -23,15 +23,16 @@ import pytest
 import torch
 
 import tinybert.pretraining.loop as pretrain_loop
+import tinybert.pretraining.run as pretrain_run
 import tinybert.checkpoint.pretrained as pretrained_module
 from tinybert.__main__ import main
 from tinybert.checkpoint.files import write_atomically, load_model, save_model
 from tinybert.pretraining.masking import SpecialTokens
 from tinybert.models.albert import AlbertConfig, AlbertForPreTraining
-from tinybert.models.bert import (IGNORE_INDEX, BertConfig, BertForMaskedLM,
-                                  BertForPreTraining)
-from tinybert.pretraining.loop import (RUN_FILES, PretrainingConfig, check_run_folder,
-                                       evaluate_pretraining, pretrain, pretrain_bert)
+from tinybert.models.bert_heads import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining
+from tinybert.models.bert import BertConfig
+from tinybert.pretraining.run import RUN_FILES, check_run_folder, pretrain_bert
+from tinybert.pretraining.loop import PretrainingConfig, evaluate_pretraining, pretrain
 from tinybert.pretraining.examples import (PretrainingBatches, PretrainingExample,
                                            encode_pair)
 from tinybert.checkpoint.pretrained import load_pretrained
@@ -381,7 +382,7 @@ def no_training(monkeypatch):
         calls.append((Path(out_dir), kwargs))
         _tiny_pretrained(Path(out_dir))
 
-    monkeypatch.setattr(pretrain_loop, "pretrain_bert", fake_pretrain_bert)
+    monkeypatch.setattr(pretrain_run, "pretrain_bert", fake_pretrain_bert)
     return calls
 
 
@@ -509,7 +510,7 @@ def test_the_command_line_reports_a_diverged_run(tmp_path, monkeypatch, capsys):
     def diverges(out_dir, **kwargs):
         raise FloatingPointError("step 7: the training loss is nan")
 
-    monkeypatch.setattr(pretrain_loop, "pretrain_bert", diverges)
+    monkeypatch.setattr(pretrain_run, "pretrain_bert", diverges)
     assert main(["pretrain", "--out", str(tmp_path / "run")]) == 1
     err = capsys.readouterr().err
     assert "tinybert pretrain: error: step 7: the training loss is nan" in err
@@ -749,7 +750,7 @@ def test_a_vocabulary_left_before_the_first_checkpoint_keeps_its_recipe(tmp_path
         raise KeyboardInterrupt
 
     out = tmp_path / "run"
-    monkeypatch.setattr(pretrain_loop, "tokenize_documents", interrupted)
+    monkeypatch.setattr(pretrain_run, "tokenize_documents", interrupted)
     with pytest.raises(KeyboardInterrupt):
         pretrain_bert(out, steps=4, **TINY_RUN)
     monkeypatch.undo()

@@ -12,7 +12,8 @@ from tinybert.finetuning.features import (batches, encode_sentences, encode_tagg
 from tinybert.finetuning.loop import finetune, predict
 from tinybert.finetuning.heads import (QuestionAnswerer, SequenceClassifier,
                                        TokenClassifier, set_trainable_layers)
-from tinybert.models.bert import BertConfig, BertForPreTraining, BertModel
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_heads import BertForPreTraining
 from tinybert.finetuning.tasks import TaggedSentence, TextExample
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 

@@ -16,7 +16,8 @@ import torch
 
 from tinybert.checkpoint.files import save_model
 from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
-from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining
+from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
+from tinybert.models.bert import BertConfig
 from tinybert.pretraining.examples import (PretrainingBatches, PretrainingExample,
                                            collate, encode_pair, make_examples,
                                            sample_nsp_pairs)

@@ -12,7 +12,8 @@ import torch
 
 from tinybert.checkpoint.files import save_model
 from tinybert.pretraining.masking import SpecialTokens
-from tinybert.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining, BertModel
+from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
+from tinybert.models.bert import BertConfig, BertModel
 from tinybert.pretraining.loop import (PretrainingConfig, evaluate_pretraining,
                                        pretrain, pretraining_losses)
 from tinybert.pretraining.examples import (PretrainingBatches, PretrainingExample,

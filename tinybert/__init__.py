@@ -9,7 +9,8 @@ __version__ = "0.1.0"
 from tinybert.blocks.multihead import MultiHeadAttention  # noqa: E402
 from tinybert.blocks.transformer import Transformer, TransformerConfig  # noqa: E402
 from tinybert.blocks.language_model import DecoderOnlyLM  # noqa: E402
-from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel  # noqa: E402
+from tinybert.models.bert import BertConfig, BertModel  # noqa: E402
+from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
 from tinybert.models.convert import from_hf, to_hf  # noqa: E402
 
 __all__ = ["MultiHeadAttention", "Transformer", "TransformerConfig", "DecoderOnlyLM",

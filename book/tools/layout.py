@@ -51,7 +51,9 @@ MODULES = {
     "tokenizers.wordpiece_training": "Training a WordPiece vocabulary.",
     "tokenizers.unigram": "The unigram language-model tokenizer (SentencePiece, ALBERT).",
     "tokenizers.unigram_training": "Training a unigram vocabulary with EM.",
-    "models.bert": "BERT: configuration, embeddings, layers, the encoder and its heads.",
+    "models.bert": "BERT: configuration, embeddings, layers, the encoder and the model.",
+    "models.bert_heads": "BERT's pretraining heads (masked language model, next sentence) "
+                         "and the models that carry them.",
     "models.convert": "Hugging Face weights to and from tinybert, and the real pretrained "
                       "encoder.",
     "models.attention_analysis": "What trained heads attend to: word-level attention and "
@@ -65,7 +67,8 @@ MODULES = {
     "pretraining.examples": "Sentence pairs, pretraining examples and their batches.",
     "pretraining.optim": "AdamW with weight-decay groups, warm-up and decay, mixed "
                          "precision.",
-    "pretraining.loop": "The pretraining losses, loop, run folders and `pretrain_bert`.",
+    "pretraining.loop": "The pretraining losses, the loop, Ctrl-C and the curves.",
+    "pretraining.run": "A whole run: its folder, its data recipe and `pretrain_bert`.",
     "pretraining.distributed": "Data-parallel pretraining across processes.",
     "finetuning.features": "Encoding single sentences, pairs and tagged words as padded "
                            "features.",

@@ -21,7 +21,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from tinybert.models.bert import BertForMaskedLM, BertForPreTraining, BertModel
+from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
+from tinybert.models.bert import BertModel
 
 WEIGHTS_NAME, CONFIG_NAME = "model.safetensors", "config.json"
 MODEL_CLASSES: dict[str, type] = {}     # the class named in config.json -> the class; later chapters add theirs

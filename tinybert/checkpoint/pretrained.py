@@ -20,7 +20,8 @@ from torch import nn
 from tinybert.checkpoint.files import load_model, saved_file
 from tinybert.data import cache_dir
 from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
-from tinybert.models.bert import IGNORE_INDEX, BertConfig
+from tinybert.models.bert_heads import IGNORE_INDEX
+from tinybert.models.bert import BertConfig
 from tinybert.pretraining.corpus import make_segments
 from tinybert.runtime import pick
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
@@ -95,7 +96,7 @@ def load_pretrained(directory: str | Path | None = None, *,
         print(f"load_pretrained: no checkpoint found; training a SHORT bert-mini run ({steps} steps) into "
               f"{found}. It is much weaker than the course's shipped checkpoint (chapter 09).")
         # here: pretrain_loop imports this module
-        from tinybert.pretraining.loop import pretrain_bert
+        from tinybert.pretraining.run import pretrain_bert
         pretrain_bert(found, steps=steps, batch_size=16, eval_every=steps, eval_batches=4,
                       max_documents=pick(quick=40, full=None), overwrite=True)
     model = load_model(found, map_location="cpu")

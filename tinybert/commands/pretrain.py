@@ -1,7 +1,7 @@
 """Hand-written: ``tinybert pretrain`` — pretrain a BERT with MLM + NSP on the course corpus (chapter 09).
 
 Thin on purpose: it turns command-line arguments into a call of
-``tinybert.pretraining.loop.pretrain_bert``, which the chapter builds and explains. Runs under
+``tinybert.pretraining.run.pretrain_bert``, which the chapter builds and explains. Runs under
 ``torchrun --nproc_per_node=N`` too (DistributedDataParallel; only rank 0 prints and saves).
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _command(argv: list[str], processes: int) -> str:
 def _interrupted(interrupt: KeyboardInterrupt, out: str, argv: list[str],
                  processes: int) -> str:
     """After Ctrl-C: where the run stopped, and the command that continues it."""
-    from tinybert.pretraining.loop import RUN_FILES
+    from tinybert.pretraining.run import RUN_FILES
 
     step = getattr(interrupt, "step", None)        # TrainingInterrupted knows its step
     where = (f"after step {step}; the checkpoint in {interrupt.directory} keeps it"
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from tinybert.pretraining.distributed import init_distributed
-    from tinybert.pretraining.loop import pretrain_bert
+    from tinybert.pretraining.run import pretrain_bert
     from tinybert.runtime import fix_malloc_threshold
 
     fix_malloc_threshold()                # else the heap grows ~25 MB a step (see its docstring)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from tinybert.models.bert import IGNORE_INDEX
+from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.runtime import progress
 from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 

@@ -18,7 +18,7 @@ from collections import Counter
 
 import torch
 
-from tinybert.models.bert import IGNORE_INDEX
+from tinybert.models.bert_heads import IGNORE_INDEX
 
 
 # Built in chapter 10, section "Metrics: accuracy and the confusion matrix":

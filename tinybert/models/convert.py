@@ -25,7 +25,8 @@ from torch import nn
 
 from tinybert.checkpoint.files import unique_state_dict
 from tinybert.data import fetch_group
-from tinybert.models.bert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 
@@ -34,7 +35,7 @@ from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 @dataclass
 class Converter:
     hf_class_name: str                  # transformers' class, e.g. "BertForMaskedLM"
-    tinybert_class: type                # ours, e.g. tinybert.models.bert.BertForMaskedLM
+    tinybert_class: type                # ours, e.g. tinybert.models.bert_heads.BertForMaskedLM
     from_fn: Callable                   # hf_model -> tinybert model
     to_fn: Callable                     # tinybert model -> hf_model
 

@@ -20,7 +20,8 @@ from torch import nn
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import (ACTIVATIONS_FROM_HF, ACTIVATIONS_TO_HF,
                                      bert_encoder_names, load_renamed, register)
-from tinybert.models.bert import BertConfig, BertForMaskedLM, BertModel
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_heads import BertForMaskedLM
 
 
 # Built in chapter 12, section "The student":

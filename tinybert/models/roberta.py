@@ -20,7 +20,8 @@ from torch import nn
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import (bert_config_from_hf, bert_config_to_hf,
                                      bert_encoder_names, load_renamed, register)
-from tinybert.models.bert import BertConfig, BertEmbeddings, BertForMaskedLM, BertModel
+from tinybert.models.bert import BertConfig, BertEmbeddings, BertModel
+from tinybert.models.bert_heads import BertForMaskedLM
 
 
 # Built in chapter 11, section "The configuration":

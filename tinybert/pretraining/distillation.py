@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.models.bert import IGNORE_INDEX, BertEmbeddings
+from tinybert.models.bert_heads import IGNORE_INDEX
+from tinybert.models.bert import BertEmbeddings
 from tinybert.models.distilbert import DistilBertConfig, DistilBertForMaskedLM
 
 

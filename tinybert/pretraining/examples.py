@@ -21,7 +21,8 @@ from torch import nn
 from tinybert.checkpoint.files import load_model, saved_file
 from tinybert.data import cache_dir
 from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
-from tinybert.models.bert import IGNORE_INDEX, BertConfig
+from tinybert.models.bert_heads import IGNORE_INDEX
+from tinybert.models.bert import BertConfig
 from tinybert.pretraining.corpus import make_segments
 from tinybert.runtime import pick
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer

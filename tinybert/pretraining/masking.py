@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tinybert.models.bert import IGNORE_INDEX
+from tinybert.models.bert_heads import IGNORE_INDEX
 
 
 # Built in chapter 9, section "Masking for the masked language model":

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import torch
 
 from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
-from tinybert.models.bert import IGNORE_INDEX
+from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.examples import PretrainingExample
 
 
