@@ -11,7 +11,7 @@ MATHJAX := book/_vendor/node_modules/mathjax/es5/tex-mml-chtml.js
 JBFLAGS := -W -n --keep-going --builder html
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help venv mathjax export sync check unit nbval site browser test book notebooks student \
+.PHONY: help venv mathjax export sync format lint check unit nbval site browser test book notebooks student \
         nbgrader budget budget-quick bench clean
 
 help:
@@ -19,7 +19,9 @@ help:
 	@echo "make test      set up .venv and run the whole test suite (quick mode)"
 	@echo "make export    write the chapters' exported cells into the tinybert package"
 	@echo "make sync      bring each chapter's .md and .py in sync (jupytext)"
-	@echo "make check     fast checks: pairs, export drift, unit tests"
+	@echo "make format    fit the code to 88 columns (ruff format, then book/tools/fit88.py)"
+	@echo "make lint      line lengths, ruff's format check and lint rules (part of check and test)"
+	@echo "make check     fast checks: pairs, export drift, formatting, lint, unit tests"
 	@echo "make notebooks .ipynb files for Colab/Binder in _build/notebooks"
 	@echo "make student   student notebooks and a site without solutions in _build/student"
 	@echo "make nbgrader  the chapters as nbgrader source assignments in _build/nbgrader/source"
@@ -77,7 +79,28 @@ budget-quick: venv
 	$(PY) -m book.tools.budget --mode quick
 
 # --- tests --------------------------------------------------------------------------------
-check: venv
+# The code that fits the page: chapters' code cells (through their .py twins) and the
+# hand-written package; the generated modules are formatted by `make export` itself. After
+# formatting the .py twins, the .md files take their code, and the .py files are written
+# again from the .md (jupytext's own blank lines between cells, which ruff would change:
+# that is why `lint` checks the chapters' line length, not ruff's blank lines).
+FORMATTED := chapters/[0-9]*.py tinybert
+format: venv
+	$(PY) -m book.tools.fit88 $(FORMATTED)          # first: trailing comments move above
+	$(PY) -m ruff format $(FORMATTED)
+	$(PY) -m book.tools.fit88 $(FORMATTED)          # then comments, docstrings, strings
+	$(PY) -m book.tools.lift_comments $(FORMATTED)
+	$(PY) -m ruff format $(FORMATTED)
+	$(PY) -m book.tools.pairs --sync
+	sleep 1 && touch chapters/[0-9]*.md && $(PY) -m book.tools.pairs --sync
+	$(PY) -m book.tools.export
+
+lint: venv
+	$(PY) -m ruff format --check tinybert
+	$(PY) -m book.tools.fit88 --check chapters/[0-9]*.py
+	$(PY) -m ruff check $(FORMATTED)
+
+check: venv lint
 	$(PY) -m book.tools.pairs
 	$(PY) -m book.tools.export --check
 	$(PY) -m pytest -q -m "not notebooks and not site" tests
@@ -99,6 +122,7 @@ browser: venv
 	$(PY) -m pytest -m site tests
 
 test: venv mathjax
+	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory nbval
 	$(MAKE) --no-print-directory site

@@ -108,7 +108,7 @@ def describe(x) -> str:
 
 
 # %% tags=["export"]
-from tinybert.blocks.checks import check_positive_int   # the module just written
+from tinybert.blocks.checks import check_positive_int  # the module just written
 
 # %%
 for bad in (0, 2.0, True, "3"):
@@ -116,7 +116,9 @@ for bad in (0, 2.0, True, "3"):
         check_positive_int("d_model", bad)
     except ValueError as error:
         print(error)
-print(shape_of(torch.zeros(2, 3)), "|", describe(torch.zeros(2, 3)), "|", describe([1, 2]))
+print(
+    shape_of(torch.zeros(2, 3)), "|", describe(torch.zeros(2, 3)), "|", describe([1, 2])
+)
 assert check_positive_int("d_model", 8) == 8
 
 # %% [markdown]
@@ -151,20 +153,40 @@ W_example, w_example, b1_example = [[1, 1], [1, 1]], [1, -2], [1, -1]
 for i, (xi, yi) in enumerate(inputs):
     for j, (xj, yj) in enumerate(hidden):
         ax.plot([xi, xj], [yi, yj], color="0.6", zorder=1)
-        t = 0.3                                   # label each edge near its input end, where edges do not cross
-        ax.text(xi + t * (xj - xi), yi + t * (yj - yi) + 0.1, f"$W_{{{i + 1}{j + 1}}}={W_example[i][j]}$",
-                fontsize=9, ha="center")
+        # label each edge near its input end, where edges do not cross
+        t = 0.3
+        ax.text(
+            xi + t * (xj - xi),
+            yi + t * (yj - yi) + 0.1,
+            f"$W_{{{i + 1}{j + 1}}}={W_example[i][j]}$",
+            fontsize=9,
+            ha="center",
+        )
 for j, (xj, yj) in enumerate(hidden):
     ax.plot([xj, output[0][0]], [yj, output[0][1]], color="0.6", zorder=1)
-    ax.text(3.0, yj + 0.5 * (output[0][1] - yj) + 0.1, f"$w_{j + 1}={w_example[j]}$", fontsize=9, ha="center")
-    ax.text(xj, yj + (0.35 if j == 0 else -0.5), f"$b_{{1,{j + 1}}}={b1_example[j]}$", fontsize=9, ha="center")
+    ax.text(
+        3.0,
+        yj + 0.5 * (output[0][1] - yj) + 0.1,
+        f"$w_{j + 1}={w_example[j]}$",
+        fontsize=9,
+        ha="center",
+    )
+    ax.text(
+        xj,
+        yj + (0.35 if j == 0 else -0.5),
+        f"$b_{{1,{j + 1}}}={b1_example[j]}$",
+        fontsize=9,
+        ha="center",
+    )
 ax.text(output[0][0], output[0][1] + 0.35, "$b_2=0$", fontsize=9, ha="center")
 nodes = [(p, f"$x_{i + 1}$", "tab:blue") for i, p in enumerate(inputs)]
 nodes += [(p, f"$h_{j + 1}$", "tab:orange") for j, p in enumerate(hidden)]
 nodes += [(output[0], "$y$", "tab:green")]
 for (x0, y0), label, color in nodes:
     ax.add_patch(plt.Circle((x0, y0), 0.28, color=color, zorder=2))
-    ax.text(x0, y0, label, ha="center", va="center", color="white", fontsize=12, zorder=3)
+    ax.text(
+        x0, y0, label, ha="center", va="center", color="white", fontsize=12, zorder=3
+    )
 for title, x0 in [("input", 0), ("hidden layer\n(ReLU)", 2), ("output\n(linear)", 4)]:
     ax.text(x0, -0.8, title, ha="center", va="top", fontsize=10)
 ax.set_xlim(-0.6, 4.6)
@@ -192,16 +214,15 @@ plt.show()
 # tensors, one line per step of the equation:
 
 # %%
-W = torch.tensor([[1.0, 1.0],
-                  [1.0, 1.0]])          # (inputs, hidden) = (2, 2)
-w = torch.tensor([1.0, -2.0])           # (hidden,) = (2,)
-b1 = torch.tensor([1.0, -1.0])          # (hidden,)
-b2 = torch.tensor(0.0)                  # scalar
-x = torch.tensor([0.0, 0.0])            # (inputs,)
+W = torch.tensor([[1.0, 1.0], [1.0, 1.0]])  # (inputs, hidden) = (2, 2)
+w = torch.tensor([1.0, -2.0])  # (hidden,) = (2,)
+b1 = torch.tensor([1.0, -1.0])  # (hidden,)
+b2 = torch.tensor(0.0)  # scalar
+x = torch.tensor([0.0, 0.0])  # (inputs,)
 
-pre_activation = W.T @ x + b1           # (2,)  what the hidden neurons sum up
-h = torch.relu(pre_activation)          # (2,)  what they pass on
-y = w @ h + b2                          # ()    the output neuron is linear
+pre_activation = W.T @ x + b1  # (2,)  what the hidden neurons sum up
+h = torch.relu(pre_activation)  # (2,)  what they pass on
+y = w @ h + b2  # ()    the output neuron is linear
 print(f"W^T x + b1 = {pre_activation.tolist()},  h = {h.tolist()},  y = {y.item()}")
 assert pre_activation.tolist() == [1.0, -1.0]
 assert h.tolist() == [1.0, 0.0]
@@ -216,19 +237,22 @@ assert y.item() == 1.0
 
 # %%
 def two_layer_net(W, b1, w, b2):
-    """Build y = w^T ReLU(W^T x + b1) + b2 from nn.Linear layers, copying the given weights in."""
+    """Build y = w^T ReLU(W^T x + b1) + b2 from nn.Linear layers, copying the given
+    weights in."""
     n_in, n_hidden = W.shape
     hidden = nn.Linear(n_in, n_hidden)
     out = nn.Linear(n_hidden, 1)
-    with torch.no_grad():                 # copying numbers in is not part of training
-        hidden.weight.copy_(W.T)          # nn.Linear stores (out, in): that is W^T
+    with torch.no_grad():  # copying numbers in is not part of training
+        hidden.weight.copy_(W.T)  # nn.Linear stores (out, in): that is W^T
         hidden.bias.copy_(b1)
-        out.weight.copy_(w[None, :])      # (1, hidden)
+        out.weight.copy_(w[None, :])  # (1, hidden)
         out.bias.copy_(b2.reshape(1))
     return nn.Sequential(hidden, nn.ReLU(), out)
 
+
 net = two_layer_net(W, b1, w, b2)
-y_linear = net(x).squeeze()               # nn.Linear accepts a single example of shape (2,)
+# nn.Linear accepts a single example of shape (2,)
+y_linear = net(x).squeeze()
 print(net)
 print(f"y = {y_linear.item()}")
 assert y_linear.item() == 1.0
@@ -243,12 +267,15 @@ assert y_linear.item() == 1.0
 
 # %%
 g = torch.Generator().manual_seed(0)
-W_random = torch.randn(3, 5, generator=g)                     # (inputs=3, hidden=5), not symmetric
+# (inputs=3, hidden=5), not symmetric
+W_random = torch.randn(3, 5, generator=g)
 b1_random, w_random = torch.randn(5, generator=g), torch.randn(5, generator=g)
 b2_random, x_random = torch.randn((), generator=g), torch.randn(3, generator=g)
 
 by_hand = w_random @ torch.relu(W_random.T @ x_random + b1_random) + b2_random
-with_modules = two_layer_net(W_random, b1_random, w_random, b2_random)(x_random).squeeze()
+with_modules = two_layer_net(W_random, b1_random, w_random, b2_random)(
+    x_random
+).squeeze()
 assert torch.allclose(by_hand, with_modules, atol=1e-6)
 print(f"by hand {by_hand.item():.6f} == nn.Linear {with_modules.item():.6f}")
 
@@ -258,16 +285,17 @@ print(f"by hand {by_hand.item():.6f} == nn.Linear {with_modules.item():.6f}")
 # batch costs two matrix products. Here are the four corners of the unit square:
 
 # %%
-X = torch.tensor([[0.0, 0.0],
-                  [0.0, 1.0],
-                  [1.0, 0.0],
-                  [1.0, 1.0]])           # (N, 2): one example per row
-H = torch.relu(X @ W + b1)               # (N, 2) @ (2, 2) -> (N, 2); b1 broadcasts over rows
-Y = H @ w + b2                           # (N, 2) @ (2,)   -> (N,)
+# (N, 2): one example per row
+X = torch.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+# (N, 2) @ (2, 2) -> (N, 2); b1 broadcasts over rows
+H = torch.relu(X @ W + b1)
+Y = H @ w + b2  # (N, 2) @ (2,)   -> (N,)
 for x_row, y_row in zip(X.tolist(), Y.tolist()):
     print(f"x = {x_row} -> y = {y_row}")
-assert Y[0].item() == 1.0                            # the worked example is the first row
-assert torch.equal(Y, net(X).squeeze(-1))            # nn.Linear handles batches the same way
+# the worked example is the first row
+assert Y[0].item() == 1.0
+# nn.Linear handles batches the same way
+assert torch.equal(Y, net(X).squeeze(-1))
 
 # %% [markdown]
 # (sec-ffn-output-units)=
@@ -288,12 +316,14 @@ assert torch.equal(Y, net(X).squeeze(-1))            # nn.Linear handles batches
 
 # %%
 g = torch.Generator().manual_seed(1)
-y_hat, y_true = torch.randn(11, generator=g), torch.randn(11, generator=g)   # (N,)
+y_hat, y_true = torch.randn(11, generator=g), torch.randn(11, generator=g)  # (N,)
 
 gaussian_nll = -torch.distributions.Normal(y_hat, 1.0).log_prob(y_true).mean()
 mse = F.mse_loss(y_hat, y_true)
-print(f"Gaussian NLL = {gaussian_nll.item():.5f},  MSE/2 + log(2 pi)/2 = "
-      f"{(mse / 2 + 0.5 * math.log(2 * math.pi)).item():.5f}")
+print(
+    f"Gaussian NLL = {gaussian_nll.item():.5f},  MSE/2 + log(2 pi)/2 = "
+    f"{(mse / 2 + 0.5 * math.log(2 * math.pi)).item():.5f}"
+)
 assert torch.allclose(gaussian_nll, mse / 2 + 0.5 * math.log(2 * math.pi))
 
 
@@ -311,13 +341,15 @@ assert torch.allclose(gaussian_nll, mse / 2 + 0.5 * math.log(2 * math.pi))
 
 # %%
 def bce_naive(z, y):
-    """Binary cross-entropy, written exactly as the formula: probabilities first, then logs."""
+    """Binary cross-entropy, written exactly as the formula: probabilities first,
+    then logs."""
     p = torch.sigmoid(z)
     return -(y * torch.log(p) + (1 - y) * torch.log(1 - p))
 
+
 g = torch.Generator().manual_seed(2)
-z = 3 * torch.randn(13, generator=g)                     # (N,) logits of moderate size
-y = (torch.rand(13, generator=g) < 0.5).float()          # (N,) targets in {0, 1}
+z = 3 * torch.randn(13, generator=g)  # (N,) logits of moderate size
+y = (torch.rand(13, generator=g) < 0.5).float()  # (N,) targets in {0, 1}
 loss_naive = bce_naive(z, y).mean()
 loss_torch = nn.BCEWithLogitsLoss()(z, y)
 print(f"by hand {loss_naive.item():.6f},  BCEWithLogitsLoss {loss_torch.item():.6f}")
@@ -341,24 +373,27 @@ assert torch.allclose(loss_naive, loss_torch, atol=1e-6)
 
 # %%
 def bce_from_logits(z, y):
-    """Binary cross-entropy computed from the logit: softplus(z) - y z, no probabilities formed."""
+    """Binary cross-entropy computed from the logit: softplus(z) - y z, no
+    probabilities formed."""
     return F.softplus(z) - y * z
 
-z_grid = torch.linspace(0, 40, 4001)                          # float32, steps of 0.01
+
+z_grid = torch.linspace(0, 40, 4001)  # float32, steps of 0.01
 first_one = z_grid[torch.sigmoid(z_grid) == 1.0][0].item()
 print(f"in float32, sigmoid(z) == 1 exactly from z = {first_one:.2f} on")
 assert first_one < 40
 
-z_big = torch.tensor([100.0, 100.0, -100.0])    # confident logits
-y_big = torch.tensor([0.0, 1.0, 1.0])           # wrong, right, wrong
+z_big = torch.tensor([100.0, 100.0, -100.0])  # confident logits
+y_big = torch.tensor([0.0, 1.0, 1.0])  # wrong, right, wrong
 naive = bce_naive(z_big, y_big)
 stable = bce_from_logits(z_big, y_big)
 reference = F.binary_cross_entropy_with_logits(z_big, y_big, reduction="none")
 print(f"naive:  {naive.tolist()}")
 print(f"stable: {stable.tolist()}")
-assert torch.isinf(naive[0]) and torch.isnan(naive[1])      # the formula fails ...
+assert torch.isinf(naive[0]) and torch.isnan(naive[1])  # the formula fails ...
 assert torch.allclose(stable, torch.tensor([100.0, 0.0, 100.0]))
-assert torch.allclose(stable, reference)                      # ... the logit form does not
+# ... the logit form does not
+assert torch.allclose(stable, reference)
 assert torch.allclose(bce_from_logits(z, y), bce_naive(z, y), atol=1e-6)
 
 # %% [markdown]
@@ -387,16 +422,19 @@ assert torch.allclose(z_leaf.grad, torch.sigmoid(z_big) - y_big)
 # %%
 g = torch.Generator().manual_seed(3)
 N, C = 13, 7
-logits = torch.randn(N, C, generator=g)                    # (N, C)
-targets = torch.randint(0, C, (N,), generator=g)           # (N,) class indices
+logits = torch.randn(N, C, generator=g)  # (N, C)
+targets = torch.randint(0, C, (N,), generator=g)  # (N,) class indices
 
-probs = torch.softmax(logits, dim=-1)                      # (N, C), rows sum to 1
+probs = torch.softmax(logits, dim=-1)  # (N, C), rows sum to 1
 by_hand = -torch.log(probs[torch.arange(N), targets]).mean()
-print(f"by hand {by_hand.item():.6f},  F.cross_entropy {F.cross_entropy(logits, targets).item():.6f}")
+print(
+    f"by hand {by_hand.item():.6f},  F.cross_entropy "
+    f"{F.cross_entropy(logits, targets).item():.6f}"
+)
 assert torch.allclose(by_hand, F.cross_entropy(logits, targets), atol=1e-6)
 
 # Two classes with logits (0, z): the softmax's second entry is the sigmoid of z.
-z_pair = torch.stack([torch.zeros_like(z), z], dim=-1)     # (N, 2)
+z_pair = torch.stack([torch.zeros_like(z), z], dim=-1)  # (N, 2)
 assert torch.allclose(torch.softmax(z_pair, dim=-1)[:, 1], torch.sigmoid(z), atol=1e-6)
 
 # %% [markdown]
@@ -406,10 +444,12 @@ assert torch.allclose(torch.softmax(z_pair, dim=-1)[:, 1], torch.sigmoid(z), ato
 # {ref}`an exercise <ex-ffn-cross-entropy>`.
 
 # %%
-big = torch.tensor([[1000.0, 0.0]])                       # (1, 2)
+big = torch.tensor([[1000.0, 0.0]])  # (1, 2)
 literal_softmax = torch.exp(big) / torch.exp(big).sum(dim=-1, keepdim=True)
-print(f"literal softmax: {literal_softmax.tolist()},  "
-      f"F.cross_entropy: {F.cross_entropy(big, torch.tensor([1])).item()}")
+print(
+    f"literal softmax: {literal_softmax.tolist()},  "
+    f"F.cross_entropy: {F.cross_entropy(big, torch.tensor([1])).item()}"
+)
 assert torch.isnan(literal_softmax).any()
 assert torch.isclose(F.cross_entropy(big, torch.tensor([1])), torch.tensor(1000.0))
 
@@ -470,20 +510,22 @@ assert torch.isclose(F.cross_entropy(big, torch.tensor([1])), torch.tensor(1000.
 
 # %%
 g_mask = torch.Generator().manual_seed(0)
-n_masks = pick(quick=2_000, full=20_000)                    # masks drawn per grid point
-z_grid = torch.linspace(-3, 3, 60, dtype=torch.float64)     # (G,), even: skips z = 0
-phi = 0.5 * (1 + torch.erf(z_grid / math.sqrt(2)))          # (G,) P(m = 1) = Φ(z)
+n_masks = pick(quick=2_000, full=20_000)  # masks drawn per grid point
+z_grid = torch.linspace(-3, 3, 60, dtype=torch.float64)  # (G,), even: skips z = 0
+phi = 0.5 * (1 + torch.erf(z_grid / math.sqrt(2)))  # (G,) P(m = 1) = Φ(z)
 
 masks = torch.bernoulli(phi.expand(n_masks, -1), generator=g_mask)  # (n, G) of 0/1
-estimate = (z_grid * masks).mean(dim=0)                     # (G,) Monte Carlo E[z·m]
+estimate = (z_grid * masks).mean(dim=0)  # (G,) Monte Carlo E[z·m]
 std_error = z_grid.abs() * torch.sqrt(phi * (1 - phi) / n_masks)  # (G,)
 gap = (estimate - F.gelu(z_grid)).abs()
-print(f"{n_masks} masks per point: largest gap {gap.max().item():.4f}, "
-      f"largest gap in standard errors {(gap / std_error).max().item():.2f}")
+print(
+    f"{n_masks} masks per point: largest gap {gap.max().item():.4f}, "
+    f"largest gap in standard errors {(gap / std_error).max().item():.2f}"
+)
 assert (gap <= 5 * std_error).all()
 
 # The same test rejects a mask with the wrong probability, sigmoid(z) instead of Φ(z).
-wrong = z_grid * torch.sigmoid(z_grid)                      # (G,) E[z·m] for that mask
+wrong = z_grid * torch.sigmoid(z_grid)  # (G,) E[z·m] for that mask
 assert ((wrong - F.gelu(z_grid)).abs() > 5 * std_error).any()
 
 fig, ax = plt.subplots(figsize=(6, 3))
@@ -515,7 +557,9 @@ def gelu_exact(x: torch.Tensor) -> torch.Tensor:
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     """The tanh approximation of GELU (Hendrycks & Gimpel, 2016)."""
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    return (
+        0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    )
 
 
 def gelu_sigmoid(x: torch.Tensor) -> torch.Tensor:
@@ -528,27 +572,38 @@ def gelu_sigmoid(x: torch.Tensor) -> torch.Tensor:
 # $10^{-6}$ in single precision:
 
 # %%
-x32 = torch.linspace(-6, 6, 2001)                           # float32
-assert torch.allclose(gelu_exact(x32), F.gelu(x32, approximate="none"), rtol=0, atol=1e-6)
-assert torch.allclose(gelu_tanh(x32), F.gelu(x32, approximate="tanh"), rtol=0, atol=1e-6)
-print("gelu_exact == F.gelu(approximate='none') and gelu_tanh == F.gelu(approximate='tanh')")
+x32 = torch.linspace(-6, 6, 2001)  # float32
+assert torch.allclose(
+    gelu_exact(x32), F.gelu(x32, approximate="none"), rtol=0, atol=1e-6
+)
+assert torch.allclose(
+    gelu_tanh(x32), F.gelu(x32, approximate="tanh"), rtol=0, atol=1e-6
+)
+print(
+    "gelu_exact == F.gelu(approximate='none') and gelu_tanh == "
+    "F.gelu(approximate='tanh')"
+)
 
 # %% [markdown]
 # How good are the approximations? We measure their error against the exact form in double
 # precision, so that rounding does not blur the picture:
 
 # %%
-x64 = torch.linspace(-6, 6, 4000, dtype=torch.float64)     # an even count avoids x = 0, where all errors are 0
+# an even count avoids x = 0, where all errors are 0
+x64 = torch.linspace(-6, 6, 4000, dtype=torch.float64)
 exact = gelu_exact(x64)
-errors = {"tanh form": (gelu_tanh(x64) - exact).abs(),
-          "sigmoid form": (gelu_sigmoid(x64) - exact).abs()}
+errors = {
+    "tanh form": (gelu_tanh(x64) - exact).abs(),
+    "sigmoid form": (gelu_sigmoid(x64) - exact).abs(),
+}
 
 fig, ax = plt.subplots(figsize=(7, 3.5))
 for label, err in errors.items():
     ax.semilogy(x64, err.clamp_min(1e-18), label=label)
 ax.set_xlabel("$x$")
 ax.set_ylabel("|approximation - exact GELU|")
-ax.set_ylim(1e-10, 1)                                        # the dips to 0 would stretch the axis
+# the dips to 0 would stretch the axis
+ax.set_ylim(1e-10, 1)
 ax.set_title("Error of the two GELU approximations")
 ax.legend()
 ax.grid(True, which="both", alpha=0.3)
@@ -556,7 +611,10 @@ plt.show()
 
 max_error = {label: err.max().item() for label, err in errors.items()}
 for label, err in errors.items():
-    print(f"{label:>12}: max abs error {err.max().item():.2e} at x = {x64[err.argmax()].item():+.2f}")
+    print(
+        f"{label:>12}: max abs error {err.max().item():.2e} at x = "
+        f"{x64[err.argmax()].item():+.2f}"
+    )
 ratio = max_error["sigmoid form"] / max_error["tanh form"]
 print(f"the sigmoid form's worst error is {ratio:.0f} times the tanh form's")
 assert max_error["tanh form"] < max_error["sigmoid form"] < 0.05
@@ -577,23 +635,29 @@ assert max_error["tanh form"] < max_error["sigmoid form"] < 0.05
 
 # %%
 def derivative(fn, x):
-    """g'(x) for an elementwise g, computed by autograd (one backward pass for all points)."""
+    """g'(x) for an elementwise g, computed by autograd (one backward pass for
+    all points)."""
     x = x.detach().clone().requires_grad_(True)
-    (grad,) = torch.autograd.grad(fn(x).sum(), x)   # elementwise g: d(sum g)/dx_i = g'(x_i)
+    # elementwise g: d(sum g)/dx_i = g'(x_i)
+    (grad,) = torch.autograd.grad(fn(x).sum(), x)
     return grad
 
-z = torch.linspace(-4, 4, 801, dtype=torch.float64)      # includes z = 0 exactly
-normal_pdf = torch.exp(-z**2 / 2) / math.sqrt(2 * math.pi)
+
+z = torch.linspace(-4, 4, 801, dtype=torch.float64)  # includes z = 0 exactly
+normal_pdf = torch.exp(-(z**2) / 2) / math.sqrt(2 * math.pi)
 activations = {
     "sigmoid": (torch.sigmoid, torch.sigmoid(z) * (1 - torch.sigmoid(z))),
     "tanh": (torch.tanh, 1 - torch.tanh(z) ** 2),
-    "ReLU": (torch.relu, (z > 0).to(z.dtype)),                  # PyTorch takes ReLU'(0) = 0
-    "GELU": (gelu_exact, 0.5 * (1 + torch.erf(z / math.sqrt(2))) + z * normal_pdf),   # Φ(z) + z φ(z)
+    # PyTorch takes ReLU'(0) = 0
+    "ReLU": (torch.relu, (z > 0).to(z.dtype)),
+    # Φ(z) + z φ(z)
+    "GELU": (gelu_exact, 0.5 * (1 + torch.erf(z / math.sqrt(2))) + z * normal_pdf),
     "ELU (α=1)": (F.elu, torch.where(z > 0, torch.ones_like(z), torch.exp(z))),
 }
 for name, (fn, closed_form) in activations.items():
     assert torch.allclose(derivative(fn, z), closed_form, atol=1e-10), name
-assert torch.allclose(torch.tanh(z), 2 * torch.sigmoid(2 * z) - 1)   # tanh is a rescaled sigmoid
+# tanh is a rescaled sigmoid
+assert torch.allclose(torch.tanh(z), 2 * torch.sigmoid(2 * z) - 1)
 print("autograd matches the closed-form derivative of:", ", ".join(activations))
 
 fig, axes = plt.subplots(1, len(activations), figsize=(15, 3), sharey=True)
@@ -624,8 +688,8 @@ plt.show()
 # %% tags=["export"]
 _ACTIVATIONS = {
     "relu": nn.ReLU,
-    "gelu": nn.GELU,                                    # exact x·Φ(x), BERT's choice
-    "gelu_tanh": lambda: nn.GELU(approximate="tanh"),   # the tanh approximation
+    "gelu": nn.GELU,  # exact x·Φ(x), BERT's choice
+    "gelu_tanh": lambda: nn.GELU(approximate="tanh"),  # the tanh approximation
     "tanh": nn.Tanh,
     "sigmoid": nn.Sigmoid,
     "elu": lambda: nn.ELU(alpha=1.0),
@@ -633,7 +697,8 @@ _ACTIVATIONS = {
 
 
 def get_activation(name: str) -> nn.Module:
-    """Return a new activation module for ``name``: relu, gelu, gelu_tanh, tanh, sigmoid or elu."""
+    """Return a new activation module for ``name``: relu, gelu, gelu_tanh, tanh,
+    sigmoid or elu."""
     if not isinstance(name, str) or name not in _ACTIVATIONS:
         valid = ", ".join(repr(n) for n in _ACTIVATIONS)
         raise ValueError(f"unknown activation {name!r}; valid names are {valid}")
@@ -671,8 +736,11 @@ except ValueError as error:
 
 # %% tags=["export"]
 def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
-    """Number of scalar parameters in ``module`` (tied tensors once); optionally only trainable ones."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
+    """Number of scalar parameters in ``module`` (tied tensors once); optionally only
+    trainable ones."""
+    return sum(
+        p.numel() for p in module.parameters() if p.requires_grad or not trainable_only
+    )
 
 
 # %% [markdown]
@@ -692,18 +760,23 @@ class MLP(nn.Module):
         super().__init__()
         sizes = list(sizes)
         if len(sizes) < 2:
-            raise ValueError(f"sizes needs at least an input and an output size, got {sizes!r}")
+            raise ValueError(
+                f"sizes needs at least an input and an output size, got {sizes!r}"
+            )
         for i, size in enumerate(sizes):
             check_positive_int(f"sizes[{i}]", size)
         self.sizes = sizes
-        self.layers = nn.ModuleList(nn.Linear(n_in, n_out) for n_in, n_out in zip(sizes[:-1], sizes[1:]))
-        self.activation = get_activation(activation)   # stateless, so one module serves every layer
+        self.layers = nn.ModuleList(
+            nn.Linear(n_in, n_out) for n_in, n_out in zip(sizes[:-1], sizes[1:])
+        )
+        # stateless, so one module serves every layer
+        self.activation = get_activation(activation)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         *hidden_layers, output_layer = self.layers
         for layer in hidden_layers:
-            x = self.activation(layer(x))               # (..., hidden)
-        return output_layer(x)                          # (..., sizes[-1])
+            x = self.activation(layer(x))  # (..., hidden)
+        return output_layer(x)  # (..., sizes[-1])
 
 
 # %% [markdown]
@@ -722,7 +795,9 @@ for label, sizes in architectures.items():
     counted = count_parameters(MLP(sizes))
     assert counted == by_formula
     print(f"{label:>28}: sizes {str(sizes):<24} {counted:>4} parameters")
-assert count_parameters(MLP(architectures["wide shallow"])) == count_parameters(MLP(architectures["deep narrow"]))
+assert count_parameters(MLP(architectures["wide shallow"])) == count_parameters(
+    MLP(architectures["deep narrow"])
+)
 
 
 # %% [markdown]
@@ -735,25 +810,35 @@ assert count_parameters(MLP(architectures["wide shallow"])) == count_parameters(
 # curve.
 
 # %%
-def make_spirals(n_per_class: int, turns: float = 3.0, noise: float = 0.02, generator=None):
-    """Two interleaved spirals in the plane: x of shape (2n, 2), labels y of shape (2n,) in {0, 1}."""
-    t = torch.rand(n_per_class, generator=generator)                 # (n,) 0 = centre, 1 = outer end
+def make_spirals(
+    n_per_class: int, turns: float = 3.0, noise: float = 0.02, generator=None
+):
+    """Two interleaved spirals in the plane: x of shape (2n, 2), labels y of shape (2n,)
+    in {0, 1}."""
+    # (n,) 0 = centre, 1 = outer end
+    t = torch.rand(n_per_class, generator=generator)
     angle = 2 * math.pi * turns * t
-    arm = torch.stack([t * torch.cos(angle), t * torch.sin(angle)], dim=1)   # (n, 2)
-    x = torch.cat([arm, -arm])                                       # (2n, 2): -arm is the arm turned by 180°
+    arm = torch.stack([t * torch.cos(angle), t * torch.sin(angle)], dim=1)  # (n, 2)
+    # (2n, 2): -arm is the arm turned by 180°
+    x = torch.cat([arm, -arm])
     x = x + noise * torch.randn(x.shape, generator=generator)
-    y = torch.cat([torch.zeros(n_per_class), torch.ones(n_per_class)])      # (2n,)
+    y = torch.cat([torch.zeros(n_per_class), torch.ones(n_per_class)])  # (2n,)
     return x, y
 
-N_PER_CLASS = pick(quick=100, full=500)        # training points per class (a fresh test set of the same size)
-STEPS = pick(quick=150, full=4000)             # full-batch Adam steps per model
-SEEDS = pick(quick=[0], full=[0, 1, 2, 3, 4])        # each network is trained from several initialisations
+
+# training points per class (a fresh test set of the same size)
+N_PER_CLASS = pick(quick=100, full=500)
+STEPS = pick(quick=150, full=4000)  # full-batch Adam steps per model
+# each network is trained from several initialisations
+SEEDS = pick(quick=[0], full=[0, 1, 2, 3, 4])
 LEARNING_RATE = 1e-2
 
 data_generator = seed_everything(0)
 x_train, y_train = make_spirals(N_PER_CLASS, generator=data_generator)
 x_test, y_test = make_spirals(N_PER_CLASS, generator=data_generator)
-x_train, y_train, x_test, y_test = (t.to(device) for t in (x_train, y_train, x_test, y_test))
+x_train, y_train, x_test, y_test = (
+    t.to(device) for t in (x_train, y_train, x_test, y_test)
+)
 print(f"train {tuple(x_train.shape)}, test {tuple(x_test.shape)}")
 
 fig, ax = plt.subplots(figsize=(4, 4))
@@ -771,25 +856,29 @@ plt.show()
 
 # %%
 def accuracy(model, x, y):
-    """Fraction of points whose logit has the sign of their label (logit > 0 means class 1)."""
+    """Fraction of points whose logit has the sign of their label (logit > 0 means
+    class 1)."""
     with torch.no_grad():
-        predictions = (model(x).squeeze(-1) > 0).float()     # (N,)
+        predictions = (model(x).squeeze(-1) > 0).float()  # (N,)
     return (predictions == y).float().mean().item()
 
 
 def train_classifier(sizes, activation, seed, desc):
-    """Train MLP(sizes) on the spirals from seed ``seed``; return the model and its loss curve."""
-    seed_everything(seed)                                    # fixes the initial weights
+    """Train MLP(sizes) on the spirals from seed ``seed``; return the model and its
+    loss curve."""
+    seed_everything(seed)  # fixes the initial weights
     model = MLP(sizes, activation).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
     losses = []
-    for _ in progress(range(STEPS), desc=desc, updates=2):   # a progress bar, redrawn twice
-        logits = model(x_train).squeeze(-1)                  # (N,)
+    # a progress bar, redrawn twice
+    for _ in progress(range(STEPS), desc=desc, updates=2):
+        logits = model(x_train).squeeze(-1)  # (N,)
         loss = F.binary_cross_entropy_with_logits(logits, y_train)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        losses.append(loss.detach())                         # no .item(): avoids a GPU sync per step
+        # no .item(): avoids a GPU sync per step
+        losses.append(loss.detach())
     return model, torch.stack(losses).cpu()
 
 
@@ -801,11 +890,21 @@ def train_classifier(sizes, activation, seed, desc):
 # %%
 start = time.perf_counter()
 # No hidden layer, so the activation argument is unused here.
-linear_model, linear_losses = train_classifier(architectures["linear (logistic regression)"], "tanh", 0, "linear")
-linear_train, linear_test = accuracy(linear_model, x_train, y_train), accuracy(linear_model, x_test, y_test)
-print(f"logistic regression: train accuracy {linear_train:.1%}, test accuracy {linear_test:.1%}")
+linear_model, linear_losses = train_classifier(
+    architectures["linear (logistic regression)"], "tanh", 0, "linear"
+)
+linear_train, linear_test = (
+    accuracy(linear_model, x_train, y_train),
+    accuracy(linear_model, x_test, y_test),
+)
+print(
+    f"logistic regression: train accuracy {linear_train:.1%}, test accuracy "
+    f"{linear_test:.1%}"
+)
 if not is_quick():
-    assert abs(linear_test - 0.5) < 0.1, "a linear model should be near chance on the spirals"
+    assert abs(linear_test - 0.5) < 0.1, (
+        "a linear model should be near chance on the spirals"
+    )
 
 # %% [markdown]
 # Now the two networks with equal parameter counts. Both use tanh hidden units: on a
@@ -818,28 +917,51 @@ results = {}
 for label in ["wide shallow", "deep narrow"]:
     runs = []
     for seed in SEEDS:
-        model, losses = train_classifier(architectures[label], "tanh", seed, f"{label}, seed {seed}")
-        runs.append({"model": model, "losses": losses,
-                     "train": accuracy(model, x_train, y_train), "test": accuracy(model, x_test, y_test)})
+        model, losses = train_classifier(
+            architectures[label], "tanh", seed, f"{label}, seed {seed}"
+        )
+        runs.append(
+            {
+                "model": model,
+                "losses": losses,
+                "train": accuracy(model, x_train, y_train),
+                "test": accuracy(model, x_test, y_test),
+            }
+        )
     results[label] = runs
 print(f"training took {time.perf_counter() - start:.1f} s in total")
 
 
 # %%
 def summary(label):
-    """Parameter count and the mean, min and max accuracies over the seeds of one architecture."""
+    """Parameter count and the mean, min and max accuracies over the seeds of one
+    architecture."""
     runs = results[label]
     train, test = [r["train"] for r in runs], [r["test"] for r in runs]
-    return {"params": count_parameters(runs[0]["model"]), "train": np.mean(train), "test": np.mean(test),
-            "test_min": min(test), "test_max": max(test)}
+    return {
+        "params": count_parameters(runs[0]["model"]),
+        "train": np.mean(train),
+        "test": np.mean(test),
+        "test_min": min(test),
+        "test_max": max(test),
+    }
 
-print(f"{'model':<21} {'sizes':<24} {'params':>6} {'train acc':>10} {'test acc':>9}   test acc over {len(SEEDS)} seed(s)")
-print(f"{'linear':<21} {str(architectures['linear (logistic regression)']):<24} "
-      f"{count_parameters(linear_model):>6} {linear_train:>10.1%} {linear_test:>9.1%}")
+
+print(
+    f"{'model':<21} {'sizes':<24} {'params':>6} {'train acc':>10} {'test acc':>9}   "
+    f"test acc over {len(SEEDS)} seed(s)"
+)
+print(
+    f"{'linear':<21} {str(architectures['linear (logistic regression)']):<24} "
+    f"{count_parameters(linear_model):>6} {linear_train:>10.1%} {linear_test:>9.1%}"
+)
 table = {label: summary(label) for label in results}
 for label, row in table.items():
-    print(f"{label:<21} {str(architectures[label]):<24} {row['params']:>6} {row['train']:>10.1%} "
-          f"{row['test']:>9.1%}   min {row['test_min']:.1%}, max {row['test_max']:.1%}")
+    print(
+        f"{label:<21} {str(architectures[label]):<24} {row['params']:>6} "
+        f"{row['train']:>10.1%} {row['test']:>9.1%}   min {row['test_min']:.1%}, max "
+        f"{row['test_max']:.1%}"
+    )
 
 # %% [markdown]
 # Accuracies are means over the seeds. The next cell turns the table into a sentence, so the
@@ -847,15 +969,29 @@ for label, row in table.items():
 
 # %%
 shallow, deep = table["wide shallow"], table["deep narrow"]
-winner, loser = ("deep narrow", "wide shallow") if deep["test"] > shallow["test"] else ("wide shallow", "deep narrow")
-print(f"With the same {deep['params']} parameters, the {winner} network reached a mean test accuracy of "
-      f"{table[winner]['test']:.1%}, against {table[loser]['test']:.1%} for the {loser} one "
-      f"(logistic regression: {linear_test:.1%}).")
+winner, loser = (
+    ("deep narrow", "wide shallow")
+    if deep["test"] > shallow["test"]
+    else ("wide shallow", "deep narrow")
+)
+print(
+    f"With the same {deep['params']} parameters, the {winner} network reached a mean "
+    f"test accuracy of {table[winner]['test']:.1%}, against "
+    f"{table[loser]['test']:.1%} for the {loser} one (logistic regression: "
+    f"{linear_test:.1%})."
+)
 if is_quick():
-    print("Quick mode: the training budget is tiny, so these numbers say little. Run without TINYBERT_QUICK.")
+    print(
+        "Quick mode: the training budget is tiny, so these numbers say little. Run "
+        "without TINYBERT_QUICK."
+    )
 else:
-    assert min(shallow["test"], deep["test"]) > linear_test + 0.15, "both networks should beat the linear model"
-    assert deep["test"] > shallow["test"], "in full mode the deeper network is expected to generalise better"
+    assert min(shallow["test"], deep["test"]) > linear_test + 0.15, (
+        "both networks should beat the linear model"
+    )
+    assert deep["test"] > shallow["test"], (
+        "in full mode the deeper network is expected to generalise better"
+    )
 
 # %% [markdown]
 # The loss curves show how the three models got there (the networks are drawn for their first
@@ -879,10 +1015,12 @@ plt.show()
 def plot_decision_boundary(ax, model, x, y, title):
     """Colour the plane by the model's probability of class 1 and overlay the points."""
     grid = torch.linspace(-1.2, 1.2, 250)
-    gx, gy = torch.meshgrid(grid, grid, indexing="xy")                     # (250, 250) each
-    points = torch.stack([gx.flatten(), gy.flatten()], dim=1).to(device)   # (250*250, 2)
+    # (250, 250) each
+    gx, gy = torch.meshgrid(grid, grid, indexing="xy")
+    # (250*250, 2)
+    points = torch.stack([gx.flatten(), gy.flatten()], dim=1).to(device)
     with torch.no_grad():
-        prob = torch.sigmoid(model(points)).reshape(gx.shape).cpu()         # (250, 250)
+        prob = torch.sigmoid(model(points)).reshape(gx.shape).cpu()  # (250, 250)
     ax.contourf(gx, gy, prob, levels=np.linspace(0, 1, 11), cmap="coolwarm", alpha=0.5)
     ax.contour(gx, gy, prob, levels=[0.5], colors="black", linewidths=1)
     x, y = x.cpu(), y.cpu()
@@ -892,11 +1030,15 @@ def plot_decision_boundary(ax, model, x, y, title):
     ax.set_xticks([])
     ax.set_yticks([])
 
+
 fig, axes = plt.subplots(1, 3, figsize=(13, 4.5))
 panels = [("linear", linear_model, linear_test)] + [
-    (label, runs[0]["model"], runs[0]["test"]) for label, runs in results.items()]
+    (label, runs[0]["model"], runs[0]["test"]) for label, runs in results.items()
+]
 for ax, (label, model, test_acc) in zip(axes, panels):
-    plot_decision_boundary(ax, model, x_test, y_test, f"{label}: test accuracy {test_acc:.1%}")
+    plot_decision_boundary(
+        ax, model, x_test, y_test, f"{label}: test accuracy {test_acc:.1%}"
+    )
 plt.tight_layout()
 plt.show()
 
@@ -933,9 +1075,15 @@ plt.show()
 # linearly with $d_\text{ff}$.
 
 # %%
-ffn_sizes = {"Transformer base (Vaswani et al.)": (512, 2048), "BERT-base (Devlin et al.)": (768, 3072)}
+ffn_sizes = {
+    "Transformer base (Vaswani et al.)": (512, 2048),
+    "BERT-base (Devlin et al.)": (768, 3072),
+}
 for label, (d_model, d_ff) in ffn_sizes.items():
-    print(f"{label:<34} d_model = {d_model:>4}, d_ff = {d_ff:>4}, d_ff / d_model = {d_ff // d_model}")
+    print(
+        f"{label:<34} d_model = {d_model:>4}, d_ff = {d_ff:>4}, d_ff / d_model = "
+        f"{d_ff // d_model}"
+    )
     assert d_ff == 4 * d_model
 
 
@@ -946,31 +1094,43 @@ for label, (d_model, d_ff) in ffn_sizes.items():
 
 # %% tags=["export"]
 class PositionwiseFeedForward(nn.Module):
-    """The Transformer's feed-forward block, FFN(x) = W2 g(W1 x + b1) + b2, applied to every position.
+    """The Transformer's feed-forward block, FFN(x) = W2 g(W1 x + b1) + b2, applied to
+    every position.
 
-    Shapes: (B, T, D) -> (B, T, D), with D = d_model; only the last axis is mixed, so any leading
-    axes work. Dropout acts on the hidden activations; the dropout on the block's output belongs
-    to the residual connection around it (Transformer chapter).
+    Shapes: (B, T, D) -> (B, T, D), with D = d_model; only the last axis is mixed, so
+    any leading axes work. Dropout acts on the hidden activations; the dropout on the
+    block's output belongs to the residual connection around it (Transformer chapter).
     """
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0):
+    def __init__(
+        self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0
+    ):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("d_ff", d_ff)
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+        if (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, (int, float))
+            or not 0.0 <= dropout < 1.0
+        ):
+            raise ValueError(
+                f"dropout must be a probability in [0, 1), got {dropout!r}"
+            )
         self.d_model, self.d_ff = d_model, d_ff
-        self.expand = nn.Linear(d_model, d_ff)         # W1, b1: D -> F
+        self.expand = nn.Linear(d_model, d_ff)  # W1, b1: D -> F
         self.activation = get_activation(activation)
         self.dropout = nn.Dropout(dropout)
-        self.contract = nn.Linear(d_ff, d_model)       # W2, b2: F -> D
+        self.contract = nn.Linear(d_ff, d_model)  # W2, b2: F -> D
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.d_model:
-            raise ValueError(f"expected the last axis to be d_model={self.d_model}, got shape {tuple(x.shape)}")
-        h = self.activation(self.expand(x))            # (B, T, F)
-        h = self.dropout(h)                            # (B, T, F)
-        return self.contract(h)                        # (B, T, D)
+            raise ValueError(
+                f"expected the last axis to be d_model={self.d_model}, got shape "
+                f"{tuple(x.shape)}"
+            )
+        h = self.activation(self.expand(x))  # (B, T, F)
+        h = self.dropout(h)  # (B, T, F)
+        return self.contract(h)  # (B, T, D)
 
 
 # %% [markdown]
@@ -981,13 +1141,16 @@ seed_everything(0)
 B, T, D, D_FF = 2, 5, 8, 32
 ffn = PositionwiseFeedForward(d_model=D, d_ff=D_FF, activation="gelu")
 print(ffn)
-x_seq = torch.randn(B, T, D)                   # (B, T, D)
-y_seq = ffn(x_seq)                             # (B, T, D)
+x_seq = torch.randn(B, T, D)  # (B, T, D)
+y_seq = ffn(x_seq)  # (B, T, D)
 print(f"input {tuple(x_seq.shape)} -> output {tuple(y_seq.shape)}")
 assert y_seq.shape == (B, T, D)
 
 # The same computation written out with the block's own weights.
-by_hand = gelu_exact(x_seq @ ffn.expand.weight.T + ffn.expand.bias) @ ffn.contract.weight.T + ffn.contract.bias
+by_hand = (
+    gelu_exact(x_seq @ ffn.expand.weight.T + ffn.expand.bias) @ ffn.contract.weight.T
+    + ffn.contract.bias
+)
 assert torch.allclose(y_seq, by_hand, atol=1e-5)
 
 # %% [markdown]
@@ -997,12 +1160,17 @@ assert torch.allclose(y_seq, by_hand, atol=1e-5)
 # positions talk to each other, and positional encodings are what tell it the order.)
 
 # %%
-one_at_a_time = torch.stack([ffn(x_seq[:, t]) for t in range(T)], dim=1)   # T times (B, D) -> (B, T, D)
+# T times (B, D) -> (B, T, D)
+one_at_a_time = torch.stack([ffn(x_seq[:, t]) for t in range(T)], dim=1)
 assert torch.allclose(one_at_a_time, y_seq, atol=1e-6)
 
 perm = torch.randperm(T)
-assert torch.allclose(ffn(x_seq[:, perm]), y_seq[:, perm], atol=1e-6)       # permute, then FFN == FFN, then permute
-print(f"positions processed independently; permutation {perm.tolist()} commutes with the block")
+# permute, then FFN == FFN, then permute
+assert torch.allclose(ffn(x_seq[:, perm]), y_seq[:, perm], atol=1e-6)
+print(
+    f"positions processed independently; permutation {perm.tolist()} commutes "
+    f"with the block"
+)
 
 # %% [markdown]
 # The block is small in code but large in parameters. Each Transformer layer also has an attention
@@ -1012,11 +1180,15 @@ print(f"positions processed independently; permutation {perm.tolist()} commutes 
 # %%
 for label, (d_model, d_ff) in ffn_sizes.items():
     ffn_params = count_parameters(PositionwiseFeedForward(d_model, d_ff))
-    attention_params = 4 * (d_model * d_model + d_model)          # query, key, value and output projections
+    # query, key, value and output projections
+    attention_params = 4 * (d_model * d_model + d_model)
     assert ffn_params == 2 * d_model * d_ff + d_ff + d_model
-    assert abs(ffn_params / attention_params - 2) < 0.01                # "about twice as many"
-    print(f"{label:<34} FFN {ffn_params:>10,}  attention {attention_params:>10,}  "
-          f"FFN share {ffn_params / (ffn_params + attention_params):.1%}")
+    # "about twice as many"
+    assert abs(ffn_params / attention_params - 2) < 0.01
+    print(
+        f"{label:<34} FFN {ffn_params:>10,}  attention {attention_params:>10,}  "
+        f"FFN share {ffn_params / (ffn_params + attention_params):.1%}"
+    )
 
 # %% [markdown]
 # (sec-ffn-summary)=
@@ -1075,9 +1247,9 @@ for label, (d_model, d_ff) in ffn_sizes.items():
 # The cell checks both claims with the batched code from the chapter:
 
 # %%
-corners = torch.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])   # (4, 2)
-y_example = torch.relu(corners @ W + torch.tensor([1.0, -1.0])) @ w          # (4,)
-y_xor = torch.relu(corners @ W + torch.tensor([0.0, -1.0])) @ w              # (4,)
+corners = torch.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])  # (4, 2)
+y_example = torch.relu(corners @ W + torch.tensor([1.0, -1.0])) @ w  # (4,)
+y_xor = torch.relu(corners @ W + torch.tensor([0.0, -1.0])) @ w  # (4,)
 print(f"b1 = (1, -1): {y_example.tolist()}   b1 = (0, -1): {y_xor.tolist()}")
 assert y_example.tolist() == [1.0, 2.0, 2.0, 1.0]
 assert y_xor.tolist() == [0.0, 1.0, 1.0, 0.0]
@@ -1149,10 +1321,16 @@ assert y_xor.tolist() == [0.0, 1.0, 1.0, 0.0]
 # number of layers; the cell prints the totals and checks them against the model:
 
 # %%
-for label, n_layers, d_model, d_ff in [("BERT-base", 12, 768, 3072), ("BERT-large", 24, 1024, 4096)]:
+for label, n_layers, d_model, d_ff in [
+    ("BERT-base", 12, 768, 3072),
+    ("BERT-large", 24, 1024, 4096),
+]:
     per_block = 2 * d_model * d_ff + d_ff + d_model
     assert per_block == count_parameters(PositionwiseFeedForward(d_model, d_ff))
-    print(f"{label}: {per_block:,} per block, {n_layers * per_block:,} in {n_layers} blocks")
+    print(
+        f"{label}: {per_block:,} per block, {n_layers * per_block:,} in "
+        f"{n_layers} blocks"
+    )
 
 # %% [markdown]
 # ::::{solution-end}
@@ -1186,9 +1364,11 @@ import torch
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     ### BEGIN SOLUTION
-    m = logits.max(dim=-1, keepdim=True).values                            # (N, 1) largest logit per row
-    log_normaliser = m.squeeze(-1) + torch.log(torch.exp(logits - m).sum(dim=-1))   # (N,)
-    target_logits = logits.gather(-1, targets[:, None]).squeeze(-1)        # (N,)
+    # (N, 1) largest logit per row
+    m = logits.max(dim=-1, keepdim=True).values
+    # (N,)
+    log_normaliser = m.squeeze(-1) + torch.log(torch.exp(logits - m).sum(dim=-1))
+    target_logits = logits.gather(-1, targets[:, None]).squeeze(-1)  # (N,)
     return (log_normaliser - target_logits).mean()
     ### END SOLUTION
 
@@ -1274,8 +1454,13 @@ check_silu(silu, silu_derivative)
 
 # %%
 target = count_parameters(MLP([2, 220, 1]))
-best_h = min(range(1, 64), key=lambda h: abs(count_parameters(MLP([2, h, h, h, 1])) - target))
-print(f"target {target}; h = {best_h} gives {count_parameters(MLP([2, best_h, best_h, best_h, 1]))} parameters")
+best_h = min(
+    range(1, 64), key=lambda h: abs(count_parameters(MLP([2, h, h, h, 1])) - target)
+)
+print(
+    f"target {target}; h = {best_h} gives "
+    f"{count_parameters(MLP([2, best_h, best_h, best_h, 1]))} parameters"
+)
 
 
 # %% tags=["solution"]
@@ -1283,7 +1468,9 @@ def mlp_parameter_count(sizes) -> int:
     ### BEGIN SOLUTION
     sizes = list(sizes)
     if len(sizes) < 2:
-        raise ValueError(f"an MLP needs at least an input and an output size, got {sizes!r}")
+        raise ValueError(
+            f"an MLP needs at least an input and an output size, got {sizes!r}"
+        )
     return sum(n_in * n_out + n_out for n_in, n_out in zip(sizes[:-1], sizes[1:]))
     ### END SOLUTION
 
@@ -1353,26 +1540,55 @@ check_mlp_parameter_count(mlp_parameter_count)
 from tinybert.exercises.quiz import Quiz, choice, number
 from tinybert.blocks.feedforward import PositionwiseFeedForward, count_parameters
 
-quiz = Quiz("ch01", [
-    choice("nn.Linear(3, 5) stores its weight with which shape?",
-           ["(3, 5)", "(5, 3)", "(15,)", "(5,)"], answer="b",
-           explain="PyTorch keeps (out, in), the transpose of the W in Wᵀx."),
-    choice("Which output unit and loss go with a target that is one of C classes?",
-           ["linear and mean squared error", "sigmoid and binary cross-entropy",
-            "softmax and cross-entropy", "ReLU and mean squared error"], answer="c",
-           explain="A categorical target: softmax, and the cross-entropy of its log."),
-    choice("Why is a loss computed from logits rather than from probabilities?",
-           ["it is faster on a GPU",
-            "the probability form overflows or underflows into inf and nan",
-            "probabilities cannot be differentiated", "logits are always positive"],
-           answer="b", explain="log(softmax) written out meets exp(1000) or log(0)."),
-    choice("Which activation do BERT's feed-forward blocks use?",
-           ["ReLU", "tanh", "GELU", "sigmoid"], answer="c",
-           explain="GELU, x·Φ(x), a smooth relative of ReLU."),
-    number("What is the largest value of the sigmoid's derivative? (2 decimals)",
-           answer=0.25, decimals=2, explain="σ(1 − σ) peaks at σ = 1/2, at z = 0."),
-    number("How many parameters does PositionwiseFeedForward(768, 3072) hold?",
-           answer=count_parameters(PositionwiseFeedForward(768, 3072)), decimals=0,
-           explain="2·768·3072 weights, plus 3072 + 768 biases."),
-])
+quiz = Quiz(
+    "ch01",
+    [
+        choice(
+            "nn.Linear(3, 5) stores its weight with which shape?",
+            ["(3, 5)", "(5, 3)", "(15,)", "(5,)"],
+            answer="b",
+            explain="PyTorch keeps (out, in), the transpose of the W in Wᵀx.",
+        ),
+        choice(
+            "Which output unit and loss go with a target that is one of C classes?",
+            [
+                "linear and mean squared error",
+                "sigmoid and binary cross-entropy",
+                "softmax and cross-entropy",
+                "ReLU and mean squared error",
+            ],
+            answer="c",
+            explain="A categorical target: softmax, and the cross-entropy of its log.",
+        ),
+        choice(
+            "Why is a loss computed from logits rather than from probabilities?",
+            [
+                "it is faster on a GPU",
+                "the probability form overflows or underflows into inf and nan",
+                "probabilities cannot be differentiated",
+                "logits are always positive",
+            ],
+            answer="b",
+            explain="log(softmax) written out meets exp(1000) or log(0).",
+        ),
+        choice(
+            "Which activation do BERT's feed-forward blocks use?",
+            ["ReLU", "tanh", "GELU", "sigmoid"],
+            answer="c",
+            explain="GELU, x·Φ(x), a smooth relative of ReLU.",
+        ),
+        number(
+            "What is the largest value of the sigmoid's derivative? (2 decimals)",
+            answer=0.25,
+            decimals=2,
+            explain="σ(1 − σ) peaks at σ = 1/2, at z = 0.",
+        ),
+        number(
+            "How many parameters does PositionwiseFeedForward(768, 3072) hold?",
+            answer=count_parameters(PositionwiseFeedForward(768, 3072)),
+            decimals=0,
+            explain="2·768·3072 weights, plus 3072 + 768 biases.",
+        ),
+    ],
+)
 quiz

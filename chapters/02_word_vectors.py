@@ -103,49 +103,81 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # the files and turns Windows line endings (`\r\n`) into `\n`.
 
 # %% tags=["export"]
-_START = re.compile(r"^\*\*\* ?START OF TH(?:IS|E) PROJECT GUTENBERG EBOOK.*$", re.IGNORECASE | re.MULTILINE)
-_END = re.compile(r"^\*\*\* ?END OF TH(?:IS|E) PROJECT GUTENBERG EBOOK.*$", re.IGNORECASE | re.MULTILINE)
-# Paragraphs inside the markers that Project Gutenberg added: the volunteers' credit, an editor's
+_START = re.compile(
+    r"^\*\*\* ?START OF TH(?:IS|E) PROJECT GUTENBERG "
+    r"EBOOK.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_END = re.compile(
+    r"^\*\*\* ?END OF TH(?:IS|E) PROJECT GUTENBERG "
+    r"EBOOK.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+# Paragraphs inside the markers that Project Gutenberg added: the volunteers'
+# credit, an editor's
 # note in brackets, and the closing "End of (the) Project Gutenberg EBook of ..." line.
-_NOT_THE_BOOK = re.compile(r"(?:Produced by |\[Project Gutenberg|End of (?:the )?Project Gutenberg)",
-                           re.IGNORECASE)
+_NOT_THE_BOOK = re.compile(
+    r"(?:Produced by |\[Project Gutenberg|End of (?:the )?Project Gutenberg)",
+    re.IGNORECASE,
+)
 
 
 def gutenberg_body(text: str) -> str:
-    """The book inside a Project Gutenberg file: the text between the START and END marker lines.
+    """The book inside a Project Gutenberg file: the text between the START and END
+    marker lines.
 
-    Removes the byte-order mark, turns \\r\\n and \\r into \\n, and drops the paragraphs (blocks
-    separated by blank lines) that Project Gutenberg added inside the markers: the "Produced by"
-    credit, bracketed "[Project Gutenberg ...]" notes and the "End of the Project Gutenberg
-    EBook" line. Raises ValueError if either marker line is missing.
+    Removes the byte-order mark, turns \\r\\n and \\r into \\n, and drops the paragraphs
+    (blocks separated by blank lines) that Project Gutenberg added inside the markers:
+    the "Produced by" credit, bracketed "[Project Gutenberg ...]" notes and the "End of
+    the Project Gutenberg EBook" line. Raises ValueError if either marker
+    line is missing.
     """
     if not isinstance(text, str):
-        raise ValueError(f"gutenberg_body expects the file's text as a str, got {type(text).__name__}")
+        raise ValueError(
+            f"gutenberg_body expects the file's text as a str, got "
+            f"{type(text).__name__}"
+        )
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     start = _START.search(text)
     if start is None:
-        raise ValueError("no '*** START OF THIS PROJECT GUTENBERG EBOOK ... ***' line found: "
-                         "is this a Project Gutenberg plain-text file?")
+        raise ValueError(
+            "no '*** START OF THIS PROJECT GUTENBERG EBOOK ... ***' line "
+            "found: is this a Project Gutenberg plain-text file?"
+        )
     end = _END.search(text, start.end())
     if end is None:
-        raise ValueError("no '*** END OF THIS PROJECT GUTENBERG EBOOK ... ***' line found after "
-                         "the START line: the file may be truncated")
-    paragraphs = re.split(r"\n\s*\n", text[start.end():end.start()])     # blank lines separate paragraphs
+        raise ValueError(
+            "no '*** END OF THIS PROJECT GUTENBERG EBOOK ... ***' line "
+            "found after the START line: the file may be truncated"
+        )
+    # blank lines separate paragraphs
+    paragraphs = re.split(r"\n\s*\n", text[start.end() : end.start()])
     kept = [p for p in paragraphs if not _NOT_THE_BOOK.match(p.lstrip())]
     return "\n\n".join(p.strip("\n").rstrip() for p in kept if p.strip()) + "\n"
 
 
 def gutenberg_ebooks() -> list[int]:
-    """The Project Gutenberg eBook numbers that the course's data registry knows, in its order."""
+    """The Project Gutenberg eBook numbers that the course's data registry knows, in
+    its order."""
     return [int(name.split("/", 1)[1]) for name in names("gutenberg/")]
 
 
 def load_gutenberg(ebook: int | str) -> str:
-    """The body of one of the course's Project Gutenberg books: ``load_gutenberg(1342)``."""
-    if isinstance(ebook, bool) or not isinstance(ebook, (int, str)) or not str(ebook).isdigit():
-        raise ValueError(f"ebook must be a Project Gutenberg eBook number such as 1342, got {ebook!r}")
+    """The body of one of the course's Project Gutenberg books:
+    ``load_gutenberg(1342)``."""
+    if (
+        isinstance(ebook, bool)
+        or not isinstance(ebook, (int, str))
+        or not str(ebook).isdigit()
+    ):
+        raise ValueError(
+            f"ebook must be a Project Gutenberg eBook number such as 1342, "
+            f"got {ebook!r}"
+        )
     if int(ebook) not in gutenberg_ebooks():
-        raise ValueError(f"eBook {ebook} is not in the course's data; known: {gutenberg_ebooks()}")
+        raise ValueError(
+            f"eBook {ebook} is not in the course's data; known: {gutenberg_ebooks()}"
+        )
     return gutenberg_body(fetch(f"gutenberg/{int(ebook)}").read_text(encoding="utf-8"))
 
 
@@ -159,8 +191,15 @@ ALL_BOOKS = gutenberg_ebooks()
 bodies = {ebook: load_gutenberg(ebook) for ebook in ALL_BOOKS}
 for ebook, body in bodies.items():
     entry = info(f"gutenberg/{ebook}")
-    assert "project gutenberg" not in body.lower() and "\r" not in body and "\ufeff" not in body
-    print(f"#{ebook:<5} {entry.author:<19} {entry.title[:44]:<44} {len(body):>9,} characters")
+    assert (
+        "project gutenberg" not in body.lower()
+        and "\r" not in body
+        and "\ufeff" not in body
+    )
+    print(
+        f"#{ebook:<5} {entry.author:<19} {entry.title[:44]:<44} "
+        f"{len(body):>9,} characters"
+    )
 
 lines = bodies[1342].splitlines()
 print("\nPride and Prejudice starts:", lines[:3], "\n...and ends:", lines[-1:])
@@ -175,14 +214,17 @@ print("\nPride and Prejudice starts:", lines[:3], "\n...and ends:", lines[-1:])
 # the subject of their own chapter; this one is good enough for word vectors.
 
 # %% tags=["export"]
-_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*")   # letters, with inner apostrophes: don't, tellson's
+# letters, with inner apostrophes: don't, tellson's
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*")
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased words of ``text``: runs of letters, keeping apostrophes inside a word.
+    """Lower-cased words of ``text``: runs of letters, keeping apostrophes
+    inside a word.
 
-    Drops digits, punctuation, underscores and apostrophes at the edges of words; hyphens and
-    dashes split words ("bank-note" -> "bank", "note"). The curly apostrophe ’ counts as '.
+    Drops digits, punctuation, underscores and apostrophes at the edges of words;
+    hyphens and dashes split words ("bank-note" -> "bank", "note"). The curly apostrophe
+    ’ counts as '.
     """
     if not isinstance(text, str):
         raise ValueError(f"words expects a str, got {type(text).__name__}")
@@ -190,14 +232,32 @@ def words(text: str) -> list[str]:
 
 
 # %%
-example = "“Don't you know Tellson’s Bank?” said _Mr. Lorry_, in 1775--with a bank-note."
+example = (
+    "“Don't you know Tellson’s Bank?” said _Mr. Lorry_, in 1775--with a bank-note."
+)
 print(words(example))
-assert words(example) == ["don't", "you", "know", "tellson's", "bank", "said", "mr", "lorry",
-                          "in", "with", "a", "bank", "note"]
+assert words(example) == [
+    "don't",
+    "you",
+    "know",
+    "tellson's",
+    "bank",
+    "said",
+    "mr",
+    "lorry",
+    "in",
+    "with",
+    "a",
+    "bank",
+    "note",
+]
 
 tokens = {ebook: words(body) for ebook, body in bodies.items()}
 all_tokens = [w for book_tokens in tokens.values() for w in book_tokens]
-print(f"{len(all_tokens):,} words in {len(tokens)} books, {len(set(all_tokens)):,} different ones")
+print(
+    f"{len(all_tokens):,} words in {len(tokens)} books, {len(set(all_tokens)):,} "
+    f"different ones"
+)
 
 
 # %% [markdown]
@@ -208,24 +268,32 @@ print(f"{len(all_tokens):,} words in {len(tokens)} books, {len(set(all_tokens)):
 
 # %% tags=["export"]
 class Vocabulary:
-    """Words <-> integer ids, most frequent first; id 0 is "<unk>", shared by every word left out.
+    """Words <-> integer ids, most frequent first; id 0 is "<unk>", shared by every
+    word left out.
 
-    ``Vocabulary.from_words(tokens, min_count=5)`` keeps the words seen at least ``min_count``
-    times (ties in order of the words). ``counts[i]`` is how often word ``i`` occurred; for
-    "<unk>" it is the number of tokens it stands for.
+    ``Vocabulary.from_words(tokens, min_count=5)`` keeps the words seen at least
+    ``min_count`` times (ties in order of the words). ``counts[i]`` is how often word
+    ``i`` occurred; for "<unk>" it is the number of tokens it stands for.
     """
 
     UNK = "<unk>"
 
     def __init__(self, counts: Mapping[str, int], min_count: int = 1):
-        if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
+        if (
+            isinstance(min_count, bool)
+            or not isinstance(min_count, int)
+            or min_count < 1
+        ):
             raise ValueError(f"min_count must be a positive int, got {min_count!r}")
         if any(not isinstance(n, int) or n < 0 for n in counts.values()):
             raise ValueError("counts must map words to non-negative ints")
-        kept = sorted((w for w, n in counts.items() if n >= min_count and w != self.UNK),
-                      key=lambda w: (-counts[w], w))
-        self.itos: list[str] = [self.UNK] + kept                  # id -> word
-        self.stoi: dict[str, int] = {w: i for i, w in enumerate(self.itos)}   # word -> id
+        kept = sorted(
+            (w for w, n in counts.items() if n >= min_count and w != self.UNK),
+            key=lambda w: (-counts[w], w),
+        )
+        self.itos: list[str] = [self.UNK] + kept  # id -> word
+        # word -> id
+        self.stoi: dict[str, int] = {w: i for i, w in enumerate(self.itos)}
         self.counts: list[int] = [sum(counts.values()) - sum(counts[w] for w in kept)]
         self.counts += [counts[w] for w in kept]
         self.unk_id = 0
@@ -257,10 +325,15 @@ class Vocabulary:
 # %%
 MIN_COUNT = 10
 vocab = Vocabulary.from_words(all_tokens, min_count=MIN_COUNT)
-print(f"{len(vocab):,} words seen at least {MIN_COUNT} times (plus <unk>); "
-      f"<unk> stands for {vocab.counts[0] / len(all_tokens):.1%} of the tokens")
+print(
+    f"{len(vocab):,} words seen at least {MIN_COUNT} times (plus <unk>); "
+    f"<unk> stands for {vocab.counts[0] / len(all_tokens):.1%} of the tokens"
+)
 print("most frequent:", vocab.itos[1:13])
-sentence = words("It is a truth universally acknowledged, that a single man in possession of a good fortune")
+sentence = words(
+    "It is a truth universally acknowledged, that a single man in possession of a "
+    "good fortune"
+)
 ids = vocab.encode(sentence)
 print(ids, "->", vocab.decode(ids))
 assert vocab.decode(ids) == [w if w in vocab else "<unk>" for w in sentence]
@@ -282,17 +355,23 @@ assert sum(vocab.counts) == len(all_tokens)
 # the words of a short sentence, with a vocabulary made from that sentence alone:
 
 # %%
-tiny_words = words("It is a truth universally acknowledged, that a single man must be in want of a wife")
+tiny_words = words(
+    "It is a truth universally acknowledged, that a single man must be in "
+    "want of a wife"
+)
 tiny_vocab = Vocabulary.from_words(tiny_words)
-tiny_ids = torch.tensor(tiny_vocab.encode(tiny_words))                    # (T,)
-one_hot = F.one_hot(tiny_ids, num_classes=len(tiny_vocab)).float()        # (T, V)
+tiny_ids = torch.tensor(tiny_vocab.encode(tiny_words))  # (T,)
+one_hot = F.one_hot(tiny_ids, num_classes=len(tiny_vocab)).float()  # (T, V)
 
 seed_everything(0)
 E_TINY = 4
-embedding = nn.Embedding(len(tiny_vocab), E_TINY)                        # weight: (V, E)
-dense = embedding(tiny_ids)                                               # (T, E)
+# weight: (V, E)
+embedding = nn.Embedding(len(tiny_vocab), E_TINY)
+dense = embedding(tiny_ids)  # (T, E)
 
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [len(tiny_vocab), 3 * E_TINY]})
+fig, axes = plt.subplots(
+    1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [len(tiny_vocab), 3 * E_TINY]}
+)
 axes[0].imshow(one_hot, cmap="Greys")
 axes[0].set_title(f"one-hot: T x V = {tuple(one_hot.shape)}")
 axes[0].set_xticks(range(len(tiny_vocab)), tiny_vocab.itos, rotation=90, fontsize=8)
@@ -314,12 +393,15 @@ plt.show()
 # the two agree exactly:
 
 # %%
-by_product = one_hot @ embedding.weight                  # (T, V) @ (V, E) -> (T, E)
+by_product = one_hot @ embedding.weight  # (T, V) @ (V, E) -> (T, E)
 assert torch.equal(embedding(tiny_ids), by_product)
-gram = one_hot @ one_hot.T                               # (T, T) dot products of one-hot vectors
+# (T, T) dot products of one-hot vectors
+gram = one_hot @ one_hot.T
 assert torch.equal(gram, (tiny_ids[:, None] == tiny_ids[None, :]).float())
-print("embedding(ids) == one_hot(ids) @ weight, exactly;",
-      "two one-hot vectors have dot product 1 if they are the same word and 0 otherwise")
+print(
+    "embedding(ids) == one_hot(ids) @ weight, exactly;",
+    "two one-hot vectors have dot product 1 if they are the same word and 0 otherwise",
+)
 
 # %% [markdown]
 # The parameter count is the same either way, $V \times E$, but the cost of *using* it is not. A
@@ -332,20 +414,35 @@ E_WORDS = 64
 big = nn.Embedding(len(vocab), E_WORDS)
 T_DEMO = 512
 ids_demo = torch.randint(len(vocab), (T_DEMO,))
-one_hot_demo = F.one_hot(ids_demo, len(vocab)).float()                   # (T, V)
+one_hot_demo = F.one_hot(ids_demo, len(vocab)).float()  # (T, V)
 assert torch.equal(big(ids_demo), one_hot_demo @ big.weight)
 
 with torch.no_grad():
-    t_lookup = benchmark.Timer("big(ids)", globals={"big": big, "ids": ids_demo}).blocked_autorange(
-        min_run_time=pick(quick=0.05, full=0.2)).median
-    t_product = benchmark.Timer("F.one_hot(ids, V).float() @ W", globals={
-        "F": F, "ids": ids_demo, "V": len(vocab), "W": big.weight}).blocked_autorange(
-        min_run_time=pick(quick=0.05, full=0.2)).median
-print(f"V = {len(vocab):,}, E = {E_WORDS}: {count_parameters(big):,} parameters either way")
-print(f"T = {T_DEMO} tokens: one-hot input {one_hot_demo.numel():,} numbers, looked-up vectors "
-      f"{T_DEMO * E_WORDS:,}")
-print(f"lookup {t_lookup * 1e6:.0f} µs, one-hot product {t_product * 1e6:.0f} µs: "
-      f"the product is {t_product / t_lookup:.0f}x slower")
+    t_lookup = (
+        benchmark.Timer("big(ids)", globals={"big": big, "ids": ids_demo})
+        .blocked_autorange(min_run_time=pick(quick=0.05, full=0.2))
+        .median
+    )
+    t_product = (
+        benchmark.Timer(
+            "F.one_hot(ids, V).float() @ W",
+            globals={"F": F, "ids": ids_demo, "V": len(vocab), "W": big.weight},
+        )
+        .blocked_autorange(min_run_time=pick(quick=0.05, full=0.2))
+        .median
+    )
+print(
+    f"V = {len(vocab):,}, E = {E_WORDS}: {count_parameters(big):,} "
+    f"parameters either way"
+)
+print(
+    f"T = {T_DEMO} tokens: one-hot input {one_hot_demo.numel():,} numbers, looked-up "
+    f"vectors {T_DEMO * E_WORDS:,}"
+)
+print(
+    f"lookup {t_lookup * 1e6:.0f} µs, one-hot product {t_product * 1e6:.0f} µs: "
+    f"the product is {t_product / t_lookup:.0f}x slower"
+)
 
 
 # %% [markdown]
@@ -386,17 +483,21 @@ print(f"lookup {t_lookup * 1e6:.0f} µs, one-hot product {t_product * 1e6:.0f} �
 
 # %%
 def keep_probabilities(counts: torch.Tensor, t: float = 1e-4) -> torch.Tensor:
-    """Probability of keeping each occurrence of a word: min(1, sqrt(t / f)), f its frequency."""
+    """Probability of keeping each occurrence of a word: min(1, sqrt(t / f)), f its
+    frequency."""
     frequency = counts / counts.sum()
     return torch.sqrt(t / frequency).clamp(max=1.0)
 
 
-counts = torch.tensor(vocab.counts, dtype=torch.float)      # (V,)
-counts[vocab.unk_id] = 0                                     # <unk> is never a centre, context or negative
+counts = torch.tensor(vocab.counts, dtype=torch.float)  # (V,)
+# <unk> is never a centre, context or negative
+counts[vocab.unk_id] = 0
 keep = keep_probabilities(counts)
 for w in ["the", "and", "said", "money", "river", "monday"]:
-    print(f"{w:>7}: seen {vocab.counts[vocab.stoi[w]]:>6} times, each occurrence kept with "
-          f"probability {keep[vocab.stoi[w]].item():.3f}")
+    print(
+        f"{w:>7}: seen {vocab.counts[vocab.stoi[w]]:>6} times, each occurrence kept "
+        f"with probability {keep[vocab.stoi[w]].item():.3f}"
+    )
 
 
 # %% [markdown]
@@ -407,21 +508,30 @@ for w in ["the", "and", "said", "money", "river", "monday"]:
 # $i + d$ in both directions, where the centre's window reaches that far.
 
 # %%
-def skipgram_pairs(ids: torch.Tensor, window: int, generator=None, dynamic: bool = True):
-    """(centre, context) id pairs of a text of ids (N,), contexts up to ``window`` positions away.
+def skipgram_pairs(
+    ids: torch.Tensor, window: int, generator=None, dynamic: bool = True
+):
+    """(centre, context) id pairs of a text of ids (N,), contexts up to ``window``
+    positions away.
 
-    With ``dynamic`` each centre's reach is drawn uniformly from 1..window, else it is ``window``.
-    Returns two tensors of shape (P,), grouped by offset: shuffle them before training.
+    With ``dynamic`` each centre's reach is drawn uniformly from 1..window, else it is
+    ``window``. Returns two tensors of shape (P,), grouped by offset: shuffle them
+    before training.
     """
     n = len(ids)
-    reach = (torch.randint(1, window + 1, (n,), generator=generator) if dynamic
-             else torch.full((n,), window))                    # (N,) how far each centre looks
+    reach = (
+        torch.randint(1, window + 1, (n,), generator=generator)
+        if dynamic
+        # (N,) how far each centre looks
+        else torch.full((n,), window)
+    )
     centres, contexts = [], []
     for d in range(1, window + 1):
-        left = torch.arange(max(n - d, 0))                     # positions with a word d to the right
+        # positions with a word d to the right
+        left = torch.arange(max(n - d, 0))
         right = left + d
-        to_right = left[reach[left] >= d]                      # centre i, context i + d
-        to_left = right[reach[right] >= d]                     # centre i + d, context i
+        to_right = left[reach[left] >= d]  # centre i, context i + d
+        to_left = right[reach[right] >= d]  # centre i + d, context i
         centres += [ids[to_right], ids[to_left]]
         contexts += [ids[to_right + d], ids[to_left - d]]
     return torch.cat(centres), torch.cat(contexts)
@@ -431,7 +541,8 @@ demo = words("the quick brown fox jumps")
 c, o = skipgram_pairs(torch.arange(len(demo)), window=2, dynamic=False)
 print([(demo[i], demo[j]) for i, j in zip(c.tolist(), o.tolist())])
 n, w = len(demo), 2
-assert len(c) == 2 * sum(n - d for d in range(1, w + 1))       # every pair within distance w, both ways
+# every pair within distance w, both ways
+assert len(c) == 2 * sum(n - d for d in range(1, w + 1))
 assert ((c - o).abs() <= w).all() and ((c - o) != 0).all()
 
 
@@ -443,21 +554,25 @@ assert ((c - o).abs() <= w).all() and ((c - o) != 0).all()
 
 # %%
 class SkipGram(nn.Module):
-    """Skip-gram with negative sampling: a centre table v (the word vectors) and a context table u."""
+    """Skip-gram with negative sampling: a centre table v (the word vectors) and a
+    context table u."""
 
     def __init__(self, vocab_size: int, dim: int):
         super().__init__()
-        self.centre = nn.Embedding(vocab_size, dim, sparse=True)    # v_w, (V, E)
-        self.context = nn.Embedding(vocab_size, dim, sparse=True)   # u_w, (V, E)
+        self.centre = nn.Embedding(vocab_size, dim, sparse=True)  # v_w, (V, E)
+        self.context = nn.Embedding(vocab_size, dim, sparse=True)  # u_w, (V, E)
         nn.init.uniform_(self.centre.weight, -0.5 / dim, 0.5 / dim)
         nn.init.zeros_(self.context.weight)
 
     def forward(self, centres, contexts, negatives):
-        """Loss per pair, shape (N,), for centres (N,), true contexts (N,) and negatives (N, K)."""
-        v = self.centre(centres)                                          # (N, E)
-        u = self.context(torch.cat([contexts[:, None], negatives], 1))    # (N, 1+K, E)
-        scores = (u * v[:, None, :]).sum(-1)                              # (N, 1+K) dot products
-        return -(F.logsigmoid(scores[:, 0]) + F.logsigmoid(-scores[:, 1:]).sum(-1))   # (N,)
+        """Loss per pair, shape (N,), for centres (N,), true contexts (N,) and
+        negatives (N, K)."""
+        v = self.centre(centres)  # (N, E)
+        u = self.context(torch.cat([contexts[:, None], negatives], 1))  # (N, 1+K, E)
+        # (N, 1+K) dot products
+        scores = (u * v[:, None, :]).sum(-1)
+        # (N,)
+        return -(F.logsigmoid(scores[:, 0]) + F.logsigmoid(-scores[:, 1:]).sum(-1))
 
 
 # %% [markdown]
@@ -471,25 +586,39 @@ class SkipGram(nn.Module):
 # word2vec. Each epoch draws a new subsample, new window sizes and a new order of pairs.
 
 # %%
-VECTOR_BOOKS = pick(quick=[98, 76], full=ALL_BOOKS)     # quick: A Tale of Two Cities, Huckleberry Finn
-QUICK_TOKENS = 60_000                                   # quick mode: only this many tokens per book
+# quick: A Tale of Two Cities, Huckleberry Finn
+VECTOR_BOOKS = pick(quick=[98, 76], full=ALL_BOOKS)
+# quick mode: only this many tokens per book
+QUICK_TOKENS = 60_000
 EPOCHS = pick(quick=1, full=3)
 BATCH = pick(quick=1024, full=4096)
 WINDOW, NEGATIVES, LEARNING_RATE = 5, 5, 0.01
 
-book_ids = []                                           # one id tensor per book, <unk> removed
+# one id tensor per book, <unk> removed
+book_ids = []
 for ebook in VECTOR_BOOKS:
     ids_book = torch.tensor(vocab.encode(tokens[ebook]))
     ids_book = ids_book[ids_book != vocab.unk_id]
     book_ids.append(ids_book[:QUICK_TOKENS] if is_quick() else ids_book)
-noise = counts ** 0.75                                  # P_n(w), unnormalised; torch.multinomial normalises
+# P_n(w), unnormalised; torch.multinomial normalises
+noise = counts**0.75
 
 
 def epoch_pairs(generator):
-    """Subsample each book, pair within books, shuffle: the (centre, context) pairs of one epoch."""
-    pairs = [skipgram_pairs(ids[torch.rand(len(ids), generator=generator) < keep[ids]], WINDOW, generator)
-             for ids in book_ids]
-    centres, contexts = torch.cat([p[0] for p in pairs]), torch.cat([p[1] for p in pairs])
+    """Subsample each book, pair within books, shuffle: the (centre, context) pairs of
+    one epoch."""
+    pairs = [
+        skipgram_pairs(
+            ids[torch.rand(len(ids), generator=generator) < keep[ids]],
+            WINDOW,
+            generator,
+        )
+        for ids in book_ids
+    ]
+    centres, contexts = (
+        torch.cat([p[0] for p in pairs]),
+        torch.cat([p[1] for p in pairs]),
+    )
     order = torch.randperm(len(centres), generator=generator)
     return centres[order], contexts[order]
 
@@ -499,9 +628,13 @@ model = SkipGram(len(vocab), E_WORDS).to(device)
 optimizer = torch.optim.SparseAdam(model.parameters(), lr=LEARNING_RATE)
 first_centres, first_contexts = epoch_pairs(generator)
 total_steps = EPOCHS * (len(first_centres) // BATCH)
-schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: max(0.0, 1 - step / total_steps))
-print(f"{sum(len(ids) for ids in book_ids):,} tokens, {len(first_centres):,} pairs per epoch, "
-      f"{total_steps} steps of {BATCH} pairs")
+schedule = torch.optim.lr_scheduler.LambdaLR(
+    optimizer, lambda step: max(0.0, 1 - step / total_steps)
+)
+print(
+    f"{sum(len(ids) for ids in book_ids):,} tokens, {len(first_centres):,} pairs per "
+    f"epoch, {total_steps} steps of {BATCH} pairs"
+)
 
 # %% [markdown]
 # The loop is the one from {doc}`01_feedforward`, with the batch cut from the epoch's pairs and fresh
@@ -517,13 +650,20 @@ if device.type == "cpu":
 losses, step, start = [], 0, time.perf_counter()
 bar = progress(total=total_steps, desc="skip-gram", updates=4)
 for epoch in range(EPOCHS):
-    centres, contexts = (first_centres, first_contexts) if epoch == 0 else epoch_pairs(generator)
+    centres, contexts = (
+        (first_centres, first_contexts) if epoch == 0 else epoch_pairs(generator)
+    )
     for i in range(0, len(centres) - BATCH + 1, BATCH):
         if step == total_steps:
             break
-        negatives = torch.multinomial(noise, BATCH * NEGATIVES, replacement=True, generator=generator)
-        loss = model(centres[i:i + BATCH].to(device), contexts[i:i + BATCH].to(device),
-                     negatives.view(BATCH, NEGATIVES).to(device)).mean()
+        negatives = torch.multinomial(
+            noise, BATCH * NEGATIVES, replacement=True, generator=generator
+        )
+        loss = model(
+            centres[i : i + BATCH].to(device),
+            contexts[i : i + BATCH].to(device),
+            negatives.view(BATCH, NEGATIVES).to(device),
+        ).mean()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -534,15 +674,20 @@ for epoch in range(EPOCHS):
 bar.close()
 torch.set_num_threads(threads)
 losses = torch.stack(losses).cpu()
-print(f"{step} steps in {time.perf_counter() - start:.1f} s; mean loss of the first 50 steps "
-      f"{losses[:50].mean():.3f}, of the last 50 {losses[-50:].mean():.3f}")
+print(
+    f"{step} steps in {time.perf_counter() - start:.1f} s; mean loss of the first 50 "
+    f"steps {losses[:50].mean():.3f}, of the last 50 {losses[-50:].mean():.3f}"
+)
 assert losses[-50:].mean() < losses[:50].mean()
 if is_quick():
-    print("Quick mode: a few hundred steps on part of two books, so the results below say little. "
-          "Run without TINYBERT_QUICK for real word vectors.")
+    print(
+        "Quick mode: a few hundred steps on part of two books, so the results below "
+        "say little. Run without TINYBERT_QUICK for real word vectors."
+    )
 
 # %%
-smooth = max(1, len(losses) // 100)                     # average groups of steps for a readable curve
+# average groups of steps for a readable curve
+smooth = max(1, len(losses) // 100)
 usable = len(losses) // smooth * smooth
 fig, ax = plt.subplots(figsize=(7, 3))
 ax.plot(np.arange(0, usable, smooth), losses[:usable].view(-1, smooth).mean(1))
@@ -563,21 +708,41 @@ plt.show()
 # vector to length 1 once turns all cosines into dot products:
 
 # %%
-unit = F.normalize(model.centre.weight.detach().cpu(), dim=1)      # (V, E), every row of length 1
+# (V, E), every row of length 1
+unit = F.normalize(model.centre.weight.detach().cpu(), dim=1)
 
 
-def most_similar(query: torch.Tensor, k: int = 6, exclude=()) -> list[tuple[str, float]]:
-    """The k words whose vectors have the largest cosine with ``query`` (E,), leaving out ``exclude`` ids."""
-    scores = unit @ F.normalize(query, dim=0)                         # (V,) cosines
+def most_similar(
+    query: torch.Tensor, k: int = 6, exclude=()
+) -> list[tuple[str, float]]:
+    """The k words whose vectors have the largest cosine with ``query`` (E,), leaving
+    out ``exclude`` ids."""
+    scores = unit @ F.normalize(query, dim=0)  # (V,) cosines
     scores[[vocab.unk_id, *exclude]] = -math.inf
     top = scores.topk(k)
-    return [(vocab.itos[i], s) for s, i in zip(top.values.tolist(), top.indices.tolist())]
+    return [
+        (vocab.itos[i], s) for s, i in zip(top.values.tolist(), top.indices.tolist())
+    ]
 
 
-PROBES = ["money", "river", "holmes", "monday", "three", "red", "eyes", "father", "king", "said"]
+PROBES = [
+    "money",
+    "river",
+    "holmes",
+    "monday",
+    "three",
+    "red",
+    "eyes",
+    "father",
+    "king",
+    "said",
+]
 for word in [w for w in PROBES if w in vocab]:
     i = vocab.stoi[word]
-    print(f"{word:>7}: " + ", ".join(f"{w} {s:.2f}" for w, s in most_similar(unit[i], exclude=[i])))
+    print(
+        f"{word:>7}: "
+        + ", ".join(f"{w} {s:.2f}" for w, s in most_similar(unit[i], exclude=[i]))
+    )
 
 # %% [markdown]
 # Read the lists with the corpus in mind. These are the neighbours *in these twelve novels*: a
@@ -588,22 +753,28 @@ for word in [w for w in PROBES if w in vocab]:
 # colours) should be more similar to each other than random pairs of words.
 
 # %%
-families = [["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"],
-            ["two", "three", "four", "five", "six", "seven", "eight", "ten"],
-            ["father", "mother", "brother", "sister", "uncle", "aunt", "son", "daughter"],
-            ["red", "black", "white", "green", "blue", "yellow", "brown", "grey"]]
+families = [
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"],
+    ["two", "three", "four", "five", "six", "seven", "eight", "ten"],
+    ["father", "mother", "brother", "sister", "uncle", "aunt", "son", "daughter"],
+    ["red", "black", "white", "green", "blue", "yellow", "brown", "grey"],
+]
 within = []
 for family in families:
     ids_family = torch.tensor([vocab.stoi[w] for w in family if w in vocab])
-    sims = unit[ids_family] @ unit[ids_family].T                   # (n, n)
+    sims = unit[ids_family] @ unit[ids_family].T  # (n, n)
     within += sims[~torch.eye(len(ids_family), dtype=torch.bool)].tolist()
 g = torch.Generator().manual_seed(1)
 random_pairs = torch.randint(1, len(vocab), (2, 2000), generator=g)
 random_sims = (unit[random_pairs[0]] * unit[random_pairs[1]]).sum(-1)
-print(f"mean cosine within families: {np.mean(within):.3f} ({len(within)} pairs); "
-      f"between random words: {random_sims.mean():.3f}")
+print(
+    f"mean cosine within families: {np.mean(within):.3f} ({len(within)} pairs); "
+    f"between random words: {random_sims.mean():.3f}"
+)
 if not is_quick():
-    assert np.mean(within) > random_sims.mean() + 0.2, "related words should be closer than random ones"
+    assert np.mean(within) > random_sims.mean() + 0.2, (
+        "related words should be closer than random ones"
+    )
 
 # %% [markdown]
 # (sec-wv-analogies)=
@@ -617,11 +788,17 @@ if not is_quick():
 # *leaving out the three query words*, and print where the expected answer ranks:
 
 # %%
-ANALOGIES = [("man", "king", "woman", "queen"), ("man", "father", "woman", "mother"),
-             ("man", "husband", "woman", "wife"), ("man", "uncle", "woman", "aunt"),
-             ("he", "brother", "she", "sister"), ("he", "son", "she", "daughter"),
-             ("he", "boy", "she", "girl"), ("he", "mr", "she", "mrs"),
-             ("england", "london", "france", "paris")]
+ANALOGIES = [
+    ("man", "king", "woman", "queen"),
+    ("man", "father", "woman", "mother"),
+    ("man", "husband", "woman", "wife"),
+    ("man", "uncle", "woman", "aunt"),
+    ("he", "brother", "she", "sister"),
+    ("he", "son", "she", "daughter"),
+    ("he", "boy", "she", "girl"),
+    ("he", "mr", "she", "mrs"),
+    ("england", "london", "france", "paris"),
+]
 
 
 def analogy_query(a: str, b: str, c: str) -> torch.Tensor:
@@ -636,15 +813,24 @@ for a, b, c, expected in ANALOGIES:
         continue
     tried += 1
     query = analogy_query(a, b, c)
-    answers = most_similar(query, k=len(vocab) - 4, exclude=[vocab.stoi[w] for w in (a, b, c)])
+    answers = most_similar(
+        query, k=len(vocab) - 4, exclude=[vocab.stoi[w] for w in (a, b, c)]
+    )
     rank = [w for w, _ in answers].index(expected) + 1
     hits[1] += rank == 1
     hits[5] += rank <= 5
-    inputs_win += most_similar(query, k=1)[0][0] in (a, b, c)   # the nearest word if nothing is left out
+    # the nearest word if nothing is left out
+    inputs_win += most_similar(query, k=1)[0][0] in (a, b, c)
     top3 = ", ".join(f"{w} {s:.2f}" for w, s in answers[:3])
     print(f"{b} - {a} + {c} = ? {top3:<40} '{expected}' ranks {rank}")
-print(f"\nexpected answer first in {hits[1]} of {tried} analogies, in the top 5 in {hits[5]};")
-print(f"without leaving out the query words, the nearest word is one of them in {inputs_win} of {tried}")
+print(
+    f"\nexpected answer first in {hits[1]} of {tried} analogies, in the top 5 "
+    f"in {hits[5]};"
+)
+print(
+    f"without leaving out the query words, the nearest word is one of them in "
+    f"{inputs_win} of {tried}"
+)
 
 # %% [markdown]
 # Look at the ranks rather than at the first answer alone: a rank of 2 or 3 is a near miss, a
@@ -669,31 +855,88 @@ print(f"without leaving out the query words, the nearest word is one of them in 
 # female words, negative ones towards the male words.
 
 # %%
-GENDER_PAIRS = [("she", "he"), ("her", "his"), ("woman", "man"), ("herself", "himself"),
-                ("girl", "boy"), ("mrs", "mr"), ("lady", "gentleman")]
-OCCUPATIONS = ["doctor", "surgeon", "lawyer", "judge", "magistrate", "clerk", "servant", "maid",
-               "housekeeper", "governess", "nurse", "cook", "soldier", "sailor", "captain", "officer",
-               "knight", "blacksmith", "carpenter", "farmer", "merchant", "banker", "schoolmaster",
-               "gardener", "coachman", "butler", "footman", "porter", "policeman", "inspector",
-               "detective", "milliner", "dressmaker", "landlord", "landlady", "waiter", "clergyman",
-               "priest", "cabman", "teacher", "programmer", "homemaker"]
+GENDER_PAIRS = [
+    ("she", "he"),
+    ("her", "his"),
+    ("woman", "man"),
+    ("herself", "himself"),
+    ("girl", "boy"),
+    ("mrs", "mr"),
+    ("lady", "gentleman"),
+]
+OCCUPATIONS = [
+    "doctor",
+    "surgeon",
+    "lawyer",
+    "judge",
+    "magistrate",
+    "clerk",
+    "servant",
+    "maid",
+    "housekeeper",
+    "governess",
+    "nurse",
+    "cook",
+    "soldier",
+    "sailor",
+    "captain",
+    "officer",
+    "knight",
+    "blacksmith",
+    "carpenter",
+    "farmer",
+    "merchant",
+    "banker",
+    "schoolmaster",
+    "gardener",
+    "coachman",
+    "butler",
+    "footman",
+    "porter",
+    "policeman",
+    "inspector",
+    "detective",
+    "milliner",
+    "dressmaker",
+    "landlord",
+    "landlady",
+    "waiter",
+    "clergyman",
+    "priest",
+    "cabman",
+    "teacher",
+    "programmer",
+    "homemaker",
+]
 
 pairs_present = [(f, m) for f, m in GENDER_PAIRS if f in vocab and m in vocab]
-direction = torch.stack([unit[vocab.stoi[f]] - unit[vocab.stoi[m]] for f, m in pairs_present]).mean(0)
-direction = F.normalize(direction, dim=0)                                  # (E,)
+direction = torch.stack(
+    [unit[vocab.stoi[f]] - unit[vocab.stoi[m]] for f, m in pairs_present]
+).mean(0)
+direction = F.normalize(direction, dim=0)  # (E,)
 present = [w for w in OCCUPATIONS if w in vocab]
 print("not in the vocabulary:", [w for w in OCCUPATIONS if w not in vocab])
 projection = {w: (unit[vocab.stoi[w]] @ direction).item() for w in present}
 ranked = sorted(projection, key=projection.get)
 gendered = {vocab.stoi[w] for pair in pairs_present for w in pair}
 others = torch.tensor([i for i in range(1, len(vocab)) if i not in gendered])
-baseline = (unit[others] @ direction).mean().item()                      # the average word
+# the average word
+baseline = (unit[others] @ direction).mean().item()
 
 fig, ax = plt.subplots(figsize=(10, 3.4))
-ax.bar(range(len(ranked)), [projection[w] for w in ranked],
-       color=["tab:orange" if projection[w] > baseline else "tab:blue" for w in ranked])
+ax.bar(
+    range(len(ranked)),
+    [projection[w] for w in ranked],
+    color=["tab:orange" if projection[w] > baseline else "tab:blue" for w in ranked],
+)
 ax.set_xticks(range(len(ranked)), ranked, rotation=90, fontsize=8)
-ax.axhline(baseline, color="0.3", lw=1, ls="--", label=f"average over all words ({baseline:+.2f})")
+ax.axhline(
+    baseline,
+    color="0.3",
+    lw=1,
+    ls="--",
+    label=f"average over all words ({baseline:+.2f})",
+)
 ax.set_ylabel("cosine with she - he, ...")
 ax.set_title("Occupations on the gender direction")
 ax.legend(fontsize=8)
@@ -713,20 +956,34 @@ print("most towards he/his/man:   ", ranked[:5])
 
 # %%
 FEMALE, MALE = {"she", "her", "hers", "herself"}, {"he", "him", "his", "himself"}
-pronouns_near = {w: [0, 0] for w in present}              # occupation -> [female, male] counts
+# occupation -> [female, male] counts
+pronouns_near = {w: [0, 0] for w in present}
 for book_tokens in tokens.values():
     for pos, token in enumerate(book_tokens):
         if token in pronouns_near:
-            context = book_tokens[max(0, pos - 5):pos] + book_tokens[pos + 1:pos + 6]
+            context = (
+                book_tokens[max(0, pos - 5) : pos] + book_tokens[pos + 1 : pos + 6]
+            )
             pronouns_near[token][0] += sum(t in FEMALE for t in context)
             pronouns_near[token][1] += sum(t in MALE for t in context)
 female_share = {w: f / (f + m) for w, (f, m) in pronouns_near.items() if f + m >= 5}
 shared = list(female_share)
-correlation = np.corrcoef([projection[w] for w in shared], [female_share[w] for w in shared])[0, 1]
-print(f"{len(shared)} occupations with at least 5 gendered pronouns nearby; correlation between the "
-      f"projection and the share of female pronouns: {correlation:+.2f}")
-for w in sorted(shared, key=female_share.get)[::-1][:4] + sorted(shared, key=female_share.get)[:4]:
-    print(f"  {w:>12}: {female_share[w]:.0%} female pronouns nearby, projection {projection[w]:+.2f}")
+correlation = np.corrcoef(
+    [projection[w] for w in shared], [female_share[w] for w in shared]
+)[0, 1]
+print(
+    f"{len(shared)} occupations with at least 5 gendered pronouns nearby; "
+    f"correlation between the projection and the share of female pronouns: "
+    f"{correlation:+.2f}"
+)
+for w in (
+    sorted(shared, key=female_share.get)[::-1][:4]
+    + sorted(shared, key=female_share.get)[:4]
+):
+    print(
+        f"  {w:>12}: {female_share[w]:.0%} female pronouns nearby, projection "
+        f"{projection[w]:+.2f}"
+    )
 
 # %% [markdown]
 # If the correlation printed above is clearly positive, the vectors reproduce the statistics of
@@ -750,11 +1007,16 @@ for w in sorted(shared, key=female_share.get)[::-1][:4] + sorted(shared, key=fem
 # %%
 BANK_BOOKS = {98: "A Tale of Two Cities", 76: "Huckleberry Finn"}
 for ebook, title in BANK_BOOKS.items():
-    text = " ".join(bodies[ebook].split())                        # one line, single spaces
+    # one line, single spaces
+    text = " ".join(bodies[ebook].split())
     found = [m.start() for m in re.finditer(r"\bbank\b", text, re.IGNORECASE)]
     print(f"{title}: 'bank' {len(found)} times, e.g.")
-    for pos in [found[len(found) // 4], found[len(found) // 2], found[3 * len(found) // 4]]:
-        print(f"   ...{text[pos - 50:pos + 30]}...")
+    for pos in [
+        found[len(found) // 4],
+        found[len(found) // 2],
+        found[3 * len(found) // 4],
+    ]:
+        print(f"   ...{text[pos - 50 : pos + 30]}...")
 
 # %% [markdown]
 # Whatever the sentence, `vocab.stoi["bank"]` picks the same row of the embedding matrix: one
@@ -774,26 +1036,39 @@ context_vectors, book_of = [], []
 for ebook in BANK_BOOKS:
     ids_book = torch.tensor(vocab.encode(tokens[ebook]))
     for pos in (ids_book == bank_id).nonzero().flatten().tolist():
-        around = torch.cat([ids_book[max(0, pos - 5):pos], ids_book[pos + 1:pos + 6]])
+        around = torch.cat(
+            [ids_book[max(0, pos - 5) : pos], ids_book[pos + 1 : pos + 6]]
+        )
         around = around[around != vocab.unk_id]
-        weights = keep[around] ** 2                                      # min(1, t / f): frequent words count little
+        # min(1, t / f): frequent words count little
+        weights = keep[around] ** 2
         context_vectors.append((weights[:, None] * unit[around]).sum(0) / weights.sum())
         book_of.append(ebook)
-context_vectors = F.normalize(torch.stack(context_vectors), dim=1)      # (occurrences, E)
+# (occurrences, E)
+context_vectors = F.normalize(torch.stack(context_vectors), dim=1)
 book_of = torch.tensor(book_of)
 
-static = unit[[bank_id, vocab.stoi["river"], vocab.stoi["money"]]]       # (3, E)
+static = unit[[bank_id, vocab.stoi["river"], vocab.stoi["money"]]]  # (3, E)
 mean = context_vectors.mean(0)
 _, _, components = torch.linalg.svd(context_vectors - mean, full_matrices=False)
-to_2d = components[:2].T                                                 # (E, 2): the first two principal axes
+# (E, 2): the first two principal axes
+to_2d = components[:2].T
 points, static_2d = (context_vectors - mean) @ to_2d, (static - mean) @ to_2d
 
 fig, ax = plt.subplots(figsize=(6, 4.5))
 for (ebook, title), colour in zip(BANK_BOOKS.items(), ["tab:purple", "tab:green"]):
     chosen = book_of == ebook
-    ax.scatter(points[chosen, 0], points[chosen, 1], s=14, color=colour, alpha=0.7,
-               label=f"'bank' in context, {title}")
-for (x, y), label in zip(static_2d.tolist(), ["bank (static)", "river (static)", "money (static)"]):
+    ax.scatter(
+        points[chosen, 0],
+        points[chosen, 1],
+        s=14,
+        color=colour,
+        alpha=0.7,
+        label=f"'bank' in context, {title}",
+    )
+for (x, y), label in zip(
+    static_2d.tolist(), ["bank (static)", "river (static)", "money (static)"]
+):
     ax.scatter([x], [y], marker="*", s=220, color="black")
     ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 6))
 ax.set_title("Occurrences of 'bank': context averages vs the one static vector")
@@ -802,23 +1077,36 @@ plt.show()
 
 for ebook, title in BANK_BOOKS.items():
     centroid = context_vectors[book_of == ebook].mean(0)
-    print(f"nearest words to the average context of 'bank' in {title}: "
-          + ", ".join(w for w, _ in most_similar(centroid, k=6, exclude=[bank_id])))
-print("nearest words to the static vector of 'bank': "
-      + ", ".join(w for w, _ in most_similar(unit[bank_id], k=6, exclude=[bank_id])))
+    print(
+        f"nearest words to the average context of 'bank' in {title}: "
+        + ", ".join(w for w, _ in most_similar(centroid, k=6, exclude=[bank_id]))
+    )
+print(
+    "nearest words to the static vector of 'bank': "
+    + ", ".join(w for w, _ in most_similar(unit[bank_id], k=6, exclude=[bank_id]))
+)
 
 # Does the context alone tell the books apart? Leave-one-out nearest centroid.
-own = torch.stack([book_of == ebook for ebook in BANK_BOOKS])            # (2, occurrences)
-sums = own.float() @ context_vectors                                     # (2, E) sum of each book's vectors
-sizes = own.sum(1, keepdim=True).float()                                 # (2, 1)
-member = own.T[:, :, None].float()                                       # (occurrences, 2, 1)
-centroids = (sums[None] - member * context_vectors[:, None]) / (sizes[None] - member)   # (occ., 2, E) without itself
-closest = torch.einsum("ne,nbe->nb", context_vectors, F.normalize(centroids, dim=-1)).argmax(1)
+# (2, occurrences)
+own = torch.stack([book_of == ebook for ebook in BANK_BOOKS])
+# (2, E) sum of each book's vectors
+sums = own.float() @ context_vectors
+sizes = own.sum(1, keepdim=True).float()  # (2, 1)
+# (occurrences, 2, 1)
+member = own.T[:, :, None].float()
+# (occ., 2, E) without itself
+centroids = (sums[None] - member * context_vectors[:, None]) / (sizes[None] - member)
+closest = torch.einsum(
+    "ne,nbe->nb", context_vectors, F.normalize(centroids, dim=-1)
+).argmax(1)
 correct = (closest == own.float().argmax(0)).float().mean().item()
-majority = sizes.max().item() / sizes.sum().item()                    # always guessing the larger book
-print(f"{correct:.0%} of the occurrences are closer to the (leave-one-out) average context of their own "
-      f"book than to the other book's (always guessing the larger book: {majority:.0%}); "
-      "the static vector is the same for all of them")
+# always guessing the larger book
+majority = sizes.max().item() / sizes.sum().item()
+print(
+    f"{correct:.0%} of the occurrences are closer to the (leave-one-out) average "
+    f"context of their own book than to the other book's (always guessing the larger "
+    f"book: {majority:.0%}); the static vector is the same for all of them"
+)
 
 
 # %% [markdown]
@@ -852,28 +1140,35 @@ print(f"{correct:.0%} of the occurrences are closer to the (leave-one-out) avera
 
 # %%
 def rnn_step(x, h, U, W, b):
-    """h_t = tanh(x_t U + h_{t-1} W + b) for a batch: x (B, I), h (B, H), U (I, H), W (H, H), b (H,)."""
-    return torch.tanh(x @ U + h @ W + b)                     # (B, H)
+    """h_t = tanh(x_t U + h_{t-1} W + b) for a batch: x (B, I), h (B, H), U (I, H), W
+    (H, H), b (H,)."""
+    return torch.tanh(x @ U + h @ W + b)  # (B, H)
 
 
 def rnn_forward(x, U, W, b, h0=None):
     """Run rnn_step over x (B, T, I); return every state, (B, T, H)."""
     B, T, _ = x.shape
-    h = torch.zeros(B, W.shape[0]) if h0 is None else h0      # (B, H)
+    h = torch.zeros(B, W.shape[0]) if h0 is None else h0  # (B, H)
     states = []
-    for t in range(T):                                       # T steps, one after the other
+    # T steps, one after the other
+    for t in range(T):
         h = rnn_step(x[:, t], h, U, W, b)
         states.append(h)
-    return torch.stack(states, dim=1)                        # (B, T, H)
+    return torch.stack(states, dim=1)  # (B, T, H)
 
 
 seed_everything(0)
 B, T, I, H = 13, 7, 11, 17
 x_seq = torch.randn(B, T, I)
-rnn = nn.RNN(I, H, batch_first=True)                         # tanh RNN; weights stored as (out, in)
-ours = rnn_forward(x_seq, rnn.weight_ih_l0.T, rnn.weight_hh_l0.T, rnn.bias_ih_l0 + rnn.bias_hh_l0)
+# tanh RNN; weights stored as (out, in)
+rnn = nn.RNN(I, H, batch_first=True)
+ours = rnn_forward(
+    x_seq, rnn.weight_ih_l0.T, rnn.weight_hh_l0.T, rnn.bias_ih_l0 + rnn.bias_hh_l0
+)
 reference, _ = rnn(x_seq)
-print(f"our RNN vs nn.RNN: max abs difference {(ours - reference).abs().max().item():.1e}")
+print(
+    f"our RNN vs nn.RNN: max abs difference {(ours - reference).abs().max().item():.1e}"
+)
 assert torch.allclose(ours, reference, atol=1e-6)
 
 
@@ -916,20 +1211,24 @@ assert torch.allclose(ours, reference, atol=1e-6)
 
 # %%
 def lstm_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
-    """One LSTM step: x (B, I), h and c (B, H); weights (4H, I), (4H, H); biases (4H,); gates i, f, g, o."""
-    gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh      # (B, 4H)
-    i, f, g, o = gates.chunk(4, dim=-1)                                # (B, H) each
+    """One LSTM step: x (B, I), h and c (B, H); weights (4H, I), (4H, H); biases (4H,);
+    gates i, f, g, o."""
+    gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh  # (B, 4H)
+    i, f, g, o = gates.chunk(4, dim=-1)  # (B, H) each
     i, f, o = torch.sigmoid(i), torch.sigmoid(f), torch.sigmoid(o)
     g = torch.tanh(g)
-    c = f * c + i * g                                                  # the cell state: forget, then add
-    h = o * torch.tanh(c)                                              # the visible state
+    # the cell state: forget, then add
+    c = f * c + i * g
+    # the visible state
+    h = o * torch.tanh(c)
     return h, c
 
 
 def lstm_forward(x, weight_ih, weight_hh, bias_ih, bias_hh):
-    """Run lstm_step over x (B, T, I) from zero states; return all h (B, T, H) and the last (h, c)."""
+    """Run lstm_step over x (B, T, I) from zero states; return all h (B, T, H) and the
+    last (h, c)."""
     B, T, _ = x.shape
-    h = c = torch.zeros(B, weight_hh.shape[1])                         # (B, H)
+    h = c = torch.zeros(B, weight_hh.shape[1])  # (B, H)
     states = []
     for t in range(T):
         h, c = lstm_step(x[:, t], h, c, weight_ih, weight_hh, bias_ih, bias_hh)
@@ -939,13 +1238,20 @@ def lstm_forward(x, weight_ih, weight_hh, bias_ih, bias_hh):
 
 seed_everything(0)
 lstm = nn.LSTM(I, H, batch_first=True)
-ours, (h_last, c_last) = lstm_forward(x_seq, lstm.weight_ih_l0, lstm.weight_hh_l0,
-                                      lstm.bias_ih_l0, lstm.bias_hh_l0)
-reference, (h_ref, c_ref) = lstm(x_seq)                                # h_ref, c_ref: (layers=1, B, H)
-errors = {"outputs": (ours - reference).abs().max().item(),
-          "last h": (h_last - h_ref[0]).abs().max().item(),
-          "last c": (c_last - c_ref[0]).abs().max().item()}
-print("our LSTM vs nn.LSTM, max abs difference:", ", ".join(f"{k} {v:.1e}" for k, v in errors.items()))
+ours, (h_last, c_last) = lstm_forward(
+    x_seq, lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0, lstm.bias_hh_l0
+)
+# h_ref, c_ref: (layers=1, B, H)
+reference, (h_ref, c_ref) = lstm(x_seq)
+errors = {
+    "outputs": (ours - reference).abs().max().item(),
+    "last h": (h_last - h_ref[0]).abs().max().item(),
+    "last c": (c_last - c_ref[0]).abs().max().item(),
+}
+print(
+    "our LSTM vs nn.LSTM, max abs difference:",
+    ", ".join(f"{k} {v:.1e}" for k, v in errors.items()),
+)
 assert max(errors.values()) < 1e-6
 
 
@@ -957,28 +1263,36 @@ assert max(errors.values()) < 1e-6
 
 # %%
 def gradient_by_distance(module, T=100, width=64, seed=0):
-    """|| d(sum of h_T) / d x_t || for t = T..1 (index = distance T - t), one random sequence."""
+    """|| d(sum of h_T) / d x_t || for t = T..1 (index = distance T - t), one random
+    sequence."""
     seed_everything(seed)
-    module = module.double()                               # float64: tiny gradients do not round to 0
-    x = torch.randn(1, T, width, dtype=torch.float64, requires_grad=True)   # (1, T, I)
-    out, _ = module(x)                                     # (1, T, H)
+    # float64: tiny gradients do not round to 0
+    module = module.double()
+    x = torch.randn(1, T, width, dtype=torch.float64, requires_grad=True)  # (1, T, I)
+    out, _ = module(x)  # (1, T, H)
     out[:, -1].sum().backward()
-    return x.grad[0].norm(dim=-1).flip(0)                  # (T,), distance 0 first
+    return x.grad[0].norm(dim=-1).flip(0)  # (T,), distance 0 first
 
 
 WIDTH = 64
 seed_everything(0)
 lstm_forget_open = nn.LSTM(WIDTH, WIDTH, batch_first=True)
-with torch.no_grad():                                     # PyTorch's gate order is i, f, g, o
-    lstm_forget_open.bias_ih_l0[WIDTH:2 * WIDTH] += 3.0   # the forget gate's bias
-curves = {"RNN (tanh)": gradient_by_distance(nn.RNN(WIDTH, WIDTH, batch_first=True)),
-          "LSTM": gradient_by_distance(nn.LSTM(WIDTH, WIDTH, batch_first=True)),
-          "LSTM, forget-gate bias +3": gradient_by_distance(lstm_forget_open)}
+# PyTorch's gate order is i, f, g, o
+with torch.no_grad():
+    lstm_forget_open.bias_ih_l0[WIDTH : 2 * WIDTH] += 3.0  # the forget gate's bias
+curves = {
+    "RNN (tanh)": gradient_by_distance(nn.RNN(WIDTH, WIDTH, batch_first=True)),
+    "LSTM": gradient_by_distance(nn.LSTM(WIDTH, WIDTH, batch_first=True)),
+    "LSTM, forget-gate bias +3": gradient_by_distance(lstm_forget_open),
+}
 
 fig, ax = plt.subplots(figsize=(7, 3.5))
 for label, curve in curves.items():
     ax.semilogy(curve, label=label)
-    print(f"{label:<26} gradient size at distance 1: {curve[1]:.1e}, 10: {curve[10]:.1e}, 50: {curve[50]:.1e}")
+    print(
+        f"{label:<26} gradient size at distance 1: {curve[1]:.1e}, 10: "
+        f"{curve[10]:.1e}, 50: {curve[50]:.1e}"
+    )
 ax.set_xlabel("distance T - t between input and last state")
 ax.set_ylabel("|| d h_T / d x_t ||")
 ax.legend()
@@ -1033,7 +1347,7 @@ plt.show()
 # %%
 LM_BOOKS, LM_WINDOW, LM_BATCH = [98, 76], 24, 32
 LM_STEPS = pick(quick=20, full=350)
-lm_vocab = Vocabulary.from_words(all_tokens, min_count=100)     # the softmax's words
+lm_vocab = Vocabulary.from_words(all_tokens, min_count=100)  # the softmax's words
 to_skipgram = torch.tensor([vocab.stoi.get(w, vocab.unk_id) for w in lm_vocab.itos])
 
 
@@ -1043,31 +1357,43 @@ class BiLM(nn.Module):
     def __init__(self, static: torch.Tensor, n_words: int):
         super().__init__()
         E = static.shape[1]
-        self.embed = nn.Embedding.from_pretrained(static, freeze=False)   # layer 0
-        self.forward_lstm = nn.LSTM(E, E, batch_first=True)    # hold the weights only:
-        self.backward_lstm = nn.LSTM(E, E, batch_first=True)   # lstm_forward runs them
-        self.softmax = nn.Linear(E, n_words)                   # for both directions
+        self.embed = nn.Embedding.from_pretrained(static, freeze=False)  # layer 0
+        self.forward_lstm = nn.LSTM(E, E, batch_first=True)  # hold the weights only:
+        self.backward_lstm = nn.LSTM(E, E, batch_first=True)  # lstm_forward runs them
+        self.softmax = nn.Linear(E, n_words)  # for both directions
 
     def layers(self, ids: torch.Tensor) -> list[torch.Tensor]:
         """Layer 0, [x; x], and layer 1, [forward h; backward h], for ids (B, T)."""
-        x = self.embed(ids)                                        # (B, T, E)
+        x = self.embed(ids)  # (B, T, E)
         fwd, bwd = self.forward_lstm, self.backward_lstm
-        h_fwd, _ = lstm_forward(x, fwd.weight_ih_l0, fwd.weight_hh_l0,
-                                fwd.bias_ih_l0, fwd.bias_hh_l0)    # (B, T, E): w_1..w_t
-        h_bwd, _ = lstm_forward(x.flip(1), bwd.weight_ih_l0, bwd.weight_hh_l0,
-                                bwd.bias_ih_l0, bwd.bias_hh_l0)
-        h_bwd = h_bwd.flip(1)                                      # (B, T, E): w_t..w_n
-        return [torch.cat([x, x], dim=-1),                         # (B, T, 2E)
-                torch.cat([h_fwd, h_bwd], dim=-1)]                 # (B, T, 2E)
+        # (B, T, E): w_1..w_t
+        h_fwd, _ = lstm_forward(
+            x, fwd.weight_ih_l0, fwd.weight_hh_l0, fwd.bias_ih_l0, fwd.bias_hh_l0
+        )
+        h_bwd, _ = lstm_forward(
+            x.flip(1),
+            bwd.weight_ih_l0,
+            bwd.weight_hh_l0,
+            bwd.bias_ih_l0,
+            bwd.bias_hh_l0,
+        )
+        h_bwd = h_bwd.flip(1)  # (B, T, E): w_t..w_n
+        # (B, T, 2E)
+        return [
+            torch.cat([x, x], dim=-1),  # (B, T, 2E)
+            torch.cat([h_fwd, h_bwd], dim=-1),
+        ]
 
     def losses(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean cross-entropy of the forward and backward LMs."""
         E = self.embed.embedding_dim
-        h_fwd, h_bwd = self.layers(ids)[1].split(E, dim=-1)        # (B, T, E) each
-        forward_logits = self.softmax(h_fwd[:, :-1])               # predict w_2..w_n
-        backward_logits = self.softmax(h_bwd[:, 1:])               # predict w_1..w_n-1
-        return (F.cross_entropy(forward_logits.flatten(0, 1), ids[:, 1:].flatten()),
-                F.cross_entropy(backward_logits.flatten(0, 1), ids[:, :-1].flatten()))
+        h_fwd, h_bwd = self.layers(ids)[1].split(E, dim=-1)  # (B, T, E) each
+        forward_logits = self.softmax(h_fwd[:, :-1])  # predict w_2..w_n
+        backward_logits = self.softmax(h_bwd[:, 1:])  # predict w_1..w_n-1
+        return (
+            F.cross_entropy(forward_logits.flatten(0, 1), ids[:, 1:].flatten()),
+            F.cross_entropy(backward_logits.flatten(0, 1), ids[:, :-1].flatten()),
+        )
 
 
 train_parts, held_parts = [], []
@@ -1075,9 +1401,9 @@ for ebook in LM_BOOKS:
     ids_book = torch.tensor(lm_vocab.encode(tokens[ebook]))
     cut = len(ids_book) * 9 // 10
     train_parts.append(ids_book[:cut])
-    held_parts.append(ids_book[cut:][:(len(ids_book) - cut) // LM_WINDOW * LM_WINDOW])
+    held_parts.append(ids_book[cut:][: (len(ids_book) - cut) // LM_WINDOW * LM_WINDOW])
 lm_train = torch.cat(train_parts)
-lm_held = torch.cat(held_parts).view(-1, LM_WINDOW)                # (windows, T)
+lm_held = torch.cat(held_parts).view(-1, LM_WINDOW)  # (windows, T)
 
 lm_generator = seed_everything(0)
 bilm = BiLM(unit[to_skipgram] * math.sqrt(E_WORDS), len(lm_vocab))  # entries of size ~1
@@ -1087,9 +1413,10 @@ if device.type == "cpu":
     torch.set_num_threads(1)
 lm_losses, start = [], time.perf_counter()
 for step in range(LM_STEPS):
-    starts = torch.randint(len(lm_train) - LM_WINDOW, (LM_BATCH,),
-                           generator=lm_generator)
-    batch = lm_train[starts[:, None] + torch.arange(LM_WINDOW)]      # (B, T) word ids
+    starts = torch.randint(
+        len(lm_train) - LM_WINDOW, (LM_BATCH,), generator=lm_generator
+    )
+    batch = lm_train[starts[:, None] + torch.arange(LM_WINDOW)]  # (B, T) word ids
     loss_forward, loss_backward = bilm.losses(batch)
     lm_optimizer.zero_grad()
     (loss_forward + loss_backward).backward()
@@ -1100,11 +1427,15 @@ with torch.no_grad():
 torch.set_num_threads(lm_threads)
 frequency = torch.bincount(lm_train, minlength=len(lm_vocab)) + 1.0  # add-one unigram
 unigram = -frequency.div(frequency.sum()).log()[lm_held].mean()
-perplexity = {"forward LM": held_forward.exp().item(),
-              "backward LM": held_backward.exp().item(),
-              "unigram (no context)": unigram.exp().item()}
-print(f"{LM_STEPS} steps of {LM_BATCH} windows in {time.perf_counter() - start:.1f} s; "
-      f"{len(lm_vocab):,} words in the softmax")
+perplexity = {
+    "forward LM": held_forward.exp().item(),
+    "backward LM": held_backward.exp().item(),
+    "unigram (no context)": unigram.exp().item(),
+}
+print(
+    f"{LM_STEPS} steps of {LM_BATCH} windows in {time.perf_counter() - start:.1f} s; "
+    f"{len(lm_vocab):,} words in the softmax"
+)
 print("held-out perplexity:", ", ".join(f"{k} {v:.0f}" for k, v in perplexity.items()))
 assert np.mean(lm_losses[-10:]) < np.mean(lm_losses[:10])
 if not is_quick():
@@ -1126,36 +1457,48 @@ if not is_quick():
 # %%
 def elmo(layers: list[torch.Tensor], scores: torch.Tensor, gamma: float):
     """gamma * sum_j softmax(scores)_j * layer_j: ELMo's task-specific mix of layers."""
-    weights = torch.softmax(scores, dim=0)                          # (L + 1,)
+    weights = torch.softmax(scores, dim=0)  # (L + 1,)
     return gamma * sum(w * layer for w, layer in zip(weights, layers))
 
 
-two_banks = ["he went down to the bank of the river",
-             "he went down to the bank for his money"]
+two_banks = [
+    "he went down to the bank of the river",
+    "he went down to the bank for his money",
+]
 E_LM = bilm.embed.embedding_dim
-found = {key: [] for key in ["layer 0 (static)", "layer 1, forward half",
-                            "layer 1, backward half", "ELMo mix"]}
+found = {
+    key: []
+    for key in [
+        "layer 0 (static)",
+        "layer 1, forward half",
+        "layer 1, backward half",
+        "ELMo mix",
+    ]
+}
 with torch.no_grad():
     for sentence in two_banks:
-        ids_sentence = torch.tensor([lm_vocab.encode(sentence.split())])   # (1, T)
+        ids_sentence = torch.tensor([lm_vocab.encode(sentence.split())])  # (1, T)
         assert lm_vocab.unk_id not in ids_sentence, "every word is in the softmax"
         where = sentence.split().index("bank")
-        layer0, layer1 = bilm.layers(ids_sentence)                  # (1, T, 2E) each
+        layer0, layer1 = bilm.layers(ids_sentence)  # (1, T, 2E) each
         mixed = elmo([layer0, layer1], scores=torch.zeros(2), gamma=1.0)
         found["layer 0 (static)"].append(layer0[0, where])
         found["layer 1, forward half"].append(layer1[0, where, :E_LM])
         found["layer 1, backward half"].append(layer1[0, where, E_LM:])
         found["ELMo mix"].append(mixed[0, where])
-cosines = {key: F.cosine_similarity(a, b, dim=0).item()
-           for key, (a, b) in found.items()}
+cosines = {
+    key: F.cosine_similarity(a, b, dim=0).item() for key, (a, b) in found.items()
+}
 for key, (a, b) in found.items():
-    print(f"'bank' in the two sentences, {key:<23} cosine {cosines[key]:.4f}, "
-          f"{'identical' if torch.equal(a, b) else 'different'}")
-assert torch.equal(*found["layer 0 (static)"])         # one vector per word type
-assert torch.equal(*found["layer 1, forward half"])    # it has read the same six words
+    print(
+        f"'bank' in the two sentences, {key:<23} cosine {cosines[key]:.4f}, "
+        f"{'identical' if torch.equal(a, b) else 'different'}"
+    )
+assert torch.equal(*found["layer 0 (static)"])  # one vector per word type
+assert torch.equal(*found["layer 1, forward half"])  # it has read the same six words
 assert not torch.allclose(*found["layer 1, backward half"])
 assert not torch.allclose(*found["ELMo mix"])
-if not is_quick():                                     # the word itself dominates
+if not is_quick():  # the word itself dominates
     assert cosines["layer 1, backward half"] > 0.9
 
 # %% [markdown]
@@ -1207,10 +1550,11 @@ w_q, w_k, w_v = (nn.Linear(D_MODEL, D_MODEL, bias=False).to(device) for _ in ran
 
 
 def one_attention_layer(x):
-    """softmax(Q K^T / sqrt(d)) V for x (B, n, D): a preview of the next chapter, no masks, one head."""
-    q, k, v = w_q(x), w_k(x), w_v(x)                                  # (B, n, D) each
-    scores = q @ k.transpose(-2, -1) / math.sqrt(D_MODEL)             # (B, n, n)
-    return torch.softmax(scores, dim=-1) @ v                          # (B, n, D)
+    """softmax(Q K^T / sqrt(d)) V for x (B, n, D): a preview of the next chapter, no
+    masks, one head."""
+    q, k, v = w_q(x), w_k(x), w_v(x)  # (B, n, D) each
+    scores = q @ k.transpose(-2, -1) / math.sqrt(D_MODEL)  # (B, n, n)
+    return torch.softmax(scores, dim=-1) @ v  # (B, n, D)
 
 
 timings = {"LSTM": [], "self-attention": []}
@@ -1218,9 +1562,14 @@ with torch.no_grad():
     for n in progress(LENGTHS, desc="timing", updates=2):
         x = torch.randn(BATCH_BENCH, n, D_MODEL, device=device)
         for label, stmt in [("LSTM", "lstm(x)"), ("self-attention", "attention(x)")]:
-            timer = benchmark.Timer(stmt, num_threads=1, globals={
-                "lstm": lstm_bench, "attention": one_attention_layer, "x": x})
-            timings[label].append(timer.blocked_autorange(min_run_time=pick(quick=0.02, full=0.2)).median)
+            timer = benchmark.Timer(
+                stmt,
+                num_threads=1,
+                globals={"lstm": lstm_bench, "attention": one_attention_layer, "x": x},
+            )
+            timings[label].append(
+                timer.blocked_autorange(min_run_time=pick(quick=0.02, full=0.2)).median
+            )
 
 fig, ax = plt.subplots(figsize=(6.5, 4))
 for label, times in timings.items():
@@ -1241,17 +1590,32 @@ plt.show()
 # lengths:
 
 # %%
-print(f"{'n':>6} {'LSTM ms':>9} {'attention ms':>13} {'LSTM / attention':>17} {'FLOP ratio':>11}")
+print(
+    f"{'n':>6} {'LSTM ms':>9} {'attention ms':>13} {'LSTM / attention':>17} "
+    f"{'FLOP ratio':>11}"
+)
 for n, t_lstm, t_att in zip(LENGTHS, timings["LSTM"], timings["self-attention"]):
     flop_ratio = (16 * n * D_MODEL**2) / (6 * n * D_MODEL**2 + 4 * n**2 * D_MODEL)
-    print(f"{n:>6} {t_lstm * 1e3:>9.3f} {t_att * 1e3:>13.3f} {t_lstm / t_att:>17.2f} {flop_ratio:>11.2f}")
+    print(
+        f"{n:>6} {t_lstm * 1e3:>9.3f} {t_att * 1e3:>13.3f} {t_lstm / t_att:>17.2f} "
+        f"{flop_ratio:>11.2f}"
+    )
 
-tail = slice(-3, None)                                  # fit the slopes on the three longest lengths
-slopes = {label: np.polyfit(np.log(LENGTHS[tail]), np.log(times[tail]), 1)[0]   # slope of log t vs log n
-          for label, times in timings.items()}
-print("\ngrowth exponents on the longest lengths: "
-      + ", ".join(f"{label} n^{s:.2f}" for label, s in slopes.items()))
-faster = ["attention" if a < l else "LSTM" for l, a in zip(timings["LSTM"], timings["self-attention"])]
+# fit the slopes on the three longest lengths
+tail = slice(-3, None)
+# slope of log t vs log n
+slopes = {
+    label: np.polyfit(np.log(LENGTHS[tail]), np.log(times[tail]), 1)[0]
+    for label, times in timings.items()
+}
+print(
+    "\ngrowth exponents on the longest lengths: "
+    + ", ".join(f"{label} n^{s:.2f}" for label, s in slopes.items())
+)
+faster = [
+    "attention" if a < l else "LSTM"
+    for l, a in zip(timings["LSTM"], timings["self-attention"])
+]
 print("faster layer at each length:", dict(zip(LENGTHS, faster)))
 
 # %% [markdown]
@@ -1349,8 +1713,11 @@ print("faster layer at each length:", dict(zip(LENGTHS, faster)))
 V_BERT, D_BERT = 30_522, 768
 assert count_parameters(nn.Embedding(V_BERT, D_BERT)) == V_BERT * D_BERT == 23_440_896
 assert count_parameters(nn.Linear(V_BERT, D_BERT)) == V_BERT * D_BERT + D_BERT
-print(f"one-hot batch: {32 * 512 * V_BERT:,} numbers = {32 * 512 * V_BERT * 4 / 1e9:.1f} GB in float32; "
-      f"embedded batch: {32 * 512 * D_BERT:,} numbers = {32 * 512 * D_BERT * 4 / 1e6:.0f} MB")
+print(
+    f"one-hot batch: {32 * 512 * V_BERT:,} numbers = "
+    f"{32 * 512 * V_BERT * 4 / 1e9:.1f} GB in float32; embedded batch: "
+    f"{32 * 512 * D_BERT:,} numbers = {32 * 512 * D_BERT * 4 / 1e6:.0f} MB"
+)
 
 # %% [markdown]
 # ::::{solution-end}
@@ -1387,10 +1754,11 @@ def nearest_neighbours(vectors: torch.Tensor, queries: torch.Tensor, k: int):
     V = vectors.shape[0]
     if not 1 <= k <= V - 1:
         raise ValueError(f"k must lie between 1 and V - 1 = {V - 1}, got {k}")
-    unit = F.normalize(vectors, dim=1)                        # (V, E)
-    scores = unit[queries] @ unit.T                           # (Q, V) cosines
-    scores[torch.arange(len(queries)), queries] = -torch.inf  # a word is not its own neighbour
-    top = scores.topk(k, dim=1)                               # sorted, largest first
+    unit = F.normalize(vectors, dim=1)  # (V, E)
+    scores = unit[queries] @ unit.T  # (Q, V) cosines
+    # a word is not its own neighbour
+    scores[torch.arange(len(queries)), queries] = -torch.inf
+    top = scores.topk(k, dim=1)  # sorted, largest first
     return top.indices, top.values
     ### END SOLUTION
 
@@ -1430,13 +1798,16 @@ import torch
 import torch.nn.functional as F
 
 
-def analogy(vectors: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, k: int = 1):
+def analogy(
+    vectors: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, k: int = 1
+):
     ### BEGIN SOLUTION
-    unit = F.normalize(vectors, dim=1)                        # (V, E)
-    target = unit[b] - unit[a] + unit[c]                      # (Q, E)
-    scores = F.normalize(target, dim=1) @ unit.T              # (Q, V) cosines
-    scores.scatter_(1, torch.stack([a, b, c], dim=1), -torch.inf)   # leave out the query words
-    return scores.topk(k, dim=1).indices                      # (Q, k)
+    unit = F.normalize(vectors, dim=1)  # (V, E)
+    target = unit[b] - unit[a] + unit[c]  # (Q, E)
+    scores = F.normalize(target, dim=1) @ unit.T  # (Q, V) cosines
+    # leave out the query words
+    scores.scatter_(1, torch.stack([a, b, c], dim=1), -torch.inf)
+    return scores.topk(k, dim=1).indices  # (Q, k)
     ### END SOLUTION
 
 
@@ -1490,8 +1861,8 @@ import torch
 
 def gru_cell(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
     ### BEGIN SOLUTION
-    x_r, x_z, x_n = (x @ weight_ih.T + bias_ih).chunk(3, dim=-1)    # (B, H) each
-    h_r, h_z, h_n = (h @ weight_hh.T + bias_hh).chunk(3, dim=-1)    # (B, H) each
+    x_r, x_z, x_n = (x @ weight_ih.T + bias_ih).chunk(3, dim=-1)  # (B, H) each
+    h_r, h_z, h_n = (h @ weight_hh.T + bias_hh).chunk(3, dim=-1)  # (B, H) each
     r = torch.sigmoid(x_r + h_r)
     z = torch.sigmoid(x_z + h_z)
     n = torch.tanh(x_n + r * h_n)
@@ -1540,10 +1911,16 @@ check_gru_cell(gru_cell)
 
 # %%
 I_LSTM = H_LSTM = 768
-assert count_parameters(nn.LSTM(I_LSTM, H_LSTM)) == 4 * (H_LSTM * (H_LSTM + I_LSTM) + 2 * H_LSTM) == 4_724_736
+assert (
+    count_parameters(nn.LSTM(I_LSTM, H_LSTM))
+    == 4 * (H_LSTM * (H_LSTM + I_LSTM) + 2 * H_LSTM)
+    == 4_724_736
+)
 attention_params = 4 * (768 * 768 + 768)
-print(f"LSTM: {count_parameters(nn.LSTM(I_LSTM, H_LSTM)):,} parameters; "
-      f"attention projections: {attention_params:,}")
+print(
+    f"LSTM: {count_parameters(nn.LSTM(I_LSTM, H_LSTM)):,} parameters; "
+    f"attention projections: {attention_params:,}"
+)
 
 # %% [markdown]
 # ::::{solution-end}
@@ -1592,28 +1969,66 @@ print(f"LSTM: {count_parameters(nn.LSTM(I_LSTM, H_LSTM)):,} parameters; "
 # %% tags=["quiz", "remove-input"]
 from tinybert.exercises.quiz import Quiz, choice, number
 
-quiz = Quiz("ch02", [
-    choice("Looking up row i of an embedding table gives the same result as",
-           ["the one-hot vector of i times the table", "the sum of all rows",
-            "a softmax over the vocabulary", "column i of the table"], answer="a",
-           explain="The one-hot vector selects row i, without the multiplications."),
-    choice("Skip-gram with negative sampling draws its noise words in proportion to",
-           ["their count", "their count to the power 3/4", "their count squared",
-            "nothing: uniformly"], answer="b",
-           explain="count^(3/4) gives rare words a little more weight than counts do."),
-    choice("Why do the river bank and the bank that lends money share one vector?",
-           ["static vectors give one point per word type", "the corpus is too small",
-            "negative sampling merges them", "subsampling removes one of them"],
-           answer="a", explain="A contextual model computes a vector per occurrence."),
-    number("How many parameters has BERT-base's token table (V = 30,522, E = 768)?",
-           answer=30_522 * 768, decimals=0, explain="One row of 768 per word piece."),
-    choice("How many sequential steps do a recurrent layer and a self-attention layer "
-           "need for n tokens?", ["n and n", "n and 1", "1 and n", "log n and 1"],
-           answer="b", explain="Attention computes every position at once."),
-    choice("What does an LSTM's forget gate do when it stays close to 1?",
-           ["it carries the cell state, and its gradient, across many steps",
-            "it resets the state at every step", "it doubles the learning rate",
-            "it switches off the output gate"], answer="a",
-           explain="An open forget gate keeps the gradient from fading with distance."),
-])
+quiz = Quiz(
+    "ch02",
+    [
+        choice(
+            "Looking up row i of an embedding table gives the same result as",
+            [
+                "the one-hot vector of i times the table",
+                "the sum of all rows",
+                "a softmax over the vocabulary",
+                "column i of the table",
+            ],
+            answer="a",
+            explain="The one-hot vector selects row i, without the multiplications.",
+        ),
+        choice(
+            "Skip-gram with negative sampling draws its noise words in proportion to",
+            [
+                "their count",
+                "their count to the power 3/4",
+                "their count squared",
+                "nothing: uniformly",
+            ],
+            answer="b",
+            explain="count^(3/4) gives rare words a little more weight than counts do.",
+        ),
+        choice(
+            "Why do the river bank and the bank that lends money share one vector?",
+            [
+                "static vectors give one point per word type",
+                "the corpus is too small",
+                "negative sampling merges them",
+                "subsampling removes one of them",
+            ],
+            answer="a",
+            explain="A contextual model computes a vector per occurrence.",
+        ),
+        number(
+            "How many parameters has BERT-base's token table (V = 30,522, E = 768)?",
+            answer=30_522 * 768,
+            decimals=0,
+            explain="One row of 768 per word piece.",
+        ),
+        choice(
+            "How many sequential steps do a recurrent layer and a self-attention layer "
+            "need for n tokens?",
+            ["n and n", "n and 1", "1 and n", "log n and 1"],
+            answer="b",
+            explain="Attention computes every position at once.",
+        ),
+        choice(
+            "What does an LSTM's forget gate do when it stays close to 1?",
+            [
+                "it carries the cell state, and its gradient, across many steps",
+                "it resets the state at every step",
+                "it doubles the learning rate",
+                "it switches off the output gate",
+            ],
+            answer="a",
+            explain="An open forget gate keeps the gradient from fading with distance.",
+        ),
+    ],
+)
 quiz

@@ -122,13 +122,15 @@ print(f"device: {device}, quick mode: {is_quick()}, torch {torch.__version__}")
 # %%
 g = torch.Generator().manual_seed(3)
 d, d_k = 4, 64
-X = torch.randn(2, d, generator=g, dtype=torch.float64)      # (T, D): rows "Thinking", "Machines"
+# (T, D): rows "Thinking", "Machines"
+X = torch.randn(2, d, generator=g, dtype=torch.float64)
 
 q1, q2 = torch.randn(2, d_k, generator=g, dtype=torch.float64)
 
 
 def shift_along_q1(key, score):
-    """Move ``key`` along q1 until q1 · key == score; the part orthogonal to q1 stays."""
+    """Move ``key`` along q1 until q1 · key == score; the part orthogonal to
+    q1 stays."""
     return key + (score - q1 @ key) * q1 / (q1 @ q1)
 
 
@@ -136,25 +138,35 @@ k1 = shift_along_q1(torch.randn(d_k, generator=g, dtype=torch.float64), 112.0)
 k2 = shift_along_q1(torch.randn(d_k, generator=g, dtype=torch.float64), 96.0)
 v1, v2 = torch.randn(2, d_k, generator=g, dtype=torch.float64)
 
-# Step 1: the three linear maps. W = X⁺ (rows we want) makes X @ W produce exactly those rows.
-W_Q = torch.linalg.pinv(X) @ torch.stack([q1, q2])           # (D, Dk)
-W_K = torch.linalg.pinv(X) @ torch.stack([k1, k2])           # (D, Dk)
-W_V = torch.linalg.pinv(X) @ torch.stack([v1, v2])           # (D, Dv)
-Q, K, V = X @ W_Q, X @ W_K, X @ W_V                          # each (T, 64)
-assert torch.allclose(Q[0], q1) and torch.allclose(K, torch.stack([k1, k2])) and torch.allclose(V[1], v2)
+# Step 1: the three linear maps. W = X⁺ (rows we want) makes X @ W produce
+# exactly those rows.
+W_Q = torch.linalg.pinv(X) @ torch.stack([q1, q2])  # (D, Dk)
+W_K = torch.linalg.pinv(X) @ torch.stack([k1, k2])  # (D, Dk)
+W_V = torch.linalg.pinv(X) @ torch.stack([v1, v2])  # (D, Dv)
+Q, K, V = X @ W_Q, X @ W_K, X @ W_V  # each (T, 64)
+assert (
+    torch.allclose(Q[0], q1)
+    and torch.allclose(K, torch.stack([k1, k2]))
+    and torch.allclose(V[1], v2)
+)
 
 # Steps 2-6 for the first word, "Thinking".
-scores = torch.stack([Q[0] @ K[0], Q[0] @ K[1]])             # (S,) = (2,)  q1·k1, q1·k2
-scaled = scores / math.sqrt(d_k)                             # (2,)
-weights = torch.softmax(scaled, dim=-1)                      # (2,)
-z1 = weights[0] * V[0] + weights[1] * V[1]                   # (Dv,)  the weighted sum of the values
+scores = torch.stack([Q[0] @ K[0], Q[0] @ K[1]])  # (S,) = (2,)  q1·k1, q1·k2
+scaled = scores / math.sqrt(d_k)  # (2,)
+weights = torch.softmax(scaled, dim=-1)  # (2,)
+# (Dv,)  the weighted sum of the values
+z1 = weights[0] * V[0] + weights[1] * V[1]
 
 print(f"{'':>18}{'Thinking':>10}{'Machines':>10}")
 print(f"{'score q1·k':>18}{scores[0]:>10.4f}{scores[1]:>10.4f}")
 print(f"{'divided by 8':>18}{scaled[0]:>10.4f}{scaled[1]:>10.4f}")
 print(f"{'softmax':>18}{weights[0]:>10.4f}{weights[1]:>10.4f}")
-assert torch.allclose(scores, torch.tensor([112.0, 96.0], dtype=torch.float64), atol=1e-9)
-assert torch.allclose(scaled, torch.tensor([14.0, 12.0], dtype=torch.float64), atol=1e-9)
+assert torch.allclose(
+    scores, torch.tensor([112.0, 96.0], dtype=torch.float64), atol=1e-9
+)
+assert torch.allclose(
+    scaled, torch.tensor([14.0, 12.0], dtype=torch.float64), atol=1e-9
+)
 assert [round(w, 2) for w in weights.tolist()] == [0.88, 0.12]
 
 # %% [markdown]
@@ -164,8 +176,10 @@ assert [round(w, 2) for w in weights.tolist()] == [0.88, 0.12]
 # computed:
 
 # %%
-A = torch.softmax(Q @ K.T / math.sqrt(d_k), dim=-1)         # (T, Dk) @ (Dk, S) -> (T, S), rows sum to 1
-Z = A @ V                                                    # (T, S) @ (S, Dv) -> (T, Dv)
+# (T, Dk) @ (Dk, S) -> (T, S), rows sum to 1
+A = torch.softmax(Q @ K.T / math.sqrt(d_k), dim=-1)
+# (T, S) @ (S, Dv) -> (T, Dv)
+Z = A @ V
 print(f"attention weights (rows: queries, columns: keys)\n{A.numpy().round(4)}")
 assert torch.allclose(A[0], weights) and torch.allclose(Z[0], z1)
 assert torch.allclose(A.sum(dim=-1), torch.ones(2, dtype=torch.float64))
@@ -216,11 +230,15 @@ assert torch.allclose(A.sum(dim=-1), torch.ones(2, dtype=torch.float64))
 # %%
 seed_everything(0)
 B, T, D, D_K = 3, 5, 16, 8
-x = torch.randn(B, T, D)                         # (B, T, D)
+x = torch.randn(B, T, D)  # (B, T, D)
 to_q, to_k, to_v = (nn.Linear(D, D_K, bias=False) for _ in range(3))
-q, k, v = to_q(x), to_k(x), to_v(x)              # each (B, T, Dk): self-attention, so S = T
-print(f"x {tuple(x.shape)} -> q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}")
-assert torch.allclose(q, x @ to_q.weight.T)      # nn.Linear stores W^Q transposed, as (Dk, D)
+# each (B, T, Dk): self-attention, so S = T
+q, k, v = to_q(x), to_k(x), to_v(x)
+print(
+    f"x {tuple(x.shape)} -> q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+)
+# nn.Linear stores W^Q transposed, as (Dk, D)
+assert torch.allclose(q, x @ to_q.weight.T)
 
 
 # %% [markdown]
@@ -235,73 +253,111 @@ assert torch.allclose(q, x @ to_q.weight.T)      # nn.Linear stores W^Q transpos
 # afterwards. A row that is alive is not affected at all.
 
 # %% tags=["export"]
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+def masked_softmax(
+    scores: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Softmax over the last axis, counting only the entries where ``mask`` is True.
 
-    ``scores``: (..., T, S); ``mask``: bool, True = may attend, broadcastable to ``scores``.
-    A row with no True entry (a query that may attend to nothing) gets all-zero weights, never
-    NaN: such rows are left unmasked for the softmax, so that nothing divides 0 by 0, and zeroed
-    afterwards.
+    ``scores``: (..., T, S); ``mask``: bool, True = may attend, broadcastable to
+    ``scores``. A row with no True entry (a query that may attend to nothing) gets
+    all-zero weights, never NaN: such rows are left unmasked for the softmax, so that
+    nothing divides 0 by 0, and zeroed afterwards.
     """
     if mask is None:
-        return torch.softmax(scores, dim=-1)                        # (..., T, S)
-    alive = mask.any(dim=-1, keepdim=True)                          # (..., T, 1) rows with a key
-    scores = scores.masked_fill(~mask & alive, float("-inf"))       # (..., T, S) the mask, applied once
-    return torch.softmax(scores, dim=-1).masked_fill(~alive, 0.0)   # (..., T, S)
+        return torch.softmax(scores, dim=-1)  # (..., T, S)
+    # (..., T, 1) rows with a key
+    alive = mask.any(dim=-1, keepdim=True)
+    # (..., T, S) the mask, applied once
+    scores = scores.masked_fill(~mask & alive, float("-inf"))
+    return torch.softmax(scores, dim=-1).masked_fill(~alive, 0.0)  # (..., T, S)
 
 
 def _check_attention_inputs(q, k, v, mask, dropout_p) -> tuple[int, ...]:
-    """Raise ValueError unless the inputs fit together; return the scores' shape (..., T, S)."""
+    """Raise ValueError unless the inputs fit together; return the scores' shape
+    (..., T, S)."""
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, torch.Tensor) or x.dim() < 2:
-            raise ValueError(f"{name}: expected a tensor of shape (..., length, features), got {shape_of(x)}")
+            raise ValueError(
+                f"{name}: expected a tensor of shape (..., length, features), got "
+                f"{shape_of(x)}"
+            )
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must share their last axis Dk: expected k of shape (..., S, {q.shape[-1]}) "
-                         f"for q of shape {shape_of(q)}, got k of shape {shape_of(k)}")
+        raise ValueError(
+            f"q and k must share their last axis Dk: expected k of shape "
+            f"(..., S, {q.shape[-1]}) for q of shape {shape_of(q)}, got k "
+            f"of shape {shape_of(k)}"
+        )
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same length S: expected v of shape (..., {k.shape[-2]}, Dv) "
-                         f"for k of shape {shape_of(k)}, got v of shape {shape_of(v)}")
+        raise ValueError(
+            f"k and v must have the same length S: expected v of shape "
+            f"(..., {k.shape[-2]}, Dv) for k of shape {shape_of(k)}, got "
+            f"v of shape {shape_of(v)}"
+        )
     try:
         batch = tuple(torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]))
     except RuntimeError:
-        raise ValueError(f"the leading (batch) axes of q, k and v must broadcast, "
-                         f"got q {shape_of(q)}, k {shape_of(k)}, v {shape_of(v)}") from None
-    scores_shape = (*batch, q.shape[-2], k.shape[-2])                # (..., T, S)
+        raise ValueError(
+            f"the leading (batch) axes of q, k and v must broadcast, "
+            f"got q {shape_of(q)}, k {shape_of(k)}, v "
+            f"{shape_of(v)}"
+        ) from None
+    scores_shape = (*batch, q.shape[-2], k.shape[-2])  # (..., T, S)
     if mask is not None:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
             got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-            raise ValueError(f"mask: expected a bool tensor (True = may attend), got {got}; convert a 1/0 "
-                             "mask with mask.bool() and an additive float mask with mask == 0")
+            raise ValueError(
+                f"mask: expected a bool tensor (True = may attend), got "
+                f"{got}; convert a 1/0 mask with mask.bool() and an "
+                f"additive float mask with mask == 0"
+            )
         try:
-            fits = tuple(torch.broadcast_shapes(mask.shape, scores_shape)) == scores_shape
+            fits = (
+                tuple(torch.broadcast_shapes(mask.shape, scores_shape)) == scores_shape
+            )
         except RuntimeError:
             fits = False
         if not fits:
-            raise ValueError(f"mask: expected a shape that broadcasts to the scores' (..., T, S) = "
-                             f"{scores_shape}, got {shape_of(mask)}")
-    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)) or not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"dropout_p: expected a probability in [0, 1), got {dropout_p!r}")
+            raise ValueError(
+                f"mask: expected a shape that broadcasts to the scores' "
+                f"(..., T, S) = {scores_shape}, got {shape_of(mask)}"
+            )
+    if (
+        isinstance(dropout_p, bool)
+        or not isinstance(dropout_p, (int, float))
+        or not 0.0 <= dropout_p < 1.0
+    ):
+        raise ValueError(
+            f"dropout_p: expected a probability in [0, 1), got {dropout_p!r}"
+        )
     return scores_shape
 
 
-def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                                 mask: torch.Tensor | None = None,
-                                 dropout_p: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V, written out step by step.
 
-    Shapes: q (..., T, Dk), k (..., S, Dk), v (..., S, Dv); the leading axes (usually (B, H))
-    broadcast. ``mask``: bool, True = may attend, broadcastable to (..., T, S). Returns
-    ``(output (..., T, Dv), weights (..., T, S))``; a query whose keys are all masked gets zero
-    weights and a zero output. Dropout acts on the weights when ``dropout_p > 0`` (callers pass
-    ``dropout_p if self.training else 0.0``); the returned weights are the ones applied to v.
+    Shapes: q (..., T, Dk), k (..., S, Dk), v (..., S, Dv); the leading axes (usually
+    (B, H)) broadcast. ``mask``: bool, True = may attend, broadcastable to (..., T, S).
+    Returns ``(output (..., T, Dv), weights (..., T, S))``; a query whose keys are all
+    masked gets zero weights and a zero output. Dropout acts on the weights when
+    ``dropout_p > 0`` (callers pass ``dropout_p if self.training else 0.0``); the
+    returned weights are the ones applied to v.
     """
     _check_attention_inputs(q, k, v, mask, dropout_p)
     d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)   # (..., T, Dk) @ (..., Dk, S) -> (..., T, S)
-    weights = masked_softmax(scores, mask)              # (..., T, S) each live row sums to 1
+    # (..., T, Dk) @ (..., Dk, S) -> (..., T, S)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    # (..., T, S) each live row sums to 1
+    weights = masked_softmax(scores, mask)
     if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)       # (..., T, S)
-    output = weights @ v                                # (..., T, S) @ (..., S, Dv) -> (..., T, Dv)
+        weights = F.dropout(weights, p=dropout_p)  # (..., T, S)
+    # (..., T, S) @ (..., S, Dv) -> (..., T, Dv)
+    output = weights @ v
     return output, weights
 
 
@@ -314,11 +370,14 @@ Z_function, A_function = scaled_dot_product_attention(Q, K, V)
 assert torch.allclose(A_function, A) and torch.allclose(Z_function, Z)
 print(f"Thinking Machines: weights of the first query {A_function[0].numpy().round(4)}")
 
-out, w = scaled_dot_product_attention(q, k, v)                 # (B, T, Dk), (B, T, T)
-print(f"batch: q {tuple(q.shape)} -> output {tuple(out.shape)}, weights {tuple(w.shape)}")
+out, w = scaled_dot_product_attention(q, k, v)  # (B, T, Dk), (B, T, T)
+print(
+    f"batch: q {tuple(q.shape)} -> output {tuple(out.shape)}, weights {tuple(w.shape)}"
+)
 assert out.shape == (B, T, D_K) and w.shape == (B, T, T)
 assert torch.allclose(w.sum(dim=-1), torch.ones(B, T))
-assert torch.allclose(out[1], scaled_dot_product_attention(q[1], k[1], v[1])[0])   # no mixing across the batch
+# no mixing across the batch
+assert torch.allclose(out[1], scaled_dot_product_attention(q[1], k[1], v[1])[0])
 
 # %% [markdown]
 # Inputs that do not fit together are rejected with a message that says what was expected. Here the
@@ -327,7 +386,12 @@ assert torch.allclose(out[1], scaled_dot_product_attention(q[1], k[1], v[1])[0])
 # %%
 for description, call in [
     ("keys of width 7", lambda: scaled_dot_product_attention(q, k[..., :7], v)),
-    ("an integer mask", lambda: scaled_dot_product_attention(q, k, v, mask=torch.ones(T, T, dtype=torch.long))),
+    (
+        "an integer mask",
+        lambda: scaled_dot_product_attention(
+            q, k, v, mask=torch.ones(T, T, dtype=torch.long)
+        ),
+    ),
 ]:
     try:
         call()
@@ -351,8 +415,10 @@ dims = [1, 4, 16, 64, 256, 1024]
 n_pairs = pick(quick=2_000, full=20_000)
 variances = []
 for d_k_i in dims:
-    q_r, k_r = torch.randn(2, n_pairs, d_k_i, generator=g)     # (N, Dk) each, unit-variance entries
-    variances.append(((q_r * k_r).sum(dim=-1)).var().item())   # variance of the N dot products
+    # (N, Dk) each, unit-variance entries
+    q_r, k_r = torch.randn(2, n_pairs, d_k_i, generator=g)
+    # variance of the N dot products
+    variances.append(((q_r * k_r).sum(dim=-1)).var().item())
 for d_k_i, var in zip(dims, variances):
     print(f"d_k = {d_k_i:>4}: var(q·k) = {var:8.1f}   var / d_k = {var / d_k_i:.3f}")
 assert all(0.8 < var / d_k_i < 1.2 for d_k_i, var in zip(dims, variances))
@@ -372,21 +438,29 @@ assert all(0.8 < var / d_k_i < 1.2 for d_k_i, var in zip(dims, variances))
 n_queries, n_keys = pick(quick=200, full=1_000), 16
 stats = {"raw": collections.defaultdict(list), "scaled": collections.defaultdict(list)}
 for d_k_i in dims:
-    q_r = torch.randn(n_queries, 1, d_k_i, generator=g)                 # (N, 1, Dk)
-    k_r = torch.randn(n_queries, n_keys, d_k_i, generator=g)            # (N, S, Dk)
-    raw = (q_r @ k_r.transpose(-2, -1)).squeeze(1)                      # (N, S)
+    q_r = torch.randn(n_queries, 1, d_k_i, generator=g)  # (N, 1, Dk)
+    k_r = torch.randn(n_queries, n_keys, d_k_i, generator=g)  # (N, S, Dk)
+    raw = (q_r @ k_r.transpose(-2, -1)).squeeze(1)  # (N, S)
     for name, s in [("raw", raw), ("scaled", raw / math.sqrt(d_k_i))]:
-        p = torch.softmax(s, dim=-1)                                    # (N, S)
+        p = torch.softmax(s, dim=-1)  # (N, S)
         jacobian = torch.diag_embed(p) - p[:, :, None] * p[:, None, :]  # (N, S, S)
         stats[name]["max weight"].append(p.max(dim=-1).values.mean().item())
         stats[name]["entropy"].append(torch.special.entr(p).sum(dim=-1).mean().item())
         stats[name]["gradient"].append(torch.linalg.matrix_norm(jacobian).mean().item())
 
 print(f"{'d_k':>5} | {'max weight':^15} | {'entropy (nats)':^15} | {'|d softmax|':^15}")
-print(f"{'':>5} | {'raw':>7} {'scaled':>7} | {'raw':>7} {'scaled':>7} | {'raw':>7} {'scaled':>7}")
+print(
+    f"{'':>5} | {'raw':>7} {'scaled':>7} | {'raw':>7} {'scaled':>7} | {'raw':>7} "
+    f"{'scaled':>7}"
+)
 for i, d_k_i in enumerate(dims):
-    print(f"{d_k_i:>5} | " + " | ".join(f"{stats['raw'][m][i]:7.3f} {stats['scaled'][m][i]:7.3f}"
-                                      for m in ["max weight", "entropy", "gradient"]))
+    print(
+        f"{d_k_i:>5} | "
+        + " | ".join(
+            f"{stats['raw'][m][i]:7.3f} {stats['scaled'][m][i]:7.3f}"
+            for m in ["max weight", "entropy", "gradient"]
+        )
+    )
 
 fig, axes = plt.subplots(1, 4, figsize=(13, 3))
 axes[0].loglog(dims, variances, "o-", label="measured")
@@ -395,9 +469,21 @@ axes[0].set(title="variance of $q\\cdot k$", xlabel="$d_k$")
 axes[0].legend()
 for ax, metric in zip(axes[1:], ["max weight", "entropy", "gradient"]):
     for name, style in [("raw", "o-"), ("scaled", "s-")]:
-        ax.semilogx(dims, stats[name][metric], style, label=f"{name}: $q\\cdot k$" + ("$/\\sqrt{d_k}$" if name == "scaled" else ""))
-    ax.set(title={"max weight": "largest weight", "entropy": "entropy (nats; dashed: log 16)",
-                  "gradient": "size of the softmax's derivative"}[metric], xlabel="$d_k$")
+        ax.semilogx(
+            dims,
+            stats[name][metric],
+            style,
+            label=f"{name}: $q\\cdot k$"
+            + ("$/\\sqrt{d_k}$" if name == "scaled" else ""),
+        )
+    ax.set(
+        title={
+            "max weight": "largest weight",
+            "entropy": "entropy (nats; dashed: log 16)",
+            "gradient": "size of the softmax's derivative",
+        }[metric],
+        xlabel="$d_k$",
+    )
 axes[2].axhline(math.log(n_keys), color="k", ls="--", lw=1)
 axes[1].legend(fontsize=8)
 fig.tight_layout()
@@ -427,45 +513,61 @@ assert stats["raw"]["gradient"][-1] < 0.3 * stats["scaled"]["gradient"][-1]
 # to broadcast against `(B, H, T, S)`.
 
 # %% tags=["export"]
-def causal_mask(T: int, S: int | None = None, device: torch.device | str | None = None) -> torch.Tensor:
+def causal_mask(
+    T: int, S: int | None = None, device: torch.device | str | None = None
+) -> torch.Tensor:
     """Bool (T, S) mask, True where query t may attend to key s: s ≤ t + (S - T).
 
-    With S = T (self-attention) this is the lower triangle, s ≤ t. With S > T the queries are
-    taken to be the *last* T of the S positions (decoding with cached keys), so the last query
-    sees every key; this is the "lower right" alignment of ``torch.nn.attention.bias``, not the
-    "upper left" one of ``F.scaled_dot_product_attention(is_causal=True)``.
+    With S = T (self-attention) this is the lower triangle, s ≤ t. With S > T the
+    queries are taken to be the *last* T of the S positions (decoding with cached keys),
+    so the last query sees every key; this is the "lower right" alignment of
+    ``torch.nn.attention.bias``, not the "upper left" one of
+    ``F.scaled_dot_product_attention(is_causal=True)``.
     """
     S = T if S is None else S
     for name, n in (("T", T), ("S", S)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"{name}: expected a positive int, got {n!r}")
-    t = torch.arange(T, device=device)[:, None]         # (T, 1) query positions
-    s = torch.arange(S, device=device)[None, :]         # (1, S) key positions
-    return s <= t + (S - T)                             # (T, S)
+    t = torch.arange(T, device=device)[:, None]  # (T, 1) query positions
+    s = torch.arange(S, device=device)[None, :]  # (1, S) key positions
+    return s <= t + (S - T)  # (T, S)
 
 
 def padding_mask(lengths: torch.Tensor, S: int | None = None) -> torch.Tensor:
-    """Bool (B, 1, 1, S) mask, True at real tokens, False at padding; broadcasts to (B, H, T, S).
+    """Bool (B, 1, 1, S) mask, True at real tokens, False at padding; broadcasts to
+    (B, H, T, S).
 
-    ``lengths``: either a 1-D integer tensor (B,) of sequence lengths (S defaults to the longest),
-    or a 2-D bool tensor (B, S), True at real tokens. Convert Hugging Face's 1/0
-    ``attention_mask`` with ``.bool()`` first.
+    ``lengths``: either a 1-D integer tensor (B,) of sequence lengths (S defaults to the
+    longest), or a 2-D bool tensor (B, S), True at real tokens. Convert Hugging Face's
+    1/0 ``attention_mask`` with ``.bool()`` first.
     """
     if not isinstance(lengths, torch.Tensor):
         raise ValueError(f"lengths: expected a tensor, got {type(lengths).__name__}")
     if lengths.dim() == 2 and lengths.dtype == torch.bool:
         if S is not None and S != lengths.shape[1]:
-            raise ValueError(f"S: expected {lengths.shape[1]} for a bool mask of shape {shape_of(lengths)}, got {S}")
-        return lengths[:, None, None, :]                # (B, 1, 1, S)
-    if lengths.dim() != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
-        raise ValueError(f"lengths: expected an integer tensor of shape (B,) or a bool tensor of shape (B, S), "
-                         f"got {lengths.dtype} of shape {shape_of(lengths)} (for a 1/0 mask use .bool())")
+            raise ValueError(
+                f"S: expected {lengths.shape[1]} for a bool mask of shape "
+                f"{shape_of(lengths)}, got {S}"
+            )
+        return lengths[:, None, None, :]  # (B, 1, 1, S)
+    if (
+        lengths.dim() != 1
+        or lengths.dtype.is_floating_point
+        or lengths.dtype == torch.bool
+    ):
+        raise ValueError(
+            f"lengths: expected an integer tensor of shape (B,) or a bool "
+            f"tensor of shape (B, S), got {lengths.dtype} of shape "
+            f"{shape_of(lengths)} (for a 1/0 mask use .bool())"
+        )
     longest = int(lengths.max()) if lengths.numel() else 0
     S = longest if S is None else S
     if (lengths.numel() and int(lengths.min()) < 0) or longest > S:
-        raise ValueError(f"lengths: expected values in [0, S={S}], got {lengths.tolist()}")
+        raise ValueError(
+            f"lengths: expected values in [0, S={S}], got {lengths.tolist()}"
+        )
     positions = torch.arange(S, device=lengths.device)  # (S,)
-    return (positions[None, :] < lengths[:, None])[:, None, None, :]   # (B, 1, 1, S)
+    return (positions[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, S)
 
 
 # %% [markdown]
@@ -474,27 +576,38 @@ def padding_mask(lengths: torch.Tensor, S: int | None = None) -> torch.Tensor:
 # mask it gives each sentence its own `(T, S)` pattern:
 
 # %%
-lengths = torch.tensor([8, 5, 2])                       # (B,)
-pad = padding_mask(lengths, S=8)                        # (B, 1, 1, S)
-causal = causal_mask(8)                                 # (T, S)
-combined = pad & causal                                 # (B, 1, T, S): broadcasting does the rest
-print(f"padding {tuple(pad.shape)} & causal {tuple(causal.shape)} -> {tuple(combined.shape)}")
+lengths = torch.tensor([8, 5, 2])  # (B,)
+pad = padding_mask(lengths, S=8)  # (B, 1, 1, S)
+causal = causal_mask(8)  # (T, S)
+# (B, 1, T, S): broadcasting does the rest
+combined = pad & causal
+print(
+    f"padding {tuple(pad.shape)} & causal {tuple(causal.shape)} -> "
+    f"{tuple(combined.shape)}"
+)
 
-panels = [("causal_mask(8)", causal), ("causal_mask(4, 8)", causal_mask(4, 8)),
-          ("padding_mask([8, 5, 2])\n(rows: sequences)", pad[:, 0, 0]), ("padding & causal,\nsequence of length 5", combined[1, 0])]
+panels = [
+    ("causal_mask(8)", causal),
+    ("causal_mask(4, 8)", causal_mask(4, 8)),
+    ("padding_mask([8, 5, 2])\n(rows: sequences)", pad[:, 0, 0]),
+    ("padding & causal,\nsequence of length 5", combined[1, 0]),
+]
 fig, axes = plt.subplots(1, 4, figsize=(13, 3.4))
 for ax, (title, m) in zip(axes, panels):
     ax.imshow(m.float(), cmap="Greys", vmin=0, vmax=1.4)
-    ax.set(title=title, xlabel="key s", ylabel="batch b" if "rows" in title else "query t")
+    ax.set(
+        title=title, xlabel="key s", ylabel="batch b" if "rows" in title else "query t"
+    )
     ax.set_xticks(range(m.shape[1]))
     ax.set_yticks(range(m.shape[0]))
 fig.tight_layout()
 plt.show()
 
-assert torch.equal(causal, torch.ones(8, 8).tril().bool())                  # s <= t
+assert torch.equal(causal, torch.ones(8, 8).tril().bool())  # s <= t
 assert torch.equal(causal_mask(4, 8), torch.ones(4, 8).tril(diagonal=4).bool())
 assert pad[:, 0, 0].sum(dim=-1).tolist() == lengths.tolist()
-assert combined.expand(3, 12, 8, 8).shape == (3, 12, 8, 8)                  # broadcasts to (B, H, T, S)
+# broadcasts to (B, H, T, S)
+assert combined.expand(3, 12, 8, 8).shape == (3, 12, 8, 8)
 
 # %% [markdown]
 # The second panel is the choice `causal_mask` makes when there are more keys than queries: the
@@ -507,12 +620,20 @@ assert combined.expand(3, 12, 8, 8).shape == (3, 12, 8, 8)                  # br
 
 # %%
 g = torch.Generator().manual_seed(1)
-q_p, k_p, v_p = torch.randn(3, 2, 5, 8, generator=g)                # (B, T, Dk) with S = 5
-junk_k, junk_v = 100 * torch.randn(2, 2, 4, 8, generator=g)         # 4 padding keys full of junk
-k_padded, v_padded = torch.cat([k_p, junk_k], dim=1), torch.cat([v_p, junk_v], dim=1)   # (B, 9, Dk)
+# (B, T, Dk) with S = 5
+q_p, k_p, v_p = torch.randn(3, 2, 5, 8, generator=g)
+# 4 padding keys full of junk
+junk_k, junk_v = 100 * torch.randn(2, 2, 4, 8, generator=g)
+# (B, 9, Dk)
+k_padded, v_padded = torch.cat([k_p, junk_k], dim=1), torch.cat([v_p, junk_v], dim=1)
 out_short, _ = scaled_dot_product_attention(q_p, k_p, v_p)
-out_padded, _ = scaled_dot_product_attention(q_p, k_padded, v_padded, mask=padding_mask(torch.tensor([5, 5]), S=9)[:, 0])
-print(f"largest change from 4 masked junk keys: {(out_padded - out_short).abs().max().item():.2e}")
+out_padded, _ = scaled_dot_product_attention(
+    q_p, k_padded, v_padded, mask=padding_mask(torch.tensor([5, 5]), S=9)[:, 0]
+)
+print(
+    f"largest change from 4 masked junk keys: "
+    f"{(out_padded - out_short).abs().max().item():.2e}"
+)
 assert torch.allclose(out_padded, out_short, atol=1e-6)
 
 # %% [markdown]
@@ -527,25 +648,40 @@ assert torch.allclose(out_padded, out_short, atol=1e-6)
 # told to ignore; `masked_softmax` gives zeros, which is what "attend to nothing" means.
 
 # %%
-scores_demo = torch.tensor([[2.0, 1.0, 0.5],
-                            [0.3, 0.2, 0.1]])                        # (T, S) = (2, 3)
-mask_demo = torch.tensor([[True, True, False],
-                          [False, False, False]])                   # the second query may look at nothing
+scores_demo = torch.tensor([[2.0, 1.0, 0.5], [0.3, 0.2, 0.1]])  # (T, S) = (2, 3)
+mask_demo = torch.tensor(
+    [
+        [True, True, False],
+        # the second query may look at nothing
+        [False, False, False],
+    ]
+)
 naive = torch.softmax(scores_demo.masked_fill(~mask_demo, float("-inf")), dim=-1)
 magic = torch.softmax(scores_demo.masked_fill(~mask_demo, -1e9), dim=-1)
 ours = masked_softmax(scores_demo, mask_demo)
-for name, w_demo in [("-inf fill", naive), ("-1e9 fill", magic), ("masked_softmax", ours)]:
+for name, w_demo in [
+    ("-inf fill", naive),
+    ("-1e9 fill", magic),
+    ("masked_softmax", ours),
+]:
     print(f"{name:>15}: {w_demo.double().numpy().round(3).tolist()}")
 assert torch.isnan(naive[1]).all() and torch.allclose(magic[1], torch.full((3,), 1 / 3))
 assert torch.equal(ours[1], torch.zeros(3)) and torch.allclose(ours[0], naive[0])
 
 # Through the whole function, in both directions: zero output, finite gradients.
-q_m, k_m, v_m = (torch.randn(2, 3, 4, generator=g).requires_grad_(True) for _ in range(3))
-out_m, w_m = scaled_dot_product_attention(q_m, k_m, v_m, mask=torch.tensor([[True, False, True],
-                                                                            [False, False, False],
-                                                                            [True, True, True]]))
+q_m, k_m, v_m = (
+    torch.randn(2, 3, 4, generator=g).requires_grad_(True) for _ in range(3)
+)
+out_m, w_m = scaled_dot_product_attention(
+    q_m,
+    k_m,
+    v_m,
+    mask=torch.tensor([[True, False, True], [False, False, False], [True, True, True]]),
+)
 out_m.square().sum().backward()
-assert torch.equal(out_m[:, 1], torch.zeros(2, 4)) and torch.equal(w_m[:, 1], torch.zeros(2, 3))
+assert torch.equal(out_m[:, 1], torch.zeros(2, 4)) and torch.equal(
+    w_m[:, 1], torch.zeros(2, 3)
+)
 assert all(torch.isfinite(t.grad).all() for t in (q_m, k_m, v_m))
 print("fully masked row: zero weights, zero output, finite gradients")
 
@@ -561,24 +697,44 @@ print("fully masked row: zero weights, zero output, finite gradients")
 # = \mathbf X$:
 
 # %%
-hf_attention_mask = torch.tensor([[1, 1, 1, 1, 1, 1],
-                                  [1, 1, 1, 0, 0, 0]])                       # (B, S), Hugging Face style
-ours_pad = padding_mask(hf_attention_mask.bool())                            # (B, 1, 1, S)
+hf_attention_mask = torch.tensor(
+    [
+        [1, 1, 1, 1, 1, 1],
+        # (B, S), Hugging Face style
+        [1, 1, 1, 0, 0, 0],
+    ]
+)
+# (B, 1, 1, S)
+ours_pad = padding_mask(hf_attention_mask.bool())
 assert torch.equal(ours_pad, padding_mask(torch.tensor([6, 3]), S=6))
 
 E_mha = 8
 mha = nn.MultiheadAttention(E_mha, num_heads=1, bias=False, batch_first=True)
-with torch.no_grad():                                                        # identity projections
-    mha.in_proj_weight.copy_(torch.eye(E_mha).repeat(3, 1))                 # (3E, E): W^Q = W^K = W^V = I
+# identity projections
+with torch.no_grad():
+    # (3E, E): W^Q = W^K = W^V = I
+    mha.in_proj_weight.copy_(torch.eye(E_mha).repeat(3, 1))
     mha.out_proj.weight.copy_(torch.eye(E_mha))
-x_mha = torch.randn(2, 6, E_mha, generator=g)                                # (B, T, E)
-mask_mha = ours_pad & causal_mask(6)                                         # (B, 1, T, S)
-reference, reference_weights = mha(x_mha, x_mha, x_mha, attn_mask=~causal_mask(6),
-                                   key_padding_mask=~ours_pad[:, 0, 0])      # True = blocked
+x_mha = torch.randn(2, 6, E_mha, generator=g)  # (B, T, E)
+# (B, 1, T, S)
+mask_mha = ours_pad & causal_mask(6)
+reference, reference_weights = mha(
+    x_mha,
+    x_mha,
+    x_mha,
+    attn_mask=~causal_mask(6),
+    # True = blocked
+    key_padding_mask=~ours_pad[:, 0, 0],
+)
 out_mha, w_mha = scaled_dot_product_attention(x_mha, x_mha, x_mha, mask=mask_mha[:, 0])
-print(f"nn.MultiheadAttention vs ours: outputs differ by {(reference - out_mha).abs().max().item():.1e}, "
-      f"weights by {(reference_weights - w_mha).abs().max().item():.1e}")
-assert torch.allclose(reference, out_mha, atol=1e-6) and torch.allclose(reference_weights, w_mha, atol=1e-6)
+print(
+    f"nn.MultiheadAttention vs ours: outputs differ by "
+    f"{(reference - out_mha).abs().max().item():.1e}, weights by "
+    f"{(reference_weights - w_mha).abs().max().item():.1e}"
+)
+assert torch.allclose(reference, out_mha, atol=1e-6) and torch.allclose(
+    reference_weights, w_mha, atol=1e-6
+)
 
 
 # %% [markdown]
@@ -592,27 +748,37 @@ assert torch.allclose(reference, out_mha, atol=1e-6) and torch.allclose(referenc
 # so that a model can switch between the two with one argument.
 
 # %% tags=["export"]
-def fast_scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                                      mask: torch.Tensor | None = None,
-                                      dropout_p: float = 0.0) -> tuple[torch.Tensor, None]:
-    """The same attention on ``torch.nn.functional.scaled_dot_product_attention`` (SDPA).
+def fast_scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> tuple[torch.Tensor, None]:
+    """The same attention on ``torch.nn.functional.scaled_dot_product_attention``
+    (SDPA).
 
     Same signature, validation and fully-masked-row behaviour (zero output, no NaN) as
-    :func:`scaled_dot_product_attention`, but SDPA never materialises the (..., T, S) weights,
-    so the second element of the result is always ``None``. It needs no T×S buffer and is faster
-    on long sequences: the chapter's sections "The fast path" and "The cost of attention"
-    measure the speed-up and the memory in every run, on the reader's own machine.
-    Fully masked rows are opened to every key before SDPA and zeroed after it, so that no
-    backend or version can produce NaN from them.
+    :func:`scaled_dot_product_attention`, but SDPA never materialises the (..., T, S)
+    weights, so the second element of the result is always ``None``. It needs no T×S
+    buffer and is faster on long sequences: the chapter's sections "The fast path" and
+    "The cost of attention" measure the speed-up and the memory in every run, on the
+    reader's own machine. Fully masked rows are opened to every key before SDPA and
+    zeroed after it, so that no backend or version can produce NaN from them.
     """
     _check_attention_inputs(q, k, v, mask, dropout_p)
     alive = None
     if mask is not None:
-        alive = mask.any(dim=-1, keepdim=True)                      # (..., T, 1) rows with a key
-        mask = mask | ~alive                                        # (..., T, S) no empty rows left
-    output = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (..., T, Dv)
+        # (..., T, 1) rows with a key
+        alive = mask.any(dim=-1, keepdim=True)
+        # (..., T, S) no empty rows left
+        mask = mask | ~alive
+    # (..., T, Dv)
+    output = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p
+    )
     if alive is not None:
-        output = output.masked_fill(~alive, 0.0)                    # (..., T, Dv)
+        output = output.masked_fill(~alive, 0.0)  # (..., T, Dv)
     return output, None
 
 
@@ -622,10 +788,18 @@ def fast_scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch
 # it. In the version running this page:
 
 # %%
-dead_row_mask = torch.tensor([[True, True], [False, False]])                # (T, S): query 1 sees nothing
-raw_sdpa = F.scaled_dot_product_attention(torch.ones(1, 2, 4), torch.ones(1, 2, 4), torch.ones(1, 2, 4),
-                                          attn_mask=dead_row_mask)
-print(f"torch {torch.__version__}, F.scaled_dot_product_attention on a fully masked row: {raw_sdpa[0, 1].tolist()}")
+# (T, S): query 1 sees nothing
+dead_row_mask = torch.tensor([[True, True], [False, False]])
+raw_sdpa = F.scaled_dot_product_attention(
+    torch.ones(1, 2, 4),
+    torch.ones(1, 2, 4),
+    torch.ones(1, 2, 4),
+    attn_mask=dead_row_mask,
+)
+print(
+    f"torch {torch.__version__}, F.scaled_dot_product_attention on a fully masked row: "
+    f"{raw_sdpa[0, 1].tolist()}"
+)
 
 # %% [markdown]
 # The fast path must compute the same function as the explicit one. We check it in single precision
@@ -635,19 +809,27 @@ print(f"torch {torch.__version__}, F.scaled_dot_product_attention on a fully mas
 # %%
 g = torch.Generator().manual_seed(4)
 B_p, H_p, Dh_p = 3, 4, 64
-random_mask = torch.rand(B_p, H_p, 23, 37, generator=g) < 0.3             # about 1% of rows fully masked
-random_mask[0, 0, 5] = False                                               # and at least one for sure
+# about 1% of rows fully masked
+random_mask = torch.rand(B_p, H_p, 23, 37, generator=g) < 0.3
+# and at least one for sure
+random_mask[0, 0, 5] = False
 cases = {
-    "self-attention, no mask":   (37, 37, None),
-    "padding":                   (37, 37, padding_mask(torch.tensor([37, 20, 1]), S=37)),
-    "causal":                    (37, 37, causal_mask(37)),
-    "padding & causal":          (37, 37, padding_mask(torch.tensor([37, 20, 1]), S=37) & causal_mask(37)),
-    "cross-attention, no mask":  (23, 37, None),
+    "self-attention, no mask": (37, 37, None),
+    "padding": (37, 37, padding_mask(torch.tensor([37, 20, 1]), S=37)),
+    "causal": (37, 37, causal_mask(37)),
+    "padding & causal": (
+        37,
+        37,
+        padding_mask(torch.tensor([37, 20, 1]), S=37) & causal_mask(37),
+    ),
+    "cross-attention, no mask": (23, 37, None),
     "cross, random (dead rows)": (23, 37, random_mask),
 }
 for name, (T_p, S_p, mask_p) in cases.items():
-    q_f = torch.randn(B_p, H_p, T_p, Dh_p, generator=g)                    # (B, H, T, Dh)
-    k_f, v_f = torch.randn(2, B_p, H_p, S_p, Dh_p, generator=g)            # (B, H, S, Dh) each
+    # (B, H, T, Dh)
+    q_f = torch.randn(B_p, H_p, T_p, Dh_p, generator=g)
+    # (B, H, S, Dh) each
+    k_f, v_f = torch.randn(2, B_p, H_p, S_p, Dh_p, generator=g)
     explicit, _ = scaled_dot_product_attention(q_f, k_f, v_f, mask=mask_p)
     fast, no_weights = fast_scaled_dot_product_attention(q_f, k_f, v_f, mask=mask_p)
     diff = (explicit - fast).abs().max().item()
@@ -662,7 +844,8 @@ for name, (T_p, S_p, mask_p) in cases.items():
 
 # %%
 B_s, H_s, T_s, Dh_s = pick(quick=(1, 4, 256, 64), full=(2, 4, 1024, 64))
-q_s, k_s, v_s = (torch.randn(B_s, H_s, T_s, Dh_s, device=device) for _ in range(3))   # (B, H, T, Dh)
+# (B, H, T, Dh)
+q_s, k_s, v_s = (torch.randn(B_s, H_s, T_s, Dh_s, device=device) for _ in range(3))
 mask_s = causal_mask(T_s, device=device)
 min_run_time = pick(quick=0.1, full=1.0)
 
@@ -678,8 +861,11 @@ with torch.no_grad():
         t_explicit = median_seconds(scaled_dot_product_attention, q_s, k_s, v_s, m)
         t_fast = median_seconds(fast_scaled_dot_product_attention, q_s, k_s, v_s, m)
         speedups[mask_name] = t_explicit / t_fast
-        print(f"(B, H, T, Dh) = {(B_s, H_s, T_s, Dh_s)}, {mask_name:>7}: explicit {1e3 * t_explicit:7.2f} ms, "
-              f"fast {1e3 * t_fast:7.2f} ms, speed-up {speedups[mask_name]:.2f}x on {device}")
+        print(
+            f"(B, H, T, Dh) = {(B_s, H_s, T_s, Dh_s)}, {mask_name:>7}: explicit "
+            f"{1e3 * t_explicit:7.2f} ms, fast {1e3 * t_fast:7.2f} ms, speed-up "
+            f"{speedups[mask_name]:.2f}x on {device}"
+        )
 
 # %% [markdown]
 # The fused kernel wins by more the longer the sequence: it never writes the $T\times S$ weights to
@@ -702,26 +888,38 @@ with torch.no_grad():
 # row to 64 numbers with a truncated SVD. No training, and a few seconds of work.
 
 # %%
-novel = words(load_gutenberg(1342))                               # Pride and Prejudice, lower-cased words
+# Pride and Prejudice, lower-cased words
+novel = words(load_gutenberg(1342))
 vocab = [w for w, _ in collections.Counter(novel).most_common(3000)]
 index = {w: i for i, w in enumerate(vocab)}
-ids = np.array([index.get(w, -1) for w in novel])                 # -1 for rarer words
+ids = np.array([index.get(w, -1) for w in novel])  # -1 for rarer words
 
 n_vocab = len(vocab)
 counts = np.zeros(n_vocab * n_vocab)
-for offset in range(1, 5):                                         # neighbours up to 4 words away
+# neighbours up to 4 words away
+for offset in range(1, 5):
     left, right = ids[:-offset], ids[offset:]
     keep = (left >= 0) & (right >= 0)
-    counts += np.bincount(left[keep] * n_vocab + right[keep], minlength=n_vocab * n_vocab)
+    counts += np.bincount(
+        left[keep] * n_vocab + right[keep], minlength=n_vocab * n_vocab
+    )
 counts = counts.reshape(n_vocab, n_vocab)
-counts = counts + counts.T                                         # (V, V), symmetric co-occurrences
+# (V, V), symmetric co-occurrences
+counts = counts + counts.T
 expected = counts.sum(1, keepdims=True) * counts.sum(0, keepdims=True) / counts.sum()
 with np.errstate(divide="ignore"):
-    ppmi = np.maximum(np.log(counts / expected), 0.0)              # log 0 = -inf -> 0
-seed_everything(0)                                                 # svd_lowrank starts from random vectors
-U, singular, _ = torch.svd_lowrank(torch.tensor(ppmi, dtype=torch.float32), q=64, niter=4)
-word_vectors = F.normalize(U * singular.sqrt(), dim=-1)            # (V, 64), unit length
-print(f"{len(novel):,} words, vocabulary {n_vocab}, word vectors {tuple(word_vectors.shape)}")
+    ppmi = np.maximum(np.log(counts / expected), 0.0)  # log 0 = -inf -> 0
+# svd_lowrank starts from random vectors
+seed_everything(0)
+U, singular, _ = torch.svd_lowrank(
+    torch.tensor(ppmi, dtype=torch.float32), q=64, niter=4
+)
+# (V, 64), unit length
+word_vectors = F.normalize(U * singular.sqrt(), dim=-1)
+print(
+    f"{len(novel):,} words, vocabulary {n_vocab}, word vectors "
+    f"{tuple(word_vectors.shape)}"
+)
 for probe in ["man", "fortune", "good"]:
     nearest = (word_vectors @ word_vectors[index[probe]]).topk(5).indices.tolist()
     print(f"  nearest to {probe!r}: {[vocab[i] for i in nearest]}")
@@ -735,19 +933,27 @@ for probe in ["man", "fortune", "good"]:
 # then has nothing left to look at, and its row is the zero row of {ref}`sec-attention-masked-rows`.
 
 # %%
-sentence = ("It is a truth universally acknowledged, that a single man in possession "
-            "of a good fortune, must be in want of a wife.")
+sentence = (
+    "It is a truth universally acknowledged, that a single man in possession "
+    "of a good fortune, must be in want of a wife."
+)
 tokens = words(sentence)
 assert all(t in index for t in tokens), [t for t in tokens if t not in index]
-x_s = word_vectors[[index[t] for t in tokens]]                  # (T, 64)
+x_s = word_vectors[[index[t] for t in tokens]]  # (T, 64)
 sharpness = 8.0
-q_w = k_w = x_s * math.sqrt(sharpness * math.sqrt(x_s.shape[-1]))   # so that q·k/√d_k = 8 cos θ
-not_self = ~torch.eye(len(tokens), dtype=torch.bool)            # (T, T)
+# so that q·k/√d_k = 8 cos θ
+q_w = k_w = x_s * math.sqrt(sharpness * math.sqrt(x_s.shape[-1]))
+not_self = ~torch.eye(len(tokens), dtype=torch.bool)  # (T, T)
 _, w_both = scaled_dot_product_attention(q_w, k_w, x_s, mask=not_self)
-_, w_back = scaled_dot_product_attention(q_w, k_w, x_s, mask=not_self & causal_mask(len(tokens)))
+_, w_back = scaled_dot_product_attention(
+    q_w, k_w, x_s, mask=not_self & causal_mask(len(tokens))
+)
 
 fig, axes = plt.subplots(1, 2, figsize=(13, 6))
-for ax, w_plot, title in [(axes[0], w_both, "every other word"), (axes[1], w_back, "earlier words only (causal)")]:
+for ax, w_plot, title in [
+    (axes[0], w_both, "every other word"),
+    (axes[1], w_back, "earlier words only (causal)"),
+]:
     image = ax.imshow(w_plot, cmap="viridis", vmin=0)
     fig.colorbar(image, ax=ax, shrink=0.7, label="attention weight")
     ax.set_xticks(range(len(tokens)), tokens, rotation=90)
@@ -756,13 +962,19 @@ for ax, w_plot, title in [(axes[0], w_both, "every other word"), (axes[1], w_bac
 fig.tight_layout()
 plt.show()
 
-assert torch.equal(w_back[0], torch.zeros(len(tokens)))        # "it" has nothing before it
+# "it" has nothing before it
+assert torch.equal(w_back[0], torch.zeros(len(tokens)))
 assert torch.allclose(w_both.sum(-1), torch.ones(len(tokens)), atol=1e-5)
 word_counts = collections.Counter(novel)
 for word in ["universally", "fortune", "wife"]:
     top = w_both[tokens.index(word)].topk(3)
-    print(f"{word!r:>13} ({word_counts[word]:>3} times in the novel) attends most to "
-          + ", ".join(f"{tokens[j]!r} ({p:.2f})" for p, j in zip(top.values.tolist(), top.indices.tolist())))
+    print(
+        f"{word!r:>13} ({word_counts[word]:>3} times in the novel) attends most to "
+        + ", ".join(
+            f"{tokens[j]!r} ({p:.2f})"
+            for p, j in zip(top.values.tolist(), top.indices.tolist())
+        )
+    )
 
 
 # %% [markdown]
@@ -801,7 +1013,8 @@ for word in ["universally", "fortune", "wife"]:
 
 # %%
 class LargestTensor(TorchFunctionMode):
-    """Record the size in bytes of the largest tensor returned by any torch call inside the block."""
+    """Record the size in bytes of the largest tensor returned by any torch call inside
+    the block."""
 
     def __init__(self):
         super().__init__()
@@ -815,26 +1028,37 @@ class LargestTensor(TorchFunctionMode):
         return result
 
 
-lengths_n = pick(quick=[64, 128, 256, 512, 1024], full=[64, 128, 256, 512, 1024, 2048, 4096])
+lengths_n = pick(
+    quick=[64, 128, 256, 512, 1024], full=[64, 128, 256, 512, 1024, 2048, 4096]
+)
 min_run_time = pick(quick=0.05, full=0.5)
 cost = collections.defaultdict(list)
 with torch.no_grad():
     for n in lengths_n:
-        q_n, k_n, v_n = (torch.randn(1, 1, n, 64, device=device) for _ in range(3))    # (B, H, n, d)
-        for name, fn in [("explicit", scaled_dot_product_attention), ("fast", fast_scaled_dot_product_attention)]:
+        # (B, H, n, d)
+        q_n, k_n, v_n = (torch.randn(1, 1, n, 64, device=device) for _ in range(3))
+        for name, fn in [
+            ("explicit", scaled_dot_product_attention),
+            ("fast", fast_scaled_dot_product_attention),
+        ]:
             cost[f"{name} time"].append(median_seconds(fn, q_n, k_n, v_n))
             with LargestTensor() as largest:
                 fn(q_n, k_n, v_n)
             cost[f"{name} memory"].append(largest.nbytes)
         _, weights_n = scaled_dot_product_attention(q_n, k_n, v_n)
-        assert cost["explicit memory"][-1] == weights_n.nelement() * 4 == n * n * 4     # the (n, n) weights
-        print(f"n = {n:>4}: explicit {1e3 * cost['explicit time'][-1]:8.2f} ms, largest tensor "
-              f"{cost['explicit memory'][-1] / 2**20:7.2f} MiB | fast {1e3 * cost['fast time'][-1]:7.2f} ms, "
-              f"largest tensor {cost['fast memory'][-1] / 2**20:6.2f} MiB")
+        # the (n, n) weights
+        assert cost["explicit memory"][-1] == weights_n.nelement() * 4 == n * n * 4
+        print(
+            f"n = {n:>4}: explicit {1e3 * cost['explicit time'][-1]:8.2f} ms, "
+            f"largest tensor {cost['explicit memory'][-1] / 2**20:7.2f} MiB | fast "
+            f"{1e3 * cost['fast time'][-1]:7.2f} ms, largest tensor "
+            f"{cost['fast memory'][-1] / 2**20:6.2f} MiB"
+        )
 
 
 def slope(xs, ys, last=3):
-    """Slope of log(y) against log(x) over the last points: the exponent p in y ∝ x^p."""
+    """Slope of log(y) against log(x) over the last points: the exponent p
+    in y ∝ x^p."""
     return np.polyfit(np.log(xs[-last:]), np.log(ys[-last:]), 1)[0]
 
 
@@ -842,14 +1066,27 @@ slopes = {key: slope(lengths_n, values) for key, values in cost.items()}
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
 for ax, kind in zip(axes, ["time", "memory"]):
     for name, style in [("explicit", "o-"), ("fast", "s-")]:
-        ax.loglog(lengths_n, cost[f"{name} {kind}"], style, label=f"{name} (slope {slopes[f'{name} {kind}']:.2f})")
-    ax.set(xlabel="sequence length n", title=f"{kind} (log-log)",
-           ylabel="median seconds per call" if kind == "time" else "largest tensor, bytes")
+        ax.loglog(
+            lengths_n,
+            cost[f"{name} {kind}"],
+            style,
+            label=f"{name} (slope {slopes[f'{name} {kind}']:.2f})",
+        )
+    ax.set(
+        xlabel="sequence length n",
+        title=f"{kind} (log-log)",
+        ylabel="median seconds per call" if kind == "time" else "largest tensor, bytes",
+    )
     ax.legend()
 fig.tight_layout()
 plt.show()
-print("log-log slopes over the three longest lengths: " + ", ".join(f"{k} {v:.2f}" for k, v in slopes.items()))
-assert abs(slopes["explicit memory"] - 2) < 1e-6 and abs(slopes["fast memory"] - 1) < 1e-6
+print(
+    "log-log slopes over the three longest lengths: "
+    + ", ".join(f"{k} {v:.2f}" for k, v in slopes.items())
+)
+assert (
+    abs(slopes["explicit memory"] - 2) < 1e-6 and abs(slopes["fast memory"] - 1) < 1e-6
+)
 assert slopes["explicit time"] > 1.5 and slopes["fast time"] > 1.3
 
 
@@ -932,10 +1169,22 @@ assert slopes["explicit time"] > 1.5 and slopes["fast time"] > 1.3
 
 # %%
 def two_weights(score_1, score_2, d_k_ex):
-    return torch.softmax(torch.tensor([score_1, score_2], dtype=torch.float64) / math.sqrt(d_k_ex), dim=-1)
+    return torch.softmax(
+        torch.tensor([score_1, score_2], dtype=torch.float64) / math.sqrt(d_k_ex),
+        dim=-1,
+    )
 
-print("d_k = 64:", two_weights(112, 96, 64).numpy().round(3), "  d_k = 256:", two_weights(112, 96, 256).numpy().round(3),
-      "  unscaled:", two_weights(112, 96, 1).numpy(), "  q1·k2 = 128:", two_weights(112, 128, 64).numpy().round(3))
+
+print(
+    "d_k = 64:",
+    two_weights(112, 96, 64).numpy().round(3),
+    "  d_k = 256:",
+    two_weights(112, 96, 256).numpy().round(3),
+    "  unscaled:",
+    two_weights(112, 96, 1).numpy(),
+    "  q1·k2 = 128:",
+    two_weights(112, 128, 64).numpy().round(3),
+)
 assert abs(two_weights(112, 96, 256)[0].item() - 1 / (1 + math.exp(-1))) < 1e-12
 assert [round(w_ex, 2) for w_ex in two_weights(112, 128, 64).tolist()] == [0.12, 0.88]
 
@@ -975,12 +1224,19 @@ import torch
 
 def softmax_with_mask(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     ### BEGIN SOLUTION
-    mask = mask.expand_as(scores)                                           # (..., T, S)
-    row_max = scores.masked_fill(~mask, float("-inf")).amax(dim=-1, keepdim=True)   # (..., T, 1)
-    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max)).detach()
-    exps = torch.exp((scores - row_max).masked_fill(~mask, float("-inf")))  # (..., T, S), masked -> 0
-    total = exps.sum(dim=-1, keepdim=True)                                  # (..., T, 1), 0 in dead rows
-    return exps / torch.where(total > 0, total, torch.ones_like(total))     # dead rows: 0 / 1 = 0
+    # (..., T, S)
+    mask = mask.expand_as(scores)
+    # (..., T, 1)
+    row_max = scores.masked_fill(~mask, float("-inf")).amax(dim=-1, keepdim=True)
+    row_max = torch.where(
+        torch.isfinite(row_max), row_max, torch.zeros_like(row_max)
+    ).detach()
+    # (..., T, S), masked -> 0
+    exps = torch.exp((scores - row_max).masked_fill(~mask, float("-inf")))
+    # (..., T, 1), 0 in dead rows
+    total = exps.sum(dim=-1, keepdim=True)
+    # dead rows: 0 / 1 = 0
+    return exps / torch.where(total > 0, total, torch.ones_like(total))
     ### END SOLUTION
 
 
@@ -1023,16 +1279,22 @@ import math
 import torch
 
 
-def causal_attention_loop(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+def causal_attention_loop(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+) -> torch.Tensor:
     ### BEGIN SOLUTION
     T = q.shape[-2]
     outputs = []
     for t in range(T):
-        q_t = q[..., t:t + 1, :]                                          # (..., 1, Dk)
-        k_seen, v_seen = k[..., :t + 1, :], v[..., :t + 1, :]             # (..., t+1, Dk), (..., t+1, Dv)
-        weights = torch.softmax(q_t @ k_seen.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)  # (..., 1, t+1)
-        outputs.append(weights @ v_seen)                                  # (..., 1, Dv)
-    return torch.cat(outputs, dim=-2)                                     # (..., T, Dv)
+        q_t = q[..., t : t + 1, :]  # (..., 1, Dk)
+        # (..., t+1, Dk), (..., t+1, Dv)
+        k_seen, v_seen = k[..., : t + 1, :], v[..., : t + 1, :]
+        # (..., 1, t+1)
+        weights = torch.softmax(
+            q_t @ k_seen.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1
+        )
+        outputs.append(weights @ v_seen)  # (..., 1, Dv)
+    return torch.cat(outputs, dim=-2)  # (..., T, Dv)
     ### END SOLUTION
 
 
@@ -1077,13 +1339,15 @@ import torch
 
 def from_hf_attention_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     ### BEGIN SOLUTION
-    return (attention_mask != 0)[:, None, None, :]      # (B, S) -> (B, 1, 1, S), True = may attend
+    # (B, S) -> (B, 1, 1, S), True = may attend
+    return (attention_mask != 0)[:, None, None, :]
     ### END SOLUTION
 
 
 def to_key_padding_mask(mask: torch.Tensor) -> torch.Tensor:
     ### BEGIN SOLUTION
-    return ~mask[:, 0, 0, :]                            # (B, 1, 1, S) -> (B, S), True = ignore
+    # (B, 1, 1, S) -> (B, S), True = ignore
+    return ~mask[:, 0, 0, :]
     ### END SOLUTION
 
 
@@ -1136,8 +1400,10 @@ check_mask_conversions(from_hf_attention_mask, to_key_padding_mask)
 # %%
 for n_tokens in [512, 4096]:
     per_layer = 32 * 12 * n_tokens**2 * 4
-    print(f"n = {n_tokens}: {per_layer:,} bytes = {per_layer / 2**20:,.0f} MiB per layer, "
-          f"{12 * per_layer / 2**30:,.1f} GiB in 12 layers")
+    print(
+        f"n = {n_tokens}: {per_layer:,} bytes = {per_layer / 2**20:,.0f} MiB per "
+        f"layer, {12 * per_layer / 2**30:,.1f} GiB in 12 layers"
+    )
 assert 32 * 12 * 512**2 * 4 == 384 * 2**20
 
 # %% [markdown]
@@ -1155,27 +1421,58 @@ import torch
 
 from tinybert.exercises.quiz import Quiz, choice, number
 
-walk_through = torch.softmax(torch.tensor([112.0, 96.0]) / 64 ** 0.5, dim=0)
-quiz = Quiz("ch03", [
-    number("Scores 112 and 96 with d_k = 64: the weight of Thinking on itself? "
-           "(3 decimals)", answer=walk_through[0].item(), decimals=3,
-           explain="The scaled scores 14 and 12 give 1/(1 + e⁻²)."),
-    choice("Why are the scores divided by √d_k?",
-           ["dot products of unit-variance vectors have variance d_k, and large "
-            "scores saturate the softmax", "to normalise the values",
-            "to make attention causal", "to save memory"], answer="a",
-           explain="Saturated softmaxes have vanishing gradients."),
-    choice("In this book's masks, what does True mean?",
-           ["the position is padding", "may attend", "must be ignored",
-            "the position comes first"], answer="b",
-           explain="The polarity of F.scaled_dot_product_attention."),
-    choice("Which shape does padding_mask return?",
-           ["(B, T)", "(B, 1, 1, S)", "(T, S)", "(B, H, T, S)"], answer="b",
-           explain="It broadcasts over heads and queries."),
-    choice("What does a row with every key masked give?",
-           ["NaN", "zeros", "uniform weights", "an error"], answer="b",
-           explain="masked_softmax makes a fully masked row all zeros."),
-    number("By what factor does doubling n multiply attention's O(n²d) time?",
-           answer=4, decimals=0, explain="A slope of 2 on a log-log plot."),
-])
+walk_through = torch.softmax(torch.tensor([112.0, 96.0]) / 64**0.5, dim=0)
+quiz = Quiz(
+    "ch03",
+    [
+        number(
+            "Scores 112 and 96 with d_k = 64: the weight of Thinking on itself? "
+            "(3 decimals)",
+            answer=walk_through[0].item(),
+            decimals=3,
+            explain="The scaled scores 14 and 12 give 1/(1 + e⁻²).",
+        ),
+        choice(
+            "Why are the scores divided by √d_k?",
+            [
+                "dot products of unit-variance vectors have variance d_k, and large "
+                "scores saturate the softmax",
+                "to normalise the values",
+                "to make attention causal",
+                "to save memory",
+            ],
+            answer="a",
+            explain="Saturated softmaxes have vanishing gradients.",
+        ),
+        choice(
+            "In this book's masks, what does True mean?",
+            [
+                "the position is padding",
+                "may attend",
+                "must be ignored",
+                "the position comes first",
+            ],
+            answer="b",
+            explain="The polarity of F.scaled_dot_product_attention.",
+        ),
+        choice(
+            "Which shape does padding_mask return?",
+            ["(B, T)", "(B, 1, 1, S)", "(T, S)", "(B, H, T, S)"],
+            answer="b",
+            explain="It broadcasts over heads and queries.",
+        ),
+        choice(
+            "What does a row with every key masked give?",
+            ["NaN", "zeros", "uniform weights", "an error"],
+            answer="b",
+            explain="masked_softmax makes a fully masked row all zeros.",
+        ),
+        number(
+            "By what factor does doubling n multiply attention's O(n²d) time?",
+            answer=4,
+            decimals=0,
+            explain="A slope of 2 on a log-log plot.",
+        ),
+    ],
+)
 quiz

@@ -63,8 +63,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.blocks.attention import (fast_scaled_dot_product_attention,
-                                       scaled_dot_product_attention)
+from tinybert.blocks.attention import (
+    fast_scaled_dot_product_attention,
+    scaled_dot_product_attention,
+)
 from tinybert.blocks.checks import check_positive_int, shape_of
 
 # %%
@@ -112,7 +114,10 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # %%
 sizes = {"Transformer base": (512, 8), "BERT-base": (768, 12), "BERT-large": (1024, 16)}
 for label, (d_model, n_heads) in sizes.items():
-    print(f"{label:<17} D = {d_model:>4}, H = {n_heads:>2}, Dh = D / H = {d_model // n_heads}")
+    print(
+        f"{label:<17} D = {d_model:>4}, H = {n_heads:>2}, Dh = D / H = "
+        f"{d_model // n_heads}"
+    )
     assert d_model % n_heads == 0 and d_model // n_heads == 64
 
 # %% [markdown]
@@ -128,14 +133,18 @@ for label, (d_model, n_heads) in sizes.items():
 seed_everything(0)
 B, T, D, H = 2, 5, 12, 3
 Dh = D // H
-x = torch.randn(B, T, D)                                   # (B, T, D)
-to_queries = nn.Linear(D, D, bias=False)                   # W^Q for all heads: (out, in) = (D, D)
-all_queries = to_queries(x)                                # (B, T, D): every head's queries side by side
+x = torch.randn(B, T, D)  # (B, T, D)
+# W^Q for all heads: (out, in) = (D, D)
+to_queries = nn.Linear(D, D, bias=False)
+# (B, T, D): every head's queries side by side
+all_queries = to_queries(x)
 
 for h in range(H):
-    W_h = to_queries.weight[h * Dh:(h + 1) * Dh]           # (Dh, D): head h's block of rows
-    q_h = x @ W_h.T                                        # (B, T, Dh): X W^Q_h, head h on its own
-    assert torch.allclose(all_queries[..., h * Dh:(h + 1) * Dh], q_h, atol=1e-6)
+    # (Dh, D): head h's block of rows
+    W_h = to_queries.weight[h * Dh : (h + 1) * Dh]
+    # (B, T, Dh): X W^Q_h, head h on its own
+    q_h = x @ W_h.T
+    assert torch.allclose(all_queries[..., h * Dh : (h + 1) * Dh], q_h, atol=1e-6)
 print(f"one ({D} x {D}) projection = {H} heads of width {Dh}, computed at once")
 
 
@@ -151,26 +160,37 @@ print(f"one ({D} x {D}) projection = {H} heads of width {Dh}, computed at once")
 
 # %% tags=["export"]
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """(B, T, D) -> (B, H, T, Dh): cut the features of every position into H heads of Dh = D / H.
+    """(B, T, D) -> (B, H, T, Dh): cut the features of every position into H heads
+    of Dh = D / H.
 
-    Head h gets features h·Dh ... (h+1)·Dh - 1, the block that W_h^Q (or W_h^K, W_h^V) produced.
+    Head h gets features h·Dh ... (h+1)·Dh - 1, the block that W_h^Q (or W_h^K,
+    W_h^V) produced.
     """
     check_positive_int("n_heads", n_heads)
     if not isinstance(x, torch.Tensor) or x.dim() != 3:
-        raise ValueError(f"split_heads: expected x of shape (B, T, D), got {shape_of(x)}")
+        raise ValueError(
+            f"split_heads: expected x of shape (B, T, D), got {shape_of(x)}"
+        )
     B, T, D = x.shape
     if D % n_heads != 0:
-        raise ValueError(f"split_heads: the width D = {D} of x {shape_of(x)} is not divisible by "
-                         f"n_heads = {n_heads}")
-    return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)   # (B, T, H, Dh) -> (B, H, T, Dh)
+        raise ValueError(
+            f"split_heads: the width D = {D} of x {shape_of(x)} is not "
+            f"divisible by n_heads = {n_heads}"
+        )
+    # (B, T, H, Dh) -> (B, H, T, Dh)
+    return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """(B, H, T, Dh) -> (B, T, D): put the heads side by side again, Concat(head_1, ..., head_H)."""
+    """(B, H, T, Dh) -> (B, T, D): put the heads side by side again, Concat(head_1,
+    ..., head_H)."""
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        raise ValueError(f"merge_heads: expected x of shape (B, H, T, Dh), got {shape_of(x)}")
+        raise ValueError(
+            f"merge_heads: expected x of shape (B, H, T, Dh), got {shape_of(x)}"
+        )
     B, H, T, Dh = x.shape
-    return x.transpose(1, 2).contiguous().view(B, T, H * Dh)      # (B, T, H, Dh) -> (B, T, D)
+    # (B, T, H, Dh) -> (B, T, D)
+    return x.transpose(1, 2).contiguous().view(B, T, H * Dh)
 
 
 # %% [markdown]
@@ -179,13 +199,16 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
 # block of features.
 
 # %%
-tiny = torch.tensor([[[10 * t + f for f in range(6)] for t in range(3)]])           # (1, 3, 6)
-tiny_heads = split_heads(tiny, n_heads=2)                                            # (1, 2, 3, 3)
+# (1, 3, 6)
+tiny = torch.tensor([[[10 * t + f for f in range(6)] for t in range(3)]])
+# (1, 2, 3, 3)
+tiny_heads = split_heads(tiny, n_heads=2)
 print(f"x {tuple(tiny.shape)}:\n{tiny[0]}")
 for h in range(2):
     print(f"head {h} {tuple(tiny_heads[0, h].shape)}:\n{tiny_heads[0, h]}")
-assert torch.equal(tiny_heads[0, 1], tiny[0, :, 3:6])     # head 1 = features 3..5 of every position
-assert torch.equal(merge_heads(tiny_heads), tiny)         # merge undoes split
+# head 1 = features 3..5 of every position
+assert torch.equal(tiny_heads[0, 1], tiny[0, :, 3:6])
+assert torch.equal(merge_heads(tiny_heads), tiny)  # merge undoes split
 
 # %% [markdown]
 # ```{admonition} A reshape that runs and is wrong
@@ -197,10 +220,13 @@ assert torch.equal(merge_heads(tiny_heads), tiny)         # merge undoes split
 # ```
 
 # %%
-x_proj = torch.randn(2, 5, 12)                            # (B, T, D)
-wrong = x_proj.view(2, 3, 5, 4)                           # (B, H, T, Dh) in shape only
-right = split_heads(x_proj, n_heads=3)                    # (B, H, T, Dh)
-print(f"same shape {tuple(wrong.shape) == tuple(right.shape)}, same values {torch.equal(wrong, right)}")
+x_proj = torch.randn(2, 5, 12)  # (B, T, D)
+wrong = x_proj.view(2, 3, 5, 4)  # (B, H, T, Dh) in shape only
+right = split_heads(x_proj, n_heads=3)  # (B, H, T, Dh)
+print(
+    f"same shape {tuple(wrong.shape) == tuple(right.shape)}, same values "
+    f"{torch.equal(wrong, right)}"
+)
 assert wrong.shape == right.shape and not torch.equal(wrong, right)
 assert torch.equal(merge_heads(right), x_proj)
 
@@ -215,16 +241,25 @@ assert torch.equal(merge_heads(right), x_proj)
 
 # %%
 def split_heads_einops(x, n_heads):
-    return rearrange(x, "b t (h d) -> b h t d", h=n_heads)   # (B, T, D) -> (B, H, T, Dh)
+    # (B, T, D) -> (B, H, T, Dh)
+    return rearrange(x, "b t (h d) -> b h t d", h=n_heads)
 
 
 def merge_heads_einops(x):
-    return rearrange(x, "b h t d -> b t (h d)")              # (B, H, T, Dh) -> (B, T, D)
+    # (B, H, T, Dh) -> (B, T, D)
+    return rearrange(x, "b h t d -> b t (h d)")
 
 
-for shape, n_heads in [((2, 5, 12), 3), ((13, 7, 32), 4), ((1, 1, 8), 8), ((3, 4, 6), 1)]:
+for shape, n_heads in [
+    ((2, 5, 12), 3),
+    ((13, 7, 32), 4),
+    ((1, 1, 8), 8),
+    ((3, 4, 6), 1),
+]:
     x_test = torch.randn(shape)
-    assert torch.equal(split_heads_einops(x_test, n_heads), split_heads(x_test, n_heads))
+    assert torch.equal(
+        split_heads_einops(x_test, n_heads), split_heads(x_test, n_heads)
+    )
     assert torch.equal(merge_heads_einops(split_heads(x_test, n_heads)), x_test)
 print("einops and view/transpose agree on every shape tried")
 
@@ -254,73 +289,125 @@ print("einops and view/transpose agree on every shape tried")
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: project, split into heads, attend, merge, project with W^O.
 
-    MultiHead(x, c) = Concat(head_1, ..., head_H) W^O with head_h = Attention(x W_h^Q, c W_h^K, c W_h^V):
-    self-attention when ``context`` is None (c = x), cross-attention otherwise.
-    Shapes: x (B, T, D), context (B, S, D), mask bool (True = may attend) broadcastable to
-    (B, H, T, S). Returns (output (B, T, D), weights (B, H, T, S)); weights is None on the
-    fast path (fused kernel), which need_weights=False asks for, need_weights=True refuses,
-    and None (the default) takes when fast=True.
+    MultiHead(x, c) = Concat(head_1, ..., head_H) W^O with head_h = Attention(x W_h^Q, c
+    W_h^K, c W_h^V): self-attention when ``context`` is None (c = x), cross-attention
+    otherwise. Shapes: x (B, T, D), context (B, S, D), mask bool (True = may attend)
+    broadcastable to (B, H, T, S). Returns (output (B, T, D), weights (B, H, T, S));
+    weights is None on the fast path (fused kernel), which need_weights=False asks for,
+    need_weights=True refuses, and None (the default) takes when fast=True.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
-                 fast: bool = False):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        fast: bool = False,
+    ):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("n_heads", n_heads)
         if d_model % n_heads != 0:
-            raise ValueError(f"d_model = {d_model} must be divisible by n_heads = {n_heads}: "
-                             f"each head gets Dh = d_model / n_heads features")
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout: expected a probability in [0, 1), got {dropout!r}")
+            raise ValueError(
+                f"d_model = {d_model} must be divisible by n_heads = "
+                f"{n_heads}: each head gets Dh = d_model / "
+                f"n_heads features"
+            )
+        if (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, (int, float))
+            or not 0.0 <= dropout < 1.0
+        ):
+            raise ValueError(
+                f"dropout: expected a probability in [0, 1), got {dropout!r}"
+            )
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
-        self.dropout = float(dropout)                            # on the attention weights, training only
-        self.fast = bool(fast)                                   # fused kernel, no weights returned
-        self.query = nn.Linear(d_model, d_model, bias=bias)      # W^Q = [W_1^Q ... W_H^Q]
-        self.key = nn.Linear(d_model, d_model, bias=bias)        # W^K
-        self.value = nn.Linear(d_model, d_model, bias=bias)      # W^V
-        self.output = nn.Linear(d_model, d_model, bias=bias)     # W^O mixes the concatenated heads
+        # on the attention weights, training only
+        self.dropout = float(dropout)
+        # fused kernel, no weights returned
+        self.fast = bool(fast)
+        # W^Q = [W_1^Q ... W_H^Q]
+        self.query = nn.Linear(d_model, d_model, bias=bias)
+        self.key = nn.Linear(d_model, d_model, bias=bias)  # W^K
+        self.value = nn.Linear(d_model, d_model, bias=bias)  # W^V
+        # W^O mixes the concatenated heads
+        self.output = nn.Linear(d_model, d_model, bias=bias)
 
-    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None, need_weights: bool | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self,
+        x: torch.Tensor,
+        context: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        need_weights: bool | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         explicit = not self.fast if need_weights is None else bool(need_weights)
         c = x if context is None else context
         self._check_inputs(x, c)
-        if context is None and not explicit:                     # one product for Q, K, V
-            q, k, v = self._fused_qkv(x)                         # 3 x (B, H, T, Dh)
+        # one product for Q, K, V
+        if context is None and not explicit:
+            q, k, v = self._fused_qkv(x)  # 3 x (B, H, T, Dh)
         else:
-            q = split_heads(self.query(x), self.n_heads)         # (B, T, D) -> (B, H, T, Dh)
-            k = split_heads(self.key(c), self.n_heads)           # (B, S, D) -> (B, H, S, Dh)
-            v = split_heads(self.value(c), self.n_heads)         # (B, S, D) -> (B, H, S, Dh)
-        attend = scaled_dot_product_attention if explicit else fast_scaled_dot_product_attention
+            # (B, T, D) -> (B, H, T, Dh)
+            q = split_heads(self.query(x), self.n_heads)
+            # (B, S, D) -> (B, H, S, Dh)
+            k = split_heads(self.key(c), self.n_heads)
+            # (B, S, D) -> (B, H, S, Dh)
+            v = split_heads(self.value(c), self.n_heads)
+        attend = (
+            scaled_dot_product_attention
+            if explicit
+            else fast_scaled_dot_product_attention
+        )
         dropout_p = self.dropout if self.training else 0.0
-        heads, weights = attend(q, k, v, mask=mask, dropout_p=dropout_p)   # (B, H, T, Dh)
-        return self.output(merge_heads(heads)), weights          # (B, H, T, Dh) -> (B, T, D)
+        # (B, H, T, Dh)
+        heads, weights = attend(q, k, v, mask=mask, dropout_p=dropout_p)
+        # (B, H, T, Dh) -> (B, T, D)
+        return self.output(merge_heads(heads)), weights
 
     def _fused_qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Q, K and V of self-attention from one product with the stacked (3D, D) weight."""
+        """Q, K and V of self-attention from one product with the stacked (3D,
+        D) weight."""
         B, T, _ = x.shape
-        weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])  # (3D, D)
+        # (3D, D)
+        weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
         bias = None
         if self.query.bias is not None:
-            bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])      # (3D,)
-        qkv = F.linear(x, weight, bias)                                  # (B, T, 3D)
-        qkv = qkv.view(B, T, 3, self.n_heads, self.d_head)               # (B, T, 3, H, Dh)
-        return tuple(qkv.permute(2, 0, 3, 1, 4))                         # 3 x (B, H, T, Dh)
+            # (3D,)
+            bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
+        qkv = F.linear(x, weight, bias)  # (B, T, 3D)
+        # (B, T, 3, H, Dh)
+        qkv = qkv.view(B, T, 3, self.n_heads, self.d_head)
+        # 3 x (B, H, T, Dh)
+        return tuple(qkv.permute(2, 0, 3, 1, 4))
 
     def _check_inputs(self, x, context) -> None:
-        """Raise ValueError unless x is (B, T, D) and context (B, S, D); attention checks the mask."""
+        """Raise ValueError unless x is (B, T, D) and context (B, S, D); attention
+        checks the mask."""
         D = self.d_model
         if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != D:
-            raise ValueError(f"x: expected shape (B, T, d_model={D}), got {shape_of(x)}")
-        if not isinstance(context, torch.Tensor) or context.dim() != 3 or context.shape[-1] != D:
-            raise ValueError(f"context: expected shape (B, S, d_model={D}), got {shape_of(context)}")
+            raise ValueError(
+                f"x: expected shape (B, T, d_model={D}), got {shape_of(x)}"
+            )
+        if (
+            not isinstance(context, torch.Tensor)
+            or context.dim() != 3
+            or context.shape[-1] != D
+        ):
+            raise ValueError(
+                f"context: expected shape (B, S, d_model={D}), got {shape_of(context)}"
+            )
         if context.shape[0] != x.shape[0]:
-            raise ValueError(f"context: expected shape (B={x.shape[0]}, S, {D}) to match x {shape_of(x)}, "
-                             f"got {shape_of(context)}")
+            raise ValueError(
+                f"context: expected shape (B={x.shape[0]}, S, {D}) to "
+                f"match x {shape_of(x)}, got {shape_of(context)}"
+            )
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, n_heads={self.n_heads}, dropout={self.dropout}, fast={self.fast}"
+        return (
+            f"d_model={self.d_model}, n_heads={self.n_heads}, dropout={self.dropout}, "
+            f"fast={self.fast}"
+        )
 
 
 # %% [markdown]
@@ -331,29 +418,36 @@ seed_everything(0)
 B, T, D, H = 3, 7, 32, 4
 mha = MultiHeadAttention(d_model=D, n_heads=H)
 print(mha)
-x = torch.randn(B, T, D)                                  # (B, T, D)
-out, weights = mha(x)                                     # self-attention
-print(f"x {tuple(x.shape)} -> output {tuple(out.shape)}, weights {tuple(weights.shape)}")
+x = torch.randn(B, T, D)  # (B, T, D)
+out, weights = mha(x)  # self-attention
+print(
+    f"x {tuple(x.shape)} -> output {tuple(out.shape)}, weights {tuple(weights.shape)}"
+)
 assert out.shape == (B, T, D) and weights.shape == (B, H, T, T)
-assert torch.allclose(weights.sum(-1), torch.ones(B, H, T), atol=1e-6)   # one distribution per head and query
+# one distribution per head and query
+assert torch.allclose(weights.sum(-1), torch.ones(B, H, T), atol=1e-6)
 
 # %% [markdown]
 # The steps of `forward`, redone by hand from the layer's own weights, give the same output; and
 # the fast path agrees with the explicit one:
 
 # %%
-q = split_heads(x @ mha.query.weight.T + mha.query.bias, H)    # (B, H, T, Dh)
-k = split_heads(x @ mha.key.weight.T + mha.key.bias, H)        # (B, H, T, Dh)
-v = split_heads(x @ mha.value.weight.T + mha.value.bias, H)    # (B, H, T, Dh)
-scores = q @ k.transpose(-2, -1) / (D // H) ** 0.5             # (B, H, T, T)
-by_hand = merge_heads(scores.softmax(-1) @ v) @ mha.output.weight.T + mha.output.bias   # (B, T, D)
+q = split_heads(x @ mha.query.weight.T + mha.query.bias, H)  # (B, H, T, Dh)
+k = split_heads(x @ mha.key.weight.T + mha.key.bias, H)  # (B, H, T, Dh)
+v = split_heads(x @ mha.value.weight.T + mha.value.bias, H)  # (B, H, T, Dh)
+scores = q @ k.transpose(-2, -1) / (D // H) ** 0.5  # (B, H, T, T)
+# (B, T, D)
+by_hand = merge_heads(scores.softmax(-1) @ v) @ mha.output.weight.T + mha.output.bias
 assert torch.allclose(by_hand, out, atol=1e-6)
 
-out_fast, no_weights = mha(x, need_weights=False)              # fused Q, K, V + kernel
-print(f"fast path: weights {no_weights}, "
-      f"max |fast - explicit| = {(out_fast - out).abs().max().item():.1e}")
+out_fast, no_weights = mha(x, need_weights=False)  # fused Q, K, V + kernel
+print(
+    f"fast path: weights {no_weights}, "
+    f"max |fast - explicit| = {(out_fast - out).abs().max().item():.1e}"
+)
 assert no_weights is None and torch.allclose(out_fast, out, atol=1e-6)
-mha.fast = True                                                 # the default path changes
+# the default path changes
+mha.fast = True
 assert mha(x)[1] is None and mha(x, need_weights=True)[1].shape == (B, H, T, T)
 mha.fast = False
 
@@ -362,9 +456,15 @@ mha.fast = False
 
 # %%
 for description, call in [
-    ("d_model not divisible by n_heads", lambda: MultiHeadAttention(d_model=30, n_heads=4)),
+    (
+        "d_model not divisible by n_heads",
+        lambda: MultiHeadAttention(d_model=30, n_heads=4),
+    ),
     ("input of width 31", lambda: mha(torch.randn(B, T, 31))),
-    ("context with another batch size", lambda: mha(x, context=torch.randn(B + 1, 5, D))),
+    (
+        "context with another batch size",
+        lambda: mha(x, context=torch.randn(B + 1, 5, D)),
+    ),
     ("mask of shape (7, 8)", lambda: mha(x, mask=torch.ones(7, 8, dtype=torch.bool))),
 ]:
     try:
@@ -388,7 +488,8 @@ for description, call in [
 
 # %%
 def flops(module, x):
-    """Floating-point operations of one forward pass, as counted by PyTorch (matrix products)."""
+    """Floating-point operations of one forward pass, as counted by PyTorch (matrix
+    products)."""
     with FlopCounterMode(display=False) as counter:
         module(x)
     return counter.get_total_flops()
@@ -401,10 +502,15 @@ for n_heads in [1, 2, 4, 8, 16]:
     layer = MultiHeadAttention(D_cost, n_heads)
     rows.append((n_heads, count_parameters(layer), flops(layer, x_cost)))
 for n_heads, n_params, n_flops in rows:
-    print(f"H = {n_heads:>2}, Dh = {D_cost // n_heads:>3}: {n_params:>7,} parameters, {n_flops / 1e6:6.1f} MFLOPs")
+    print(
+        f"H = {n_heads:>2}, Dh = {D_cost // n_heads:>3}: {n_params:>7,} parameters, "
+        f"{n_flops / 1e6:6.1f} MFLOPs"
+    )
 
-projections = 4 * 2 * B_cost * T_cost * D_cost * D_cost           # 4 linear maps, 2 FLOPs per multiply-add
-attention = 2 * 2 * B_cost * T_cost * T_cost * D_cost              # scores and weighted sum
+# 4 linear maps, 2 FLOPs per multiply-add
+projections = 4 * 2 * B_cost * T_cost * D_cost * D_cost
+# scores and weighted sum
+attention = 2 * 2 * B_cost * T_cost * T_cost * D_cost
 assert all(p == 4 * D_cost * D_cost + 4 * D_cost for _, p, _ in rows)
 assert all(f == projections + attention for _, _, f in rows)
 
@@ -423,19 +529,31 @@ assert all(f == projections + attention for _, _, f in rows)
 # weights stacked along the output axis, queries first:
 
 # %%
-fused = nn.Linear(D, 3 * D)                                                    # (out, in) = (3D, D)
+# (out, in) = (3D, D)
+fused = nn.Linear(D, 3 * D)
 with torch.no_grad():
-    fused.weight.copy_(torch.cat([mha.query.weight, mha.key.weight, mha.value.weight], dim=0))   # (3D, D)
-    fused.bias.copy_(torch.cat([mha.query.bias, mha.key.bias, mha.value.bias]))                  # (3D,)
+    # (3D, D)
+    fused.weight.copy_(
+        torch.cat([mha.query.weight, mha.key.weight, mha.value.weight], dim=0)
+    )
+    # (3D,)
+    fused.bias.copy_(torch.cat([mha.query.bias, mha.key.bias, mha.value.bias]))
 
-q_fused, k_fused, v_fused = fused(x).chunk(3, dim=-1)                          # 3 x (B, T, D)
+# 3 x (B, T, D)
+q_fused, k_fused, v_fused = fused(x).chunk(3, dim=-1)
 assert torch.allclose(q_fused, mha.query(x), atol=1e-6)
 assert torch.allclose(k_fused, mha.key(x), atol=1e-6)
 assert torch.allclose(v_fused, mha.value(x), atol=1e-6)
 
-heads_fused, _ = scaled_dot_product_attention(*(split_heads(t, H) for t in (q_fused, k_fused, v_fused)))
-out_fused = mha.output(merge_heads(heads_fused))                               # (B, T, D)
-print(f"fused weight {tuple(fused.weight.shape)}; max |fused - separate| = {(out_fused - out).abs().max().item():.1e}")
+heads_fused, _ = scaled_dot_product_attention(
+    *(split_heads(t, H) for t in (q_fused, k_fused, v_fused))
+)
+# (B, T, D)
+out_fused = mha.output(merge_heads(heads_fused))
+print(
+    f"fused weight {tuple(fused.weight.shape)}; max |fused - separate| = "
+    f"{(out_fused - out).abs().max().item():.1e}"
+)
 assert torch.allclose(out_fused, out, atol=1e-6)
 
 # %% [markdown]
@@ -456,12 +574,16 @@ assert torch.allclose(out_fused, out, atol=1e-6)
 
 # %%
 S = 5
-context = torch.randn(B, S, D)                            # (B, S, D), another sequence
-out_cross, weights_cross = mha(x, context=context)        # queries from x, keys and values from context
-print(f"x {tuple(x.shape)}, context {tuple(context.shape)} -> output {tuple(out_cross.shape)}, "
-      f"weights {tuple(weights_cross.shape)}")
+context = torch.randn(B, S, D)  # (B, S, D), another sequence
+# queries from x, keys and values from context
+out_cross, weights_cross = mha(x, context=context)
+print(
+    f"x {tuple(x.shape)}, context {tuple(context.shape)} -> output "
+    f"{tuple(out_cross.shape)}, weights {tuple(weights_cross.shape)}"
+)
 assert out_cross.shape == (B, T, D) and weights_cross.shape == (B, H, T, S)
-assert torch.allclose(mha(x, context=x)[0], out)          # context = x is self-attention
+# context = x is self-attention
+assert torch.allclose(mha(x, context=x)[0], out)
 
 # %% [markdown]
 # Attention has no notion of order. Shuffle the context's positions and cross-attention's output
@@ -472,10 +594,18 @@ assert torch.allclose(mha(x, context=x)[0], out)          # context = x is self-
 
 # %%
 shuffle_s, shuffle_t = torch.randperm(S), torch.randperm(T)
-assert torch.allclose(mha(x, context=context[:, shuffle_s])[0], out_cross, atol=1e-6)   # keys: invariant
-assert torch.allclose(mha(x[:, shuffle_t], context=context)[0], out_cross[:, shuffle_t], atol=1e-6)   # queries: equivariant
-assert torch.allclose(mha(x[:, shuffle_t])[0], out[:, shuffle_t], atol=1e-6)            # self-attention: equivariant
-print(f"context shuffled by {shuffle_s.tolist()}: output unchanged; queries shuffled: outputs shuffled alike")
+# keys: invariant
+assert torch.allclose(mha(x, context=context[:, shuffle_s])[0], out_cross, atol=1e-6)
+# queries: equivariant
+assert torch.allclose(
+    mha(x[:, shuffle_t], context=context)[0], out_cross[:, shuffle_t], atol=1e-6
+)
+# self-attention: equivariant
+assert torch.allclose(mha(x[:, shuffle_t])[0], out[:, shuffle_t], atol=1e-6)
+print(
+    f"context shuffled by {shuffle_s.tolist()}: output unchanged; queries shuffled: "
+    f"outputs shuffled alike"
+)
 
 # %% [markdown]
 # Masks work as in {doc}`03_attention`, with one more axis to broadcast over: the heads. A padding
@@ -485,23 +615,34 @@ print(f"context shuffled by {shuffle_s.tolist()}: output unchanged; queries shuf
 # so changing the future changes nothing in the past.
 
 # %%
-lengths = torch.tensor([5, 3, 4])                                   # real lengths of the three contexts
-short = padding_mask(lengths)                                       # (B, 1, 1, S)
+# real lengths of the three contexts
+lengths = torch.tensor([5, 3, 4])
+short = padding_mask(lengths)  # (B, 1, 1, S)
 out_short, _ = mha(x, context=context, mask=short)
 
-padded = torch.cat([context, torch.randn(B, 4, D)], dim=1)          # (B, S + 4, D): 4 extra positions
+# (B, S + 4, D): 4 extra positions
+padded = torch.cat([context, torch.randn(B, 4, D)], dim=1)
 out_padded, w_padded = mha(x, context=padded, mask=padding_mask(lengths, S=S + 4))
-print(f"with 4 padded keys: max |difference| = {(out_padded - out_short).abs().max().item():.1e}, "
-      f"weight on padding = {w_padded[..., S:].abs().max().item()}")
-assert torch.allclose(out_padded, out_short, atol=1e-6) and torch.all(w_padded[..., S:] == 0)
+print(
+    f"with 4 padded keys: max |difference| = "
+    f"{(out_padded - out_short).abs().max().item():.1e}, weight on padding = "
+    f"{w_padded[..., S:].abs().max().item()}"
+)
+assert torch.allclose(out_padded, out_short, atol=1e-6) and torch.all(
+    w_padded[..., S:] == 0
+)
 
-causal = causal_mask(T)                                             # (T, T), lower triangle
+# (T, T), lower triangle
+causal = causal_mask(T)
 out_causal, w_causal = mha(x, mask=causal)
 x_new_future = x.clone()
-x_new_future[:, 4:] = torch.randn(B, T - 4, D)                      # change positions 4, 5, 6
+# change positions 4, 5, 6
+x_new_future[:, 4:] = torch.randn(B, T - 4, D)
 out_changed, _ = mha(x_new_future, mask=causal)
-assert torch.allclose(out_changed[:, :4], out_causal[:, :4], atol=1e-6)   # positions 0..3 do not notice
-assert torch.all(w_causal.triu(diagonal=1) == 0)                    # no head looks ahead
+# positions 0..3 do not notice
+assert torch.allclose(out_changed[:, :4], out_causal[:, :4], atol=1e-6)
+# no head looks ahead
+assert torch.all(w_causal.triu(diagonal=1) == 0)
 print("causal: outputs at positions 0-3 unchanged when positions 4-6 change")
 
 
@@ -527,20 +668,33 @@ print("causal: outputs at positions 0-3 unchanged when positions 4-6 change")
 
 # %%
 def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
-    """An nn.MultiheadAttention with mha's weights: W^Q, W^K, W^V stacked into in_proj_weight."""
+    """An nn.MultiheadAttention with mha's weights: W^Q, W^K, W^V stacked into
+    in_proj_weight."""
     has_bias = mha.query.bias is not None
-    reference = nn.MultiheadAttention(mha.d_model, mha.n_heads, bias=has_bias, batch_first=True)
+    reference = nn.MultiheadAttention(
+        mha.d_model, mha.n_heads, bias=has_bias, batch_first=True
+    )
     with torch.no_grad():
-        reference.in_proj_weight.copy_(torch.cat([mha.query.weight, mha.key.weight, mha.value.weight]))  # (3D, D)
-        reference.out_proj.weight.copy_(mha.output.weight)                                                # (D, D)
+        # (3D, D)
+        reference.in_proj_weight.copy_(
+            torch.cat([mha.query.weight, mha.key.weight, mha.value.weight])
+        )
+        # (D, D)
+        reference.out_proj.weight.copy_(mha.output.weight)
         if has_bias:
-            reference.in_proj_bias.copy_(torch.cat([mha.query.bias, mha.key.bias, mha.value.bias]))      # (3D,)
+            # (3D,)
+            reference.in_proj_bias.copy_(
+                torch.cat([mha.query.bias, mha.key.bias, mha.value.bias])
+            )
             reference.out_proj.bias.copy_(mha.output.bias)
     return reference.eval()
 
 
 reference = to_torch_multihead(mha)
-print(f"in_proj_weight {tuple(reference.in_proj_weight.shape)}, out_proj.weight {tuple(reference.out_proj.weight.shape)}")
+print(
+    f"in_proj_weight {tuple(reference.in_proj_weight.shape)}, out_proj.weight "
+    f"{tuple(reference.out_proj.weight.shape)}"
+)
 
 # %% [markdown]
 # Four cases, with odd sizes so that a swapped axis would show. For each, three differences: the
@@ -552,12 +706,12 @@ seed_everything(1)
 B, T, S, D, H = 3, 7, 5, 32, 4
 mha = MultiHeadAttention(D, H).eval()
 reference = to_torch_multihead(mha)
-x, context = torch.randn(B, T, D), torch.randn(B, S, D)        # (B, T, D), (B, S, D)
-pad_x = padding_mask(torch.tensor([7, 4, 6]))                   # (B, 1, 1, T)
-pad_c = padding_mask(torch.tensor([5, 2, 3]))                   # (B, 1, 1, S)
-causal = causal_mask(T)                                         # (T, T)
+x, context = torch.randn(B, T, D), torch.randn(B, S, D)  # (B, T, D), (B, S, D)
+pad_x = padding_mask(torch.tensor([7, 4, 6]))  # (B, 1, 1, T)
+pad_c = padding_mask(torch.tensor([5, 2, 3]))  # (B, 1, 1, S)
+causal = causal_mask(T)  # (T, T)
 
-cases = {   # name: (context, our mask, its attn_mask, its key_padding_mask)
+cases = {  # name: (context, our mask, its attn_mask, its key_padding_mask)
     "self, no mask": (x, None, None, None),
     "self, padding": (x, pad_x, None, ~pad_x[:, 0, 0]),
     "self, causal + padding": (x, causal & pad_x, ~causal, ~pad_x[:, 0, 0]),
@@ -566,13 +720,27 @@ cases = {   # name: (context, our mask, its attn_mask, its key_padding_mask)
 worst = 0.0
 print(f"{'case':<24}{'output':>10}{'weights per head':>18}{'averaged weights':>18}")
 for name, (c, ours_mask, attn_mask, key_padding_mask) in cases.items():
-    ours, ours_weights = mha(x, context=None if c is x else c, mask=ours_mask)       # (B, T, D), (B, H, T, S)
+    # (B, T, D), (B, H, T, S)
+    ours, ours_weights = mha(x, context=None if c is x else c, mask=ours_mask)
     with torch.no_grad():
-        theirs, their_weights = reference(x, c, c, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                                          average_attn_weights=False)               # (B, T, D), (B, H, T, S)
-        _, their_average = reference(x, c, c, attn_mask=attn_mask, key_padding_mask=key_padding_mask)  # (B, T, S)
-    diffs = [(ours - theirs).abs().max().item(), (ours_weights - their_weights).abs().max().item(),
-             (ours_weights.mean(dim=1) - their_average).abs().max().item()]
+        theirs, their_weights = reference(
+            x,
+            c,
+            c,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            # (B, T, D), (B, H, T, S)
+            average_attn_weights=False,
+        )
+        # (B, T, S)
+        _, their_average = reference(
+            x, c, c, attn_mask=attn_mask, key_padding_mask=key_padding_mask
+        )
+    diffs = [
+        (ours - theirs).abs().max().item(),
+        (ours_weights - their_weights).abs().max().item(),
+        (ours_weights.mean(dim=1) - their_average).abs().max().item(),
+    ]
     worst = max(worst, *diffs)
     print(f"{name:<24}" + "".join(f"{d:>{w}.1e}" for d, w in zip(diffs, (10, 18, 18))))
 print(f"largest difference: {worst:.1e}")
@@ -585,15 +753,28 @@ assert worst <= 1e-5
 
 # %%
 with torch.no_grad():
-    wrong, wrong_weights = reference(x, context, context, key_padding_mask=pad_c[:, 0, 0],   # not converted
-                                     average_attn_weights=False)                               # (B, T, D), (B, H, T, S)
-real = pad_c[:, 0, 0]                                               # (B, S) True at real keys
+    wrong, wrong_weights = reference(
+        x,
+        context,
+        context,
+        key_padding_mask=pad_c[:, 0, 0],  # not converted
+        # (B, T, D), (B, H, T, S)
+        average_attn_weights=False,
+    )
+# (B, S) True at real keys
+real = pad_c[:, 0, 0]
 print(f"context lengths {real.sum(-1).tolist()} of {S}")
 for b in range(B):
     on_real = wrong_weights[b][..., real[b]].sum(-1).mean().item()
-    print(f"  sequence {b}: output NaN: {wrong[b].isnan().any().item()}, mean weight on its real keys: {on_real:.2f}")
-assert wrong[0].isnan().all()                                       # all 5 keys real, so all 5 blocked
-assert torch.all(wrong_weights[1:][..., :2] == 0) and torch.allclose(wrong_weights[1:].sum(-1), torch.ones(B - 1, H, T))
+    print(
+        f"  sequence {b}: output NaN: {wrong[b].isnan().any().item()}, mean weight on "
+        f"its real keys: {on_real:.2f}"
+    )
+# all 5 keys real, so all 5 blocked
+assert wrong[0].isnan().all()
+assert torch.all(wrong_weights[1:][..., :2] == 0) and torch.allclose(
+    wrong_weights[1:].sum(-1), torch.ones(B - 1, H, T)
+)
 
 # %% [markdown]
 # (sec-mha-experiment)=
@@ -622,49 +803,66 @@ assert torch.all(wrong_weights[1:][..., :2] == 0) and torch.allclose(wrong_weigh
 # %%
 VOCAB, LENGTH, WIDTH = 8, 10, 32
 HEAD_COUNTS = [1, 2, 4]
-SEEDS = pick(quick=[0], full=[0, 1, 2])            # every head count is trained from each seed
-STEPS = pick(quick=150, full=800)                  # Adam steps per model
-BATCH = 128                                        # fresh random sequences per step
+# every head count is trained from each seed
+SEEDS = pick(quick=[0], full=[0, 1, 2])
+STEPS = pick(quick=150, full=800)  # Adam steps per model
+BATCH = 128  # fresh random sequences per step
 
 
 def make_batch(n: int, generator: torch.Generator):
-    """n random sequences with one marked position each, and the target pair at every position."""
-    tokens = torch.randint(0, VOCAB, (n, LENGTH), generator=generator)     # (n, T)
-    marked = torch.randint(0, LENGTH, (n,), generator=generator)           # (n,) the marked position
-    previous = tokens.roll(1, dims=1)                                      # (n, T) token at t - 1 (t = 0 unused)
-    marked_token = tokens.gather(1, marked[:, None])                       # (n, 1)
-    targets = previous * VOCAB + marked_token                              # (n, T) the pair as one class
+    """n random sequences with one marked position each, and the target pair at every
+    position."""
+    tokens = torch.randint(0, VOCAB, (n, LENGTH), generator=generator)  # (n, T)
+    # (n,) the marked position
+    marked = torch.randint(0, LENGTH, (n,), generator=generator)
+    # (n, T) token at t - 1 (t = 0 unused)
+    previous = tokens.roll(1, dims=1)
+    marked_token = tokens.gather(1, marked[:, None])  # (n, 1)
+    # (n, T) the pair as one class
+    targets = previous * VOCAB + marked_token
     return tokens, marked, targets
 
 
 class TwoLookups(nn.Module):
-    """Embeddings -> one multi-head attention layer -> MLP read-out of the pair at every position."""
+    """Embeddings -> one multi-head attention layer -> MLP read-out of the pair at every
+    position."""
 
     def __init__(self, n_heads: int):
         super().__init__()
         self.tokens = nn.Embedding(VOCAB, WIDTH)
-        self.positions = nn.Embedding(LENGTH, WIDTH)       # one learned vector per position
-        self.marker = nn.Embedding(2, WIDTH)               # row 1 is added at the marked position
+        # one learned vector per position
+        self.positions = nn.Embedding(LENGTH, WIDTH)
+        # row 1 is added at the marked position
+        self.marker = nn.Embedding(2, WIDTH)
         self.attention = MultiHeadAttention(WIDTH, n_heads)
         self.readout = MLP([WIDTH, 64, VOCAB * VOCAB])
 
     def forward(self, tokens, marked):
-        positions = torch.arange(tokens.shape[1], device=tokens.device)               # (T,)
-        is_marked = (positions[None, :] == marked[:, None]).long()                     # (B, T)
-        h = self.tokens(tokens) + self.positions(positions) + self.marker(is_marked)    # (B, T, D)
-        mixed, weights = self.attention(h)                                             # (B, T, D), (B, H, T, T)
-        return self.readout(mixed), weights                                            # (B, T, V*V)
+        # (T,)
+        positions = torch.arange(tokens.shape[1], device=tokens.device)
+        # (B, T)
+        is_marked = (positions[None, :] == marked[:, None]).long()
+        # (B, T, D)
+        h = self.tokens(tokens) + self.positions(positions) + self.marker(is_marked)
+        # (B, T, D), (B, H, T, T)
+        mixed, weights = self.attention(h)
+        # (B, T, V*V)
+        return self.readout(mixed), weights
 
 
 def train_two_lookups(n_heads: int, seed: int) -> TwoLookups:
-    seed_everything(seed)                                              # fixes the initial weights
+    # fixes the initial weights
+    seed_everything(seed)
     model = TwoLookups(n_heads).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    data = torch.Generator().manual_seed(1000 + seed)                  # fixes the training sequences
+    # fixes the training sequences
+    data = torch.Generator().manual_seed(1000 + seed)
     for _ in range(STEPS):
         tokens, marked, targets = (t.to(device) for t in make_batch(BATCH, data))
-        logits, _ = model(tokens, marked)                              # (B, T, V*V)
-        loss = F.cross_entropy(logits[:, 1:].reshape(-1, VOCAB * VOCAB), targets[:, 1:].reshape(-1))
+        logits, _ = model(tokens, marked)  # (B, T, V*V)
+        loss = F.cross_entropy(
+            logits[:, 1:].reshape(-1, VOCAB * VOCAB), targets[:, 1:].reshape(-1)
+        )
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -673,8 +871,11 @@ def train_two_lookups(n_heads: int, seed: int) -> TwoLookups:
 
 runs = [(n_heads, seed) for n_heads in HEAD_COUNTS for seed in SEEDS]
 threads = torch.get_num_threads()
-torch.set_num_threads(1)            # the matrices are tiny: one CPU thread is enough, and never waits for a busy one
-models = {run: train_two_lookups(*run) for run in progress(runs, desc="training", updates=3)}
+# the matrices are tiny: one CPU thread is enough, and never waits for a busy one
+torch.set_num_threads(1)
+models = {
+    run: train_two_lookups(*run) for run in progress(runs, desc="training", updates=3)
+}
 torch.set_num_threads(threads)
 
 
@@ -686,30 +887,47 @@ torch.set_num_threads(threads)
 
 # %%
 def evaluate(model, tokens, marked, targets):
-    """Accuracy, and per head the mean attention mass on the previous and on the marked position."""
+    """Accuracy, and per head the mean attention mass on the previous and on the marked
+    position."""
     with torch.no_grad():
-        logits, weights = model(tokens, marked)                         # (N, T, V*V), (N, H, T, T)
+        # (N, T, V*V), (N, H, T, T)
+        logits, weights = model(tokens, marked)
     N, H, T, _ = weights.shape
     accuracy = (logits[:, 1:].argmax(-1) == targets[:, 1:]).float().mean().item()
-    t = torch.arange(1, T, device=weights.device)                       # queries with a previous token
-    on_previous = weights[:, :, t, t - 1]                               # (N, H, T-1)
-    on_marked = weights[:, :, 1:, :].gather(-1, marked.view(N, 1, 1, 1).expand(N, H, T - 1, 1))[..., 0]  # (N, H, T-1)
-    distinct = (marked[:, None] != t[None, :] - 1)[:, None, :].float()  # (N, 1, T-1) previous != marked
-    mean = lambda w: ((w * distinct).sum(dim=(0, 2)) / distinct.sum()).tolist()   # (H,) over queries and sequences
+    # queries with a previous token
+    t = torch.arange(1, T, device=weights.device)
+    on_previous = weights[:, :, t, t - 1]  # (N, H, T-1)
+    on_marked = weights[:, :, 1:, :].gather(
+        -1, marked.view(N, 1, 1, 1).expand(N, H, T - 1, 1)
+    )[..., 0]  # (N, H, T-1)
+    # (N, 1, T-1) previous != marked
+    distinct = (marked[:, None] != t[None, :] - 1)[:, None, :].float()
+    # (H,) over queries and sequences
+    mean = lambda w: ((w * distinct).sum(dim=(0, 2)) / distinct.sum()).tolist()
     return accuracy, mean(on_previous), mean(on_marked)
 
 
-test_tokens, test_marked, test_targets = (t.to(device) for t in make_batch(2000, torch.Generator().manual_seed(7)))
-results = {run: evaluate(model, test_tokens, test_marked, test_targets) for run, model in models.items()}
+test_tokens, test_marked, test_targets = (
+    t.to(device) for t in make_batch(2000, torch.Generator().manual_seed(7))
+)
+results = {
+    run: evaluate(model, test_tokens, test_marked, test_targets)
+    for run, model in models.items()
+}
 
 
 def role(previous: float, marked: float) -> str:
     return "previous" if previous > 0.5 else "marker" if marked > 0.5 else "mixed"
 
 
-print(f"{'H':>2} {'seed':>4} {'accuracy':>9}   per head: mass on previous / mass on marked -> role")
+print(
+    f"{'H':>2} {'seed':>4} {'accuracy':>9}   per head: mass on previous / mass on "
+    f"marked -> role"
+)
 for (n_heads, seed), (accuracy, previous, marked) in results.items():
-    heads = "  ".join(f"{p:.2f}/{m:.2f} {role(p, m):<8}" for p, m in zip(previous, marked))
+    heads = "  ".join(
+        f"{p:.2f}/{m:.2f} {role(p, m):<8}" for p, m in zip(previous, marked)
+    )
     print(f"{n_heads:>2} {seed:>4} {accuracy:>9.1%}   {heads}")
 
 
@@ -722,7 +940,8 @@ for (n_heads, seed), (accuracy, previous, marked) in results.items():
 
 # %%
 def specialised(previous, marked):
-    """Some head mostly looks at the previous token and another one mostly at the marker."""
+    """Some head mostly looks at the previous token and another one mostly at
+    the marker."""
     roles = [role(p, m) for p, m in zip(previous, marked)]
     return "previous" in roles and "marker" in roles
 
@@ -734,13 +953,20 @@ for n_heads in HEAD_COUNTS:
     split = sum(specialised(p, m) for _, p, m in rows)
     mean_accuracy = sum(accuracy for accuracy, _, _ in rows) / len(rows)
     summary[n_heads] = mean_accuracy
-    print(f"H = {n_heads}: mean accuracy {mean_accuracy:.1%}; {solved} of {len(rows)} run(s) solved the task "
-          f"(accuracy >= 95%); in {split} of {len(rows)} some head specialised on the previous token and "
-          f"another on the marker.")
+    print(
+        f"H = {n_heads}: mean accuracy {mean_accuracy:.1%}; {solved} of {len(rows)} "
+        f"run(s) solved the task (accuracy >= 95%); in {split} of {len(rows)} some "
+        f"head specialised on the previous token and another on the marker."
+    )
 if is_quick():
-    print("Quick mode: the training budget is tiny, so these numbers say little. Run without TINYBERT_QUICK.")
+    print(
+        "Quick mode: the training budget is tiny, so these numbers say little. Run "
+        "without TINYBERT_QUICK."
+    )
 else:
-    assert max(summary[2], summary[4]) > summary[1], "with this budget, more heads are expected to do better"
+    assert max(summary[2], summary[4]) > summary[1], (
+        "with this budget, more heads are expected to do better"
+    )
 
 # %% [markdown]
 # The attention maps show it directly. Each panel is one head on the same test sequence: rows are
@@ -750,32 +976,51 @@ else:
 # (in seed order) that solved the task, or the first run if none did; the titles name the seed.
 
 # %%
-example = int(((test_marked > 2) & (test_marked < LENGTH - 3)).nonzero()[0])   # marked position mid-sequence
+# marked position mid-sequence
+example = int(((test_marked > 2) & (test_marked < LENGTH - 3)).nonzero()[0])
 marked_at = test_marked[example].item()
-fig, axes = plt.subplots(len(HEAD_COUNTS), max(HEAD_COUNTS), figsize=(2.6 * max(HEAD_COUNTS), 2.8 * len(HEAD_COUNTS)),
-                         squeeze=False)
+fig, axes = plt.subplots(
+    len(HEAD_COUNTS),
+    max(HEAD_COUNTS),
+    figsize=(2.6 * max(HEAD_COUNTS), 2.8 * len(HEAD_COUNTS)),
+    squeeze=False,
+)
 for row, n_heads in enumerate(HEAD_COUNTS):
     solved = [seed for seed in SEEDS if results[(n_heads, seed)][0] >= 0.95]
     seed = (solved or SEEDS)[0]
     accuracy, previous, marked = results[(n_heads, seed)]
     with torch.no_grad():
-        _, weights = models[(n_heads, seed)](test_tokens[example:example + 1], test_marked[example:example + 1])  # (1, H, T, T)
+        # (1, H, T, T)
+        _, weights = models[(n_heads, seed)](
+            test_tokens[example : example + 1], test_marked[example : example + 1]
+        )
     for h in range(max(HEAD_COUNTS)):
         ax = axes[row, h]
         if h >= n_heads:
             ax.axis("off")
             continue
         ax.imshow(weights[0, h].cpu(), cmap="viridis", vmin=0, vmax=1)
-        ax.plot(range(LENGTH - 1), range(1, LENGTH), ":", color="white", lw=1)              # key t-1 of query t
-        ax.add_patch(plt.Rectangle((marked_at - 0.5, -0.5), 1, LENGTH, fill=False, ec="red", lw=2))
-        ax.set_title(f"H={n_heads} (seed {seed}, acc. {accuracy:.0%}), head {h}\n"
-                     f"prev {previous[h]:.2f}, marked {marked[h]:.2f}", fontsize=8)
+        # key t-1 of query t
+        ax.plot(range(LENGTH - 1), range(1, LENGTH), ":", color="white", lw=1)
+        ax.add_patch(
+            plt.Rectangle(
+                (marked_at - 0.5, -0.5), 1, LENGTH, fill=False, ec="red", lw=2
+            )
+        )
+        ax.set_title(
+            f"H={n_heads} (seed {seed}, acc. {accuracy:.0%}), head {h}\n"
+            f"prev {previous[h]:.2f}, marked {marked[h]:.2f}",
+            fontsize=8,
+        )
         ax.set_xticks(range(0, LENGTH, 3))
         ax.set_yticks(range(0, LENGTH, 3))
     axes[row, 0].set_ylabel("query position")
 for ax in axes[-1]:
     ax.set_xlabel("key position")
-fig.suptitle(f"Attention of each head on one test sequence (marked position {marked_at})", fontsize=10)
+fig.suptitle(
+    f"Attention of each head on one test sequence (marked position {marked_at})",
+    fontsize=10,
+)
 fig.tight_layout()
 plt.show()
 
@@ -862,20 +1107,25 @@ def multihead_by_loop(mha, x, context=None, mask=None):
     B, T, _ = x.shape
     S, H, Dh = context.shape[1], mha.n_heads, mha.d_head
     if mask is not None:
-        mask = torch.broadcast_to(mask, (B, H, T, S))                    # (B, H, T, S)
+        mask = torch.broadcast_to(mask, (B, H, T, S))  # (B, H, T, S)
     heads = []
     for h in range(H):
-        rows = slice(h * Dh, (h + 1) * Dh)                               # head h's block of features
+        # head h's block of features
+        rows = slice(h * Dh, (h + 1) * Dh)
 
         def project(linear, inputs):
             bias = None if linear.bias is None else linear.bias[rows]
-            return F.linear(inputs, linear.weight[rows], bias)           # (B, *, Dh)
+            return F.linear(inputs, linear.weight[rows], bias)  # (B, *, Dh)
 
-        q, k, v = project(mha.query, x), project(mha.key, context), project(mha.value, context)
-        head_mask = None if mask is None else mask[:, h]                 # (B, T, S)
+        q, k, v = (
+            project(mha.query, x),
+            project(mha.key, context),
+            project(mha.value, context),
+        )
+        head_mask = None if mask is None else mask[:, h]  # (B, T, S)
         head, _ = scaled_dot_product_attention(q, k, v, mask=head_mask)  # (B, T, Dh)
         heads.append(head)
-    return mha.output(torch.cat(heads, dim=-1))                          # (B, T, D)
+    return mha.output(torch.cat(heads, dim=-1))  # (B, T, D)
     ### END SOLUTION
 
 
@@ -919,8 +1169,9 @@ import torch
 
 def to_torch_attn_mask(mask, batch_size, n_heads, T, S):
     ### BEGIN SOLUTION
-    full = torch.broadcast_to(mask, (batch_size, n_heads, T, S))        # (B, H, T, S)
-    return ~full.reshape(batch_size * n_heads, T, S)                    # (B*H, T, S), True = blocked
+    full = torch.broadcast_to(mask, (batch_size, n_heads, T, S))  # (B, H, T, S)
+    # (B*H, T, S), True = blocked
+    return ~full.reshape(batch_size * n_heads, T, S)
     ### END SOLUTION
 
 
@@ -956,7 +1207,10 @@ check_to_torch_attn_mask(to_torch_attn_mask)
 
 # %%
 per_layer = count_parameters(MultiHeadAttention(768, 12))
-print(f"BERT-base: {per_layer:,} attention parameters per layer, {12 * per_layer:,} in 12 layers")
+print(
+    f"BERT-base: {per_layer:,} attention parameters per layer, {12 * per_layer:,} "
+    f"in 12 layers"
+)
 assert per_layer == 4 * 768 * 768 + 4 * 768
 
 
@@ -1068,27 +1322,65 @@ from tinybert.exercises.quiz import Quiz, choice, number
 from tinybert.blocks.feedforward import count_parameters
 from tinybert.blocks.multihead import MultiHeadAttention
 
-quiz = Quiz("ch04", [
-    number("How many parameters does MultiHeadAttention(768, 12) hold?",
-           answer=count_parameters(MultiHeadAttention(768, 12)), decimals=0,
-           explain="4D² + 4D: four D×D projections and their biases."),
-    choice("With D_h = D/H, how does the number of parameters change with H?",
-           ["it grows with H", "it shrinks with H", "it does not change",
-            "it grows with H²"], answer="c",
-           explain="The H projections side by side are one D×D matrix."),
-    choice("Which turns (B, T, D) into heads correctly?",
-           ["view(B, H, T, Dh)", "view(B, T, H, Dh).transpose(1, 2)",
-            "view(B, Dh, T, H)", "transpose(1, 2).view(B, H, T, Dh)"], answer="b",
-           explain="view(B, H, T, Dh) has the right shape and the wrong values."),
-    choice("What grows with H even when D_h = D/H?",
-           ["the parameters", "the FLOPs of the projections",
-            "the number of attention weights, B·H·T·S", "the width of the output"],
-           answer="c", explain="One T×S matrix of weights per head."),
-    choice("What do you pass to nn.MultiheadAttention for one of this book's masks?",
-           ["the mask itself", "~mask, the opposite polarity", "mask.float()",
-            "mask.T"], answer="b", explain="PyTorch's module marks what to ignore."),
-    choice("In mha(x, context=c), where do the keys and values come from?",
-           ["x", "c", "both", "neither: they are learned constants"], answer="b",
-           explain="Queries from x, keys and values from the context."),
-])
+quiz = Quiz(
+    "ch04",
+    [
+        number(
+            "How many parameters does MultiHeadAttention(768, 12) hold?",
+            answer=count_parameters(MultiHeadAttention(768, 12)),
+            decimals=0,
+            explain="4D² + 4D: four D×D projections and their biases.",
+        ),
+        choice(
+            "With D_h = D/H, how does the number of parameters change with H?",
+            [
+                "it grows with H",
+                "it shrinks with H",
+                "it does not change",
+                "it grows with H²",
+            ],
+            answer="c",
+            explain="The H projections side by side are one D×D matrix.",
+        ),
+        choice(
+            "Which turns (B, T, D) into heads correctly?",
+            [
+                "view(B, H, T, Dh)",
+                "view(B, T, H, Dh).transpose(1, 2)",
+                "view(B, Dh, T, H)",
+                "transpose(1, 2).view(B, H, T, Dh)",
+            ],
+            answer="b",
+            explain="view(B, H, T, Dh) has the right shape and the wrong values.",
+        ),
+        choice(
+            "What grows with H even when D_h = D/H?",
+            [
+                "the parameters",
+                "the FLOPs of the projections",
+                "the number of attention weights, B·H·T·S",
+                "the width of the output",
+            ],
+            answer="c",
+            explain="One T×S matrix of weights per head.",
+        ),
+        choice(
+            "What do you pass to nn.MultiheadAttention for one of this book's masks?",
+            [
+                "the mask itself",
+                "~mask, the opposite polarity",
+                "mask.float()",
+                "mask.T",
+            ],
+            answer="b",
+            explain="PyTorch's module marks what to ignore.",
+        ),
+        choice(
+            "In mha(x, context=c), where do the keys and values come from?",
+            ["x", "c", "both", "neither: they are learned constants"],
+            answer="b",
+            explain="Queries from x, keys and values from the context.",
+        ),
+    ],
+)
 quiz

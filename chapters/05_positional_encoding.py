@@ -73,8 +73,11 @@ from tinybert.blocks.checks import check_positive_int
 import matplotlib.pyplot as plt
 import torch.nn.functional as F
 
-from tinybert.blocks.attention import (causal_mask, masked_softmax,
-                                       scaled_dot_product_attention)
+from tinybert.blocks.attention import (
+    causal_mask,
+    masked_softmax,
+    scaled_dot_product_attention,
+)
 from tinybert.blocks.feedforward import count_parameters
 from tinybert.blocks.multihead import MultiHeadAttention, merge_heads, split_heads
 from tinybert.runtime import get_device, is_quick, pick, progress, seed_everything
@@ -115,25 +118,34 @@ D, H = 32, 4
 
 
 def encode(sentence: str) -> torch.Tensor:
-    return torch.tensor([[vocab[word] for word in sentence.split()]])     # (1, T) token ids
+    # (1, T) token ids
+    return torch.tensor([[vocab[word] for word in sentence.split()]])
 
 
-embed = nn.Embedding(len(vocab), D)                                       # a vector per word
+# a vector per word
+embed = nn.Embedding(len(vocab), D)
 self_attention = MultiHeadAttention(d_model=D, n_heads=H).eval()
 
 sentence_1, sentence_2 = "the boy hit the ball", "the ball hit the boy"
-swap = [0, 4, 2, 3, 1]                                  # sentence 2 = sentence 1 read in this order
+# sentence 2 = sentence 1 read in this order
+swap = [0, 4, 2, 3, 1]
 assert torch.equal(encode(sentence_2), encode(sentence_1)[:, swap])
 
 with torch.no_grad():
-    out_1, _ = self_attention(embed(encode(sentence_1)))                 # (1, 5, D)
-    out_2, _ = self_attention(embed(encode(sentence_2)))                 # (1, 5, D)
+    out_1, _ = self_attention(embed(encode(sentence_1)))  # (1, 5, D)
+    out_2, _ = self_attention(embed(encode(sentence_2)))  # (1, 5, D)
 
-hit_difference = (out_1[0, 2] - out_2[0, 2]).abs().max().item()         # "hit" is word 2 in both
+# "hit" is word 2 in both
+hit_difference = (out_1[0, 2] - out_2[0, 2]).abs().max().item()
 print(f"largest difference between the two vectors of 'hit': {hit_difference:.1e}")
-print(f"largest difference between out_2 and out_1 reordered: {(out_2 - out_1[:, swap]).abs().max().item():.1e}")
-assert torch.allclose(out_2, out_1[:, swap], atol=1e-6)                 # a permuted copy, nothing more
-assert torch.allclose(out_1.mean(1), out_2.mean(1), atol=1e-6)          # a pooled sentence vector: identical
+print(
+    f"largest difference between out_2 and out_1 reordered: "
+    f"{(out_2 - out_1[:, swap]).abs().max().item():.1e}"
+)
+# a permuted copy, nothing more
+assert torch.allclose(out_2, out_1[:, swap], atol=1e-6)
+# a pooled sentence vector: identical
+assert torch.allclose(out_1.mean(1), out_2.mean(1), atol=1e-6)
 
 # %% [markdown]
 # The differences are rounding errors (adding the same numbers in another order). Whoever hit
@@ -144,16 +156,21 @@ assert torch.allclose(out_1.mean(1), out_2.mean(1), atol=1e-6)          # a pool
 # little order information even without an encoding, but an encoder such as BERT has none.
 
 # %%
-x = torch.randn(3, 9, D)                                                  # (B, T, D)
-order = torch.randperm(9)                                                 # a random reordering of the positions
+x = torch.randn(3, 9, D)  # (B, T, D)
+# a random reordering of the positions
+order = torch.randperm(9)
 with torch.no_grad():
     out, _ = self_attention(x)
     out_permuted, _ = self_attention(x[:, order])
     causal, _ = self_attention(x, mask=causal_mask(9))
     causal_permuted, _ = self_attention(x[:, order], mask=causal_mask(9))
-assert torch.allclose(out_permuted, out[:, order], atol=1e-5)             # equivariant
-assert not torch.allclose(causal_permuted, causal[:, order], atol=1e-3)  # the causal mask breaks it
-print(f"permutation {order.tolist()}: self-attention only permutes its output; with a causal mask it does not")
+assert torch.allclose(out_permuted, out[:, order], atol=1e-5)  # equivariant
+# the causal mask breaks it
+assert not torch.allclose(causal_permuted, causal[:, order], atol=1e-3)
+print(
+    f"permutation {order.tolist()}: self-attention only permutes its output; with a "
+    f"causal mask it does not"
+)
 
 
 # %% [markdown]
@@ -194,9 +211,12 @@ print(f"permutation {order.tolist()}: self-attention only permutes its output; w
 # %% tags=["export"]
 def _check_length(T: int, max_len: int) -> None:
     if T > max_len:
-        raise ValueError(f"got a sequence of length T = {T} but this model was built for at most "
-                         f"max_len = {max_len} positions; build it with a larger max_len "
-                         "(or cut the sequence into pieces of at most max_len tokens)")
+        raise ValueError(
+            f"got a sequence of length T = {T} but this model was built "
+            f"for at most max_len = {max_len} positions; build it with a "
+            f"larger max_len (or cut the sequence into pieces of at most "
+            f"max_len tokens)"
+        )
 
 
 def _check_input(x, d_model: int) -> None:
@@ -208,40 +228,54 @@ def _check_input(x, d_model: int) -> None:
 def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
     """The (max_len, D) table PE[pos, 2i] = sin(pos·ω_i), PE[pos, 2i+1] = cos(pos·ω_i).
 
-    ω_i = 1 / 10000^(2i/D) for i = 0 ... D/2 - 1: each adjacent pair of features (2i, 2i+1) is a
-    point on a circle that turns by ω_i radians per position. Computed in float64 (so that far
-    positions keep their accuracy) and returned as float32.
+    ω_i = 1 / 10000^(2i/D) for i = 0 ... D/2 - 1: each adjacent pair of features (2i,
+    2i+1) is a point on a circle that turns by ω_i radians per position. Computed in
+    float64 (so that far positions keep their accuracy) and returned as float32.
     """
     check_positive_int("max_len", max_len)
     check_positive_int("d_model", d_model)
     if d_model % 2 != 0:
-        raise ValueError(f"d_model: expected an even number (features come in sin/cos pairs), got {d_model}")
-    position = torch.arange(max_len, dtype=torch.float64)[:, None]          # (max_len, 1)
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)                # (D/2,) = 0, 2, 4, ...
-    omega = torch.exp(-two_i * math.log(10000.0) / d_model)                 # (D/2,) 1 / 10000^(2i/D)
-    angle = position * omega                                               # (max_len, D/2)
-    pe = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1)          # (max_len, D/2, 2)
-    return pe.flatten(-2).float()                                           # (max_len, D) sin, cos, sin, ...
+        raise ValueError(
+            f"d_model: expected an even number (features come in sin/cos pairs), "
+            f"got {d_model}"
+        )
+    # (max_len, 1)
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]
+    # (D/2,) = 0, 2, 4, ...
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    # (D/2,) 1 / 10000^(2i/D)
+    omega = torch.exp(-two_i * math.log(10000.0) / d_model)
+    # (max_len, D/2)
+    angle = position * omega
+    # (max_len, D/2, 2)
+    pe = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1)
+    # (max_len, D) sin, cos, sin, ...
+    return pe.flatten(-2).float()
 
 
 class SinusoidalPositionalEncoding(nn.Module):
     """x + PE[:T]: the fixed positions of the original Transformer; no parameters.
 
-    x (B, T, D) -> (B, T, D). The table is a non-persistent buffer: it moves with ``.to(device)``
-    but is not saved in the state dict (it is recomputed from d_model and max_len). Scaling the
-    token embeddings by √D, and dropout on the sum, are the caller's business.
+    x (B, T, D) -> (B, T, D). The table is a non-persistent buffer: it moves with
+    ``.to(device)`` but is not saved in the state dict (it is recomputed from d_model
+    and max_len). Scaling the token embeddings by √D, and dropout on the sum, are the
+    caller's business.
     """
 
     def __init__(self, d_model: int, max_len: int = 5000):
         super().__init__()
         self.d_model, self.max_len = d_model, max_len
-        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)  # (max_len, D)
+        # (max_len, D)
+        self.register_buffer(
+            "pe", sinusoidal_encoding(max_len, d_model), persistent=False
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_input(x, self.d_model)
         T = x.shape[1]
         _check_length(T, self.max_len)
-        return x + self.pe[:T].to(x.dtype)                                  # (B, T, D) + (T, D)
+        # (B, T, D) + (T, D)
+        return x + self.pe[:T].to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
@@ -252,10 +286,14 @@ class SinusoidalPositionalEncoding(nn.Module):
 # $(\sin\omega_i, \cos\omega_i)$ in pair $i$:
 
 # %%
-pe = sinusoidal_encoding(max_len=1000, d_model=64)                        # (1000, 64)
-omega = 10000.0 ** (-torch.arange(0, 64, 2, dtype=torch.float64) / 64)    # (32,) the frequencies ω_i
+pe = sinusoidal_encoding(max_len=1000, d_model=64)  # (1000, 64)
+# (32,) the frequencies ω_i
+omega = 10000.0 ** (-torch.arange(0, 64, 2, dtype=torch.float64) / 64)
 print(f"table {tuple(pe.shape)}; PE[0, :8] = {pe[0, :8].tolist()}")
-print(f"PE[1, :4] = {[round(v, 4) for v in pe[1, :4].tolist()]}  (sin 1, cos 1, sin ω_1, cos ω_1)")
+print(
+    f"PE[1, :4] = {[round(v, 4) for v in pe[1, :4].tolist()]}  (sin 1, cos 1, sin "
+    f"ω_1, cos ω_1)"
+)
 assert torch.equal(pe[0], torch.tensor([0.0, 1.0] * 32))
 expected_1 = torch.stack([torch.sin(omega), torch.cos(omega)], dim=-1).flatten().float()
 assert torch.allclose(pe[1], expected_1, atol=1e-7)
@@ -270,9 +308,13 @@ assert torch.allclose(pe[1], expected_1, atol=1e-7)
 # %% tags=["hide-input"]
 fig, (ax_pe, ax_dot) = plt.subplots(1, 2, figsize=(10, 3.8))
 image = ax_pe.imshow(pe[:100], aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
-ax_pe.set(xlabel="feature", ylabel="position", title="sinusoidal encoding PE (first 100 positions)")
+ax_pe.set(
+    xlabel="feature",
+    ylabel="position",
+    title="sinusoidal encoding PE (first 100 positions)",
+)
 fig.colorbar(image, ax=ax_pe)
-similarity = pe[:100] @ pe[:100].T                                        # (100, 100)
+similarity = pe[:100] @ pe[:100].T  # (100, 100)
 image = ax_dot.imshow(similarity, cmap="viridis")
 ax_dot.set(xlabel="position", ylabel="position", title="dot products PE_pos · PE_pos'")
 fig.colorbar(image, ax=ax_dot)
@@ -305,24 +347,34 @@ plt.show()
 
 # %%
 def offset_matrix(k: int, d_model: int) -> torch.Tensor:
-    """The block-diagonal (D, D) matrix M_k with PE[pos + k] = M_k PE[pos] for every pos."""
-    omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)   # (D/2,)
+    """The block-diagonal (D, D) matrix M_k with PE[pos + k] = M_k PE[pos] for
+    every pos."""
+    # (D/2,)
+    omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
     M = torch.zeros(d_model, d_model, dtype=torch.float64)
     for i, w in enumerate(omega.tolist()):
         c, s = math.cos(k * w), math.sin(k * w)
-        M[2 * i:2 * i + 2, 2 * i:2 * i + 2] = torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
+        M[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor(
+            [[c, s], [-s, c]], dtype=torch.float64
+        )
     return M
 
 
-pe64 = pe.double()                                                         # (1000, 64)
+pe64 = pe.double()  # (1000, 64)
 for k in [1, 2, 7, 50, 333, 999]:
     M_k = offset_matrix(k, 64)
-    shifted = pe64[:-k] @ M_k.T                                            # row pos = M_k PE[pos], (1000 - k, 64)
+    # row pos = M_k PE[pos], (1000 - k, 64)
+    shifted = pe64[:-k] @ M_k.T
     error = (shifted - pe64[k:]).abs().max().item()
-    print(f"k = {k:>3}: max |M_k PE[pos] - PE[pos + k]| over {1000 - k:>3} positions = {error:.1e}")
+    print(
+        f"k = {k:>3}: max |M_k PE[pos] - PE[pos + k]| over {1000 - k:>3} positions "
+        f"= {error:.1e}"
+    )
     assert error < 1e-5
     assert torch.allclose(M_k @ M_k.T, torch.eye(64, dtype=torch.float64), atol=1e-12)
-    assert torch.allclose(M_k, torch.linalg.matrix_power(offset_matrix(1, 64), k), atol=1e-9)
+    assert torch.allclose(
+        M_k, torch.linalg.matrix_power(offset_matrix(1, 64), k), atol=1e-9
+    )
 
 # %% [markdown]
 # The dot products in the heatmap follow from the same formula. Each pair contributes
@@ -331,10 +383,14 @@ for k in [1, 2, 7, 50, 333, 999]:
 
 # %%
 for k in [0, 1, 5, 40]:
-    dots = (pe64[:1000 - k] * pe64[k:]).sum(-1)                           # (1000 - k,) one per pos
+    # (1000 - k,) one per pos
+    dots = (pe64[: 1000 - k] * pe64[k:]).sum(-1)
     expected = torch.cos(k * omega).sum()
     assert torch.allclose(dots, expected.expand_as(dots), atol=1e-5)
-    print(f"k = {k:>2}: PE_pos · PE_pos+k = {expected.item():7.3f} for all {1000 - k} positions")
+    print(
+        f"k = {k:>2}: PE_pos · PE_pos+k = {expected.item():7.3f} for all "
+        f"{1000 - k} positions"
+    )
 
 # %% [markdown]
 # In the Transformer the table is simply *added* to the token embeddings, which the paper
@@ -345,7 +401,13 @@ for k in [0, 1, 5, 40]:
 
 # %%
 positions = SinusoidalPositionalEncoding(d_model=D, max_len=64)
-print(positions, "| parameters:", count_parameters(positions), "| state_dict keys:", list(positions.state_dict()))
+print(
+    positions,
+    "| parameters:",
+    count_parameters(positions),
+    "| state_dict keys:",
+    list(positions.state_dict()),
+)
 with torch.no_grad():
     out_1, _ = self_attention(positions(embed(encode(sentence_1))))
     out_2, _ = self_attention(positions(embed(encode(sentence_2))))
@@ -374,9 +436,10 @@ assert count_parameters(positions) == 0 and len(positions.state_dict()) == 0
 class LearnedPositionalEmbedding(nn.Module):
     """x + E[:T] with a trained table E of max_len rows: BERT's absolute positions.
 
-    x (B, T, D) -> (B, T, D), the same interface as :class:`SinusoidalPositionalEncoding`.
-    Position t of every sequence gets row t of ``self.embedding``; a sequence longer than
-    ``max_len`` is a ValueError (a table has no row for a position it never saw).
+    x (B, T, D) -> (B, T, D), the same interface as
+    :class:`SinusoidalPositionalEncoding`. Position t of every sequence gets row t of
+    ``self.embedding``; a sequence longer than ``max_len`` is a ValueError (a table has
+    no row for a position it never saw).
     """
 
     def __init__(self, max_len: int, d_model: int):
@@ -384,15 +447,17 @@ class LearnedPositionalEmbedding(nn.Module):
         check_positive_int("max_len", max_len)
         check_positive_int("d_model", d_model)
         self.max_len, self.d_model = max_len, d_model
-        self.embedding = nn.Embedding(max_len, d_model)        # row t = the vector of position t
-        nn.init.normal_(self.embedding.weight, std=0.02)       # BERT's initialiser range
+        # row t = the vector of position t
+        self.embedding = nn.Embedding(max_len, d_model)
+        # BERT's initialiser range
+        nn.init.normal_(self.embedding.weight, std=0.02)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_input(x, self.d_model)
         T = x.shape[1]
         _check_length(T, self.max_len)
-        positions = torch.arange(T, device=x.device)            # (T,) 0, 1, ..., T-1
-        return x + self.embedding(positions).to(x.dtype)        # (B, T, D) + (T, D)
+        positions = torch.arange(T, device=x.device)  # (T,) 0, 1, ..., T-1
+        return x + self.embedding(positions).to(x.dtype)  # (B, T, D) + (T, D)
 
 
 # %% [markdown]
@@ -404,10 +469,14 @@ class LearnedPositionalEmbedding(nn.Module):
 # %%
 bert_positions = LearnedPositionalEmbedding(max_len=512, d_model=768)
 n_parameters = count_parameters(bert_positions)
-print(f"BERT-base position table: {tuple(bert_positions.embedding.weight.shape)}, {n_parameters:,} parameters")
+print(
+    f"BERT-base position table: {tuple(bert_positions.embedding.weight.shape)}, "
+    f"{n_parameters:,} parameters"
+)
 assert n_parameters == 512 * 768
 
-too_long = torch.zeros(1, 600, 768)                                       # (B, T, D) with T = 600 > 512
+# (B, T, D) with T = 600 > 512
+too_long = torch.zeros(1, 600, 768)
 try:
     bert_positions(too_long)
 except ValueError as error:
@@ -415,7 +484,8 @@ except ValueError as error:
     print(f"ValueError: {message}")
 assert "600" in message and "512" in message
 
-try:                                                                       # the bare table, for contrast
+# the bare table, for contrast
+try:
     bert_positions.embedding(torch.arange(600))
 except IndexError as error:
     print(f"the bare nn.Embedding instead says -- IndexError: {error}")
@@ -455,24 +525,26 @@ except IndexError as error:
 def relative_positions(T: int, S: int | None = None, device=None) -> torch.Tensor:
     """The (T, S) integer matrix of distances s - t from query t to key s.
 
-    With S > T the queries are the *last* T of the S positions (as in ``causal_mask``), so the
-    distance is s - (t + S - T) and the last query sits at distance 0 from the last key.
+    With S > T the queries are the *last* T of the S positions (as in ``causal_mask``),
+    so the distance is s - (t + S - T) and the last query sits at distance 0 from
+    the last key.
     """
     S = T if S is None else S
     check_positive_int("T", T)
     check_positive_int("S", S)
-    t = torch.arange(T, device=device)[:, None] + (S - T)    # (T, 1) query positions
-    s = torch.arange(S, device=device)[None, :]              # (1, S) key positions
-    return s - t                                             # (T, S) negative = key to the left
+    t = torch.arange(T, device=device)[:, None] + (S - T)  # (T, 1) query positions
+    s = torch.arange(S, device=device)[None, :]  # (1, S) key positions
+    # (T, S) negative = key to the left
+    return s - t
 
 
 class RelativePositionBias(nn.Module):
     """A learned scalar per head and clipped distance, added to the attention scores.
 
-    bias[h, t, s] = b[h, clip(s - t, -max_distance, max_distance)]: 2·max_distance + 1 numbers
-    per head, shared by all positions (a simplified Shaw et al. / T5 bias). ``forward(T, S)``
-    returns a float (H, T, S) tensor to add to q kᵀ/√Dh before the softmax. Starts at zero, that
-    is with no preference for any distance.
+    bias[h, t, s] = b[h, clip(s - t, -max_distance, max_distance)]: 2·max_distance + 1
+    numbers per head, shared by all positions (a simplified Shaw et al. / T5 bias).
+    ``forward(T, S)`` returns a float (H, T, S) tensor to add to q kᵀ/√Dh before the
+    softmax. Starts at zero, that is with no preference for any distance.
     """
 
     def __init__(self, n_heads: int, max_distance: int):
@@ -480,13 +552,17 @@ class RelativePositionBias(nn.Module):
         check_positive_int("n_heads", n_heads)
         check_positive_int("max_distance", max_distance)
         self.n_heads, self.max_distance = n_heads, max_distance
-        self.bias = nn.Embedding(2 * max_distance + 1, n_heads)   # row = distance + max_distance
+        # row = distance + max_distance
+        self.bias = nn.Embedding(2 * max_distance + 1, n_heads)
         nn.init.zeros_(self.bias.weight)
 
     def forward(self, T: int, S: int | None = None) -> torch.Tensor:
-        distance = relative_positions(T, S, device=self.bias.weight.device)           # (T, S)
-        bucket = distance.clamp(-self.max_distance, self.max_distance) + self.max_distance
-        return self.bias(bucket).permute(2, 0, 1)               # (T, S, H) -> (H, T, S)
+        # (T, S)
+        distance = relative_positions(T, S, device=self.bias.weight.device)
+        bucket = (
+            distance.clamp(-self.max_distance, self.max_distance) + self.max_distance
+        )
+        return self.bias(bucket).permute(2, 0, 1)  # (T, S, H) -> (H, T, S)
 
     def extra_repr(self) -> str:
         return f"n_heads={self.n_heads}, max_distance={self.max_distance}"
@@ -502,19 +578,34 @@ class RelativePositionBias(nn.Module):
 print(f"relative_positions(5) = s - t:\n{relative_positions(5)}")
 
 relative = RelativePositionBias(n_heads=4, max_distance=6)
-distances = torch.arange(-6, 7, dtype=torch.float32)                       # bucket j holds distance j - 6
+# bucket j holds distance j - 6
+distances = torch.arange(-6, 7, dtype=torch.float32)
 with torch.no_grad():
-    relative.bias.weight[:, 0] = 4.0 * (distances == -1)                  # head 0: the previous word
-    relative.bias.weight[:, 1] = -0.5 * distances.abs()                   # head 1: the neighbourhood
-    relative.bias.weight[:, 2] = 4.0 * (distances == 1)                   # head 2: the next word
-    relative.bias.weight[:, 3] = 0.0                                      # head 3: content only
-bias = relative(12).detach()                                              # (H, T, S) = (4, 12, 12)
-print(f"bias {tuple(bias.shape)}; {count_parameters(relative)} parameters for any length")
-assert torch.equal(bias[:, 1:, 1:], bias[:, :-1, :-1])                    # constant along every diagonal
-assert bias[0, 5, 4] == 4.0 and bias[1, 0, 11] == -3.0                    # distance -1; distance 11 clipped to 6
+    # head 0: the previous word
+    relative.bias.weight[:, 0] = 4.0 * (distances == -1)
+    # head 1: the neighbourhood
+    relative.bias.weight[:, 1] = -0.5 * distances.abs()
+    # head 2: the next word
+    relative.bias.weight[:, 2] = 4.0 * (distances == 1)
+    # head 3: content only
+    relative.bias.weight[:, 3] = 0.0
+# (H, T, S) = (4, 12, 12)
+bias = relative(12).detach()
+print(
+    f"bias {tuple(bias.shape)}; {count_parameters(relative)} parameters for any length"
+)
+# constant along every diagonal
+assert torch.equal(bias[:, 1:, 1:], bias[:, :-1, :-1])
+# distance -1; distance 11 clipped to 6
+assert bias[0, 5, 4] == 4.0 and bias[1, 0, 11] == -3.0
 
 # %% tags=["hide-input"]
-titles = ["head 0: previous word", "head 1: neighbourhood", "head 2: next word", "head 3: none"]
+titles = [
+    "head 0: previous word",
+    "head 1: neighbourhood",
+    "head 2: next word",
+    "head 3: none",
+]
 fig, axes = plt.subplots(1, 4, figsize=(13, 3.4))
 for h, ax in enumerate(axes):
     image = ax.imshow(bias[h], cmap="RdBu", vmin=-4, vmax=4)
@@ -540,28 +631,38 @@ def biased_attention(q, k, v, bias=None, mask=None):
     q (..., T, Dh), k and v (..., S, Dh); bias float, broadcastable to (..., T, S).
     Returns (output (..., T, Dh), weights (..., T, S)).
     """
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])            # (..., T, S)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T, S)
     if bias is not None:
-        scores = scores + bias                                            # (..., T, S) position enters here
-    weights = masked_softmax(scores, mask)                                # (..., T, S)
-    return weights @ v, weights                                           # (..., T, Dh)
+        # (..., T, S) position enters here
+        scores = scores + bias
+    weights = masked_softmax(scores, mask)  # (..., T, S)
+    return weights @ v, weights  # (..., T, Dh)
 
 
 seed_everything(1)
-q, k, v = (torch.randn(2, 4, 12, 8) for _ in range(3))                   # (B, H, T, Dh)
+q, k, v = (torch.randn(2, 4, 12, 8) for _ in range(3))  # (B, H, T, Dh)
 plain, plain_weights = biased_attention(q, k, v)
-biased, biased_weights = biased_attention(q, k, v, bias=bias)            # bias (H, T, S) broadcasts over B
+# bias (H, T, S) broadcasts over B
+biased, biased_weights = biased_attention(q, k, v, bias=bias)
 reference = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
-print(f"biased attention vs F.scaled_dot_product_attention(attn_mask=bias): "
-      f"max difference {(biased - reference).abs().max().item():.1e}")
+print(
+    f"biased attention vs F.scaled_dot_product_attention(attn_mask=bias): "
+    f"max difference {(biased - reference).abs().max().item():.1e}"
+)
 assert torch.allclose(biased, reference, atol=1e-5)
-assert torch.allclose(plain, scaled_dot_product_attention(q, k, v)[0], atol=1e-6)   # no bias: chapter 3's attention
+# no bias: chapter 3's attention
+assert torch.allclose(plain, scaled_dot_product_attention(q, k, v)[0], atol=1e-6)
 
-mask = causal_mask(12)                                                    # (T, S) bool
+mask = causal_mask(12)  # (T, S) bool
 masked, _ = biased_attention(q, k, v, bias=bias, mask=mask)
-reference = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.masked_fill(~mask, float("-inf")))
+reference = F.scaled_dot_product_attention(
+    q, k, v, attn_mask=bias.masked_fill(~mask, float("-inf"))
+)
 assert torch.allclose(masked, reference, atol=1e-5)
-print(f"with a causal mask as well: max difference {(masked - reference).abs().max().item():.1e}")
+print(
+    f"with a causal mask as well: max difference "
+    f"{(masked - reference).abs().max().item():.1e}"
+)
 
 # %% [markdown]
 # The effect on the weights of the first sequence, with the same random queries and keys: without
@@ -582,9 +683,13 @@ axes[1, 0].set_ylabel("query position t")
 plt.tight_layout()
 plt.show()
 previous_share = biased_weights[0, 0].diagonal(-1).mean().item()
-print(f"head 0, mean weight on the previous position: {plain_weights[0, 0].diagonal(-1).mean().item():.2f} "
-      f"without the bias, {previous_share:.2f} with it")
-assert torch.equal(biased_weights[:, 3], plain_weights[:, 3])             # a zero bias changes nothing
+print(
+    f"head 0, mean weight on the previous position: "
+    f"{plain_weights[0, 0].diagonal(-1).mean().item():.2f} without the bias, "
+    f"{previous_share:.2f} with it"
+)
+# a zero bias changes nothing
+assert torch.equal(biased_weights[:, 3], plain_weights[:, 3])
 
 
 # %% [markdown]
@@ -622,55 +727,84 @@ assert torch.equal(biased_weights[:, 3], plain_weights[:, 3])             # a ze
 def _check_positions(positions, x) -> None:
     """Raise ValueError unless positions broadcasts to x.shape[:-1] = (..., T)."""
     if not isinstance(positions, torch.Tensor) or positions.dtype == torch.bool:
-        got = positions.dtype if isinstance(positions, torch.Tensor) else type(positions).__name__
+        got = (
+            positions.dtype
+            if isinstance(positions, torch.Tensor)
+            else type(positions).__name__
+        )
         raise ValueError(f"positions: expected an integer or float tensor, got {got}")
     try:
-        fits = tuple(torch.broadcast_shapes(positions.shape, x.shape[:-1])) == tuple(x.shape[:-1])
+        fits = tuple(torch.broadcast_shapes(positions.shape, x.shape[:-1])) == tuple(
+            x.shape[:-1]
+        )
     except RuntimeError:
         fits = False
     if not fits:
-        raise ValueError(f"positions: expected a shape that broadcasts to x.shape[:-1] = {tuple(x.shape[:-1])} "
-                         f"(e.g. (T,) = ({x.shape[-2]},), or (B, 1, T) for per-sequence positions "
-                         f"with x of shape (B, H, T, Dh)), got {tuple(positions.shape)}")
+        raise ValueError(
+            f"positions: expected a shape that broadcasts to x.shape[:-1] "
+            f"= {tuple(x.shape[:-1])} (e.g. (T,) = ({x.shape[-2]},), or "
+            f"(B, 1, T) for per-sequence positions with x of shape (B, H, "
+            f"T, Dh)), got {tuple(positions.shape)}"
+        )
 
 
 class RotaryEmbedding(nn.Module):
     """RoPE (RoFormer): rotate each pair of features (2i, 2i+1) by the angle m·θ_i.
 
-    θ_i = base^(-2i/Dh), i = 0 ... Dh/2 - 1, and m is the position. Apply it to the queries and
-    keys of every head (not to the values); then q_m·k_n depends on m and n only through m - n.
-    Pairs are *adjacent* features, as in the RoFormer paper and in our sinusoidal table;
-    GPT-NeoX and LLaMA pair feature i with feature i + Dh/2 instead, which is the same rotation
-    after a permutation of the features.
+    θ_i = base^(-2i/Dh), i = 0 ... Dh/2 - 1, and m is the position. Apply it to the
+    queries and keys of every head (not to the values); then q_m·k_n depends on m and n
+    only through m - n. Pairs are *adjacent* features, as in the RoFormer paper and in
+    our sinusoidal table; GPT-NeoX and LLaMA pair feature i with feature i + Dh/2
+    instead, which is the same rotation after a permutation of the features.
 
-    ``forward(x, positions=None)``: x (..., T, Dh); positions (T,) (default 0 ... T-1) or any
-    shape that broadcasts to x.shape[:-1], integers or floats. Returns a tensor shaped like x.
+    ``forward(x, positions=None)``: x (..., T, Dh); positions (T,) (default 0 ... T-1)
+    or any shape that broadcasts to x.shape[:-1], integers or floats. Returns a tensor
+    shaped like x.
     """
 
     def __init__(self, d_head: int, base: float = 10000.0):
         super().__init__()
         check_positive_int("d_head", d_head)
         if d_head % 2 != 0:
-            raise ValueError(f"d_head: expected an even number (features are rotated in pairs), got {d_head}")
+            raise ValueError(
+                f"d_head: expected an even number (features are rotated in pairs), "
+                f"got {d_head}"
+            )
         if isinstance(base, bool) or not isinstance(base, (int, float)) or base <= 1:
             raise ValueError(f"base: expected a number > 1, got {base!r}")
         self.d_head, self.base = d_head, float(base)
-        theta = self.base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)   # (Dh/2,)
+        # (Dh/2,)
+        theta = self.base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)
         self.register_buffer("theta", theta.float(), persistent=False)
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
         if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.shape[-1] != self.d_head:
             got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"x: expected shape (..., T, d_head={self.d_head}), got {got}")
+            raise ValueError(
+                f"x: expected shape (..., T, d_head={self.d_head}), got {got}"
+            )
         if positions is None:
-            positions = torch.arange(x.shape[-2], device=x.device)                       # (T,)
+            # (T,)
+            positions = torch.arange(x.shape[-2], device=x.device)
         _check_positions(positions, x)
-        angle = positions.to(self.theta.dtype)[..., None] * self.theta                   # (..., T, Dh/2)
+        # (..., T, Dh/2)
+        angle = positions.to(self.theta.dtype)[..., None] * self.theta
         cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
-        x_even, x_odd = x[..., 0::2], x[..., 1::2]                                       # (..., T, Dh/2) each
-        rotated = torch.stack([x_even * cos - x_odd * sin,                               # 2-D rotation of
-                               x_even * sin + x_odd * cos], dim=-1)                      # every pair
-        return rotated.flatten(-2)                                                       # (..., T, Dh)
+        # (..., T, Dh/2) each
+        x_even, x_odd = x[..., 0::2], x[..., 1::2]
+        # 2-D rotation of
+        rotated = torch.stack(
+            [
+                x_even * cos - x_odd * sin,
+                # every pair
+                x_even * sin + x_odd * cos,
+            ],
+            dim=-1,
+        )
+        # (..., T, Dh)
+        return rotated.flatten(-2)
 
     def extra_repr(self) -> str:
         return f"d_head={self.d_head}, base={self.base}"
@@ -687,24 +821,38 @@ class RotaryEmbedding(nn.Module):
 seed_everything(2)
 rope = RotaryEmbedding(d_head=16)
 print(rope)
-x = torch.randn(3, 4, 10, 16)                                             # (B, H, T, Dh)
-rotated = rope(x)                                                         # positions 0 ... 9
+# (B, H, T, Dh)
+x = torch.randn(3, 4, 10, 16)
+# positions 0 ... 9
+rotated = rope(x)
 assert rotated.shape == x.shape
-assert torch.allclose(rotated.norm(dim=-1), x.norm(dim=-1), atol=1e-5)  # lengths unchanged
-assert torch.equal(rotated[..., 0, :], x[..., 0, :])                      # position 0: angle 0
+# lengths unchanged
+assert torch.allclose(rotated.norm(dim=-1), x.norm(dim=-1), atol=1e-5)
+# position 0: angle 0
+assert torch.equal(rotated[..., 0, :], x[..., 0, :])
 
-q, k = torch.randn(16), torch.randn(16)                                   # one query, one key
+# one query, one key
+q, k = torch.randn(16), torch.randn(16)
 positions = torch.arange(64)
-q_at = rope(q.expand(64, 16), positions)                                  # (64, Dh): q at positions m = 0 ... 63
-k_at = rope(k.expand(64, 16), positions)                                  # (64, Dh): k at positions n = 0 ... 63
-scores = q_at @ k_at.T                                                    # (64, 64): entry (m, n)
+# (64, Dh): q at positions m = 0 ... 63
+q_at = rope(q.expand(64, 16), positions)
+# (64, Dh): k at positions n = 0 ... 63
+k_at = rope(k.expand(64, 16), positions)
+# (64, 64): entry (m, n)
+scores = q_at @ k_at.T
 for offset in range(-63, 64):
-    diagonal = scores.diagonal(offset)                                    # all (m, n) with n - m = offset
+    # all (m, n) with n - m = offset
+    diagonal = scores.diagonal(offset)
     assert torch.allclose(diagonal, diagonal[0].expand_as(diagonal), atol=1e-4)
-q_far, k_far = rope(q.expand(64, 16), positions + 1000), rope(k.expand(64, 16), positions + 1000)
+q_far, k_far = (
+    rope(q.expand(64, 16), positions + 1000),
+    rope(k.expand(64, 16), positions + 1000),
+)
 shift_error = (q_far @ k_far.T - scores).abs().max().item()
-print(f"<R_m q, R_n k> is constant along all 127 diagonals; shifting every position by 1000 "
-      f"changes the scores by at most {shift_error:.1e}")
+print(
+    f"<R_m q, R_n k> is constant along all 127 diagonals; shifting every position by "
+    f"1000 changes the scores by at most {shift_error:.1e}"
+)
 assert shift_error < 1e-3
 
 
@@ -720,31 +868,49 @@ assert shift_error < 1e-3
 
 # %%
 def rope_complex(x, positions, base=10000.0):
-    """RoPE as complex multiplication: pair i of x becomes a complex number, times e^{i m θ_i}."""
+    """RoPE as complex multiplication: pair i of x becomes a complex number, times
+    e^{i m θ_i}."""
     d_head = x.shape[-1]
-    theta = base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)      # (Dh/2,)
-    turn = torch.polar(torch.ones(len(positions), d_head // 2, dtype=torch.float64),
-                       positions.double()[:, None] * theta)                          # (T, Dh/2) e^{i m θ_i}
-    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d_head // 2, 2))     # (..., T, Dh/2)
-    return torch.view_as_real(z * turn).flatten(-2).to(x.dtype)                      # (..., T, Dh)
+    # (Dh/2,)
+    theta = base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)
+    turn = torch.polar(
+        torch.ones(len(positions), d_head // 2, dtype=torch.float64),
+        # (T, Dh/2) e^{i m θ_i}
+        positions.double()[:, None] * theta,
+    )
+    # (..., T, Dh/2)
+    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d_head // 2, 2))
+    # (..., T, Dh)
+    return torch.view_as_real(z * turn).flatten(-2).to(x.dtype)
 
 
 def rope_rotate_half(x, positions, base=10000.0):
     """The GPT-NeoX / LLaMA layout: feature i is paired with feature i + Dh/2."""
     d_head = x.shape[-1]
-    theta = base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)      # (Dh/2,)
-    angle = torch.cat([theta, theta]) * positions.double()[:, None]                  # (T, Dh)
-    first, second = x[..., :d_head // 2], x[..., d_head // 2:]
-    rotate_half = torch.cat([-second, first], dim=-1)                                # (..., T, Dh)
+    # (Dh/2,)
+    theta = base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)
+    # (T, Dh)
+    angle = torch.cat([theta, theta]) * positions.double()[:, None]
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    # (..., T, Dh)
+    rotate_half = torch.cat([-second, first], dim=-1)
     return x * torch.cos(angle).to(x.dtype) + rotate_half * torch.sin(angle).to(x.dtype)
 
 
 positions = torch.arange(10)
 complex_error = (rope(x, positions) - rope_complex(x, positions)).abs().max().item()
-to_halves = torch.cat([torch.arange(0, 16, 2), torch.arange(1, 16, 2)])  # (0, 2, ..., 14, 1, 3, ..., 15)
-halves = rope_rotate_half(x[..., to_halves], positions)                   # permute, rotate in halves ...
-halves_error = (halves[..., to_halves.argsort()] - rope(x, positions)).abs().max().item()   # ... permute back
-print(f"RotaryEmbedding vs complex multiplication: {complex_error:.1e}; vs rotate-half layout: {halves_error:.1e}")
+# (0, 2, ..., 14, 1, 3, ..., 15)
+to_halves = torch.cat([torch.arange(0, 16, 2), torch.arange(1, 16, 2)])
+# permute, rotate in halves ...
+halves = rope_rotate_half(x[..., to_halves], positions)
+# ... permute back
+halves_error = (
+    (halves[..., to_halves.argsort()] - rope(x, positions)).abs().max().item()
+)
+print(
+    f"RotaryEmbedding vs complex multiplication: {complex_error:.1e}; vs rotate-half "
+    f"layout: {halves_error:.1e}"
+)
 assert complex_error < 1e-5 and halves_error < 1e-5
 
 # %% [markdown]
@@ -757,14 +923,24 @@ assert complex_error < 1e-5 and halves_error < 1e-5
 
 # %%
 rope_64 = RotaryEmbedding(d_head=64)
-ones = torch.ones(1, 64)                                                  # q = k = (1, ..., 1)
+# q = k = (1, ..., 1)
+ones = torch.ones(1, 64)
 distances = torch.arange(0, 512)
-score_by_distance = (rope_64(ones, torch.zeros(1)) * rope_64(ones.expand(512, 64), distances)).sum(-1)   # (512,)
-assert score_by_distance.argmax().item() == 0 and abs(score_by_distance[0].item() - 64) < 1e-4
+score_by_distance = (
+    rope_64(ones, torch.zeros(1)) * rope_64(ones.expand(512, 64), distances)
+).sum(-1)  # (512,)
+assert (
+    score_by_distance.argmax().item() == 0
+    and abs(score_by_distance[0].item() - 64) < 1e-4
+)
 
 fig, ax = plt.subplots(figsize=(7, 2.8))
 ax.plot(distances, score_by_distance)
-ax.set(xlabel="distance n - m", ylabel="<R_m q, R_n k>", title="q = k = (1, ..., 1), D_h = 64")
+ax.set(
+    xlabel="distance n - m",
+    ylabel="<R_m q, R_n k>",
+    title="q = k = (1, ..., 1), D_h = 64",
+)
 plt.show()
 
 # %% [markdown]
@@ -774,12 +950,16 @@ plt.show()
 
 # %%
 seed_everything(3)
-q, k, v = (torch.randn(2, 4, 12, 16) for _ in range(3))                  # (B, H, T, Dh)
-_, weights = scaled_dot_product_attention(rope(q), rope(k), v)            # positions 0 ... 11
-shifted = torch.arange(12) + 37                                           # positions 37 ... 48
+q, k, v = (torch.randn(2, 4, 12, 16) for _ in range(3))  # (B, H, T, Dh)
+# positions 0 ... 11
+_, weights = scaled_dot_product_attention(rope(q), rope(k), v)
+# positions 37 ... 48
+shifted = torch.arange(12) + 37
 _, weights_shifted = scaled_dot_product_attention(rope(q, shifted), rope(k, shifted), v)
-print(f"attention weights at positions 0..11 and 37..48 differ by at most "
-      f"{(weights - weights_shifted).abs().max().item():.1e}")
+print(
+    f"attention weights at positions 0..11 and 37..48 differ by at most "
+    f"{(weights - weights_shifted).abs().max().item():.1e}"
+)
 assert torch.allclose(weights, weights_shifted, atol=1e-5)
 
 # %% [markdown]
@@ -809,43 +989,62 @@ SCHEMES = ["none", "sinusoidal", "learned", "relative", "rope"]
 
 
 class PositionTestModel(nn.Module):
-    """Embedding -> one multi-head self-attention with a chosen position scheme -> vocabulary logits."""
+    """Embedding -> one multi-head self-attention with a chosen position scheme ->
+    vocabulary logits."""
 
-    def __init__(self, scheme: str, vocab: int = VOCAB, d_model: int = 32, n_heads: int = 4):
+    def __init__(
+        self, scheme: str, vocab: int = VOCAB, d_model: int = 32, n_heads: int = 4
+    ):
         super().__init__()
         self.scheme = scheme
         self.embed = nn.Embedding(vocab, d_model)
-        self.absolute = {"sinusoidal": SinusoidalPositionalEncoding(d_model, max_len=256),
-                         "learned": LearnedPositionalEmbedding(TRAIN_LENGTH, d_model)}.get(scheme)
-        self.attention = MultiHeadAttention(d_model, n_heads)             # its four projections
-        self.relative = RelativePositionBias(n_heads, max_distance=8) if scheme == "relative" else None
+        self.absolute = {
+            "sinusoidal": SinusoidalPositionalEncoding(d_model, max_len=256),
+            "learned": LearnedPositionalEmbedding(TRAIN_LENGTH, d_model),
+        }.get(scheme)
+        # its four projections
+        self.attention = MultiHeadAttention(d_model, n_heads)
+        self.relative = (
+            RelativePositionBias(n_heads, max_distance=8)
+            if scheme == "relative"
+            else None
+        )
         self.rotary = RotaryEmbedding(d_model // n_heads) if scheme == "rope" else None
         self.to_vocab = nn.Linear(d_model, vocab)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.embed(tokens)                                            # (B, T, D)
+        x = self.embed(tokens)  # (B, T, D)
         if self.absolute is not None:
-            x = self.absolute(x)                                          # (B, T, D) + positions
+            # (B, T, D) + positions
+            x = self.absolute(x)
         H = self.attention.n_heads
-        q = split_heads(self.attention.query(x), H)                       # (B, H, T, Dh)
-        k = split_heads(self.attention.key(x), H)                         # (B, H, T, Dh)
-        v = split_heads(self.attention.value(x), H)                       # (B, H, T, Dh)
+        # (B, H, T, Dh)
+        q = split_heads(self.attention.query(x), H)
+        # (B, H, T, Dh)
+        k = split_heads(self.attention.key(x), H)
+        # (B, H, T, Dh)
+        v = split_heads(self.attention.value(x), H)
         if self.rotary is not None:
-            q, k = self.rotary(q), self.rotary(k)                         # rotate queries and keys
-        bias = None if self.relative is None else self.relative(tokens.shape[1])   # (H, T, T)
-        heads, _ = biased_attention(q, k, v, bias=bias)                   # (B, H, T, Dh)
+            # rotate queries and keys
+            q, k = self.rotary(q), self.rotary(k)
+        # (H, T, T)
+        bias = None if self.relative is None else self.relative(tokens.shape[1])
+        # (B, H, T, Dh)
+        heads, _ = biased_attention(q, k, v, bias=bias)
         return self.to_vocab(self.attention.output(merge_heads(heads)))  # (B, T, V)
 
 
 def previous_token_loss(model, tokens):
-    logits = model(tokens)[:, 1:]                                         # (B, T-1, V) positions 1 ... T-1
+    # (B, T-1, V) positions 1 ... T-1
+    logits = model(tokens)[:, 1:]
     return F.cross_entropy(logits.reshape(-1, VOCAB), tokens[:, :-1].reshape(-1))
 
 
 @torch.no_grad()
 def previous_token_accuracy(model, length, generator, n=256):
     tokens = torch.randint(0, VOCAB, (n, length), generator=generator).to(device)
-    predictions = model(tokens)[:, 1:].argmax(-1)                         # (n, length-1)
+    # (n, length-1)
+    predictions = model(tokens)[:, 1:].argmax(-1)
     return (predictions == tokens[:, :-1]).float().mean().item()
 
 
@@ -857,7 +1056,9 @@ for scheme in progress(SCHEMES, desc="training the five models", updates=2):
     model = PositionTestModel(scheme).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     for step in range(STEPS):
-        tokens = torch.randint(0, VOCAB, (BATCH, TRAIN_LENGTH), generator=data).to(device)
+        tokens = torch.randint(0, VOCAB, (BATCH, TRAIN_LENGTH), generator=data).to(
+            device
+        )
         loss = previous_token_loss(model, tokens)
         optimizer.zero_grad()
         loss.backward()
@@ -866,19 +1067,31 @@ for scheme in progress(SCHEMES, desc="training the five models", updates=2):
     results[scheme] = {}
     for length in TEST_LENGTHS:
         try:
-            results[scheme][length] = previous_token_accuracy(model, length, torch.Generator().manual_seed(2))
-        except ValueError:                                                # learned positions past max_len
+            results[scheme][length] = previous_token_accuracy(
+                model, length, torch.Generator().manual_seed(2)
+            )
+        # learned positions past max_len
+        except ValueError:
             results[scheme][length] = None
 
-print(f"{STEPS} training steps on length {TRAIN_LENGTH}; accuracy (chance = {1 / VOCAB:.2f}) at test length:")
+print(
+    f"{STEPS} training steps on length {TRAIN_LENGTH}; accuracy (chance = "
+    f"{1 / VOCAB:.2f}) at test length:"
+)
 print(f"{'scheme':<12}" + "".join(f"{length:>9}" for length in TEST_LENGTHS))
 for scheme, accuracies in results.items():
-    cells = "".join(f"{'error':>9}" if a is None else f"{a:>9.3f}" for a in accuracies.values())
+    cells = "".join(
+        f"{'error':>9}" if a is None else f"{a:>9.3f}" for a in accuracies.values()
+    )
     print(f"{scheme:<12}{cells}")
-assert results["learned"][32] is None and results["learned"][64] is None  # no rows past max_len
-if not is_quick():                                                        # a real budget: the clear cases
+# no rows past max_len
+assert results["learned"][32] is None and results["learned"][64] is None
+# a real budget: the clear cases
+if not is_quick():
     assert results["none"][16] < 0.5
-    assert all(results[s][16] > 0.9 for s in ["sinusoidal", "learned", "relative", "rope"])
+    assert all(
+        results[s][16] > 0.9 for s in ["sinusoidal", "learned", "relative", "rope"]
+    )
 
 # %% [markdown]
 # Reading the table from the top:
@@ -901,11 +1114,17 @@ if not is_quick():                                                        # a re
 # is not a verdict on the schemes; it shows the mechanisms.
 
 # %%
-if not is_quick():                                                        # the claims above, for this run
-    assert results["sinusoidal"][64] < results["sinusoidal"][16] - 0.2    # unseen positions hurt
-    assert results["relative"][64] < results["relative"][16]              # far keys share one bias
+# the claims above, for this run
+if not is_quick():
+    # unseen positions hurt
+    assert results["sinusoidal"][64] < results["sinusoidal"][16] - 0.2
+    # far keys share one bias
+    assert results["relative"][64] < results["relative"][16]
     assert min(results["relative"][64], results["rope"][64]) > results["sinusoidal"][64]
-    print("the relative schemes kept more of their accuracy at length 64 than the sinusoidal one")
+    print(
+        "the relative schemes kept more of their accuracy at length 64 than the "
+        "sinusoidal one"
+    )
 
 # %% [markdown]
 # (sec-pos-which)=
@@ -988,10 +1207,16 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     ### BEGIN SOLUTION
     if d_model % 2 != 0:
         raise ValueError(f"d_model must be even, got {d_model}")
-    position = torch.arange(max_len, dtype=torch.float64)[:, None]               # (max_len, 1)
-    frequency = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64)
-                          * math.log(10000.0) / d_model)                         # (D/2,)
-    angle = position * frequency                                                 # (max_len, D/2)
+    # (max_len, 1)
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]
+    frequency = torch.exp(
+        -torch.arange(0, d_model, 2, dtype=torch.float64)
+        # (D/2,)
+        * math.log(10000.0)
+        / d_model
+    )
+    # (max_len, D/2)
+    angle = position * frequency
     table = torch.empty(max_len, d_model, dtype=torch.float64)
     table[:, 0::2] = torch.sin(angle)
     table[:, 1::2] = torch.cos(angle)
@@ -1035,14 +1260,21 @@ check_sinusoidal_table(sinusoidal_table)
 import torch
 
 
-def rope_rotate(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+def rope_rotate(
+    x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0
+) -> torch.Tensor:
     ### BEGIN SOLUTION
     d_head = x.shape[-1]
-    theta = base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)       # (Dh/2,)
-    angle = positions.to(torch.float64)[:, None] * theta                               # (T, Dh/2)
+    # (Dh/2,)
+    theta = base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)
+    # (T, Dh/2)
+    angle = positions.to(torch.float64)[:, None] * theta
     cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
-    even, odd = x[..., 0::2], x[..., 1::2]                                             # (..., T, Dh/2)
-    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+    # (..., T, Dh/2)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack(
+        [even * cos - odd * sin, even * sin + odd * cos], dim=-1
+    ).flatten(-2)
     ### END SOLUTION
 
 
@@ -1089,9 +1321,12 @@ from tinybert.blocks.positional import relative_positions
 
 def alibi_bias(n_heads: int, T: int) -> torch.Tensor:
     ### BEGIN SOLUTION
-    slopes = 2.0 ** (-8.0 * torch.arange(1, n_heads + 1) / n_heads)                  # (H,)
-    distance = relative_positions(T).abs().float()                                    # (T, T) |s - t|
-    return -slopes[:, None, None] * distance                                          # (H, T, T)
+    # (H,)
+    slopes = 2.0 ** (-8.0 * torch.arange(1, n_heads + 1) / n_heads)
+    # (T, T) |s - t|
+    distance = relative_positions(T).abs().float()
+    # (H, T, T)
+    return -slopes[:, None, None] * distance
     ### END SOLUTION
 
 
@@ -1135,12 +1370,20 @@ check_alibi_bias(alibi_bias)
 
 # %%
 D_model = 512
-wavelengths = 2 * math.pi * 10000.0 ** (torch.arange(0, D_model, 2, dtype=torch.float64) / D_model)
-print(f"D = {D_model}: shortest wavelength {wavelengths[0].item():.3f}, longest {wavelengths[-1].item():,.0f} "
-      f"(2π·10000 = {2 * math.pi * 10000:,.0f})")
-assert wavelengths[-1].item() > 10000                                      # the slowest pair never repeats below 10000
+wavelengths = (
+    2
+    * math.pi
+    * 10000.0 ** (torch.arange(0, D_model, 2, dtype=torch.float64) / D_model)
+)
+print(
+    f"D = {D_model}: shortest wavelength {wavelengths[0].item():.3f}, longest "
+    f"{wavelengths[-1].item():,.0f} (2π·10000 = {2 * math.pi * 10000:,.0f})"
+)
+# the slowest pair never repeats below 10000
+assert wavelengths[-1].item() > 10000
 ratios = wavelengths[1:] / wavelengths[:-1]
-assert torch.allclose(ratios, ratios[0].expand_as(ratios))                # a geometric progression
+# a geometric progression
+assert torch.allclose(ratios, ratios[0].expand_as(ratios))
 
 
 # %% [markdown]
@@ -1181,20 +1424,29 @@ assert torch.allclose(ratios, ratios[0].expand_as(ratios))                # a ge
 
 # %%
 def best_linear_shift_error(table, k):
-    """Largest error of the best single matrix M with table[pos + k] ≈ M table[pos] for all pos."""
-    source, target = table[:-k], table[k:]                               # (N, D) each
-    solution = torch.linalg.lstsq(source, target).solution               # (D, D) least squares
+    """Largest error of the best single matrix M with table[pos + k] ≈ M table[pos]
+    for all pos."""
+    source, target = table[:-k], table[k:]  # (N, D) each
+    # (D, D) least squares
+    solution = torch.linalg.lstsq(source, target).solution
     return (source @ solution - target).abs().max().item()
 
 
 n_positions, d_small = 500, 16
-frequencies = 10000.0 ** (-torch.arange(0, d_small, 2, dtype=torch.float64) / d_small)   # (8,)
-sine_only = torch.sin(torch.arange(n_positions, dtype=torch.float64)[:, None]
-                      * torch.cat([frequencies, frequencies * 0.5]))     # (500, 16): 16 sines, no cosines
-real = sinusoidal_encoding(n_positions, d_small).double()                 # (500, 16)
+# (8,)
+frequencies = 10000.0 ** (-torch.arange(0, d_small, 2, dtype=torch.float64) / d_small)
+sine_only = torch.sin(
+    torch.arange(n_positions, dtype=torch.float64)[:, None]
+    # (500, 16): 16 sines, no cosines
+    * torch.cat([frequencies, frequencies * 0.5])
+)
+real = sinusoidal_encoding(n_positions, d_small).double()  # (500, 16)
 for k in [1, 3, 10]:
-    print(f"k = {k:>2}: best linear map, sin+cos table error {best_linear_shift_error(real, k):.1e}, "
-          f"sine-only table error {best_linear_shift_error(sine_only, k):.2f}")
+    print(
+        f"k = {k:>2}: best linear map, sin+cos table error "
+        f"{best_linear_shift_error(real, k):.1e}, sine-only table error "
+        f"{best_linear_shift_error(sine_only, k):.2f}"
+    )
     assert best_linear_shift_error(real, k) < 1e-5
     assert best_linear_shift_error(sine_only, k) > 1e-2
 
@@ -1212,27 +1464,57 @@ for k in [1, 3, 10]:
 from tinybert.exercises.quiz import Quiz, choice, number
 from tinybert.blocks.positional import sinusoidal_encoding
 
-quiz = Quiz("ch05", [
-    choice("Without positions, reordering the input of self-attention",
-           ["changes nothing at all in the output",
-            "reorders the output in the same way",
-            "makes attention causal", "raises an error"], answer="b",
-           explain="Self-attention is permutation-equivariant."),
-    number("What is the shortest wavelength of the sinusoidal encoding, in positions? "
-           "(2 decimals)", answer=6.28, decimals=2,
-           explain="Pair 0 turns by one radian per position: 2π."),
-    number("sinusoidal_encoding(10, 4)[1, 1], the cosine of pair 0 at position 1? "
-           "(3 decimals)", answer=sinusoidal_encoding(10, 4)[1, 1].item(), decimals=3,
-           explain="cos(1 · ω₀) with ω₀ = 1."),
-    choice("A learned table of 512 rows meets position 600. What happens?",
-           ["it wraps around", "LearnedPositionalEmbedding raises a ValueError",
-            "it uses the last row", "it extrapolates"], answer="b",
-           explain="There is no row to read past max_len."),
-    choice("With RoPE, the score of a query at m and a key at n depends on",
-           ["m alone", "n alone", "m − n", "m + n"], answer="c",
-           explain="Rotating both by their positions leaves their difference."),
-    choice("Which encoding could not run at all on the experiment's longer sequences?",
-           ["sinusoidal", "learned absolute", "relative bias", "RoPE"], answer="b",
-           explain="Its table ends at the training length."),
-])
+quiz = Quiz(
+    "ch05",
+    [
+        choice(
+            "Without positions, reordering the input of self-attention",
+            [
+                "changes nothing at all in the output",
+                "reorders the output in the same way",
+                "makes attention causal",
+                "raises an error",
+            ],
+            answer="b",
+            explain="Self-attention is permutation-equivariant.",
+        ),
+        number(
+            "What is the shortest wavelength of the sinusoidal encoding, in positions? "
+            "(2 decimals)",
+            answer=6.28,
+            decimals=2,
+            explain="Pair 0 turns by one radian per position: 2π.",
+        ),
+        number(
+            "sinusoidal_encoding(10, 4)[1, 1], the cosine of pair 0 at position 1? "
+            "(3 decimals)",
+            answer=sinusoidal_encoding(10, 4)[1, 1].item(),
+            decimals=3,
+            explain="cos(1 · ω₀) with ω₀ = 1.",
+        ),
+        choice(
+            "A learned table of 512 rows meets position 600. What happens?",
+            [
+                "it wraps around",
+                "LearnedPositionalEmbedding raises a ValueError",
+                "it uses the last row",
+                "it extrapolates",
+            ],
+            answer="b",
+            explain="There is no row to read past max_len.",
+        ),
+        choice(
+            "With RoPE, the score of a query at m and a key at n depends on",
+            ["m alone", "n alone", "m − n", "m + n"],
+            answer="c",
+            explain="Rotating both by their positions leaves their difference.",
+        ),
+        choice(
+            "Which encoding could not run at all on the experiment's longer sequences?",
+            ["sinusoidal", "learned absolute", "relative bias", "RoPE"],
+            answer="b",
+            explain="Its table ends at the training length.",
+        ),
+    ],
+)
 quiz

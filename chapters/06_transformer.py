@@ -97,8 +97,9 @@ print(f"device: {device}, quick mode: {is_quick()}")
 
 @contextmanager
 def single_thread():
-    """Run the block on one CPU thread: the matrices here are small, and one thread never waits for
-    a core that another program keeps busy. Restores the previous setting afterwards."""
+    """Run the block on one CPU thread: the matrices here are small, and one thread
+    never waits for a core that another program keeps busy. Restores the previous
+    setting afterwards."""
     threads = torch.get_num_threads()
     if device.type == "cpu":
         torch.set_num_threads(1)
@@ -143,21 +144,26 @@ def single_thread():
 
 # %% tags=["export:blocks.transformer_layers"]
 class LayerNorm(nn.Module):
-    """LN(x) = γ ⊙ (x - μ) / √(σ² + ε) + β, with μ and σ² over the last axis of each position.
+    """LN(x) = γ ⊙ (x - μ) / √(σ² + ε) + β, with μ and σ² over the last axis of
+    each position.
 
-    Shapes: (..., D) -> (..., D). σ² is the biased variance (divided by D), as in nn.LayerNorm.
+    Shapes: (..., D) -> (..., D). σ² is the biased variance (divided by D), as in
+    nn.LayerNorm.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d_model))     # γ, starts as the identity scale
-        self.bias = nn.Parameter(torch.zeros(d_model))      # β
+        # γ, starts as the identity scale
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))  # β
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        mean = x.mean(dim=-1, keepdim=True)                               # (..., 1)
-        variance = (x - mean).pow(2).mean(dim=-1, keepdim=True)           # (..., 1) biased
-        return (x - mean) / torch.sqrt(variance + self.eps) * self.weight + self.bias   # (..., D)
+        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+        # (..., 1) biased
+        variance = (x - mean).pow(2).mean(dim=-1, keepdim=True)
+        # (..., D)
+        return (x - mean) / torch.sqrt(variance + self.eps) * self.weight + self.bias
 
     def extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, eps={self.eps}"
@@ -172,15 +178,21 @@ ours, reference = LayerNorm(37), nn.LayerNorm(37)
 with torch.no_grad():
     ours.weight.normal_()
     ours.bias.normal_()
-    reference.load_state_dict(ours.state_dict())              # same parameter names: weight, bias
-x = 3 * torch.randn(13, 7, 37) + 5                            # (B, T, D), far from zero mean and unit variance
+    # same parameter names: weight, bias
+    reference.load_state_dict(ours.state_dict())
+# (B, T, D), far from zero mean and unit variance
+x = 3 * torch.randn(13, 7, 37) + 5
 y = ours(x)
 print(f"max |ours - nn.LayerNorm| = {(y - reference(x)).abs().max().item():.1e}")
 assert torch.allclose(y, reference(x), atol=1e-5)
 
-plain = LayerNorm(37)(x)                                      # γ = 1, β = 0: every position standardised
-print(f"with γ = 1, β = 0: per-position means within {plain.mean(-1).abs().max().item():.1e} of 0, "
-      f"standard deviations within {(plain.std(-1, unbiased=False) - 1).abs().max().item():.1e} of 1")
+# γ = 1, β = 0: every position standardised
+plain = LayerNorm(37)(x)
+print(
+    f"with γ = 1, β = 0: per-position means within "
+    f"{plain.mean(-1).abs().max().item():.1e} of 0, standard deviations within "
+    f"{(plain.std(-1, unbiased=False) - 1).abs().max().item():.1e} of 1"
+)
 assert torch.allclose(plain.mean(-1), torch.zeros(13, 7), atol=1e-5)
 
 
@@ -218,26 +230,38 @@ assert torch.allclose(plain.mean(-1), torch.zeros(13, 7), atol=1e-5)
 
 # %% tags=["export:blocks.transformer_layers"]
 class EncoderLayer(nn.Module):
-    """Self-attention and a feed-forward block, each with a residual connection and a LayerNorm.
+    """Self-attention and a feed-forward block, each with a residual connection and
+    a LayerNorm.
 
-    post-LN (norm_first=False, the paper): x = LN(x + Dropout(F(x))) for each sub-layer F;
-    pre-LN (norm_first=True): x = x + Dropout(F(LN(x))). Shapes: x (B, T, D) -> (B, T, D);
-    mask bool, True = may attend, broadcastable to (B, H, T, T).
+    post-LN (norm_first=False, the paper): x = LN(x + Dropout(F(x))) for each sub-layer
+    F; pre-LN (norm_first=True): x = x + Dropout(F(LN(x))). Shapes: x (B, T, D) -> (B,
+    T, D); mask bool, True = may attend, broadcastable to (B, H, T, T).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+    ):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads)
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, activation)
         self.norm1 = LayerNorm(d_model, layer_norm_eps)
         self.norm2 = LayerNorm(d_model, layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)                   # residual dropout, on each sub-layer's output
+        # residual dropout, on each sub-layer's output
+        self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), mask)      # (B, T, D)
+            x = x + self._sa_block(self.norm1(x), mask)  # (B, T, D)
             x = x + self._ff_block(self.norm2(x))
         else:
             x = self.norm1(x + self._sa_block(x, mask))
@@ -245,11 +269,12 @@ class EncoderLayer(nn.Module):
         return x
 
     def _sa_block(self, x, mask):
-        out, _ = self.self_attn(x, mask=mask)                # (B, T, D); the weights are not needed here
+        # (B, T, D); the weights are not needed here
+        out, _ = self.self_attn(x, mask=mask)
         return self.dropout(out)
 
     def _ff_block(self, x):
-        return self.dropout(self.feed_forward(x))            # (B, T, D)
+        return self.dropout(self.feed_forward(x))  # (B, T, D)
 
 
 # %% [markdown]
@@ -262,15 +287,20 @@ seed_everything(0)
 B, T, D, H, D_FF = 13, 7, 32, 4, 37
 layer = EncoderLayer(D, H, D_FF, dropout=0.0).eval()
 print(layer)
-x = torch.randn(B, T, D)                                          # (B, T, D)
-lengths = torch.randint(1, T + 1, (B,))                           # real lengths
-out = layer(x, mask=padding_mask(lengths, S=T))                   # (B, T, D)
+x = torch.randn(B, T, D)  # (B, T, D)
+lengths = torch.randint(1, T + 1, (B,))  # real lengths
+out = layer(x, mask=padding_mask(lengths, S=T))  # (B, T, D)
 
-x_longer = torch.cat([x, torch.randn(B, 3, D)], dim=1)            # (B, T + 3, D): 3 more padded positions
+# (B, T + 3, D): 3 more padded positions
+x_longer = torch.cat([x, torch.randn(B, 3, D)], dim=1)
 out_longer = layer(x_longer, mask=padding_mask(lengths, S=T + 3))
-real = padding_mask(lengths, S=T)[:, 0, 0]                        # (B, T) True at real positions
+# (B, T) True at real positions
+real = padding_mask(lengths, S=T)[:, 0, 0]
 difference = (out_longer[:, :T] - out)[real].abs().max().item()
-print(f"output {tuple(out.shape)}; with 3 more padded positions, max change at real positions {difference:.1e}")
+print(
+    f"output {tuple(out.shape)}; with 3 more padded positions, max change at real "
+    f"positions {difference:.1e}"
+)
 assert out.shape == (B, T, D) and difference < 1e-5
 
 
@@ -286,29 +316,45 @@ assert out.shape == (B, T, D) and difference < 1e-5
 
 # %% tags=["export:blocks.transformer_layers"]
 class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention to the encoder's output, and a feed-forward block.
+    """Masked self-attention, cross-attention to the encoder's output, and a
+    feed-forward block.
 
     Shapes: x (B, T, D) target positions, memory (B, S, D) encoder output -> (B, T, D).
-    self_mask broadcastable to (B, H, T, T) (causal, and padding of the target); memory_mask
-    broadcastable to (B, H, T, S) (padding of the source). Bool, True = may attend.
+    self_mask broadcastable to (B, H, T, T) (causal, and padding of the target);
+    memory_mask broadcastable to (B, H, T, S) (padding of the source). Bool,
+    True = may attend.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+    ):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads)     # queries: decoder; keys, values: encoder
+        # queries: decoder; keys, values: encoder
+        self.cross_attn = MultiHeadAttention(d_model, n_heads)
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, activation)
         self.norm1 = LayerNorm(d_model, layer_norm_eps)
         self.norm2 = LayerNorm(d_model, layer_norm_eps)
         self.norm3 = LayerNorm(d_model, layer_norm_eps)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), self_mask)             # (B, T, D)
+            x = x + self._sa_block(self.norm1(x), self_mask)  # (B, T, D)
             x = x + self._ca_block(self.norm2(x), memory, memory_mask)
             x = x + self._ff_block(self.norm3(x))
         else:
@@ -318,11 +364,12 @@ class DecoderLayer(nn.Module):
         return x
 
     def _sa_block(self, x, mask):
-        out, _ = self.self_attn(x, mask=mask)                            # (B, T, D)
+        out, _ = self.self_attn(x, mask=mask)  # (B, T, D)
         return self.dropout(out)
 
     def _ca_block(self, x, memory, mask):
-        out, _ = self.cross_attn(x, context=memory, mask=mask)           # (B, T, D) reads memory (B, S, D)
+        # (B, T, D) reads memory (B, S, D)
+        out, _ = self.cross_attn(x, context=memory, mask=mask)
         return self.dropout(out)
 
     def _ff_block(self, x):
@@ -338,15 +385,20 @@ class DecoderLayer(nn.Module):
 seed_everything(1)
 S = 5
 decoder_layer = DecoderLayer(D, H, D_FF, dropout=0.0).eval()
-memory = torch.randn(B, S, D)                                       # (B, S, D) an encoder output
-target = torch.randn(B, T, D)                                       # (B, T, D)
-out = decoder_layer(target, memory, self_mask=causal_mask(T))       # (B, T, D)
+# (B, S, D) an encoder output
+memory = torch.randn(B, S, D)
+target = torch.randn(B, T, D)  # (B, T, D)
+out = decoder_layer(target, memory, self_mask=causal_mask(T))  # (B, T, D)
 
 changed = target.clone()
-changed[:, 4:] = torch.randn(B, T - 4, D)                           # new positions 4, 5, 6
+# new positions 4, 5, 6
+changed[:, 4:] = torch.randn(B, T - 4, D)
 out_changed = decoder_layer(changed, memory, self_mask=causal_mask(T))
-print(f"memory {tuple(memory.shape)}, target {tuple(target.shape)} -> {tuple(out.shape)}; "
-      f"max change at positions 0-3 after changing 4-6: {(out_changed[:, :4] - out[:, :4]).abs().max().item():.1e}")
+print(
+    f"memory {tuple(memory.shape)}, target {tuple(target.shape)} -> "
+    f"{tuple(out.shape)}; max change at positions 0-3 after changing 4-6: "
+    f"{(out_changed[:, :4] - out[:, :4]).abs().max().item():.1e}"
+)
 assert torch.allclose(out_changed[:, :4], out[:, :4], atol=1e-6)
 assert not torch.allclose(out_changed[:, 4:], out[:, 4:])
 
@@ -368,24 +420,32 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.norm = norm if norm is not None else nn.Identity()
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         for layer in self.layers:
-            x = layer(x, mask)                                       # (B, S, D)
+            x = layer(x, mask)  # (B, S, D)
         return self.norm(x)
 
 
 class Decoder(nn.Module):
-    """N decoder layers, then an optional final LayerNorm. x (B, T, D), memory (B, S, D) -> (B, T, D)."""
+    """N decoder layers, then an optional final LayerNorm. x (B, T, D), memory (B, S, D)
+    -> (B, T, D)."""
 
     def __init__(self, layers: list[DecoderLayer], norm: LayerNorm | None = None):
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.norm = norm if norm is not None else nn.Identity()
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         for layer in self.layers:
-            x = layer(x, memory, self_mask, memory_mask)             # (B, T, D)
+            x = layer(x, memory, self_mask, memory_mask)  # (B, T, D)
         return self.norm(x)
 
 
@@ -407,8 +467,13 @@ from torch import nn
 
 from tinybert.blocks.attention import causal_mask
 from tinybert.blocks.positional import SinusoidalPositionalEncoding
-from tinybert.blocks.transformer_layers import (Decoder, DecoderLayer, Encoder,
-                                                EncoderLayer, LayerNorm)
+from tinybert.blocks.transformer_layers import (
+    Decoder,
+    DecoderLayer,
+    Encoder,
+    EncoderLayer,
+    LayerNorm,
+)
 
 
 # %% [markdown]
@@ -437,27 +502,32 @@ from tinybert.blocks.transformer_layers import (Decoder, DecoderLayer, Encoder,
 class TransformerEmbedding(nn.Module):
     """Dropout(E[tokens] · √D + PE[:T]): token ids (B, T) -> vectors (B, T, D)."""
 
-    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.1):
+    def __init__(
+        self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.1
+    ):
         super().__init__()
         self.d_model = d_model
-        self.tokens = nn.Embedding(vocab_size, d_model)             # E, shared with the output layer
-        self.positions = SinusoidalPositionalEncoding(d_model, max_len)   # no parameters
+        # E, shared with the output layer
+        self.tokens = nn.Embedding(vocab_size, d_model)
+        # no parameters
+        self.positions = SinusoidalPositionalEncoding(d_model, max_len)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.tokens(tokens) * math.sqrt(self.d_model)            # (B, T, D)
-        return self.dropout(self.positions(x))                       # (B, T, D)
+        x = self.tokens(tokens) * math.sqrt(self.d_model)  # (B, T, D)
+        return self.dropout(self.positions(x))  # (B, T, D)
 
 
 def init_transformer_weights(model: nn.Module, d_model: int) -> None:
-    """Xavier-uniform for linear weights, zero biases, N(0, 1/D) for embeddings (scaled by √D later)."""
+    """Xavier-uniform for linear weights, zero biases, N(0, 1/D) for embeddings (scaled
+    by √D later)."""
     for module in model.modules():
         if isinstance(module, nn.Linear):
             nn.init.xavier_uniform_(module.weight)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=d_model ** -0.5)
+            nn.init.normal_(module.weight, std=d_model**-0.5)
 
 
 # %% [markdown]
@@ -470,18 +540,25 @@ def init_transformer_weights(model: nn.Module, d_model: int) -> None:
 # %% tags=["export"]
 @dataclass
 class TransformerConfig:
-    vocab_size: int = 37000          # V: one vocabulary for source and target (the paper's ~37k BPE tokens)
-    d_model: int = 512               # D: width of every vector between the sub-layers
-    n_heads: int = 8                 # H: attention heads per attention layer (Dh = D / H)
-    n_layers: int = 6                # N: layers in the encoder, and as many in the decoder
-    d_ff: int = 2048                 # F: hidden width of the feed-forward blocks (4 D in the paper)
-    dropout: float = 0.1             # P_drop: on embeddings + positions and on every sub-layer's output
-    max_len: int = 512               # the longest sequence the positional table covers
-    norm_first: bool = False         # False: post-LN, as in the paper; True: pre-LN
-    final_norm: bool | None = None   # LayerNorm after each stack; None: only with pre-LN (the paper has none)
-    activation: str = "relu"         # of the feed-forward blocks
-    layer_norm_eps: float = 1e-5     # ε inside every LayerNorm (PyTorch's default)
-    pad_id: int | None = 0           # padding token id, hidden from attention; None: no padding
+    # V: one vocabulary for source and target (the paper's ~37k BPE tokens)
+    vocab_size: int = 37000
+    d_model: int = 512  # D: width of every vector between the sub-layers
+    # H: attention heads per attention layer (Dh = D / H)
+    n_heads: int = 8
+    # N: layers in the encoder, and as many in the decoder
+    n_layers: int = 6
+    # F: hidden width of the feed-forward blocks (4 D in the paper)
+    d_ff: int = 2048
+    # P_drop: on embeddings + positions and on every sub-layer's output
+    dropout: float = 0.1
+    max_len: int = 512  # the longest sequence the positional table covers
+    norm_first: bool = False  # False: post-LN, as in the paper; True: pre-LN
+    # LayerNorm after each stack; None: only with pre-LN (the paper has none)
+    final_norm: bool | None = None
+    activation: str = "relu"  # of the feed-forward blocks
+    layer_norm_eps: float = 1e-5  # ε inside every LayerNorm (PyTorch's default)
+    # padding token id, hidden from attention; None: no padding
+    pad_id: int | None = 0
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
@@ -489,11 +566,19 @@ class TransformerConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: expected a positive int, got {value!r}")
         if self.d_model % self.n_heads or self.d_model % 2:
-            raise ValueError(f"d_model: expected an even multiple of n_heads = {self.n_heads}, got {self.d_model}")
+            raise ValueError(
+                f"d_model: expected an even multiple of n_heads = {self.n_heads}, got "
+                f"{self.d_model}"
+            )
         if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout: expected a probability in [0, 1), got {self.dropout!r}")
+            raise ValueError(
+                f"dropout: expected a probability in [0, 1), got {self.dropout!r}"
+            )
         if self.pad_id is not None and not 0 <= self.pad_id < self.vocab_size:
-            raise ValueError(f"pad_id: expected None or an id in [0, {self.vocab_size}), got {self.pad_id!r}")
+            raise ValueError(
+                f"pad_id: expected None or an id in [0, {self.vocab_size}), got "
+                f"{self.pad_id!r}"
+            )
 
     @property
     def uses_final_norm(self) -> bool:
@@ -501,16 +586,19 @@ class TransformerConfig:
 
     @classmethod
     def from_preset(cls, name: str, **overrides) -> TransformerConfig:
-        """The paper's sizes: ``from_preset("base")``, ``from_preset("big", vocab_size=32000)``."""
+        """The paper's sizes: ``from_preset("base")``,
+        ``from_preset("big", vocab_size=32000)``."""
         if name not in PRESETS:
-            raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS)}")
+            raise ValueError(
+                f"unknown preset {name!r}; expected one of {sorted(PRESETS)}"
+            )
         unknown = set(overrides) - {f.name for f in fields(cls)}
         if unknown:
             raise ValueError(f"unknown TransformerConfig fields {sorted(unknown)}")
         return replace(cls(**PRESETS[name]), **overrides)
 
 
-PRESETS = {   # Table 3 of Vaswani et al. (2017)
+PRESETS = {  # Table 3 of Vaswani et al. (2017)
     "base": dict(n_layers=6, d_model=512, d_ff=2048, n_heads=8, dropout=0.1),
     "big": dict(n_layers=6, d_model=1024, d_ff=4096, n_heads=16, dropout=0.3),
 }
@@ -527,59 +615,99 @@ PRESETS = {   # Table 3 of Vaswani et al. (2017)
 
 # %% tags=["export"]
 def check_tokens(name: str, tokens, vocab_size: int) -> None:
-    """Raise ValueError unless tokens is an integer (B, T) tensor of ids in [0, vocab_size)."""
-    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype.is_floating_point \
-            or tokens.dtype == torch.bool or tokens.numel() == 0:
-        got = f"{tokens.dtype} of shape {tuple(tokens.shape)}" if isinstance(tokens, torch.Tensor) else type(tokens).__name__
-        raise ValueError(f"{name}: expected a non-empty integer tensor of token ids of shape (B, T), got {got}")
+    """Raise ValueError unless tokens is an integer (B, T) tensor of ids in [0,
+    vocab_size)."""
+    if (
+        not isinstance(tokens, torch.Tensor)
+        or tokens.dim() != 2
+        or tokens.dtype.is_floating_point
+        or tokens.dtype == torch.bool
+        or tokens.numel() == 0
+    ):
+        got = (
+            f"{tokens.dtype} of shape {tuple(tokens.shape)}"
+            if isinstance(tokens, torch.Tensor)
+            else type(tokens).__name__
+        )
+        raise ValueError(
+            f"{name}: expected a non-empty integer tensor of token ids of shape (B, "
+            f"T), got {got}"
+        )
     low, high = int(tokens.min()), int(tokens.max())
     if low < 0 or high >= vocab_size:
-        raise ValueError(f"{name}: expected token ids in [0, {vocab_size}), got ids from {low} to {high}")
+        raise ValueError(
+            f"{name}: expected token ids in [0, {vocab_size}), got ids from "
+            f"{low} to {high}"
+        )
 
 
 @dataclass
 class Seq2SeqOutput:
-    logits: torch.Tensor        # (B, T, V) scores of the next target token at every target position
-    memory: torch.Tensor        # (B, S, D) the encoder's output
+    # (B, T, V) scores of the next target token at every target position
+    logits: torch.Tensor
+    memory: torch.Tensor  # (B, S, D) the encoder's output
 
 
 class Transformer(nn.Module):
-    """The encoder-decoder Transformer with one shared embedding matrix (Vaswani et al., 2017)."""
+    """The encoder-decoder Transformer with one shared embedding matrix (Vaswani et
+    al., 2017)."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
         c = self.config = config
-        layer_args = (c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.norm_first, c.layer_norm_eps)
+        layer_args = (
+            c.d_model,
+            c.n_heads,
+            c.d_ff,
+            c.dropout,
+            c.activation,
+            c.norm_first,
+            c.layer_norm_eps,
+        )
 
         def final_norm():
             return LayerNorm(c.d_model, c.layer_norm_eps) if c.uses_final_norm else None
 
         self.embed = TransformerEmbedding(c.vocab_size, c.d_model, c.max_len, c.dropout)
-        self.encoder = Encoder([EncoderLayer(*layer_args) for _ in range(c.n_layers)], final_norm())
-        self.decoder = Decoder([DecoderLayer(*layer_args) for _ in range(c.n_layers)], final_norm())
+        self.encoder = Encoder(
+            [EncoderLayer(*layer_args) for _ in range(c.n_layers)], final_norm()
+        )
+        self.decoder = Decoder(
+            [DecoderLayer(*layer_args) for _ in range(c.n_layers)], final_norm()
+        )
         self.output = nn.Linear(c.d_model, c.vocab_size, bias=False)
         init_transformer_weights(self, c.d_model)
-        self.output.weight = self.embed.tokens.weight                  # tied: one (V, D) matrix
+        # tied: one (V, D) matrix
+        self.output.weight = self.embed.tokens.weight
 
     def source_mask(self, src: torch.Tensor) -> torch.Tensor | None:
-        """(B, 1, 1, S), True at real source tokens; None when the config has no pad_id."""
-        return None if self.config.pad_id is None else (src != self.config.pad_id)[:, None, None, :]
+        """(B, 1, 1, S), True at real source tokens; None when the config has
+        no pad_id."""
+        return (
+            None
+            if self.config.pad_id is None
+            else (src != self.config.pad_id)[:, None, None, :]
+        )
 
     def encode(self, src: torch.Tensor) -> torch.Tensor:
         check_tokens("src", src, self.config.vocab_size)
-        return self.encoder(self.embed(src), self.source_mask(src))    # (B, S, D)
+        return self.encoder(self.embed(src), self.source_mask(src))  # (B, S, D)
 
-    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None) -> torch.Tensor:
+    def decode(
+        self, tgt: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         """Logits (B, T, V) of the next token after each prefix of tgt (B, T)."""
         check_tokens("tgt", tgt, self.config.vocab_size)
-        self_mask = causal_mask(tgt.shape[1], device=tgt.device)       # (T, T)
+        self_mask = causal_mask(tgt.shape[1], device=tgt.device)  # (T, T)
         if self.config.pad_id is not None:
-            self_mask = self_mask & (tgt != self.config.pad_id)[:, None, None, :]   # (B, 1, T, T)
-        h = self.decoder(self.embed(tgt), memory, self_mask, memory_mask)   # (B, T, D)
-        return self.output(h)                                          # (B, T, V) = h Eᵀ
+            # (B, 1, T, T)
+            self_mask = self_mask & (tgt != self.config.pad_id)[:, None, None, :]
+        h = self.decoder(self.embed(tgt), memory, self_mask, memory_mask)  # (B, T, D)
+        # (B, T, V) = h Eᵀ
+        return self.output(h)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> Seq2SeqOutput:
-        memory = self.encode(src)                                      # (B, S, D)
+        memory = self.encode(src)  # (B, S, D)
         return Seq2SeqOutput(self.decode(tgt, memory, self.source_mask(src)), memory)
 
 
@@ -589,22 +717,38 @@ class Transformer(nn.Module):
 
 # %%
 seed_everything(2)
-toy = Transformer(TransformerConfig(vocab_size=11, d_model=32, n_heads=4, n_layers=2, d_ff=37, dropout=0.0)).eval()
-src = torch.randint(1, 11, (13, 7))                        # (B, S) token ids, 0 is padding
-tgt = torch.randint(1, 11, (13, 5))                        # (B, T)
+toy = Transformer(
+    TransformerConfig(
+        vocab_size=11, d_model=32, n_heads=4, n_layers=2, d_ff=37, dropout=0.0
+    )
+).eval()
+# (B, S) token ids, 0 is padding
+src = torch.randint(1, 11, (13, 7))
+tgt = torch.randint(1, 11, (13, 5))  # (B, T)
 result = toy(src, tgt)
-print(f"src {tuple(src.shape)}, tgt {tuple(tgt.shape)} -> logits {tuple(result.logits.shape)}, "
-      f"memory {tuple(result.memory.shape)}; {count_parameters(toy):,} parameters")
+print(
+    f"src {tuple(src.shape)}, tgt {tuple(tgt.shape)} -> logits "
+    f"{tuple(result.logits.shape)}, memory {tuple(result.memory.shape)}; "
+    f"{count_parameters(toy):,} parameters"
+)
 assert result.logits.shape == (13, 5, 11) and result.memory.shape == (13, 7, 32)
-assert toy.output.weight is toy.embed.tokens.weight                      # one tensor ...
-assert count_parameters(toy) == sum(count_parameters(m) for m in (toy.embed, toy.encoder, toy.decoder))  # ... counted once
+# one tensor ...
+assert toy.output.weight is toy.embed.tokens.weight
+# ... counted once
+assert count_parameters(toy) == sum(
+    count_parameters(m) for m in (toy.embed, toy.encoder, toy.decoder)
+)
 with torch.no_grad():
-    toy.embed.tokens.weight[3] += 1.0                                      # ... and a change to it changes both
+    # ... and a change to it changes both
+    toy.embed.tokens.weight[3] += 1.0
     assert torch.equal(toy.output.weight[3], toy.embed.tokens.weight[3])
     toy.embed.tokens.weight[3] -= 1.0
 
 for description, call in [
-    ("d_model not divisible by n_heads", lambda: TransformerConfig(d_model=30, n_heads=4)),
+    (
+        "d_model not divisible by n_heads",
+        lambda: TransformerConfig(d_model=30, n_heads=4),
+    ),
     ("unknown preset", lambda: TransformerConfig.from_preset("huge")),
     ("token id 11 in a vocabulary of 11", lambda: toy(src, torch.full((13, 5), 11))),
     ("float source", lambda: toy(src.float(), tgt)),
@@ -641,17 +785,32 @@ for description, call in [
 
 # %%
 def to_torch_transformer(model: Transformer) -> nn.Transformer:
-    """An nn.Transformer (batch_first, ReLU, no dropout) holding the weights of model's two stacks."""
+    """An nn.Transformer (batch_first, ReLU, no dropout) holding the weights of model's
+    two stacks."""
     c = model.config
-    with warnings.catch_warnings():          # it warns that pre-LN disables its nested-tensor fast path
+    # it warns that pre-LN disables its nested-tensor fast path
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        reference = nn.Transformer(c.d_model, c.n_heads, c.n_layers, c.n_layers, c.d_ff, dropout=0.0,
-                                   activation="relu", batch_first=True, norm_first=c.norm_first,
-                                   layer_norm_eps=c.layer_norm_eps)
+        reference = nn.Transformer(
+            c.d_model,
+            c.n_heads,
+            c.n_layers,
+            c.n_layers,
+            c.d_ff,
+            dropout=0.0,
+            activation="relu",
+            batch_first=True,
+            norm_first=c.norm_first,
+            layer_norm_eps=c.layer_norm_eps,
+        )
 
     def copy_attention(theirs, ours):
-        theirs.in_proj_weight.copy_(torch.cat([ours.query.weight, ours.key.weight, ours.value.weight]))
-        theirs.in_proj_bias.copy_(torch.cat([ours.query.bias, ours.key.bias, ours.value.bias]))
+        theirs.in_proj_weight.copy_(
+            torch.cat([ours.query.weight, ours.key.weight, ours.value.weight])
+        )
+        theirs.in_proj_bias.copy_(
+            torch.cat([ours.query.bias, ours.key.bias, ours.value.bias])
+        )
         theirs.out_proj.load_state_dict(ours.output.state_dict())
 
     def copy_common(theirs, ours):
@@ -668,16 +827,21 @@ def to_torch_transformer(model: Transformer) -> nn.Transformer:
             copy_common(theirs, ours)
             copy_attention(theirs.multihead_attn, ours.cross_attn)
             theirs.norm3.load_state_dict(ours.norm3.state_dict())
-        for theirs, ours in [(reference.encoder, model.encoder), (reference.decoder, model.decoder)]:
+        for theirs, ours in [
+            (reference.encoder, model.encoder),
+            (reference.decoder, model.decoder),
+        ]:
             if c.uses_final_norm:
                 theirs.norm.load_state_dict(ours.norm.state_dict())
             else:
-                theirs.norm = None                   # the paper's post-LN stacks end without an extra norm
+                # the paper's post-LN stacks end without an extra norm
+                theirs.norm = None
     return reference.eval()
 
 
 def randomise(model: nn.Module, seed: int) -> nn.Module:
-    """Random values for every 1-D parameter (biases, γ, β), so that misplaced ones show."""
+    """Random values for every 1-D parameter (biases, γ, β), so that misplaced
+    ones show."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -693,28 +857,52 @@ def randomise(model: nn.Module, seed: int) -> nn.Module:
 # feed-forward width 37, 2 layers), with padded sources and targets:
 
 # %%
-def compare_with_torch(norm_first: bool, final_norm: bool | None, seed: int = 0) -> float:
+def compare_with_torch(
+    norm_first: bool, final_norm: bool | None, seed: int = 0
+) -> float:
     """Max |ours - nn.Transformer| over all positions, with padding and causal masks."""
     seed_everything(seed)
-    config = TransformerConfig(vocab_size=11, d_model=32, n_heads=4, n_layers=2, d_ff=37, dropout=0.0,
-                               norm_first=norm_first, final_norm=final_norm)
+    config = TransformerConfig(
+        vocab_size=11,
+        d_model=32,
+        n_heads=4,
+        n_layers=2,
+        d_ff=37,
+        dropout=0.0,
+        norm_first=norm_first,
+        final_norm=final_norm,
+    )
     model = randomise(Transformer(config), seed).eval()
     reference = to_torch_transformer(model)
     B, S, T = 13, 7, 5
-    src_pad = padding_mask(torch.randint(1, S + 1, (B,)), S=S)          # (B, 1, 1, S)
-    tgt_pad = padding_mask(torch.randint(1, T + 1, (B,)), S=T)          # (B, 1, 1, T)
-    src, tgt = torch.randn(B, S, 32), torch.randn(B, T, 32)             # embedded source and target
-    causal = causal_mask(T)                                             # (T, T)
-    ours = model.decoder(tgt, model.encoder(src, src_pad), causal & tgt_pad, src_pad)   # (B, T, D)
-    theirs = reference(src, tgt, tgt_mask=~causal, src_key_padding_mask=~src_pad[:, 0, 0],
-                       tgt_key_padding_mask=~tgt_pad[:, 0, 0], memory_key_padding_mask=~src_pad[:, 0, 0])
+    src_pad = padding_mask(torch.randint(1, S + 1, (B,)), S=S)  # (B, 1, 1, S)
+    tgt_pad = padding_mask(torch.randint(1, T + 1, (B,)), S=T)  # (B, 1, 1, T)
+    # embedded source and target
+    src, tgt = torch.randn(B, S, 32), torch.randn(B, T, 32)
+    causal = causal_mask(T)  # (T, T)
+    # (B, T, D)
+    ours = model.decoder(tgt, model.encoder(src, src_pad), causal & tgt_pad, src_pad)
+    theirs = reference(
+        src,
+        tgt,
+        tgt_mask=~causal,
+        src_key_padding_mask=~src_pad[:, 0, 0],
+        tgt_key_padding_mask=~tgt_pad[:, 0, 0],
+        memory_key_padding_mask=~src_pad[:, 0, 0],
+    )
     return (ours - theirs).abs().max().item()
 
 
 parity = {
-    "post-LN, the paper (their final norms removed)": compare_with_torch(norm_first=False, final_norm=False),
-    "post-LN + final norms (nn.Transformer as is)": compare_with_torch(norm_first=False, final_norm=True),
-    "pre-LN (final norms in both)": compare_with_torch(norm_first=True, final_norm=None),
+    "post-LN, the paper (their final norms removed)": compare_with_torch(
+        norm_first=False, final_norm=False
+    ),
+    "post-LN + final norms (nn.Transformer as is)": compare_with_torch(
+        norm_first=False, final_norm=True
+    ),
+    "pre-LN (final norms in both)": compare_with_torch(
+        norm_first=True, final_norm=None
+    ),
 }
 for name, difference in parity.items():
     print(f"{name:<48} max |ours - nn.Transformer| = {difference:.1e}")
@@ -744,7 +932,8 @@ assert max(parity.values()) < 1e-5
 
 # %%
 def transformer_parameter_count(config: TransformerConfig) -> int:
-    """Parameters of Transformer(config), from the formula (shared embedding counted once)."""
+    """Parameters of Transformer(config), from the formula (shared embedding
+    counted once)."""
     V, D, F_, N = config.vocab_size, config.d_model, config.d_ff, config.n_layers
     attention, feed_forward, norm = 4 * D * D + 4 * D, 2 * D * F_ + F_ + D, 2 * D
     encoder_layer = attention + feed_forward + 2 * norm
@@ -754,14 +943,21 @@ def transformer_parameter_count(config: TransformerConfig) -> int:
 
 
 def build_on_meta(config: TransformerConfig) -> Transformer:
-    with torch.device("meta"):                       # shapes only: the big model takes no memory
+    # shapes only: the big model takes no memory
+    with torch.device("meta"):
         return Transformer(config)
 
 
 def breakdown(model: Transformer) -> dict[str, int]:
-    """Parameters by kind; named_parameters() lists the tied output weight once, as the embedding."""
-    kinds = {"embedding (shared)": 0, "attention weights": 0, "feed-forward weights": 0,
-             "biases": 0, "LayerNorm γ, β": 0}
+    """Parameters by kind; named_parameters() lists the tied output weight once, as the
+    embedding."""
+    kinds = {
+        "embedding (shared)": 0,
+        "attention weights": 0,
+        "feed-forward weights": 0,
+        "biases": 0,
+        "LayerNorm γ, β": 0,
+    }
     for name, p in model.named_parameters():
         if "embed" in name:
             kinds["embedding (shared)"] += p.numel()
@@ -779,17 +975,26 @@ def breakdown(model: Transformer) -> dict[str, int]:
 paper_millions = {"base": 65, "big": 213}
 counts = {}
 for preset in ["base", "big"]:
-    config = TransformerConfig.from_preset(preset)                     # vocab_size = 37000
+    # vocab_size = 37000
+    config = TransformerConfig.from_preset(preset)
     model = build_on_meta(config)
     counts[preset] = count_parameters(model)
-    assert counts[preset] == transformer_parameter_count(config) == sum(breakdown(model).values())
+    assert (
+        counts[preset]
+        == transformer_parameter_count(config)
+        == sum(breakdown(model).values())
+    )
     assert count_parameters(model.embed.positions) == 0
     parts = ", ".join(f"{kind} {n / 1e6:.2f}M" for kind, n in breakdown(model).items())
-    print(f"{preset}: {counts[preset]:,} parameters = {counts[preset] / 1e6:.1f}M "
-          f"(paper: {paper_millions[preset]}M, ratio {counts[preset] / 1e6 / paper_millions[preset]:.3f})")
+    print(
+        f"{preset}: {counts[preset]:,} parameters = {counts[preset] / 1e6:.1f}M "
+        f"(paper: {paper_millions[preset]}M, ratio "
+        f"{counts[preset] / 1e6 / paper_millions[preset]:.3f})"
+    )
     print(f"   {parts}")
     small = breakdown(model)["biases"] + breakdown(model)["LayerNorm γ, β"]
-    assert small < 0.5e6                                  # less than the rounding of the paper's counts
+    # less than the rounding of the paper's counts
+    assert small < 0.5e6
 
 # %% [markdown]
 # The formula and the built models agree, and both land close to the paper's numbers without
@@ -802,15 +1007,25 @@ for preset in ["base", "big"]:
     config = TransformerConfig.from_preset(preset)
     width, total = config.d_model, counts[preset]
     without_vocab = total - config.vocab_size * width
-    untied = total + 2 * config.vocab_size * width                      # separate source, target and output matrices
-    low, high = (paper_millions[preset] - 0.5) * 1e6, (paper_millions[preset] + 0.5) * 1e6
-    print(f"{preset}: without the embedding {without_vocab / 1e6:.1f}M; untied embeddings would give "
-          f"{untied / 1e6:.1f}M; the paper's {paper_millions[preset]}M (±0.5M of rounding) needs a shared "
-          f"vocabulary of {(low - without_vocab) / width:,.0f} to {(high - without_vocab) / width:,.0f} tokens")
-    assert untied > (paper_millions[preset] + 10) * 1e6           # untied is far off: the paper shares
+    # separate source, target and output matrices
+    untied = total + 2 * config.vocab_size * width
+    low, high = (
+        (paper_millions[preset] - 0.5) * 1e6,
+        (paper_millions[preset] + 0.5) * 1e6,
+    )
+    print(
+        f"{preset}: without the embedding {without_vocab / 1e6:.1f}M; untied "
+        f"embeddings would give {untied / 1e6:.1f}M; the paper's "
+        f"{paper_millions[preset]}M (±0.5M of rounding) needs a shared vocabulary of "
+        f"{(low - without_vocab) / width:,.0f} to "
+        f"{(high - without_vocab) / width:,.0f} tokens"
+    )
+    # untied is far off: the paper shares
+    assert untied > (paper_millions[preset] + 10) * 1e6
     implied[preset] = ((low - without_vocab) / width, (high - without_vocab) / width)
 (base_low, base_high), (big_low, big_high) = implied["base"], implied["big"]
-assert base_high < big_low or big_high < base_low                  # no single vocabulary fits both
+# no single vocabulary fits both
+assert base_high < big_low or big_high < base_low
 
 
 # %% [markdown]
@@ -842,25 +1057,45 @@ assert base_high < big_low or big_high < base_low                  # no single v
 # averaged over a few random initialisations, as in their Figure 3.
 
 # %%
-def ffn_gradient_norms(norm_first: bool, seed: int, d_model: int = 128, n_layers: int = 6):
-    """Gradient norms of W2 in each encoder and decoder layer, at initialisation, for one batch."""
+def ffn_gradient_norms(
+    norm_first: bool, seed: int, d_model: int = 128, n_layers: int = 6
+):
+    """Gradient norms of W2 in each encoder and decoder layer, at initialisation, for
+    one batch."""
     seed_everything(seed)
-    config = TransformerConfig(vocab_size=1000, d_model=d_model, n_heads=4, n_layers=n_layers,
-                               d_ff=4 * d_model, dropout=0.0, norm_first=norm_first)
+    config = TransformerConfig(
+        vocab_size=1000,
+        d_model=d_model,
+        n_heads=4,
+        n_layers=n_layers,
+        d_ff=4 * d_model,
+        dropout=0.0,
+        norm_first=norm_first,
+    )
     model = Transformer(config)
-    src, tgt, labels = (torch.randint(1, 1000, (16, 24)) for _ in range(3))    # (B, S), (B, T), (B, T)
+    # (B, S), (B, T), (B, T)
+    src, tgt, labels = (torch.randint(1, 1000, (16, 24)) for _ in range(3))
     loss = F.cross_entropy(model(src, tgt).logits.flatten(0, 1), labels.flatten())
     loss.backward()
-    return [[layer.feed_forward.contract.weight.grad.norm().item() for layer in stack.layers]
-            for stack in (model.encoder, model.decoder)]
+    return [
+        [
+            layer.feed_forward.contract.weight.grad.norm().item()
+            for layer in stack.layers
+        ]
+        for stack in (model.encoder, model.decoder)
+    ]
 
 
 GRAD_SEEDS = pick(quick=[0], full=[0, 1, 2, 3])
 grad_norms = {}
 with single_thread():
     for norm_first, name in [(False, "post-LN"), (True, "pre-LN")]:
-        runs = torch.tensor([ffn_gradient_norms(norm_first, seed) for seed in GRAD_SEEDS])   # (seeds, 2, N)
-        grad_norms[name] = runs.mean(dim=0)                                                  # (2, N)
+        # (seeds, 2, N)
+        runs = torch.tensor(
+            [ffn_gradient_norms(norm_first, seed) for seed in GRAD_SEEDS]
+        )
+        # (2, N)
+        grad_norms[name] = runs.mean(dim=0)
 
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
 for ax, stack_index, stack in zip(axes, (0, 1), ("encoder", "decoder")):
@@ -874,7 +1109,10 @@ fig.tight_layout()
 plt.show()
 
 for name, norms in grad_norms.items():
-    print(f"{name:<8} encoder {[round(v, 3) for v in norms[0].tolist()]}  decoder {[round(v, 3) for v in norms[1].tolist()]}")
+    print(
+        f"{name:<8} encoder {[round(v, 3) for v in norms[0].tolist()]}  decoder "
+        f"{[round(v, 3) for v in norms[1].tolist()]}"
+    )
 
 
 # %%
@@ -883,13 +1121,20 @@ def last_over_first(norms: torch.Tensor) -> float:
     return (norms[-1] / norms[0]).item()
 
 
-ratios = {(name, stack): last_over_first(grad_norms[name][i])
-          for name in grad_norms for i, stack in enumerate(["encoder", "decoder"])}
+ratios = {
+    (name, stack): last_over_first(grad_norms[name][i])
+    for name in grad_norms
+    for i, stack in enumerate(["encoder", "decoder"])
+}
 for stack in ["encoder", "decoder"]:
-    print(f"{stack}: gradient norm of layer 6 / layer 1: post-LN {ratios['post-LN', stack]:.2f}, "
-          f"pre-LN {ratios['pre-LN', stack]:.2f}")
-assert ratios["post-LN", "decoder"] > 3                       # post-LN decoder: largest gradients at the top
-assert 0.5 < ratios["pre-LN", "decoder"] < 1.0                # pre-LN decoder: flat, drifting gently down
+    print(
+        f"{stack}: gradient norm of layer 6 / layer 1: post-LN "
+        f"{ratios['post-LN', stack]:.2f}, pre-LN {ratios['pre-LN', stack]:.2f}"
+    )
+# post-LN decoder: largest gradients at the top
+assert ratios["post-LN", "decoder"] > 3
+# pre-LN decoder: flat, drifting gently down
+assert 0.5 < ratios["pre-LN", "decoder"] < 1.0
 assert 0.8 < ratios["post-LN", "encoder"] < 1.25 and ratios["pre-LN", "encoder"] < 1.0
 
 # %% [markdown]
@@ -928,35 +1173,56 @@ from __future__ import annotations
 import torch
 
 
-def label_smoothed_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, smoothing: float = 0.1,
-                                 ignore_index: int = -100) -> torch.Tensor:
-    """Mean cross-entropy against q = (1 - ε)·one_hot(y) + ε/V, over positions whose target is not ignore_index.
+def label_smoothed_cross_entropy(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    smoothing: float = 0.1,
+    ignore_index: int = -100,
+) -> torch.Tensor:
+    """Mean cross-entropy against q = (1 - ε)·one_hot(y) + ε/V, over positions whose
+    target is not ignore_index.
 
     logits (..., V), targets (...) integer class ids. Equals
-    nn.CrossEntropyLoss(label_smoothing=ε, ignore_index=ignore_index)(logits.flatten(0, -2), targets.flatten()).
+    nn.CrossEntropyLoss(label_smoothing=ε, ignore_index=ignore_index)(logits.flatten(0,
+    -2), targets.flatten()).
     """
-    if not isinstance(logits, torch.Tensor) or not isinstance(targets, torch.Tensor) \
-            or logits.dim() < 2 or logits.shape[:-1] != targets.shape:
-        got = [tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in (logits, targets)]
-        raise ValueError(f"expected logits of shape (..., V) and targets of shape (...), got {got[0]} and {got[1]}")
+    if (
+        not isinstance(logits, torch.Tensor)
+        or not isinstance(targets, torch.Tensor)
+        or logits.dim() < 2
+        or logits.shape[:-1] != targets.shape
+    ):
+        got = [
+            tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            for t in (logits, targets)
+        ]
+        raise ValueError(
+            f"expected logits of shape (..., V) and targets of shape (...), got "
+            f"{got[0]} and {got[1]}"
+        )
     if not 0.0 <= smoothing <= 1.0:
         raise ValueError(f"smoothing: expected a value in [0, 1], got {smoothing!r}")
-    log_p = logits.reshape(-1, logits.shape[-1]).log_softmax(dim=-1)     # (N, V)
-    targets = targets.reshape(-1)                                        # (N,)
-    keep = targets != ignore_index                                       # (N,) positions that count
-    nll = -log_p.gather(-1, targets.masked_fill(~keep, 0)[:, None]).squeeze(-1)   # (N,) -log p_y
-    uniform = -log_p.mean(dim=-1)                                        # (N,) cross-entropy with 1/V
-    loss = (1.0 - smoothing) * nll + smoothing * uniform                 # (N,)
+    log_p = logits.reshape(-1, logits.shape[-1]).log_softmax(dim=-1)  # (N, V)
+    targets = targets.reshape(-1)  # (N,)
+    # (N,) positions that count
+    keep = targets != ignore_index
+    # (N,) -log p_y
+    nll = -log_p.gather(-1, targets.masked_fill(~keep, 0)[:, None]).squeeze(-1)
+    # (N,) cross-entropy with 1/V
+    uniform = -log_p.mean(dim=-1)
+    loss = (1.0 - smoothing) * nll + smoothing * uniform  # (N,)
     return loss[keep].sum() / keep.sum()
 
 
 # %%
 g = torch.Generator().manual_seed(3)
-logits = 3 * torch.randn(13, 5, 11, generator=g)                    # (B, T, V)
-targets = torch.randint(1, 11, (13, 5), generator=g)                # (B, T)
-targets[:, 3:] = 0                                                  # padding, id 0
+logits = 3 * torch.randn(13, 5, 11, generator=g)  # (B, T, V)
+targets = torch.randint(1, 11, (13, 5), generator=g)  # (B, T)
+targets[:, 3:] = 0  # padding, id 0
 ours = label_smoothed_cross_entropy(logits, targets, smoothing=0.1, ignore_index=0)
-theirs = nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=0)(logits.flatten(0, 1), targets.flatten())
+theirs = nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=0)(
+    logits.flatten(0, 1), targets.flatten()
+)
 print(f"ours {ours.item():.6f}, nn.CrossEntropyLoss {theirs.item():.6f}")
 assert torch.allclose(ours, theirs, atol=1e-6)
 
@@ -968,16 +1234,29 @@ assert torch.allclose(ours, theirs, atol=1e-6)
 
 # %%
 def smoothing_floor(V: int, eps: float) -> float:
-    """Entropy of q = (1 - ε) one_hot + ε / V: the lowest label-smoothed loss any model can reach."""
+    """Entropy of q = (1 - ε) one_hot + ε / V: the lowest label-smoothed loss any model
+    can reach."""
     q = torch.full((V,), eps / V)
     q[0] += 1 - eps
     return -(q * q.log()).sum().item()
 
 
-best_logits = torch.log(torch.full((1, 13), 0.1 / 13) + F.one_hot(torch.tensor([0]), 13) * 0.9)   # predict q itself
-print(f"floor for V = 13, ε = 0.1: {smoothing_floor(13, 0.1):.4f}; "
-      f"loss of the model that predicts q: {label_smoothed_cross_entropy(best_logits, torch.tensor([0])).item():.4f}")
-assert abs(label_smoothed_cross_entropy(best_logits, torch.tensor([0])).item() - smoothing_floor(13, 0.1)) < 1e-5
+# predict q itself
+best_logits = torch.log(
+    torch.full((1, 13), 0.1 / 13) + F.one_hot(torch.tensor([0]), 13) * 0.9
+)
+print(
+    f"floor for V = 13, ε = 0.1: {smoothing_floor(13, 0.1):.4f}; "
+    f"loss of the model that predicts q: "
+    f"{label_smoothed_cross_entropy(best_logits, torch.tensor([0])).item():.4f}"
+)
+assert (
+    abs(
+        label_smoothed_cross_entropy(best_logits, torch.tensor([0])).item()
+        - smoothing_floor(13, 0.1)
+    )
+    < 1e-5
+)
 
 # %% [markdown]
 # (The annotated re-implementations of the paper often spread $\varepsilon$ over $V - 2$ classes,
@@ -1004,25 +1283,41 @@ import torch
 
 
 def transformer_lr(step: int, d_model: int, warmup_steps: int = 4000) -> float:
-    """d_model^-0.5 · min(step^-0.5, step · warmup^-1.5) for step = 1, 2, ...: warm-up, then 1/√step."""
-    for name, value in (("step", step), ("d_model", d_model), ("warmup_steps", warmup_steps)):
+    """d_model^-0.5 · min(step^-0.5, step · warmup^-1.5) for step = 1, 2, ...: warm-up,
+    then 1/√step."""
+    for name, value in (
+        ("step", step),
+        ("d_model", d_model),
+        ("warmup_steps", warmup_steps),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}: expected a positive int (steps count from 1), got {value!r}")
-    return d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+            raise ValueError(
+                f"{name}: expected a positive int (steps count from 1), got {value!r}"
+            )
+    return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
-def warmup_inverse_sqrt(optimizer: torch.optim.Optimizer, d_model: int,
-                        warmup_steps: int = 4000) -> torch.optim.lr_scheduler.LambdaLR:
-    """LambdaLR that multiplies the optimizer's lr by transformer_lr; call .step() after each update."""
+def warmup_inverse_sqrt(
+    optimizer: torch.optim.Optimizer, d_model: int, warmup_steps: int = 4000
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """LambdaLR that multiplies the optimizer's lr by transformer_lr; call .step() after
+    each update."""
     return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda i: transformer_lr(i + 1, d_model, warmup_steps))   # LambdaLR counts from 0
+        # LambdaLR counts from 0
+        optimizer,
+        lambda i: transformer_lr(i + 1, d_model, warmup_steps),
+    )
 
 
 # %%
 steps = range(1, 20001)
 fig, ax = plt.subplots(figsize=(6.5, 3.2))
 for d_model, warmup in [(512, 4000), (1024, 4000), (256, 4000), (512, 8000)]:
-    ax.plot(steps, [transformer_lr(s, d_model, warmup) for s in steps], label=f"$d_{{model}}$={d_model}, warmup={warmup}")
+    ax.plot(
+        steps,
+        [transformer_lr(s, d_model, warmup) for s in steps],
+        label=f"$d_{{model}}$={d_model}, warmup={warmup}",
+    )
 ax.set_xlabel("step")
 ax.set_ylabel("learning rate")
 ax.legend(fontsize=8)
@@ -1030,18 +1325,25 @@ fig.tight_layout()
 plt.show()
 
 peak = max(steps, key=lambda s: transformer_lr(s, 512, 4000))
-print(f"d_model 512, warm-up 4000: peak at step {peak}, lr {transformer_lr(peak, 512, 4000):.3e} "
-      f"= 512^-0.5 · 4000^-0.5 = {512 ** -0.5 * 4000 ** -0.5:.3e}")
-assert peak == 4000 and abs(transformer_lr(4000, 512) - 512 ** -0.5 * 4000 ** -0.5) < 1e-12
+print(
+    f"d_model 512, warm-up 4000: peak at step {peak}, lr "
+    f"{transformer_lr(peak, 512, 4000):.3e} = 512^-0.5 · 4000^-0.5 = "
+    f"{512**-0.5 * 4000**-0.5:.3e}"
+)
+assert peak == 4000 and abs(transformer_lr(4000, 512) - 512**-0.5 * 4000**-0.5) < 1e-12
 
-optimizer = torch.optim.Adam(nn.Linear(2, 2).parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+optimizer = torch.optim.Adam(
+    nn.Linear(2, 2).parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9
+)
 scheduler = warmup_inverse_sqrt(optimizer, d_model=512)
 rates = []
 for _ in range(5):
-    rates.append(optimizer.param_groups[0]["lr"])       # the rate used by this update
+    rates.append(optimizer.param_groups[0]["lr"])  # the rate used by this update
     optimizer.step()
     scheduler.step()
-assert all(abs(r - transformer_lr(s, 512)) < 1e-15 for s, r in enumerate(rates, start=1))
+assert all(
+    abs(r - transformer_lr(s, 512)) < 1e-15 for s, r in enumerate(rates, start=1)
+)
 print(f"the scheduler's first rates: {[f'{r:.2e}' for r in rates]}")
 
 # %% [markdown]
@@ -1068,11 +1370,20 @@ print(f"the scheduler's first rates: {[f'{r:.2e}' for r in rates]}")
 # pass over the prefix of length $t + 1$.
 
 # %%
-memory = toy.encode(src)                                             # (B, S, D) once
-parallel = toy.decode(tgt, memory, toy.source_mask(src))             # (B, T, V) all positions in one pass
-one_by_one = torch.stack([toy.decode(tgt[:, :t + 1], memory, toy.source_mask(src))[:, -1]
-                          for t in range(tgt.shape[1])], dim=1)       # (B, T, V) T passes
-print(f"max |parallel - step by step| = {(parallel - one_by_one).abs().max().item():.1e}")
+memory = toy.encode(src)  # (B, S, D) once
+# (B, T, V) all positions in one pass
+parallel = toy.decode(tgt, memory, toy.source_mask(src))
+one_by_one = torch.stack(
+    [
+        toy.decode(tgt[:, : t + 1], memory, toy.source_mask(src))[:, -1]
+        # (B, T, V) T passes
+        for t in range(tgt.shape[1])
+    ],
+    dim=1,
+)
+print(
+    f"max |parallel - step by step| = {(parallel - one_by_one).abs().max().item():.1e}"
+)
 assert torch.allclose(parallel, one_by_one, atol=1e-5)
 
 # %% [markdown]
@@ -1105,7 +1416,8 @@ import torch
 
 
 def _pad_id(model, eos_id: int) -> int:
-    """The id written after <eos>: the model's pad_id, or eos_id again when it has none."""
+    """The id written after <eos>: the model's pad_id, or eos_id again when it
+    has none."""
     pad_id = getattr(model.config, "pad_id", None)
     return eos_id if pad_id is None else pad_id
 
@@ -1120,20 +1432,28 @@ def _check_decoding(src, max_len, beam_size=1) -> None:
 
 
 @torch.no_grad()
-def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int) -> torch.Tensor:
-    """Most probable token at every step. Returns (B, L) ids: <bos>, up to max_len tokens, padding after <eos>.
+def greedy_decode(
+    model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int
+) -> torch.Tensor:
+    """Most probable token at every step. Returns (B, L) ids: <bos>, up to max_len
+    tokens, padding after <eos>.
 
-    model: a Transformer (or anything with encode, decode and source_mask), in eval mode.
+    model: a Transformer (or anything with encode, decode and source_mask),
+    in eval mode.
     """
     _check_decoding(src, max_len)
     pad_id = _pad_id(model, eos_id)
-    memory, memory_mask = model.encode(src), model.source_mask(src)     # (B, S, D), encoded once
-    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)   # (B, 1)
-    done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)             # (B,)
+    # (B, S, D), encoded once
+    memory, memory_mask = model.encode(src), model.source_mask(src)
+    # (B, 1)
+    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+    # (B,)
+    done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
     for _ in range(max_len):
-        logits = model.decode(out, memory, memory_mask)[:, -1]          # (B, V) next token only
-        next_token = logits.argmax(dim=-1).masked_fill(done, pad_id)    # (B,)
-        out = torch.cat([out, next_token[:, None]], dim=1)              # (B, L + 1)
+        # (B, V) next token only
+        logits = model.decode(out, memory, memory_mask)[:, -1]
+        next_token = logits.argmax(dim=-1).masked_fill(done, pad_id)  # (B,)
+        out = torch.cat([out, next_token[:, None]], dim=1)  # (B, L + 1)
         done |= next_token == eos_id
         if done.all():
             break
@@ -1142,42 +1462,63 @@ def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: i
 
 @dataclass
 class BeamSearchOutput:
-    sequences: torch.Tensor     # (B, K, L) the final beam, best first: <bos>, tokens, padding after <eos>
-    scores: torch.Tensor        # (B, K) summed log-probabilities divided by the length penalty
+    # (B, K, L) the final beam, best first: <bos>, tokens, padding after <eos>
+    sequences: torch.Tensor
+    # (B, K) summed log-probabilities divided by the length penalty
+    scores: torch.Tensor
 
 
 @torch.no_grad()
-def beam_search(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int, beam_size: int = 4,
-                length_penalty: float = 0.0) -> BeamSearchOutput:
-    """Keep the beam_size best partial outputs by summed log-probability; rank the final ones by
-    score / ((5 + length) / 6) ** length_penalty (Wu et al., 2016; 0 = no length normalisation)."""
+def beam_search(
+    model,
+    src: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    max_len: int,
+    beam_size: int = 4,
+    length_penalty: float = 0.0,
+) -> BeamSearchOutput:
+    """Keep the beam_size best partial outputs by summed log-probability; rank the final
+    ones by score / ((5 + length) / 6) ** length_penalty (Wu et al., 2016; 0 = no length
+    normalisation)."""
     _check_decoding(src, max_len, beam_size)
     B, K, pad_id = src.shape[0], beam_size, _pad_id(model, eos_id)
     memory_mask = model.source_mask(src)
-    memory = model.encode(src).repeat_interleave(K, dim=0)              # (B*K, S, D) one copy per hypothesis
+    # (B*K, S, D) one copy per hypothesis
+    memory = model.encode(src).repeat_interleave(K, dim=0)
     if memory_mask is not None:
-        memory_mask = memory_mask.repeat_interleave(K, dim=0)           # (B*K, 1, 1, S)
-    seqs = torch.full((B * K, 1), bos_id, dtype=torch.long, device=src.device)   # (B*K, 1)
+        memory_mask = memory_mask.repeat_interleave(K, dim=0)  # (B*K, 1, 1, S)
+    # (B*K, 1)
+    seqs = torch.full((B * K, 1), bos_id, dtype=torch.long, device=src.device)
     scores = torch.full((B, K), float("-inf"), device=src.device)
-    scores[:, 0] = 0.0                                                  # at first, one live hypothesis
+    # at first, one live hypothesis
+    scores[:, 0] = 0.0
     done = torch.zeros(B * K, dtype=torch.bool, device=src.device)
     for _ in range(max_len):
-        log_p = model.decode(seqs, memory, memory_mask)[:, -1].log_softmax(dim=-1)   # (B*K, V)
+        # (B*K, V)
+        log_p = model.decode(seqs, memory, memory_mask)[:, -1].log_softmax(dim=-1)
         V = log_p.shape[-1]
         finished = torch.full_like(log_p, float("-inf"))
-        finished[:, pad_id] = 0.0                                       # a finished one only takes padding, free
+        # a finished one only takes padding, free
+        finished[:, pad_id] = 0.0
         log_p = torch.where(done[:, None], finished, log_p)
-        candidates = (scores.view(B * K, 1) + log_p).view(B, K * V)     # (B, K·V) every one-token extension
-        scores, index = candidates.topk(K, dim=-1)                      # (B, K) the best K
-        parent, token = index // V, index % V                           # (B, K) which hypothesis, which token
-        rows = (torch.arange(B, device=src.device)[:, None] * K + parent).view(-1)   # (B*K,)
-        seqs = torch.cat([seqs[rows], token.view(-1, 1)], dim=1)        # (B*K, L + 1)
+        # (B, K·V) every one-token extension
+        candidates = (scores.view(B * K, 1) + log_p).view(B, K * V)
+        # (B, K) the best K
+        scores, index = candidates.topk(K, dim=-1)
+        # (B, K) which hypothesis, which token
+        parent, token = index // V, index % V
+        # (B*K,)
+        rows = (torch.arange(B, device=src.device)[:, None] * K + parent).view(-1)
+        seqs = torch.cat([seqs[rows], token.view(-1, 1)], dim=1)  # (B*K, L + 1)
         done = done[rows] | (token.view(-1) == eos_id)
         if done.all():
             break
-    lengths = (seqs[:, 1:] != pad_id).sum(dim=-1).view(B, K).float()   # generated tokens, <eos> included
-    final = scores / ((5.0 + lengths) / 6.0) ** length_penalty          # (B, K)
-    order = final.argsort(dim=-1, descending=True)                      # (B, K) best first
+    # generated tokens, <eos> included
+    lengths = (seqs[:, 1:] != pad_id).sum(dim=-1).view(B, K).float()
+    final = scores / ((5.0 + lengths) / 6.0) ** length_penalty  # (B, K)
+    # (B, K) best first
+    order = final.argsort(dim=-1, descending=True)
     L = seqs.shape[1]
     sequences = seqs.view(B, K, L).gather(1, order[..., None].expand(B, K, L))
     return BeamSearchOutput(sequences, final.gather(1, order))
@@ -1192,26 +1533,38 @@ def beam_search(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int
 
 # %%
 def sequence_log_prob(model, src, sequences, eos_id):
-    """Summed log-probability of each sequence (B, L) (starting with <bos>), up to and including <eos>."""
-    log_p = model(src, sequences[:, :-1]).logits.log_softmax(-1)                    # (B, L-1, V)
-    token_log_p = log_p.gather(-1, sequences[:, 1:, None]).squeeze(-1)              # (B, L-1)
-    before_eos = (sequences[:, 1:] == eos_id).long().cumsum(-1) - (sequences[:, 1:] == eos_id).long() == 0
-    return (token_log_p * before_eos).sum(-1)                                       # (B,)
+    """Summed log-probability of each sequence (B, L) (starting with <bos>), up to and
+    including <eos>."""
+    # (B, L-1, V)
+    log_p = model(src, sequences[:, :-1]).logits.log_softmax(-1)
+    # (B, L-1)
+    token_log_p = log_p.gather(-1, sequences[:, 1:, None]).squeeze(-1)
+    before_eos = (sequences[:, 1:] == eos_id).long().cumsum(-1) - (
+        sequences[:, 1:] == eos_id
+    ).long() == 0
+    # (B,)
+    return (token_log_p * before_eos).sum(-1)
 
 
 BOS_TOY, EOS_TOY = 1, 2
 greedy = greedy_decode(toy, src, BOS_TOY, EOS_TOY, max_len=6)
 beam1 = beam_search(toy, src, BOS_TOY, EOS_TOY, max_len=6, beam_size=1)
 beam4 = beam_search(toy, src, BOS_TOY, EOS_TOY, max_len=6, beam_size=4)
-print(f"greedy {tuple(greedy.shape)}: {greedy[0].tolist()}; beam 1: {beam1.sequences[0, 0].tolist()}")
+print(
+    f"greedy {tuple(greedy.shape)}: {greedy[0].tolist()}; beam 1: "
+    f"{beam1.sequences[0, 0].tolist()}"
+)
 assert torch.equal(greedy, beam1.sequences[:, 0])
 with torch.no_grad():
     lp_greedy = sequence_log_prob(toy, src, greedy, EOS_TOY)
     lp_beam = sequence_log_prob(toy, src, beam4.sequences[:, 0], EOS_TOY)
-print(f"log-probability, mean over 13 sources: greedy {lp_greedy.mean().item():.3f}, beam of 4 "
-      f"{lp_beam.mean().item():.3f}; the beam's output is at least as probable in "
-      f"{int((lp_beam >= lp_greedy - 1e-4).sum())} of 13 sources")
-assert torch.allclose(lp_beam, beam4.scores[:, 0], atol=1e-4)     # the score is the summed log-probability
+print(
+    f"log-probability, mean over 13 sources: greedy {lp_greedy.mean().item():.3f}, "
+    f"beam of 4 {lp_beam.mean().item():.3f}; the beam's output is at least as "
+    f"probable in {int((lp_beam >= lp_greedy - 1e-4).sum())} of 13 sources"
+)
+# the score is the summed log-probability
+assert torch.allclose(lp_beam, beam4.scores[:, 0], atol=1e-4)
 
 # %% [markdown]
 # (sec-transformer-reverse)=
@@ -1231,26 +1584,32 @@ assert torch.allclose(lp_beam, beam4.scores[:, 0], atol=1e-4)     # the score is
 # no test string is among them.
 
 # %%
-PAD, BOS, EOS = 0, 1, 2                        # special tokens; digit d is token d + 3
+PAD, BOS, EOS = 0, 1, 2  # special tokens; digit d is token d + 3
 DIGITS_VOCAB = 13
 MAX_DIGITS = 10
 
 
 def split_of(digits: str) -> str:
-    """'train', 'valid' or 'test', fixed by the string itself (a hash), never by chance."""
+    """'train', 'valid' or 'test', fixed by the string itself (a hash), never
+    by chance."""
     bucket = zlib.crc32(digits.encode()) % 10
     return "test" if bucket == 0 else "valid" if bucket == 1 else "train"
 
 
-def sample_strings(n: int, split: str, generator: torch.Generator, distinct: bool = False) -> list[str]:
+def sample_strings(
+    n: int, split: str, generator: torch.Generator, distinct: bool = False
+) -> list[str]:
     """n random digit strings of length 1 ... MAX_DIGITS that belong to the given split.
 
-    Lengths are uniform, so short strings repeat often; distinct=True keeps each string once.
+    Lengths are uniform, so short strings repeat often; distinct=True keeps each
+    string once.
     """
     out, seen = [], set()
     while len(out) < n:
         length = int(torch.randint(1, MAX_DIGITS + 1, (1,), generator=generator))
-        digits = "".join(map(str, torch.randint(0, 10, (length,), generator=generator).tolist()))
+        digits = "".join(
+            map(str, torch.randint(0, 10, (length,), generator=generator).tolist())
+        )
         if split_of(digits) == split and not (distinct and digits in seen):
             out.append(digits)
             seen.add(digits)
@@ -1258,7 +1617,8 @@ def sample_strings(n: int, split: str, generator: torch.Generator, distinct: boo
 
 
 def to_tensors(strings: list[str]):
-    """Source (B, S), decoder input <bos> + reversed (B, T) and decoder target reversed + <eos> (B, T)."""
+    """Source (B, S), decoder input <bos> + reversed (B, T) and decoder target
+    reversed + <eos> (B, T)."""
     B, S = len(strings), max(map(len, strings))
     src = torch.full((B, S), PAD)
     tgt_in, tgt_out = torch.full((B, S + 1), PAD), torch.full((B, S + 1), PAD)
@@ -1266,14 +1626,20 @@ def to_tensors(strings: list[str]):
         ids = torch.tensor([int(c) + 3 for c in digits])
         n = len(ids)
         src[i, :n] = ids
-        tgt_in[i, 0], tgt_in[i, 1:n + 1] = BOS, ids.flip(0)
+        tgt_in[i, 0], tgt_in[i, 1 : n + 1] = BOS, ids.flip(0)
         tgt_out[i, :n], tgt_out[i, n] = ids.flip(0), EOS
     return src, tgt_in, tgt_out
 
 
 example_src, example_in, example_out = to_tensors(["120", "98765"])
-print(f"source\n{example_src}\ndecoder input (teacher forcing)\n{example_in}\ndecoder target\n{example_out}")
-counts_by_split = {name: sum(split_of(f"{i:05d}") == name for i in range(100_000)) for name in ["train", "valid", "test"]}
+print(
+    f"source\n{example_src}\ndecoder input (teacher forcing)\n{example_in}\n"
+    f"decoder target\n{example_out}"
+)
+counts_by_split = {
+    name: sum(split_of(f"{i:05d}") == name for i in range(100_000))
+    for name in ["train", "valid", "test"]
+}
 print(f"split of all 100,000 five-digit strings: {counts_by_split}")
 
 # %% [markdown]
@@ -1294,15 +1660,19 @@ N_VALID, N_TEST = pick(quick=200, full=500), pick(quick=300, full=1000)
 
 
 def exact_match(model, strings: list[str], beam_size: int = 1) -> tuple[float, float]:
-    """(exact-match rate, per-digit accuracy) of the decoded outputs on the given strings."""
+    """(exact-match rate, per-digit accuracy) of the decoded outputs on the
+    given strings."""
     src, _, tgt_out = (t.to(device) for t in to_tensors(strings))
     if beam_size == 1:
         decoded = greedy_decode(model, src, BOS, EOS, max_len=MAX_DIGITS + 1)
     else:
-        decoded = beam_search(model, src, BOS, EOS, max_len=MAX_DIGITS + 1, beam_size=beam_size).sequences[:, 0]
+        decoded = beam_search(
+            model, src, BOS, EOS, max_len=MAX_DIGITS + 1, beam_size=beam_size
+        ).sequences[:, 0]
     predicted = torch.full_like(tgt_out, PAD)
     n = min(decoded.shape[1] - 1, tgt_out.shape[1])
-    predicted[:, :n] = decoded[:, 1:n + 1]                               # drop <bos>, align with the targets
+    # drop <bos>, align with the targets
+    predicted[:, :n] = decoded[:, 1 : n + 1]
     real = tgt_out != PAD
     exact = ((predicted == tgt_out) | ~real).all(dim=-1).float().mean().item()
     digits = real & (tgt_out != EOS)
@@ -1310,12 +1680,24 @@ def exact_match(model, strings: list[str], beam_size: int = 1) -> tuple[float, f
     return exact, per_digit
 
 
-valid_strings = sample_strings(N_VALID, "valid", torch.Generator().manual_seed(11), distinct=True)
-test_strings = sample_strings(N_TEST, "test", torch.Generator().manual_seed(12), distinct=True)
+valid_strings = sample_strings(
+    N_VALID, "valid", torch.Generator().manual_seed(11), distinct=True
+)
+test_strings = sample_strings(
+    N_TEST, "test", torch.Generator().manual_seed(12), distinct=True
+)
 
 seed_everything(0)
-reverser_config = TransformerConfig(vocab_size=DIGITS_VOCAB, d_model=64, n_heads=4, n_layers=2, d_ff=256,
-                                    dropout=0.0, max_len=MAX_DIGITS + 2, pad_id=PAD)
+reverser_config = TransformerConfig(
+    vocab_size=DIGITS_VOCAB,
+    d_model=64,
+    n_heads=4,
+    n_layers=2,
+    d_ff=256,
+    dropout=0.0,
+    max_len=MAX_DIGITS + 2,
+    pad_id=PAD,
+)
 reverser = Transformer(reverser_config).to(device)
 optimizer = torch.optim.Adam(reverser.parameters(), lr=0.5, betas=(0.9, 0.98), eps=1e-9)
 scheduler = warmup_inverse_sqrt(optimizer, d_model=64, warmup_steps=200)
@@ -1329,8 +1711,11 @@ with single_thread():
         strings = sample_strings(BATCH_SIZE, "train", data)
         seen_in_training.update(strings)
         src, tgt_in, tgt_out = (t.to(device) for t in to_tensors(strings))
-        logits = reverser(src, tgt_in).logits                          # (B, T, V): all positions at once
-        loss = label_smoothed_cross_entropy(logits, tgt_out, smoothing=0.1, ignore_index=PAD)
+        # (B, T, V): all positions at once
+        logits = reverser(src, tgt_in).logits
+        loss = label_smoothed_cross_entropy(
+            logits, tgt_out, smoothing=0.1, ignore_index=PAD
+        )
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -1342,14 +1727,21 @@ with single_thread():
             reverser.train()
             history.append((step, loss.item(), valid_exact))
             if len(history) >= 2 and min(v for _, _, v in history[-2:]) >= 0.998:
-                break                                                  # two good checks in a row
+                # two good checks in a row
+                break
     bar.close()
 reverser.eval()
 train_seconds = time.perf_counter() - start
 for step, loss_value, valid_exact in history:
-    print(f"step {step:>5}: training loss {loss_value:.3f}, validation exact match {valid_exact:.1%}")
-print(f"trained for {history[-1][0]} steps in {train_seconds:.0f} s on {len(seen_in_training):,} distinct strings; "
-      f"label-smoothing floor of the loss: {smoothing_floor(DIGITS_VOCAB, 0.1):.3f}")
+    print(
+        f"step {step:>5}: training loss {loss_value:.3f}, validation exact match "
+        f"{valid_exact:.1%}"
+    )
+print(
+    f"trained for {history[-1][0]} steps in {train_seconds:.0f} s on "
+    f"{len(seen_in_training):,} distinct strings; label-smoothing floor of the loss: "
+    f"{smoothing_floor(DIGITS_VOCAB, 0.1):.3f}"
+)
 assert not seen_in_training & set(test_strings), "a test string occurred in training"
 
 # %% [markdown]
@@ -1361,19 +1753,30 @@ with single_thread():
     test_exact, test_digits = exact_match(reverser, test_strings)
     beam_exact, _ = exact_match(reverser, test_strings[:N_BEAM], beam_size=4)
     greedy_subset, _ = exact_match(reverser, test_strings[:N_BEAM])
-print(f"held-out test strings ({len(test_strings)}, none seen in training): exact match {test_exact:.1%} "
-      f"(greedy), per-digit accuracy {test_digits:.1%} (chance: 10%)")
+print(
+    f"held-out test strings ({len(test_strings)}, none seen in training): exact "
+    f"match {test_exact:.1%} (greedy), per-digit accuracy {test_digits:.1%} "
+    f"(chance: 10%)"
+)
 print(f"on the first {N_BEAM}: greedy {greedy_subset:.1%}, beam of 4 {beam_exact:.1%}")
 for digits in test_strings[:4]:
-    decoded = greedy_decode(reverser, to_tensors([digits])[0].to(device), BOS, EOS, max_len=MAX_DIGITS + 1)[0]
+    decoded = greedy_decode(
+        reverser, to_tensors([digits])[0].to(device), BOS, EOS, max_len=MAX_DIGITS + 1
+    )[0]
     text = "".join(str(t - 3) for t in decoded.tolist()[1:] if t > EOS)
     print(f"  {digits:>10} -> {text}")
 if is_quick():
-    # 120 steps do not finish the job, but no broken model gets here: a model that copies instead of
-    # reversing, or ignores the source, stays near 10% per digit and near 0% exact match.
-    assert test_digits >= 0.5 and test_exact >= 0.15, "the quick run should get most digits right"
+    # 120 steps do not finish the job, but no broken model gets here: a model that
+    # copies instead of
+    # reversing, or ignores the source, stays near 10% per digit and near 0%
+    # exact match.
+    assert test_digits >= 0.5 and test_exact >= 0.15, (
+        "the quick run should get most digits right"
+    )
 else:
-    assert test_exact >= 0.99, f"expected >= 99% exact match on held-out strings, got {test_exact:.1%}"
+    assert test_exact >= 0.99, (
+        f"expected >= 99% exact match on held-out strings, got {test_exact:.1%}"
+    )
 
 # %% [markdown]
 # A model that had only memorised its training strings would be lost here: none of the test
@@ -1397,8 +1800,9 @@ with torch.no_grad():
     for layer in reverser.decoder.layers[:-1]:
         h = layer(h, memory, self_mask, None)
     last = reverser.decoder.layers[-1]
-    h = last.norm1(h + last._sa_block(h, self_mask))                     # post-LN: the first sub-layer
-    _, weights = last.cross_attn(h, context=memory)                     # (1, H, T, S)
+    # post-LN: the first sub-layer
+    h = last.norm1(h + last._sa_block(h, self_mask))
+    _, weights = last.cross_attn(h, context=memory)  # (1, H, T, S)
 fig, ax = plt.subplots(figsize=(4, 4))
 ax.imshow(weights[0].mean(0).cpu(), cmap="viridis", vmin=0, vmax=1)
 ax.set_xticks(range(len(digits)), list(digits))
@@ -1445,19 +1849,26 @@ plt.show()
 
 # %%
 seed_everything(4)
-decoder_layer = randomise(DecoderLayer(D, H, D_FF, dropout=0.0, norm_first=True), 4).eval()
+decoder_layer = randomise(
+    DecoderLayer(D, H, D_FF, dropout=0.0, norm_first=True), 4
+).eval()
 encoder_layer = EncoderLayer(D, H, D_FF, dropout=0.0, norm_first=True).eval()
 with torch.no_grad():
     decoder_layer.cross_attn.output.weight.zero_()
-    decoder_layer.cross_attn.output.bias.zero_()                      # cross-attention now adds 0
+    # cross-attention now adds 0
+    decoder_layer.cross_attn.output.bias.zero_()
     encoder_layer.self_attn.load_state_dict(decoder_layer.self_attn.state_dict())
     encoder_layer.feed_forward.load_state_dict(decoder_layer.feed_forward.state_dict())
     encoder_layer.norm1.load_state_dict(decoder_layer.norm1.state_dict())
-    encoder_layer.norm2.load_state_dict(decoder_layer.norm3.state_dict())   # the feed-forward's norm
+    # the feed-forward's norm
+    encoder_layer.norm2.load_state_dict(decoder_layer.norm3.state_dict())
 x = torch.randn(B, T, D)
 as_decoder = decoder_layer(x, memory=torch.randn(B, 5, D), self_mask=causal_mask(T))
 as_encoder = encoder_layer(x, mask=causal_mask(T))
-print(f"max |decoder layer without cross-attention - causal encoder layer| = {(as_decoder - as_encoder).abs().max().item():.1e}")
+print(
+    f"max |decoder layer without cross-attention - causal encoder layer| = "
+    f"{(as_decoder - as_encoder).abs().max().item():.1e}"
+)
 assert torch.allclose(as_decoder, as_encoder, atol=1e-6)
 
 # %% tags=["export:blocks.language_model"]
@@ -1470,23 +1881,31 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.blocks.attention import causal_mask
-from tinybert.blocks.transformer import (TransformerConfig, TransformerEmbedding,
-                                         check_tokens, init_transformer_weights)
+from tinybert.blocks.transformer import (
+    TransformerConfig,
+    TransformerEmbedding,
+    check_tokens,
+    init_transformer_weights,
+)
 from tinybert.blocks.transformer_layers import EncoderLayer, LayerNorm
 
 
 @dataclass
 class LMOutput:
-    logits: torch.Tensor                 # (B, T, V) scores of the next token after each prefix
-    loss: torch.Tensor | None = None     # mean cross-entropy against targets, when they are given
+    # (B, T, V) scores of the next token after each prefix
+    logits: torch.Tensor
+    # mean cross-entropy against targets, when they are given
+    loss: torch.Tensor | None = None
 
 
 class DecoderOnlyLM(nn.Module):
-    """A GPT-style language model: embeddings + positions -> N causal layers -> norm -> tied output.
+    """A GPT-style language model: embeddings + positions -> N causal layers -> norm ->
+    tied output.
 
-    Each layer is an EncoderLayer under a causal mask: the Transformer decoder without cross-attention.
-    Uses config.vocab_size, d_model, n_heads, n_layers, d_ff, dropout, max_len (the context),
-    norm_first, final_norm, activation and layer_norm_eps; pad_id is not used.
+    Each layer is an EncoderLayer under a causal mask: the Transformer decoder without
+    cross-attention. Uses config.vocab_size, d_model, n_heads, n_layers, d_ff, dropout,
+    max_len (the context), norm_first, final_norm, activation and layer_norm_eps; pad_id
+    is not used.
     """
 
     def __init__(self, config: TransformerConfig):
@@ -1494,23 +1913,42 @@ class DecoderOnlyLM(nn.Module):
         c = self.config = config
         self.embed = TransformerEmbedding(c.vocab_size, c.d_model, c.max_len, c.dropout)
         self.layers = nn.ModuleList(
-            EncoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.norm_first, c.layer_norm_eps)
-            for _ in range(c.n_layers))
-        self.norm = LayerNorm(c.d_model, c.layer_norm_eps) if c.uses_final_norm else nn.Identity()
+            EncoderLayer(
+                c.d_model,
+                c.n_heads,
+                c.d_ff,
+                c.dropout,
+                c.activation,
+                c.norm_first,
+                c.layer_norm_eps,
+            )
+            for _ in range(c.n_layers)
+        )
+        self.norm = (
+            LayerNorm(c.d_model, c.layer_norm_eps)
+            if c.uses_final_norm
+            else nn.Identity()
+        )
         self.output = nn.Linear(c.d_model, c.vocab_size, bias=False)
         init_transformer_weights(self, c.d_model)
-        self.output.weight = self.embed.tokens.weight                    # tied, as in GPT-2
+        # tied, as in GPT-2
+        self.output.weight = self.embed.tokens.weight
 
-    def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None) -> LMOutput:
+    def forward(
+        self, tokens: torch.Tensor, targets: torch.Tensor | None = None
+    ) -> LMOutput:
         check_tokens("tokens", tokens, self.config.vocab_size)
-        mask = causal_mask(tokens.shape[1], device=tokens.device)        # (T, T) no peeking ahead
-        x = self.embed(tokens)                                           # (B, T, D)
+        # (T, T) no peeking ahead
+        mask = causal_mask(tokens.shape[1], device=tokens.device)
+        x = self.embed(tokens)  # (B, T, D)
         for layer in self.layers:
-            x = layer(x, mask)                                           # (B, T, D)
-        logits = self.output(self.norm(x))                               # (B, T, V)
+            x = layer(x, mask)  # (B, T, D)
+        logits = self.output(self.norm(x))  # (B, T, V)
         if targets is None:
             return LMOutput(logits)
-        return LMOutput(logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten()))
+        return LMOutput(
+            logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        )
 
 
 # %% [markdown]
@@ -1521,29 +1959,50 @@ class DecoderOnlyLM(nn.Module):
 
 # %% tags=["export:blocks.decoding"]
 @torch.no_grad()
-def generate(model, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
-             top_k: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Extend prompt (B, T0) by sampling max_new_tokens tokens from a decoder-only model -> (B, T0 + n).
+def generate(
+    model,
+    prompt: torch.Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Extend prompt (B, T0) by sampling max_new_tokens tokens from a decoder-only model
+    -> (B, T0 + n).
 
     generator: a torch.Generator on the model's device, for reproducible samples.
     """
-    if not isinstance(prompt, torch.Tensor) or prompt.dim() != 2 or prompt.shape[1] == 0:
-        got = tuple(prompt.shape) if isinstance(prompt, torch.Tensor) else type(prompt).__name__
-        raise ValueError(f"prompt: expected token ids of shape (B, T0) with T0 >= 1, got {got}")
+    if (
+        not isinstance(prompt, torch.Tensor)
+        or prompt.dim() != 2
+        or prompt.shape[1] == 0
+    ):
+        got = (
+            tuple(prompt.shape)
+            if isinstance(prompt, torch.Tensor)
+            else type(prompt).__name__
+        )
+        raise ValueError(
+            f"prompt: expected token ids of shape (B, T0) with T0 >= 1, got {got}"
+        )
     if not temperature >= 0:
         raise ValueError(f"temperature: expected a number >= 0, got {temperature!r}")
     tokens = prompt
     for _ in range(max_new_tokens):
-        context = tokens[:, -model.config.max_len:]                    # (B, <= max_len)
-        logits = model(context).logits[:, -1]                          # (B, V)
+        context = tokens[:, -model.config.max_len :]  # (B, <= max_len)
+        logits = model(context).logits[:, -1]  # (B, V)
         if temperature == 0:
-            next_token = logits.argmax(dim=-1, keepdim=True)           # (B, 1)
+            next_token = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
         else:
             logits = logits / temperature
             if top_k is not None:
-                kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]   # (B, 1)
+                # (B, 1)
+                kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
                 logits = logits.masked_fill(logits < kth, float("-inf"))
-            next_token = torch.multinomial(logits.softmax(dim=-1), 1, generator=generator)   # (B, 1)
+            # (B, 1)
+            next_token = torch.multinomial(
+                logits.softmax(dim=-1), 1, generator=generator
+            )
         tokens = torch.cat([tokens, next_token], dim=1)
     return tokens
 
@@ -1567,10 +2026,17 @@ split = int(0.9 * len(ids))
 train_ids, heldout_ids = ids[:split], ids[split:]
 counts_per_char = torch.bincount(train_ids, minlength=len(chars)).float()
 unigram = counts_per_char / counts_per_char.sum()
-unigram_loss = -(unigram * unigram.clamp_min(1e-12).log()).sum().item()  # best loss without context
-print(f"{len(text):,} characters, {len(chars)} distinct; train {len(train_ids):,}, held out {len(heldout_ids):,}")
-print(f"reference losses: uniform guess ln {len(chars)} = {torch.log(torch.tensor(float(len(chars)))).item():.2f}, "
-      f"character frequencies alone {unigram_loss:.2f} nats per character")
+# best loss without context
+unigram_loss = -(unigram * unigram.clamp_min(1e-12).log()).sum().item()
+print(
+    f"{len(text):,} characters, {len(chars)} distinct; train {len(train_ids):,}, held "
+    f"out {len(heldout_ids):,}"
+)
+print(
+    f"reference losses: uniform guess ln {len(chars)} = "
+    f"{torch.log(torch.tensor(float(len(chars)))).item():.2f}, character frequencies "
+    f"alone {unigram_loss:.2f} nats per character"
+)
 
 CONTEXT, LM_BATCH = 64, 32
 LM_STEPS = pick(quick=50, full=1000)
@@ -1583,7 +2049,12 @@ def windows(source: torch.Tensor, n: int, generator: torch.Generator):
     return source[starts[:, None] + offsets], source[starts[:, None] + offsets + 1]
 
 
-heldout_x, heldout_y = (t.to(device) for t in windows(heldout_ids, pick(quick=50, full=400), torch.Generator().manual_seed(5)))
+heldout_x, heldout_y = (
+    t.to(device)
+    for t in windows(
+        heldout_ids, pick(quick=50, full=400), torch.Generator().manual_seed(5)
+    )
+)
 
 
 def heldout_loss(model) -> float:
@@ -1595,8 +2066,17 @@ def heldout_loss(model) -> float:
 
 
 seed_everything(0)
-lm_config = TransformerConfig(vocab_size=len(chars), d_model=64, n_heads=4, n_layers=4, d_ff=256,
-                              dropout=0.0, max_len=CONTEXT, norm_first=True, pad_id=None)
+lm_config = TransformerConfig(
+    vocab_size=len(chars),
+    d_model=64,
+    n_heads=4,
+    n_layers=4,
+    d_ff=256,
+    dropout=0.0,
+    max_len=CONTEXT,
+    norm_first=True,
+    pad_id=None,
+)
 lm = DecoderOnlyLM(lm_config).to(device)
 print(f"DecoderOnlyLM: {count_parameters(lm):,} parameters")
 lm_optimizer = torch.optim.Adam(lm.parameters(), lr=0.25, betas=(0.9, 0.98), eps=1e-9)
@@ -1617,11 +2097,17 @@ with single_thread():
             lm_history.append((step, heldout_loss(lm)))
 lm.eval()
 final_heldout = lm_history[-1][1]
-print(f"{LM_STEPS} steps in {time.perf_counter() - start:.0f} s; held-out loss by step: "
-      + ", ".join(f"{s}: {l:.2f}" for s, l in lm_history))
-assert final_heldout < unigram_loss, "the model should beat character frequencies on held-out text"
+print(
+    f"{LM_STEPS} steps in {time.perf_counter() - start:.0f} s; held-out loss by step: "
+    + ", ".join(f"{s}: {l:.2f}" for s, l in lm_history)
+)
+assert final_heldout < unigram_loss, (
+    "the model should beat character frequencies on held-out text"
+)
 if not is_quick():
-    assert final_heldout < unigram_loss - 0.8, "with the full budget the model should use its context"
+    assert final_heldout < unigram_loss - 0.8, (
+        "with the full budget the model should use its context"
+    )
 
 # %% [markdown]
 # The untrained model's held-out loss is above the uniform guess (its random logits are confidently
@@ -1633,7 +2119,13 @@ if not is_quick():
 prompt = torch.tensor([[char_to_id[c] for c in "ROMEO:"]], device=device)
 sample_generator = torch.Generator(device=device).manual_seed(0)
 with single_thread():
-    sample = generate(lm, prompt, max_new_tokens=pick(quick=60, full=300), temperature=0.8, generator=sample_generator)
+    sample = generate(
+        lm,
+        prompt,
+        max_new_tokens=pick(quick=60, full=300),
+        temperature=0.8,
+        generator=sample_generator,
+    )
 print("".join(chars[i] for i in sample[0].tolist()))
 
 # %% [markdown]
@@ -1645,12 +2137,15 @@ print("".join(chars[i] for i in sample[0].tolist()))
 # position does not depend on anything after it.
 
 # %%
-window = heldout_x[:1]                                              # (1, CONTEXT)
+window = heldout_x[:1]  # (1, CONTEXT)
 changed = window.clone()
 changed[:, 40:] = torch.randint(0, len(chars), (1, CONTEXT - 40), device=device)
 with torch.no_grad():
     before, after = lm(window).logits, lm(changed).logits
-print(f"max change of the logits at positions 0-39 after changing 40-63: {(after[:, :40] - before[:, :40]).abs().max().item():.1e}")
+print(
+    f"max change of the logits at positions 0-39 after changing 40-63: "
+    f"{(after[:, :40] - before[:, :40]).abs().max().item():.1e}"
+)
 assert torch.allclose(after[:, :40], before[:, :40], atol=1e-5)
 
 # %% [markdown]
@@ -1722,8 +2217,10 @@ decoder_formula = 8 * D_base**2 + 2 * D_base * F_base + F_base + 15 * D_base
 assert encoder_formula == count_parameters(EncoderLayer(D_base, 8, F_base))
 assert decoder_formula == count_parameters(DecoderLayer(D_base, 8, F_base))
 ffn_share = (2 * D_base * F_base + F_base + D_base) / encoder_formula
-print(f"encoder layer {encoder_formula:,}, decoder layer {decoder_formula:,}; "
-      f"feed-forward share of an encoder layer {ffn_share:.1%}")
+print(
+    f"encoder layer {encoder_formula:,}, decoder layer {decoder_formula:,}; "
+    f"feed-forward share of an encoder layer {ffn_share:.1%}"
+)
 
 # %% [markdown]
 # ::::{solution-end}
@@ -1756,10 +2253,10 @@ import torch
 
 def smoothed_cross_entropy(logits, targets, smoothing=0.1, ignore_index=-100):
     ### BEGIN SOLUTION
-    keep = targets != ignore_index                                      # (N,)
-    logits, targets = logits[keep], targets[keep]                       # (M, V), (M,)
+    keep = targets != ignore_index  # (N,)
+    logits, targets = logits[keep], targets[keep]  # (M, V), (M,)
     V = logits.shape[-1]
-    q = torch.full_like(logits, smoothing / V)                          # (M, V)
+    q = torch.full_like(logits, smoothing / V)  # (M, V)
     q[torch.arange(len(targets)), targets] += 1.0 - smoothing
     return -(q * torch.log_softmax(logits, dim=-1)).sum(dim=-1).mean()
     ### END SOLUTION
@@ -1804,7 +2301,7 @@ def noam_lr(step, d_model, warmup_steps=4000):
     ### BEGIN SOLUTION
     if step < 1:
         raise ValueError(f"step: expected an int >= 1, got {step!r}")
-    return float(d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5))
+    return float(d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5))
     ### END SOLUTION
 
 
@@ -1842,7 +2339,7 @@ check_noam_lr(noam_lr)
 # %% tags=["solution"]
 def pre_ln_forward(layer, x, mask=None):
     ### BEGIN SOLUTION
-    attended, _ = layer.self_attn(layer.norm1(x), mask=mask)          # (B, T, D)
+    attended, _ = layer.self_attn(layer.norm1(x), mask=mask)  # (B, T, D)
     x = x + layer.dropout(attended)
     x = x + layer.dropout(layer.feed_forward(layer.norm2(x)))
     return x
@@ -1905,30 +2402,66 @@ check_pre_ln_forward(pre_ln_forward)
 from tinybert.exercises.quiz import Quiz, choice, number
 from tinybert.blocks.schedules import transformer_lr
 
-quiz = Quiz("ch06", [
-    choice("Where does a pre-LN layer normalise?",
-           ["after the residual addition",
-            "at each sub-layer's input, with a final norm per stack",
-            "only at the end of the model", "nowhere"], answer="b",
-           explain="Post-LN, the paper's placement, normalises after the addition."),
-    number("The peak learning rate of the schedule for d_model = 512 and 4000 warm-up "
-           "steps? (5 decimals)", answer=transformer_lr(4000, 512, 4000), decimals=5,
-           explain="512^-0.5 · 4000^-0.5, reached at the end of the warm-up."),
-    choice("In the decoder's cross-attention, the queries come from",
-           ["the encoder", "the decoder", "the embeddings", "the output layer"],
-           answer="b", explain="Keys and values come from the encoder."),
-    choice("label_smoothed_cross_entropy with ε = 0.1 equals",
-           ["nn.CrossEntropyLoss(label_smoothing=0.1)", "dropout of 0.1",
-            "weight decay of 0.1", "a learning rate of 0.1"], answer="a",
-           explain="The chapter checks that they agree."),
-    choice("Training with teacher forcing is parallel. Generation is",
-           ["parallel too", "sequential, greedy or with a beam",
-            "impossible without an encoder", "done by the loss"], answer="b",
-           explain="Each new token depends on the ones before it."),
-    choice("A decoder-only model such as GPT is",
-           ["the encoder without its masks",
-            "the decoder without cross-attention",
-            "an encoder-decoder with one vocabulary", "BERT with a causal mask"],
-           answer="b", explain="There is no encoder to attend to."),
-])
+quiz = Quiz(
+    "ch06",
+    [
+        choice(
+            "Where does a pre-LN layer normalise?",
+            [
+                "after the residual addition",
+                "at each sub-layer's input, with a final norm per stack",
+                "only at the end of the model",
+                "nowhere",
+            ],
+            answer="b",
+            explain="Post-LN, the paper's placement, normalises after the addition.",
+        ),
+        number(
+            "The peak learning rate of the schedule for d_model = 512 and 4000 warm-up "
+            "steps? (5 decimals)",
+            answer=transformer_lr(4000, 512, 4000),
+            decimals=5,
+            explain="512^-0.5 · 4000^-0.5, reached at the end of the warm-up.",
+        ),
+        choice(
+            "In the decoder's cross-attention, the queries come from",
+            ["the encoder", "the decoder", "the embeddings", "the output layer"],
+            answer="b",
+            explain="Keys and values come from the encoder.",
+        ),
+        choice(
+            "label_smoothed_cross_entropy with ε = 0.1 equals",
+            [
+                "nn.CrossEntropyLoss(label_smoothing=0.1)",
+                "dropout of 0.1",
+                "weight decay of 0.1",
+                "a learning rate of 0.1",
+            ],
+            answer="a",
+            explain="The chapter checks that they agree.",
+        ),
+        choice(
+            "Training with teacher forcing is parallel. Generation is",
+            [
+                "parallel too",
+                "sequential, greedy or with a beam",
+                "impossible without an encoder",
+                "done by the loss",
+            ],
+            answer="b",
+            explain="Each new token depends on the ones before it.",
+        ),
+        choice(
+            "A decoder-only model such as GPT is",
+            [
+                "the encoder without its masks",
+                "the decoder without cross-attention",
+                "an encoder-decoder with one vocabulary",
+                "BERT with a causal mask",
+            ],
+            answer="b",
+            explain="There is no encoder to attend to.",
+        ),
+    ],
+)
 quiz

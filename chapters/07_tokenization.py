@@ -85,25 +85,38 @@ from collections import Counter
 from tinybert.corpus import Vocabulary, words
 from tinybert.data import fetch
 
-corpus_lines = [line for split in ("valid", "test")
-                for line in fetch(f"wikitext2/{split}").read_text(encoding="utf-8").splitlines()]
-corpus_lines += [line for b in (1342, 98, 1400, 76) for line in load_gutenberg(b).splitlines()]
-corpus_lines = corpus_lines[: pick(quick=3000, full=None)]     # about 5 MB in full mode
+corpus_lines = [
+    line
+    for split in ("valid", "test")
+    for line in fetch(f"wikitext2/{split}").read_text(encoding="utf-8").splitlines()
+]
+corpus_lines += [
+    line for b in (1342, 98, 1400, 76) for line in load_gutenberg(b).splitlines()
+]
+corpus_lines = corpus_lines[: pick(quick=3000, full=None)]  # about 5 MB in full mode
 test_lines = load_gutenberg(2097).splitlines()[: pick(quick=1000, full=None)]
 
 train_words = words("\n".join(corpus_lines))
 test_words = words("\n".join(test_lines))
-word_vocab = Vocabulary.from_words(train_words)          # most frequent first; id 0 is <unk>
+# most frequent first; id 0 is <unk>
+word_vocab = Vocabulary.from_words(train_words)
 once = sum(n == 1 for n in word_vocab.counts[1:])
-print(f"training text: {len(train_words):,} words, {len(word_vocab) - 1:,} different, "
-      f"{once:,} ({once / (len(word_vocab) - 1):.0%}) of them seen only once")
+print(
+    f"training text: {len(train_words):,} words, {len(word_vocab) - 1:,} different, "
+    f"{once:,} ({once / (len(word_vocab) - 1):.0%}) of them seen only once"
+)
 for size in [1000, 8000, len(word_vocab) - 1]:
     known = set(word_vocab.itos[1 : size + 1])
     unknown = [w for w in test_words if w not in known]
-    print(f"word vocabulary of {size:>6,}: {len(unknown) / len(test_words):6.2%} of the "
-          f"{len(test_words):,} held-out words unknown")
+    print(
+        f"word vocabulary of {size:>6,}: {len(unknown) / len(test_words):6.2%} of "
+        f"the {len(test_words):,} held-out words unknown"
+    )
 never_seen = list(dict.fromkeys(w for w in test_words if w not in word_vocab))
-print(f"{len(never_seen):,} held-out words never seen in training, e.g.", ", ".join(never_seen[:5]))
+print(
+    f"{len(never_seen):,} held-out words never seen in training, e.g.",
+    ", ".join(never_seen[:5]),
+)
 family = Counter(w for w in train_words if w.startswith("play"))
 print("play- words, one unrelated entry each:", dict(family.most_common(6)))
 assert 0 < once < len(word_vocab) and len(never_seen) > 0
@@ -137,8 +150,8 @@ from pathlib import Path
 class Encoding:
     """The result of encoding one text: ids, token strings, and character offsets.
 
-    ``offsets[i] = (start, end)`` means token ``i`` came from ``text[start:end]`` of the original
-    text (special tokens added by the tokenizer get ``(0, 0)``).
+    ``offsets[i] = (start, end)`` means token ``i`` came from ``text[start:end]`` of the
+    original text (special tokens added by the tokenizer get ``(0, 0)``).
     """
 
     ids: list[int] = field(default_factory=list)
@@ -147,8 +160,11 @@ class Encoding:
 
     def __post_init__(self) -> None:
         if not len(self.ids) == len(self.tokens) == len(self.offsets):
-            raise ValueError(f"ids, tokens and offsets must have the same length, got "
-                             f"{len(self.ids)}, {len(self.tokens)} and {len(self.offsets)}")
+            raise ValueError(
+                f"ids, tokens and offsets must have the same length, got "
+                f"{len(self.ids)}, {len(self.tokens)} and "
+                f"{len(self.offsets)}"
+            )
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -165,23 +181,31 @@ class Encoding:
 BACKENDS = ("python", "tokenizers")
 
 
-def batch_encode(tokenizer, texts: list[str], backend: str = "python", **kwargs) -> list[Encoding]:
-    """``tokenizer.encode(text, **kwargs)`` for each text, or the same from the Rust tokenizer
-    that ``tokenizer.to_hugging_face()`` builds (``backend="tokenizers"``)."""
+def batch_encode(
+    tokenizer, texts: list[str], backend: str = "python", **kwargs
+) -> list[Encoding]:
+    """``tokenizer.encode(text, **kwargs)`` for each text, or the same from the Rust
+    tokenizer that ``tokenizer.to_hugging_face()`` builds (``backend="tokenizers"``)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if not isinstance(texts, (list, tuple)):
-        raise ValueError(f"encode_batch expects a list of str, got {type(texts).__name__}")
+        raise ValueError(
+            f"encode_batch expects a list of str, got {type(texts).__name__}"
+        )
     for text in texts:
         if not isinstance(text, str):
-            raise ValueError(f"encode_batch expects a list of str, got an item of type "
-                             f"{type(text).__name__}")
-        check_text(text)                       # the Rust backend's own error is cryptic
+            raise ValueError(
+                f"encode_batch expects a list of str, got an item of type "
+                f"{type(text).__name__}"
+            )
+        check_text(text)  # the Rust backend's own error is cryptic
     if backend == "python":
         return [tokenizer.encode(text, **kwargs) for text in texts]
     rust = tokenizer.to_hugging_face()
-    return [Encoding(list(e.ids), list(e.tokens), [tuple(o) for o in e.offsets])
-            for e in rust.encode_batch(list(texts), **kwargs)]
+    return [
+        Encoding(list(e.ids), list(e.tokens), [tuple(o) for o in e.offsets])
+        for e in rust.encode_batch(list(texts), **kwargs)
+    ]
 
 
 def import_tokenizers():
@@ -189,8 +213,11 @@ def import_tokenizers():
     try:
         import tokenizers
     except ImportError as error:
-        raise ImportError("backend='tokenizers' needs Hugging Face's tokenizers library, which "
-                          "is not installed: pip install tokenizers") from error
+        raise ImportError(
+            "backend='tokenizers' needs Hugging Face's tokenizers "
+            "library, which is not installed: pip "
+            "install tokenizers"
+        ) from error
     return tokenizers
 
 
@@ -214,7 +241,8 @@ def check_text(text) -> str:
             raise ValueError(
                 f"the text holds a lone surrogate {text[error.start]!r} at index "
                 f"{error.start}: not a character, it has no UTF-8 bytes (decode the "
-                "bytes with errors='replace', or remove it)") from None
+                "bytes with errors='replace', or remove it)"
+            ) from None
     return text
 
 
@@ -225,9 +253,11 @@ def read_lines(path: str | Path) -> list[str]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = data[:error.start].count(b"\n") + 1
-        raise ValueError(f"{path}:{line}: not UTF-8 (byte {data[error.start]:#04x}); "
-                         "save the file as UTF-8") from None
+        line = data[: error.start].count(b"\n") + 1
+        raise ValueError(
+            f"{path}:{line}: not UTF-8 (byte {data[error.start]:#04x}); "
+            "save the file as UTF-8"
+        ) from None
     lines = text.split("\n")
     return lines[:-1] if lines[-1] == "" else lines
 
@@ -257,9 +287,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 
-def merge_pair(symbols: list[str], pair: tuple[str, str], into: str | None = None) -> list[str]:
-    """Replace every occurrence of ``pair`` in ``symbols`` by ``into`` (by default the two
-    symbols joined), scanning left to right."""
+def merge_pair(
+    symbols: list[str], pair: tuple[str, str], into: str | None = None
+) -> list[str]:
+    """Replace every occurrence of ``pair`` in ``symbols`` by ``into`` (by default the
+    two symbols joined), scanning left to right."""
     merged = pair[0] + pair[1] if into is None else into
     out, i = [], 0
     while i < len(symbols):
@@ -274,20 +306,31 @@ def merge_pair(symbols: list[str], pair: tuple[str, str], into: str | None = Non
 
 @dataclass
 class BPEModel:
-    """A trained BPE: token -> id (characters first, then one token per merge) and the merges."""
+    """A trained BPE: token -> id (characters first, then one token per merge) and
+    the merges."""
 
     vocab: dict[str, int]
     merges: list[tuple[str, str]]
 
 
-def train_bpe(word_counts: Mapping[str, int], num_merges: int, *, min_count: int = 1,
-              alphabet: list[str] | tuple[str, ...] = ()) -> BPEModel:
-    """Learn up to ``num_merges`` merges from ``{word: count}``; stop when no pair occurs
-    ``min_count`` times. ``alphabet`` lists characters to put first in the vocabulary."""
+def train_bpe(
+    word_counts: Mapping[str, int],
+    num_merges: int,
+    *,
+    min_count: int = 1,
+    alphabet: list[str] | tuple[str, ...] = (),
+) -> BPEModel:
+    """Learn up to ``num_merges`` merges from ``{word: count}``; stop when no pair
+    occurs ``min_count`` times. ``alphabet`` lists characters to put first in the
+    vocabulary."""
     if num_merges < 0 or min_count < 1:
-        raise ValueError(f"expected num_merges >= 0 and min_count >= 1, "
-                         f"got {num_merges} and {min_count}")
-    if not all(isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()):
+        raise ValueError(
+            f"expected num_merges >= 0 and min_count >= 1, "
+            f"got {num_merges} and {min_count}"
+        )
+    if not all(
+        isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()
+    ):
         raise ValueError("expected a mapping from non-empty strings to counts >= 0")
     ids: dict[str, int] = {}
     for char in [*alphabet, *(c for word in word_counts for c in word)]:
@@ -295,13 +338,16 @@ def train_bpe(word_counts: Mapping[str, int], num_merges: int, *, min_count: int
     words = [list(word) for word in word_counts]
     counts = list(word_counts.values())
     pair_counts: Counter[tuple[str, str]] = Counter()
-    where: defaultdict[tuple[str, str], set[int]] = defaultdict(set)   # pair -> word indices
+    # pair -> word indices
+    where: defaultdict[tuple[str, str], set[int]] = defaultdict(set)
     for w, (symbols, n) in enumerate(zip(words, counts)):
         for pair in zip(symbols, symbols[1:]):
             pair_counts[pair] += n
             where[pair].add(w)
+
     def entry(pair: tuple[str, str]) -> tuple[int, int, int, int, tuple[str, str]]:
-        # Highest count first; ties: shorter new token, then older symbols. Stale entries
+        # Highest count first; ties: shorter new token, then older symbols.
+        # Stale entries
         # (whose count has changed since they were pushed) are skipped when popped.
         a, b = pair
         return (-pair_counts[pair], len(a) + len(b), ids[a], ids[b], pair)
@@ -312,7 +358,8 @@ def train_bpe(word_counts: Mapping[str, int], num_merges: int, *, min_count: int
     while heap and len(merges) < num_merges:
         neg_count, *_, pair = heapq.heappop(heap)
         if pair_counts[pair] != -neg_count:
-            continue                                   # stale entry: the count has changed
+            # stale entry: the count has changed
+            continue
         if -neg_count < min_count:
             break
         merges.append(pair)
@@ -335,11 +382,13 @@ def train_bpe(word_counts: Mapping[str, int], num_merges: int, *, min_count: int
     return BPEModel(ids, merges)
 
 
-def encode_and_show_work(word: str, merges: list[tuple[str, str]],
-                         names: Mapping[str, str] | None = None) -> list[str]:
+def encode_and_show_work(
+    word: str, merges: list[tuple[str, str]], names: Mapping[str, str] | None = None
+) -> list[str]:
     """Apply ``merges`` in order, printing the word after each merge that changes it.
 
-    ``names`` optionally renames merged symbols for display (the slides write Z for "aa").
+    ``names`` optionally renames merged symbols for display (the slides write
+    Z for "aa").
     """
     names = names or {}
 
@@ -352,7 +401,11 @@ def encode_and_show_work(word: str, merges: list[tuple[str, str]],
         new = merge_pair(symbols, pair)
         if new != symbols:
             a, b = (names.get(s, s) for s in pair)
-            label = f" ({names[pair[0] + pair[1]]}={a}{b})" if pair[0] + pair[1] in names else ""
+            label = (
+                f" ({names[pair[0] + pair[1]]}={a}{b})"
+                if pair[0] + pair[1] in names
+                else ""
+            )
             print(f"step {step}: {show(new)}{label}")
         symbols = new
     return symbols
@@ -374,7 +427,8 @@ steps, symbols = [], list("aaabdaaabac")
 for pair in model.merges:
     symbols = merge_pair(symbols, pair)
     steps.append("".join(names.get(s, s) for s in symbols))
-assert steps == ["ZabdZabac", "ZYdZYac", "XdXac"] and symbols == final   # the slides' steps
+# the slides' steps
+assert steps == ["ZabdZabac", "ZYdZYac", "XdXac"] and symbols == final
 
 # %% [markdown]
 # The second example counts words: "text" 9 times, "texting" 10 times and "context" 11 times,
@@ -385,8 +439,11 @@ assert steps == ["ZabdZabac", "ZYdZYac", "XdXac"] and symbols == final   # the s
 corpus = {"text_": 9, "texting_": 10, "context_": 11}
 model = train_bpe(corpus, num_merges=20)
 learned = ["".join(pair) for pair in model.merges]
-print("  ".join(f"{step}:{'+'.join(pair)}" for step, pair in enumerate(model.merges, 1)))
-assert learned[0] == "te" and len(learned) < 20      # it stopped: every word is one token
+print(
+    "  ".join(f"{step}:{'+'.join(pair)}" for step, pair in enumerate(model.merges, 1))
+)
+# it stopped: every word is one token
+assert learned[0] == "te" and len(learned) < 20
 assert learned.index("text_") < learned.index("con") < learned.index("texting_")
 
 # %% [markdown]
@@ -406,13 +463,24 @@ from __future__ import annotations
 import string
 import unicodedata
 
-# Characters with the Unicode White_Space property (what Rust's char::is_whitespace tests).
-WHITESPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"
-                       + "".join(chr(c) for c in range(0x2000, 0x200B)))
+# Characters with the Unicode White_Space property (what Rust's
+# char::is_whitespace tests).
+WHITESPACE = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+)
 
 # The CJK Unified Ideograph blocks that BERT surrounds with spaces.
-CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-              (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
 
 
 def is_cjk(char: str) -> bool:
@@ -421,13 +489,21 @@ def is_cjk(char: str) -> bool:
 
 
 def is_punctuation(char: str) -> bool:
-    """ASCII punctuation (which includes $ + < = > ^ ` | ~) or any Unicode P* category."""
+    """ASCII punctuation (which includes $ + < = > ^ ` | ~) or any Unicode P*
+    category."""
     return char in string.punctuation or unicodedata.category(char).startswith("P")
 
 
-def bert_normalize(text: str, *, clean_text: bool = True, handle_chinese_chars: bool = True,
-                   strip_accents: bool = False, lowercase: bool = False) -> tuple[str, list[int]]:
-    """BERT's normaliser. Returns the new text and, per new character, its index in ``text``."""
+def bert_normalize(
+    text: str,
+    *,
+    clean_text: bool = True,
+    handle_chinese_chars: bool = True,
+    strip_accents: bool = False,
+    lowercase: bool = False,
+) -> tuple[str, list[int]]:
+    """BERT's normaliser. Returns the new text and, per new character, its index in
+    ``text``."""
     out: list[str] = []
     source: list[int] = []
     for i, char in enumerate(text):
@@ -435,15 +511,20 @@ def bert_normalize(text: str, *, clean_text: bool = True, handle_chinese_chars: 
             if char in "\t\n\r":
                 char = " "
             elif char in "\x00\ufffd" or unicodedata.category(char).startswith("C"):
-                continue                                   # control, format, unassigned ...
+                # control, format, unassigned ...
+                continue
             elif char.isspace():
                 char = " "
         pieces = f" {char} " if handle_chinese_chars and is_cjk(char) else char
         if strip_accents:
-            pieces = "".join(c for c in unicodedata.normalize("NFD", pieces)
-                             if unicodedata.category(c) != "Mn")
+            pieces = "".join(
+                c
+                for c in unicodedata.normalize("NFD", pieces)
+                if unicodedata.category(c) != "Mn"
+            )
         if lowercase:
-            pieces = "".join(c.lower() for c in pieces)    # per character: no final-sigma rule
+            # per character: no final-sigma rule
+            pieces = "".join(c.lower() for c in pieces)
         out.extend(pieces)
         source.extend([i] * len(pieces))
     return "".join(out), source
@@ -474,12 +555,18 @@ def bert_pre_tokenize(text: str) -> list[tuple[int, int]]:
 from tinybert.tokenizers.normalizers import bert_normalize, bert_pre_tokenize
 
 text = "Café Dupont, 東京\tis ﬁne!"
-for name, flags in [("uncased", dict(strip_accents=True, lowercase=True)), ("cased", {})]:
+for name, flags in [
+    ("uncased", dict(strip_accents=True, lowercase=True)),
+    ("cased", {}),
+]:
     normalized, source = bert_normalize(text, **flags)
     words_of_text = [normalized[a:b] for a, b in bert_pre_tokenize(normalized)]
     print(f"{name:8} {normalized!r:28} -> {words_of_text}")
     assert len(source) == len(normalized) and all(0 <= s < len(text) for s in source)
-assert bert_normalize("Café Dupont", strip_accents=True, lowercase=True)[0] == "cafe dupont"
+assert (
+    bert_normalize("Café Dupont", strip_accents=True, lowercase=True)[0]
+    == "cafe dupont"
+)
 assert bert_normalize("Café Dupont")[0] == "Café Dupont"
 
 # %% [markdown]
@@ -505,8 +592,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tinybert.tokenizers.encoding import (Encoding, batch_encode, check_text,
-                                         import_tokenizers, read_lines)
+from tinybert.tokenizers.encoding import (
+    Encoding,
+    batch_encode,
+    check_text,
+    import_tokenizers,
+    read_lines,
+)
 from tinybert.tokenizers.normalizers import bert_normalize, bert_pre_tokenize
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -519,10 +611,15 @@ def read_vocab_txt(path: str | Path) -> dict[str, int]:
     for i, line in enumerate(read_lines(path)):
         token = line.rstrip()
         if not token or token in vocab:
-            what = ("is blank" if not token
-                    else f"repeats line {vocab[token] + 1}, {token!r}")
-            raise ValueError(f"{path}:{i + 1}: the line {what}; a vocabulary file "
-                             "holds one distinct token per line")
+            what = (
+                "is blank"
+                if not token
+                else f"repeats line {vocab[token] + 1}, {token!r}"
+            )
+            raise ValueError(
+                f"{path}:{i + 1}: the line {what}; a vocabulary file "
+                "holds one distinct token per line"
+            )
         vocab[token] = i
     return vocab
 
@@ -530,24 +627,39 @@ def read_vocab_txt(path: str | Path) -> dict[str, int]:
 def save_vocab_txt(vocab: dict[str, int], path: str | Path) -> Path:
     ids = sorted(vocab.values())
     if ids != list(range(len(ids))):
-        raise ValueError(f"vocabulary ids must be 0..{len(ids) - 1} without gaps, got {ids[:5]}...")
+        raise ValueError(
+            f"vocabulary ids must be 0..{len(ids) - 1} without gaps, got {ids[:5]}..."
+        )
     path = Path(path)
-    path.write_text("".join(t + "\n" for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(t + "\n" for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])),
+        encoding="utf-8",
+    )
     return path
 
 
 # %% tags=["export:tokenizers.wordpiece"]
 class WordPieceTokenizer:
-    """BERT's tokenizer: normalise, split on whitespace and punctuation, then greedy WordPiece."""
+    """BERT's tokenizer: normalise, split on whitespace and punctuation, then greedy
+    WordPiece."""
 
-    def __init__(self, vocab: dict[str, int], *, lowercase: bool = True,
-                 strip_accents: bool | None = None, clean_text: bool = True,
-                 handle_chinese_chars: bool = True, unk_token: str = "[UNK]",
-                 continuing_prefix: str = "##", max_input_chars_per_word: int = 100):
+    def __init__(
+        self,
+        vocab: dict[str, int],
+        *,
+        lowercase: bool = True,
+        strip_accents: bool | None = None,
+        clean_text: bool = True,
+        handle_chinese_chars: bool = True,
+        unk_token: str = "[UNK]",
+        continuing_prefix: str = "##",
+        max_input_chars_per_word: int = 100,
+    ):
         if unk_token not in vocab:
-            raise ValueError(f"the vocabulary must contain the unknown token {unk_token!r}; "
-                             f"got {len(vocab)} entries without it")
+            raise ValueError(
+                f"the vocabulary must contain the unknown token "
+                f"{unk_token!r}; got {len(vocab)} entries without it"
+            )
         self.vocab = dict(vocab)
         self.id_to_token = {i: t for t, i in self.vocab.items()}
         self.lowercase = lowercase
@@ -561,18 +673,24 @@ class WordPieceTokenizer:
     def from_file(cls, path: str | Path, **kwargs) -> WordPieceTokenizer:
         """The vocabulary in ``path`` (read_vocab_txt), with [UNK], [CLS] and [SEP]."""
         vocab = read_vocab_txt(path)
-        missing = [t for t in (kwargs.get("unk_token", "[UNK]"), "[CLS]", "[SEP]")
-                   if t not in vocab]
+        missing = [
+            t
+            for t in (kwargs.get("unk_token", "[UNK]"), "[CLS]", "[SEP]")
+            if t not in vocab
+        ]
         if missing:
-            raise ValueError(f"{path}: the vocabulary lacks {', '.join(missing)}; "
-                             "a BERT vocabulary holds [UNK], [CLS] and [SEP]")
+            raise ValueError(
+                f"{path}: the vocabulary lacks {', '.join(missing)}; "
+                "a BERT vocabulary holds [UNK], [CLS] and [SEP]"
+            )
         return cls(vocab, **kwargs)
 
     def save(self, path: str | Path) -> Path:
         return save_vocab_txt(self.vocab, path)
 
     def split_word(self, word: str) -> list[tuple[str, int, int]] | None:
-        """Greedy longest-match-first: ``[(piece, start, end), ...]``, or None for ``[UNK]``."""
+        """Greedy longest-match-first: ``[(piece, start, end), ...]``, or None for
+        ``[UNK]``."""
         if word in self._cache:
             return self._cache[word]
         pieces: list[tuple[str, int, int]] | None = []
@@ -581,21 +699,29 @@ class WordPieceTokenizer:
         start = 0
         while pieces is not None and start < len(word):
             for end in range(len(word), start, -1):
-                piece = word[start:end] if start == 0 else self.continuing_prefix + word[start:end]
+                piece = (
+                    word[start:end]
+                    if start == 0
+                    else self.continuing_prefix + word[start:end]
+                )
                 if piece in self.vocab:
                     pieces.append((piece, start, end))
                     start = end
                     break
             else:
-                pieces = None                      # no piece fits: the whole word is unknown
+                # no piece fits: the whole word is unknown
+                pieces = None
         self._cache[word] = pieces
         return pieces
 
     def encode(self, text: str, add_special_tokens: bool = False) -> Encoding:
         normalized, source = bert_normalize(
-            check_text(text), clean_text=self.clean_text,
+            check_text(text),
+            clean_text=self.clean_text,
             handle_chinese_chars=self.handle_chinese_chars,
-            strip_accents=self.strip_accents, lowercase=self.lowercase)
+            strip_accents=self.strip_accents,
+            lowercase=self.lowercase,
+        )
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []
         for word_start, word_end in bert_pre_tokenize(normalized):
@@ -604,32 +730,48 @@ class WordPieceTokenizer:
                 pieces = [(self.unk_token, 0, word_end - word_start)]
             for piece, start, end in pieces:
                 tokens.append(piece)
-                offsets.append((source[word_start + start], source[word_start + end - 1] + 1))
+                offsets.append(
+                    (source[word_start + start], source[word_start + end - 1] + 1)
+                )
         if add_special_tokens:
             tokens = ["[CLS]"] + tokens + ["[SEP]"]
             offsets = [(0, 0)] + offsets + [(0, 0)]
         return Encoding([self.vocab[t] for t in tokens], tokens, offsets)
 
-    def encode_batch(self, texts: list[str], add_special_tokens: bool = False, *,
-                     backend: str = "python") -> list[Encoding]:
-        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster, from Rust."""
+    def encode_batch(
+        self,
+        texts: list[str],
+        add_special_tokens: bool = False,
+        *,
+        backend: str = "python",
+    ) -> list[Encoding]:
+        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
+        from Rust."""
         return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
 
     def to_hugging_face(self):
-        """The equivalent Rust tokenizer from the ``tokenizers`` library (for bulk speed)."""
+        """The equivalent Rust tokenizer from the ``tokenizers`` library (for
+        bulk speed)."""
         rust = import_tokenizers().BertWordPieceTokenizer(
-            self.vocab, unk_token=self.unk_token, lowercase=self.lowercase,
-            strip_accents=self.strip_accents, clean_text=self.clean_text,
+            self.vocab,
+            unk_token=self.unk_token,
+            lowercase=self.lowercase,
+            strip_accents=self.strip_accents,
+            clean_text=self.clean_text,
             handle_chinese_chars=self.handle_chinese_chars,
-            wordpieces_prefix=self.continuing_prefix)
-        # BertWordPieceTokenizer has no argument for the word-length limit: set it on the model.
+            wordpieces_prefix=self.continuing_prefix,
+        )
+        # BertWordPieceTokenizer has no argument for the word-length limit: set it
+        # on the model.
         rust._tokenizer.model.max_input_chars_per_word = self.max_input_chars_per_word
         return rust
 
     def decode(self, ids: list[int]) -> str:
         unknown = [i for i in ids if i not in self.id_to_token]
         if unknown:
-            raise ValueError(f"ids must be in 0..{len(self.vocab) - 1}, got {unknown[:5]}")
+            raise ValueError(
+                f"ids must be in 0..{len(self.vocab) - 1}, got {unknown[:5]}"
+            )
         text = " ".join(self.id_to_token[i] for i in ids)
         return text.replace(" " + self.continuing_prefix, "")
 
@@ -646,18 +788,53 @@ class WordPieceTokenizer:
 # %%
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
-toy = WordPieceTokenizer({t: i for i, t in enumerate(
-    ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "sin", "##an", "loves", "a", "beautiful",
-     "day", "another", "play", "##ing", "##s", ",", "s", "##i", "##n", "caf", "##e"])})
+toy = WordPieceTokenizer(
+    {
+        t: i
+        for i, t in enumerate(
+            [
+                "[PAD]",
+                "[UNK]",
+                "[CLS]",
+                "[SEP]",
+                "[MASK]",
+                "sin",
+                "##an",
+                "loves",
+                "a",
+                "beautiful",
+                "day",
+                "another",
+                "play",
+                "##ing",
+                "##s",
+                ",",
+                "s",
+                "##i",
+                "##n",
+                "caf",
+                "##e",
+            ]
+        )
+    }
+)
 print("'sinan' in the vocabulary:", "sinan" in toy.vocab)
 print(toy.encode("Sinan loves a beautiful day", add_special_tokens=True).tokens)
 for text in ["Playing, plays", "Café", "xyz"]:
     enc = toy.encode(text)
     print(f"{text!r:16} -> {list(zip(enc.tokens, enc.offsets))}")
-assert toy.encode("Sinan loves a beautiful day", add_special_tokens=True).tokens == \
-    ["[CLS]", "sin", "##an", "loves", "a", "beautiful", "day", "[SEP]"]
+assert toy.encode("Sinan loves a beautiful day", add_special_tokens=True).tokens == [
+    "[CLS]",
+    "sin",
+    "##an",
+    "loves",
+    "a",
+    "beautiful",
+    "day",
+    "[SEP]",
+]
 assert toy.encode("xyz").tokens == ["[UNK]"]
-assert toy.encode("Café").offsets == [(0, 3), (3, 4)]     # "##e" still points at "é"
+assert toy.encode("Café").offsets == [(0, 3), (3, 4)]  # "##e" still points at "é"
 
 # %% [markdown]
 # (sec-tok-special)=
@@ -680,9 +857,10 @@ segments = [0] * (len(first) + 2) + [1] * (len(second) + 1)
 length = 14
 n_pad = length - len(tokens)
 tokens, segments = tokens + ["[PAD]"] * n_pad, segments + [0] * n_pad
-real = [token != "[PAD]" for token in tokens]                  # the padding mask
+real = [token != "[PAD]" for token in tokens]  # the padding mask
 ids = [toy.vocab[token] for token in tokens]
-try:                                  # Hugging Face's BERT tokenizer lays out the same input
+# Hugging Face's BERT tokenizer lays out the same input
+try:
     rust = toy.to_hugging_face()
     rust.enable_padding(length=length, pad_id=toy.vocab["[PAD]"], pad_token="[PAD]")
     expected = rust.encode("Sinan loves a beautiful day", "Another beautiful day")
@@ -690,9 +868,17 @@ try:                                  # Hugging Face's BERT tokenizer lays out t
     assert expected.attention_mask == [int(r) for r in real]
 except ImportError:
     print("(tokenizers is not installed: no comparison)")
-tokens[5], ids[5] = "[MASK]", toy.vocab["[MASK]"]              # hide "beautiful"
-for name, row in [("token", tokens), ("id", ids), ("segment", segments), ("real", map(int, real))]:
-    print(f"{name:8}", " ".join(f"{str(x):>{max(len(t), 2)}}" for x, t in zip(row, tokens)))
+tokens[5], ids[5] = "[MASK]", toy.vocab["[MASK]"]  # hide "beautiful"
+for name, row in [
+    ("token", tokens),
+    ("id", ids),
+    ("segment", segments),
+    ("real", map(int, real)),
+]:
+    print(
+        f"{name:8}",
+        " ".join(f"{str(x):>{max(len(t), 2)}}" for x, t in zip(row, tokens)),
+    )
 
 # %% [markdown]
 # Before the mask is put in, the ids, segment ids and padding mask are exactly those of Hugging
@@ -719,18 +905,27 @@ from pathlib import Path
 import regex
 
 from tinybert.tokenizers.bpe import merge_pair
-from tinybert.tokenizers.encoding import (Encoding, batch_encode, check_text,
-                                         import_tokenizers, read_lines)
+from tinybert.tokenizers.encoding import (
+    Encoding,
+    batch_encode,
+    check_text,
+    import_tokenizers,
+    read_lines,
+)
 
 # GPT-2's pre-tokenisation pattern.
 GPT2_PATTERN = regex.compile(
-    r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+    r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+)
 
 
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's map from each byte value to a printable character."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     mapping = {b: chr(b) for b in printable}
     shifted = 0
     for b in range(256):
@@ -753,14 +948,17 @@ def read_merges_txt(path: str | Path) -> list[tuple[str, str]]:
         parts = tuple(line.split())
         if len(parts) != 2 or parts in merges:
             got = f"a repeat of line {merges[parts]}" if parts in merges else repr(line)
-            raise ValueError(f"{path}:{number}: expected two tokens separated by a space, "
-                             f"each merge once, got {got}")
+            raise ValueError(
+                f"{path}:{number}: expected two tokens separated by a "
+                f"space, each merge once, got {got}"
+            )
         merges[parts] = number
     return list(merges)
 
 
 def read_vocab_json(path: str | Path) -> dict[str, int]:
     """vocab.json: a JSON object token -> id, each token and each id once."""
+
     def no_repeats(pairs: list[tuple[str, int]]) -> dict[str, int]:
         vocab: dict[str, int] = {}
         owner: dict[int, str] = {}
@@ -776,8 +974,9 @@ def read_vocab_json(path: str | Path) -> dict[str, int]:
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}:{error.lineno}: not JSON ({error.msg})") from None
     if not isinstance(vocab, dict):
-        raise ValueError(f"{path}: expected a JSON object token -> id, "
-                         f"got {type(vocab).__name__}")
+        raise ValueError(
+            f"{path}: expected a JSON object token -> id, got {type(vocab).__name__}"
+        )
     return vocab
 
 
@@ -785,22 +984,27 @@ def read_vocab_json(path: str | Path) -> dict[str, int]:
 def apply_merges(symbols: list[str], ranks: dict[tuple[str, str], int]) -> list[str]:
     """Repeatedly merge the adjacent pair with the lowest rank, everywhere it occurs."""
     while len(symbols) > 1:
-        best = min(zip(symbols, symbols[1:]), key=lambda pair: ranks.get(pair, len(ranks)))
+        best = min(
+            zip(symbols, symbols[1:]), key=lambda pair: ranks.get(pair, len(ranks))
+        )
         if best not in ranks:
             break
-        symbols = merge_pair(symbols, best)   # the merge step of the BPE section above
+        symbols = merge_pair(symbols, best)  # the merge step of the BPE section above
     return symbols
 
 
 class ByteLevelBPETokenizer:
-    """GPT-2 / RoBERTa tokenizer: bytes as characters, a regex pre-split, BPE merges by rank."""
+    """GPT-2 / RoBERTa tokenizer: bytes as characters, a regex pre-split, BPE
+    merges by rank."""
 
     def __init__(self, vocab: dict[str, int], merges: list[tuple[str, str]]):
         for rank, (a, b) in enumerate(merges):
             missing = [t for t in (a, b, a + b) if t not in vocab]
             if missing:
-                raise ValueError(f"merge {rank} ({a!r}, {b!r}) does not match the vocabulary: "
-                                 f"expected {missing} in it")
+                raise ValueError(
+                    f"merge {rank} ({a!r}, {b!r}) does not match the "
+                    f"vocabulary: expected {missing} in it"
+                )
         self.vocab = dict(vocab)
         self.id_to_token = {i: t for t, i in self.vocab.items()}
         self.merges = list(merges)
@@ -808,19 +1012,26 @@ class ByteLevelBPETokenizer:
         self._cache: dict[str, list[str]] = {}
 
     @classmethod
-    def from_files(cls, vocab_json: str | Path, merges_txt: str | Path) -> ByteLevelBPETokenizer:
+    def from_files(
+        cls, vocab_json: str | Path, merges_txt: str | Path
+    ) -> ByteLevelBPETokenizer:
         return cls(read_vocab_json(vocab_json), read_merges_txt(merges_txt))
 
     def save(self, directory: str | Path) -> tuple[Path, Path]:
         directory = Path(directory)
         vocab_json, merges_txt = directory / "vocab.json", directory / "merges.txt"
-        vocab_json.write_text(json.dumps(self.vocab, ensure_ascii=False), encoding="utf-8")
-        merges_txt.write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in self.merges),
-                              encoding="utf-8")
+        vocab_json.write_text(
+            json.dumps(self.vocab, ensure_ascii=False), encoding="utf-8"
+        )
+        merges_txt.write_text(
+            "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in self.merges),
+            encoding="utf-8",
+        )
         return vocab_json, merges_txt
 
     def to_hugging_face(self):
-        """The equivalent Rust tokenizer from the ``tokenizers`` library (for bulk speed)."""
+        """The equivalent Rust tokenizer from the ``tokenizers`` library (for
+        bulk speed)."""
         return import_tokenizers().ByteLevelBPETokenizer(self.vocab, self.merges)
 
     def split_piece(self, piece: str) -> list[str]:
@@ -832,31 +1043,39 @@ class ByteLevelBPETokenizer:
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []
         for match in GPT2_PATTERN.finditer(check_text(text)):
-            char_of_byte = []                          # which character each byte belongs to
+            # which character each byte belongs to
+            char_of_byte = []
             for i, char in enumerate(match.group()):
                 char_of_byte += [match.start() + i] * len(char.encode("utf-8"))
             piece = "".join(BYTE_TO_CHAR[b] for b in match.group().encode("utf-8"))
             position = 0
             for token in self.split_piece(piece):
                 tokens.append(token)
-                last = position + len(token) - 1               # the token's last byte
+                last = position + len(token) - 1  # the token's last byte
                 offsets.append((char_of_byte[position], char_of_byte[last] + 1))
                 position += len(token)
         unknown = [t for t in tokens if t not in self.vocab]
         if unknown:
-            raise ValueError(f"tokens {unknown[:5]} are not in the vocabulary (expected all 256 "
-                             "byte characters in it)")
+            raise ValueError(
+                f"tokens {unknown[:5]} are not in the vocabulary "
+                f"(expected all 256 byte characters in it)"
+            )
         return Encoding([self.vocab[t] for t in tokens], tokens, offsets)
 
-    def encode_batch(self, texts: list[str], *, backend: str = "python") -> list[Encoding]:
-        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster, from Rust."""
+    def encode_batch(
+        self, texts: list[str], *, backend: str = "python"
+    ) -> list[Encoding]:
+        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
+        from Rust."""
         return batch_encode(self, texts, backend)
 
     def decode(self, ids: list[int]) -> str:
         unknown = [i for i in ids if i not in self.id_to_token]
         if unknown:
-            raise ValueError(f"ids must be in the vocabulary (0..{len(self.vocab) - 1}), "
-                             f"got {unknown[:5]}")
+            raise ValueError(
+                f"ids must be in the vocabulary "
+                f"(0..{len(self.vocab) - 1}), got {unknown[:5]}"
+            )
         data = bytes(CHAR_TO_BYTE[c] for i in ids for c in self.id_to_token[i])
         return data.decode("utf-8", errors="replace")
 
@@ -865,7 +1084,11 @@ class ByteLevelBPETokenizer:
 
 
 # %%
-from tinybert.tokenizers.byte_level import BYTE_TO_CHAR, GPT2_PATTERN, ByteLevelBPETokenizer
+from tinybert.tokenizers.byte_level import (
+    BYTE_TO_CHAR,
+    GPT2_PATTERN,
+    ByteLevelBPETokenizer,
+)
 
 print("space ->", BYTE_TO_CHAR[ord(" ")], " newline ->", BYTE_TO_CHAR[ord("\n")])
 print(GPT2_PATTERN.findall("Hello, world! It's 2024  ok"))
@@ -882,21 +1105,28 @@ assert bytes_only.decode(enc.ids) == sample
 # ever unknown.
 
 # %% tags=["export:tokenizers.byte_level"]
-def train_byte_level_bpe(texts: list[str], vocab_size: int, *,
-                         min_count: int = 2) -> ByteLevelBPETokenizer:
+def train_byte_level_bpe(
+    texts: list[str], vocab_size: int, *, min_count: int = 2
+) -> ByteLevelBPETokenizer:
     """Learn ``vocab_size - 256`` merges (fewer if pairs run out) from ``texts``."""
     from tinybert.tokenizers.bpe import train_bpe
 
     if isinstance(texts, str) or vocab_size < 256:
-        raise ValueError(f"expected a list of texts and vocab_size >= 256, "
-                         f"got {type(texts).__name__} and {vocab_size}")
+        raise ValueError(
+            f"expected a list of texts and vocab_size >= 256, "
+            f"got {type(texts).__name__} and {vocab_size}"
+        )
     counts: dict[str, int] = {}
     for text in texts:
         for piece in GPT2_PATTERN.findall(text):
             word = "".join(BYTE_TO_CHAR[b] for b in piece.encode("utf-8"))
             counts[word] = counts.get(word, 0) + 1
-    model = train_bpe(counts, vocab_size - 256, min_count=min_count,
-                      alphabet=list(BYTE_TO_CHAR.values()))
+    model = train_bpe(
+        counts,
+        vocab_size - 256,
+        min_count=min_count,
+        alphabet=list(BYTE_TO_CHAR.values()),
+    )
     return ByteLevelBPETokenizer(model.vocab, model.merges)
 
 
@@ -936,9 +1166,11 @@ from tinybert.tokenizers.normalizers import bert_normalize, bert_pre_tokenize
 from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 
 
-def wordpiece_merge_scores(words: list[list[str]], counts: list[int],
-                           min_count: int = 1) -> dict[tuple[str, str], float]:
-    """count(ij) / (count(i) count(j)) for every adjacent pair seen at least ``min_count`` times."""
+def wordpiece_merge_scores(
+    words: list[list[str]], counts: list[int], min_count: int = 1
+) -> dict[tuple[str, str], float]:
+    """count(ij) / (count(i) count(j)) for every adjacent pair seen at least
+    ``min_count`` times."""
     symbol_counts: Counter[str] = Counter()
     pair_counts: Counter[tuple[str, str]] = Counter()
     for symbols, n in zip(words, counts):
@@ -946,15 +1178,25 @@ def wordpiece_merge_scores(words: list[list[str]], counts: list[int],
             symbol_counts[s] += n
         for pair in zip(symbols, symbols[1:]):
             pair_counts[pair] += n
-    return {pair: c / (symbol_counts[pair[0]] * symbol_counts[pair[1]])
-            for pair, c in pair_counts.items() if c >= min_count}
+    return {
+        pair: c / (symbol_counts[pair[0]] * symbol_counts[pair[1]])
+        for pair, c in pair_counts.items()
+        if c >= min_count
+    }
 
 
-def wordpiece_start(word_counts: Mapping[str, int], min_count: int, special_tokens: Iterable[str],
-                    prefix: str) -> tuple[list[list[str]], dict[str, int]]:
-    """Each word as its first character and ``prefix``-marked continuations, and the first
-    vocabulary: the special tokens, then the symbols in order of first appearance."""
-    if not all(isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()):
+def wordpiece_start(
+    word_counts: Mapping[str, int],
+    min_count: int,
+    special_tokens: Iterable[str],
+    prefix: str,
+) -> tuple[list[list[str]], dict[str, int]]:
+    """Each word as its first character and ``prefix``-marked continuations, and the
+    first vocabulary: the special tokens, then the symbols in order of first
+    appearance."""
+    if not all(
+        isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()
+    ):
         raise ValueError("expected a mapping from non-empty strings to counts >= 0")
     if min_count < 1:
         raise ValueError(f"expected min_count >= 1, got {min_count}")
@@ -965,22 +1207,29 @@ def wordpiece_start(word_counts: Mapping[str, int], min_count: int, special_toke
     return words, vocab
 
 
-def train_wordpiece_simple(word_counts: Mapping[str, int], vocab_size: int, *, min_count: int = 1,
-                           special_tokens: Iterable[str] = SPECIAL_TOKENS,
-                           prefix: str = "##") -> dict[str, int]:
+def train_wordpiece_simple(
+    word_counts: Mapping[str, int],
+    vocab_size: int,
+    *,
+    min_count: int = 1,
+    special_tokens: Iterable[str] = SPECIAL_TOKENS,
+    prefix: str = "##",
+) -> dict[str, int]:
     """Learn a WordPiece vocabulary (special tokens, characters, then merged pieces).
 
-    Each step merges the pair with the highest count(ij) / (count(i) count(j)) among pairs seen
-    at least ``min_count`` times; ties go to the pair of older symbols.
+    Each step merges the pair with the highest count(ij) / (count(i) count(j)) among
+    pairs seen at least ``min_count`` times; ties go to the pair of older symbols.
     """
     words, vocab = wordpiece_start(word_counts, min_count, special_tokens, prefix)
     counts = list(word_counts.values())
     while len(vocab) < vocab_size:
         scores = wordpiece_merge_scores(words, counts, min_count)
         if not scores:
-            break                                    # every word is a single symbol
-        a, b = min(scores, key=lambda pair: (-scores[pair], vocab[pair[0]], vocab[pair[1]]))
-        merged = a + b.removeprefix(prefix)          # "t" + "##he" -> "the"
+            break  # every word is a single symbol
+        a, b = min(
+            scores, key=lambda pair: (-scores[pair], vocab[pair[0]], vocab[pair[1]])
+        )
+        merged = a + b.removeprefix(prefix)  # "t" + "##he" -> "the"
         vocab.setdefault(merged, len(vocab))
         words = [merge_pair(symbols, (a, b), merged) for symbols in words]
     return vocab
@@ -996,7 +1245,10 @@ def train_wordpiece_simple(word_counts: Mapping[str, int], vocab_size: int, *, m
 from collections import Counter
 
 from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS
-from tinybert.tokenizers.wordpiece_training import train_wordpiece_simple, wordpiece_merge_scores
+from tinybert.tokenizers.wordpiece_training import (
+    train_wordpiece_simple,
+    wordpiece_merge_scores,
+)
 
 corpus = {"text_": 9, "texting_": 10, "context_": 11}
 symbols = [[w[0]] + ["##" + c for c in w[1:]] for w in corpus]
@@ -1008,13 +1260,22 @@ scores = wordpiece_merge_scores(symbols, list(corpus.values()))
 best = sorted(scores, key=scores.get, reverse=True)[:3]
 top_counts = pair_counts.most_common(3)
 print("by count (BPE):      ", "   ".join(f"{a} {b}: {n}" for (a, b), n in top_counts))
-print("by score (WordPiece):", "   ".join(f"{a} {b}: {scores[a, b]:.3f}" for a, b in best))
+print(
+    "by score (WordPiece):", "   ".join(f"{a} {b}: {scores[a, b]:.3f}" for a, b in best)
+)
 vocab = train_wordpiece_simple(corpus, vocab_size=100)
-learned = list(vocab)[len(SPECIAL_TOKENS) + len({s for word in symbols for s in word}) :]
+learned = list(vocab)[
+    len(SPECIAL_TOKENS) + len({s for word in symbols for s in word}) :
+]
 print("WordPiece merges:", " ".join(learned))
-print("BPE merges:      ", " ".join("".join(pair) for pair in train_bpe(corpus, 20).merges))
+print(
+    "BPE merges:      ",
+    " ".join("".join(pair) for pair in train_bpe(corpus, 20).merges),
+)
 assert top_counts[0][1] == 30 and best[0] == ("c", "##o")
-assert learned.index("con") < learned.index("te") and train_bpe(corpus, 1).merges == [("t", "e")]
+assert learned.index("con") < learned.index("te") and train_bpe(corpus, 1).merges == [
+    ("t", "e")
+]
 
 
 # %% [markdown]
@@ -1039,18 +1300,25 @@ assert learned.index("con") < learned.index("te") and train_bpe(corpus, 1).merge
 # most of it, which keeps its size, and the time spent skipping, in check.
 
 # %% tags=["export:tokenizers.wordpiece_training"]
-def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_count: int = 1,
-                    special_tokens: Iterable[str] = SPECIAL_TOKENS,
-                    prefix: str = "##", score: str = "likelihood") -> dict[str, int]:
-    """``train_wordpiece_simple`` with counts kept up to date: the same vocabulary, faster.
+def train_wordpiece(
+    word_counts: Mapping[str, int],
+    vocab_size: int,
+    *,
+    min_count: int = 1,
+    special_tokens: Iterable[str] = SPECIAL_TOKENS,
+    prefix: str = "##",
+    score: str = "likelihood",
+) -> dict[str, int]:
+    """``train_wordpiece_simple`` with counts kept up to date: the same
+    vocabulary, faster.
 
     ``score="count"`` merges the most frequent pair instead, as BPE does and as Hugging
     Face's WordPiece trainer does; section "Which score?" compares the two.
 
-    What changes: an index pair -> words, so a merge touches only the words that contain the
-    pair; symbol and pair counts updated in place instead of recounted; a heap of scores whose
-    out-of-date entries are skipped, and rebuilt when they outnumber the live pairs. The chapter
-    and ``benchmarks/bench_tokenizers.py`` measure the speed-up.
+    What changes: an index pair -> words, so a merge touches only the words that contain
+    the pair; symbol and pair counts updated in place instead of recounted; a heap of
+    scores whose out-of-date entries are skipped, and rebuilt when they outnumber the
+    live pairs. The chapter and ``benchmarks/bench_tokenizers.py`` measure the speed-up.
     """
     if score not in ("likelihood", "count"):
         raise ValueError(f"score must be 'likelihood' or 'count', got {score!r}")
@@ -1058,8 +1326,9 @@ def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_coun
     counts = list(word_counts.values())
     symbol_counts: Counter[str] = Counter()
     pair_counts: Counter[tuple[str, str]] = Counter()
-    where: defaultdict[tuple[str, str], set[int]] = defaultdict(set)     # pair -> words
-    partners: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)  # symbol -> pairs
+    where: defaultdict[tuple[str, str], set[int]] = defaultdict(set)  # pair -> words
+    # symbol -> pairs
+    partners: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
 
     def count(w: int, sign: int) -> list[tuple[str, str]]:
         """Add word ``w`` to the counts (``sign=1``) or take it out (``sign=-1``)."""
@@ -1076,7 +1345,8 @@ def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_coun
         return pairs
 
     def entry(pair: tuple[str, str]) -> tuple[float, int, int, tuple[str, str]]:
-        a, b = pair      # the heap pops the smallest: best score first, then older symbols
+        # the heap pops the smallest: best score first, then older symbols
+        a, b = pair
         value = pair_counts[pair]
         if score == "likelihood":
             value /= symbol_counts[a] * symbol_counts[b]
@@ -1094,54 +1364,66 @@ def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_coun
         item = heapq.heappop(heap)
         pair = item[-1]
         if pair_counts[pair] < min_count or item != entry(pair):
-            continue                                       # out of date
+            continue  # out of date
         a, b = pair
         merged = a + b.removeprefix(prefix)
         vocab.setdefault(merged, len(vocab))
         touched = set()
-        for w in where.pop(pair):                          # only these words change
+        for w in where.pop(pair):  # only these words change
             touched.update(count(w, -1))
             words[w] = merge_pair(words[w], pair, merged)
             touched.update(count(w, +1))
         for p in touched:
-            if pair_counts[p] == 0:                        # gone from every word
+            if pair_counts[p] == 0:  # gone from every word
                 del pair_counts[p]
                 where.pop(p, None)
                 partners[p[0]].discard(p)
                 partners[p[1]].discard(p)
-        # a and b are rarer now, merged more frequent: rescore every pair containing them
+        # a and b are rarer now, merged more frequent: rescore every pair
+        # containing them
         # (by count, only the pairs next to the merge changed).
         if score == "likelihood":
             touched |= partners[a] | partners[b] | partners[merged]
         for p in touched:
             if pair_counts[p] >= min_count:
                 heapq.heappush(heap, entry(p))
-        if len(heap) > 2 * len(pair_counts) + 1000:        # mostly out-of-date entries
+        if len(heap) > 2 * len(pair_counts) + 1000:  # mostly out-of-date entries
             heap = fresh_heap()
     return vocab
 
 
 def bert_word_counts(texts: Iterable[str], *, lowercase: bool = True) -> Counter[str]:
-    """Count the words BERT's normaliser and pre-tokeniser produce from ``texts``, in order of
-    first appearance.
+    """Count the words BERT's normaliser and pre-tokeniser produce from ``texts``, in
+    order of first appearance.
 
-    The normaliser treats each character on its own and a space always ends a word, so each
-    distinct space-separated chunk is normalised once, however often it occurs.
+    The normaliser treats each character on its own and a space always ends a word, so
+    each distinct space-separated chunk is normalised once, however often it occurs.
     """
     chunks = Counter(chunk for text in texts for chunk in text.split(" "))
     counts: Counter[str] = Counter()
     for chunk, n in chunks.items():
-        normalized, _ = bert_normalize(chunk, strip_accents=lowercase, lowercase=lowercase)
+        normalized, _ = bert_normalize(
+            chunk, strip_accents=lowercase, lowercase=lowercase
+        )
         for a, b in bert_pre_tokenize(normalized):
             counts[normalized[a:b]] += n
     return counts
 
 
-def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int, *, lowercase: bool = True,
-                              min_count: int = 2,
-                              score: str = "likelihood") -> WordPieceTokenizer:
-    vocab = train_wordpiece(bert_word_counts(texts, lowercase=lowercase), vocab_size,
-                            min_count=min_count, score=score)
+def train_wordpiece_tokenizer(
+    texts: Iterable[str],
+    vocab_size: int,
+    *,
+    lowercase: bool = True,
+    min_count: int = 2,
+    score: str = "likelihood",
+) -> WordPieceTokenizer:
+    vocab = train_wordpiece(
+        bert_word_counts(texts, lowercase=lowercase),
+        vocab_size,
+        min_count=min_count,
+        score=score,
+    )
     return WordPieceTokenizer(vocab, lowercase=lowercase)
 
 
@@ -1152,15 +1434,24 @@ def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int, *, lowercas
 # %%
 from tinybert.tokenizers.wordpiece_training import bert_word_counts, train_wordpiece
 
-sample = bert_word_counts(load_gutenberg(1342).splitlines()[: pick(quick=300, full=800)])
+sample = bert_word_counts(
+    load_gutenberg(1342).splitlines()[: pick(quick=300, full=800)]
+)
 seconds, vocabs = {}, {}
 for trainer in (train_wordpiece_simple, train_wordpiece):
     start = time.perf_counter()
-    vocabs[trainer.__name__] = trainer(sample, vocab_size=pick(quick=300, full=600), min_count=2)
+    vocabs[trainer.__name__] = trainer(
+        sample, vocab_size=pick(quick=300, full=600), min_count=2
+    )
     seconds[trainer.__name__] = time.perf_counter() - start
-assert list(vocabs["train_wordpiece_simple"].items()) == list(vocabs["train_wordpiece"].items())
-print(f"{len(sample):,} different words, {len(vocabs['train_wordpiece']):,} entries, identical; "
-      f"simple {seconds['train_wordpiece_simple']:.2f} s, fast {seconds['train_wordpiece']:.2f} s")
+assert list(vocabs["train_wordpiece_simple"].items()) == list(
+    vocabs["train_wordpiece"].items()
+)
+print(
+    f"{len(sample):,} different words, {len(vocabs['train_wordpiece']):,} entries, "
+    f"identical; simple {seconds['train_wordpiece_simple']:.2f} s, fast "
+    f"{seconds['train_wordpiece']:.2f} s"
+)
 
 # %%
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
@@ -1222,13 +1513,18 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from tinybert.tokenizers.encoding import (Encoding, batch_encode, check_text,
-                                         import_tokenizers, read_lines)
+from tinybert.tokenizers.encoding import (
+    Encoding,
+    batch_encode,
+    check_text,
+    import_tokenizers,
+    read_lines,
+)
 
-SPACE = "\u2581"        # "▁", SentencePiece's visible space
+SPACE = "\u2581"  # "▁", SentencePiece's visible space
 # ALBERT's first five ids:
 UNIGRAM_SPECIAL_TOKENS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
-UNK_PENALTY = 10.0      # an unknown character scores this much below the rarest piece
+UNK_PENALTY = 10.0  # an unknown character scores this much below the rarest piece
 
 
 def metaspace_split(text: str) -> tuple[str, list[int], list[tuple[int, int]]]:
@@ -1248,8 +1544,9 @@ def metaspace_split(text: str) -> tuple[str, list[int], list[tuple[int, int]]]:
     return marked, source, list(zip(bounds, bounds[1:]))
 
 
-def viterbi(word: str, scores: Mapping[str, float], unk_score: float,
-            max_len: int) -> list[tuple[int, int]]:
+def viterbi(
+    word: str, scores: Mapping[str, float], unk_score: float, max_len: int
+) -> list[tuple[int, int]]:
     """The most probable segmentation of ``word``: the ``(start, end)`` of each piece.
 
     ``scores`` maps each piece (at most ``max_len`` characters) to its log-probability.
@@ -1258,8 +1555,8 @@ def viterbi(word: str, scores: Mapping[str, float], unk_score: float,
     shorter piece.
     """
     n = len(word)
-    best = [-math.inf] * (n + 1)    # best[e]: log-probability of the best path to e
-    back = [-1] * (n + 1)           # back[e]: where the last piece of that path starts
+    best = [-math.inf] * (n + 1)  # best[e]: log-probability of the best path to e
+    back = [-1] * (n + 1)  # back[e]: where the last piece of that path starts
     best[0] = 0.0
     for start in range(n):
         single = False
@@ -1270,11 +1567,11 @@ def viterbi(word: str, scores: Mapping[str, float], unk_score: float,
             single = single or end == start + 1
             if back[end] < 0 or best[start] + score > best[end]:
                 best[end], back[end] = best[start] + score, start
-        end = start + 1                 # no piece of one character: an unknown
+        end = start + 1  # no piece of one character: an unknown
         if not single and (back[end] < 0 or best[start] + unk_score > best[end]):
             best[end], back[end] = best[start] + unk_score, start
     spans, end = [], n
-    while end > 0:                  # follow the back pointers from the end
+    while end > 0:  # follow the back pointers from the end
         spans.append((back[end], end))
         end = back[end]
     return spans[::-1]
@@ -1294,9 +1591,21 @@ from tinybert.tokenizers.unigram import metaspace_split, viterbi
 
 marked, source, spans = metaspace_split("Unigram  tokens")
 print(f"{marked!r} -> words {[marked[a:b] for a, b in spans]}")
-p = {"▁": 0.10, "t": 0.04, "o": 0.05, "k": 0.02, "e": 0.08, "n": 0.05, "s": 0.06,
-     "▁to": 0.04, "▁tok": 0.006, "en": 0.03, "ens": 0.015, "ken": 0.006,
-     "▁token": 0.001}
+p = {
+    "▁": 0.10,
+    "t": 0.04,
+    "o": 0.05,
+    "k": 0.02,
+    "e": 0.08,
+    "n": 0.05,
+    "s": 0.06,
+    "▁to": 0.04,
+    "▁tok": 0.006,
+    "en": 0.03,
+    "ens": 0.015,
+    "ken": 0.006,
+    "▁token": 0.001,
+}
 
 
 def segmentations(word: str):
@@ -1339,12 +1648,15 @@ class UnigramTokenizer:
     def __init__(self, pieces: list[tuple[str, float]], unk_id: int = 1):
         pieces = [(str(piece), float(score)) for piece, score in pieces]
         if not 0 <= unk_id < len(pieces):
-            raise ValueError(f"unk_id must index the {len(pieces)} pieces, "
-                             f"got {unk_id}")
+            raise ValueError(
+                f"unk_id must index the {len(pieces)} pieces, got {unk_id}"
+            )
         bad = [p for p, score in pieces if not p or not math.isfinite(score)]
         if bad or len({piece for piece, _ in pieces}) < len(pieces):
-            raise ValueError("expected distinct non-empty pieces with finite scores, "
-                             f"got {bad[:3] or 'a piece twice'}")
+            raise ValueError(
+                "expected distinct non-empty pieces with finite scores, "
+                f"got {bad[:3] or 'a piece twice'}"
+            )
         self.pieces, self.unk_id = pieces, unk_id
         self.unk_token = pieces[unk_id][0]
         self.vocab = {piece: i for i, (piece, _) in enumerate(pieces)}
@@ -1357,16 +1669,24 @@ class UnigramTokenizer:
     @classmethod
     def from_file(cls, path: str | Path) -> UnigramTokenizer:
         """Read what ``save`` writes, or a Hugging Face tokenizer.json of that kind."""
-        data = json.loads("\n".join(read_lines(path)))       # UTF-8, or the line
+        data = json.loads("\n".join(read_lines(path)))  # UTF-8, or the line
         model = data.get("model", data)
         pre = data.get("pre_tokenizer") or {}
-        metaspace = {"type": "Metaspace", "replacement": SPACE,
-                     "prepend_scheme": "always", "split": True}
-        if (model.get("type") != "Unigram" or data.get("normalizer")
-                or any(pre.get(key, value) != value
-                       for key, value in metaspace.items())):
-            raise ValueError(f"{path}: expected a Unigram model with no normaliser "
-                             f"and the pre-tokeniser {metaspace}")
+        metaspace = {
+            "type": "Metaspace",
+            "replacement": SPACE,
+            "prepend_scheme": "always",
+            "split": True,
+        }
+        if (
+            model.get("type") != "Unigram"
+            or data.get("normalizer")
+            or any(pre.get(key, value) != value for key, value in metaspace.items())
+        ):
+            raise ValueError(
+                f"{path}: expected a Unigram model with no normaliser "
+                f"and the pre-tokeniser {metaspace}"
+            )
         return cls([tuple(entry) for entry in model["vocab"]], model["unk_id"])
 
     def save(self, path: str | Path) -> Path:
@@ -1384,7 +1704,7 @@ class UnigramTokenizer:
             for start, end in viterbi(word, self.scores, self.unk_score, self.max_len):
                 unknown = self.vocab.get(word[start:end], self.unk_id) == self.unk_id
                 if unknown and after_unknown:
-                    start = out.pop()[1]              # extend the previous unknown run
+                    start = out.pop()[1]  # extend the previous unknown run
                 out.append((word[start:end], start, end))
                 after_unknown = unknown
             self._cache[word] = out
@@ -1396,31 +1716,42 @@ class UnigramTokenizer:
         for word_start, word_end in words:
             for token, start, end in self.split_word(marked[word_start:word_end]):
                 tokens.append(token)
-                offsets.append((source[word_start + start], source[word_start + end - 1] + 1))
+                offsets.append(
+                    (source[word_start + start], source[word_start + end - 1] + 1)
+                )
         if add_special_tokens:
             if "[CLS]" not in self.vocab or "[SEP]" not in self.vocab:
-                raise ValueError("add_special_tokens needs [CLS] and [SEP] in the "
-                                 "vocabulary")
+                raise ValueError(
+                    "add_special_tokens needs [CLS] and [SEP] in the vocabulary"
+                )
             tokens = ["[CLS]", *tokens, "[SEP]"]
             offsets = [(0, 0), *offsets, (0, 0)]
         ids = [self.vocab.get(token, self.unk_id) for token in tokens]
         return Encoding(ids, tokens, offsets)
 
-    def encode_batch(self, texts: list[str], add_special_tokens: bool = False, *,
-                     backend: str = "python") -> list[Encoding]:
-        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster, from Rust."""
+    def encode_batch(
+        self,
+        texts: list[str],
+        add_special_tokens: bool = False,
+        *,
+        backend: str = "python",
+    ) -> list[Encoding]:
+        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
+        from Rust."""
         return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
 
     def decode(self, ids: list[int]) -> str:
         unknown = [i for i in ids if i not in self.id_to_token]
         if unknown:
-            raise ValueError(f"ids must be in 0..{len(self.pieces) - 1}, "
-                             f"got {unknown[:5]}")
+            raise ValueError(
+                f"ids must be in 0..{len(self.pieces) - 1}, got {unknown[:5]}"
+            )
         text = "".join(self.id_to_token[i] for i in ids).replace(SPACE, " ")
-        return text.removeprefix(" ")             # the ▁ that encoding put in front
+        return text.removeprefix(" ")  # the ▁ that encoding put in front
 
     def to_hugging_face(self):
-        """The equivalent Rust tokenizer from the ``tokenizers`` library (for bulk speed)."""
+        """The equivalent Rust tokenizer from the ``tokenizers`` library (for
+        bulk speed)."""
         hf = import_tokenizers()
         rust = hf.Tokenizer(hf.models.Unigram(self.pieces, unk_id=self.unk_id))
         metaspace = dict(replacement=SPACE, prepend_scheme="always", split=True)
@@ -1428,8 +1759,12 @@ class UnigramTokenizer:
         rust.decoder = hf.decoders.Metaspace(**metaspace)
         if "[CLS]" in self.vocab and "[SEP]" in self.vocab:
             rust.post_processor = hf.processors.TemplateProcessing(
-                single="[CLS] $A [SEP]", special_tokens=[
-                    ("[CLS]", self.vocab["[CLS]"]), ("[SEP]", self.vocab["[SEP]"])])
+                single="[CLS] $A [SEP]",
+                special_tokens=[
+                    ("[CLS]", self.vocab["[CLS]"]),
+                    ("[SEP]", self.vocab["[SEP]"]),
+                ],
+            )
         return rust
 
     def __len__(self) -> int:
@@ -1445,8 +1780,9 @@ class UnigramTokenizer:
 # %%
 from tinybert.tokenizers.unigram import UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer
 
-toy_unigram = UnigramTokenizer([(t, 0.0) for t in UNIGRAM_SPECIAL_TOKENS]
-                               + list(log_p.items()))
+toy_unigram = UnigramTokenizer(
+    [(t, 0.0) for t in UNIGRAM_SPECIAL_TOKENS] + list(log_p.items())
+)
 enc = toy_unigram.encode("tokens not?!", add_special_tokens=True)
 print(list(zip(enc.tokens, enc.ids, enc.offsets)))
 print(repr(toy_unigram.decode(enc.ids[1:-1])))
@@ -1486,8 +1822,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from tinybert.tokenizers.unigram import (UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer,
-                                         metaspace_split, viterbi)
+from tinybert.tokenizers.unigram import (
+    UNIGRAM_SPECIAL_TOKENS,
+    UnigramTokenizer,
+    metaspace_split,
+    viterbi,
+)
 
 
 def unigram_word_counts(texts: Iterable[str]) -> Counter[str]:
@@ -1506,28 +1846,36 @@ def log_add(a: float, b: float) -> float:
     return a if b == -math.inf else a + math.log1p(math.exp(b - a))
 
 
-def lattice(word: str, ids: Mapping[str, int],
-            max_len: int) -> list[tuple[int, int, int]]:
+def lattice(
+    word: str, ids: Mapping[str, int], max_len: int
+) -> list[tuple[int, int, int]]:
     """Every piece of ``ids`` in ``word``: ``(start, end, id)``, by start."""
-    return [(start, end, ids[word[start:end]]) for start in range(len(word))
-            for end in range(start + 1, min(len(word), start + max_len) + 1)
-            if word[start:end] in ids]
+    return [
+        (start, end, ids[word[start:end]])
+        for start in range(len(word))
+        for end in range(start + 1, min(len(word), start + max_len) + 1)
+        if word[start:end] in ids
+    ]
 
 
-def expected_counts(lattices: list[list[tuple[int, int, int]]], lengths: list[int],
-                    counts: list[int], log_p: list[float]) -> tuple[list[float], float]:
+def expected_counts(
+    lattices: list[list[tuple[int, int, int]]],
+    lengths: list[int],
+    counts: list[int],
+    log_p: list[float],
+) -> tuple[list[float], float]:
     """The E step, by forward-backward: each piece's expected number of occurrences in
     all segmentations of all words, and the log-likelihood of the words."""
     expected, log_likelihood = [0.0] * len(log_p), 0.0
     for nodes, n, count in zip(lattices, lengths, counts):
-        alpha = [0.0] + [-math.inf] * n          # log P(all segmentations of word[:i])
+        alpha = [0.0] + [-math.inf] * n  # log P(all segmentations of word[:i])
         for start, end, k in nodes:
             alpha[end] = log_add(alpha[end], alpha[start] + log_p[k])
-        beta = [-math.inf] * n + [0.0]          # log P(all segmentations of word[i:])
+        beta = [-math.inf] * n + [0.0]  # log P(all segmentations of word[i:])
         for start, end, k in reversed(nodes):
             beta[start] = log_add(beta[start], log_p[k] + beta[end])
         log_likelihood += count * alpha[n]
-        for start, end, k in nodes:             # P(this piece, here | the word)
+        for start, end, k in nodes:  # P(this piece, here | the word)
             log_posterior = alpha[start] + log_p[k] + beta[end] - alpha[n]
             expected[k] += count * math.exp(log_posterior)
     return expected, log_likelihood
@@ -1549,8 +1897,9 @@ def expected_counts(lattices: list[list[tuple[int, int, int]]], lengths: list[in
 # probabilities); ours takes the simplest version of each step.
 
 # %% tags=["export:tokenizers.unigram_training"]
-def seed_pieces(word_counts: Mapping[str, int], seed_size: int,
-                max_len: int) -> dict[str, float]:
+def seed_pieces(
+    word_counts: Mapping[str, int], seed_size: int, max_len: int
+) -> dict[str, float]:
     """Every character, plus the ``seed_size`` substrings (2 to ``max_len`` characters,
     seen at least twice) with the highest count times length, with log-probabilities
     proportional to those scores (to the counts, for characters)."""
@@ -1561,16 +1910,22 @@ def seed_pieces(word_counts: Mapping[str, int], seed_size: int,
             chars[word[start]] += n
             for end in range(start + 2, min(len(word), start + max_len) + 1):
                 substrings[word[start:end]] += n
-    scored = sorted(((n * len(s), s) for s, n in substrings.items() if n >= 2),
-                    key=lambda score_piece: -score_piece[0])[:seed_size]
+    scored = sorted(
+        ((n * len(s), s) for s, n in substrings.items() if n >= 2),
+        key=lambda score_piece: -score_piece[0],
+    )[:seed_size]
     counts = {**chars, **{piece: score for score, piece in scored}}
     total = sum(counts.values())
     return {piece: math.log(n / total) for piece, n in counts.items()}
 
 
-def em_step(words: list[str], counts: list[int], log_p: dict[str, float],
-            chars: set[str], max_len: int
-            ) -> tuple[dict[str, float], dict[str, float], float]:
+def em_step(
+    words: list[str],
+    counts: list[int],
+    log_p: dict[str, float],
+    chars: set[str],
+    max_len: int,
+) -> tuple[dict[str, float], dict[str, float], float]:
     """One EM step: expected counts (E), then log-probabilities log(count / total) (M).
 
     Pieces expected less than half a time are dropped, except characters, which keep at
@@ -1581,15 +1936,21 @@ def em_step(words: list[str], counts: list[int], log_p: dict[str, float],
     ids = {piece: k for k, piece in enumerate(pieces)}
     lattices = [lattice(word, ids, max_len) for word in words]
     lengths = [len(word) for word in words]
-    expected, log_likelihood = expected_counts(lattices, lengths, counts,
-                                               list(log_p.values()))
+    expected, log_likelihood = expected_counts(
+        lattices, lengths, counts, list(log_p.values())
+    )
     kept = {p: max(n, 0.5) for p, n in zip(pieces, expected) if n >= 0.5 or p in chars}
     total = sum(kept.values())
     return {p: math.log(n / total) for p, n in kept.items()}, kept, log_likelihood
 
 
-def prune(log_p: dict[str, float], expected: Mapping[str, float], size: int,
-          chars: set[str], max_len: int) -> dict[str, float]:
+def prune(
+    log_p: dict[str, float],
+    expected: Mapping[str, float],
+    size: int,
+    chars: set[str],
+    max_len: int,
+) -> dict[str, float]:
     """Keep ``size`` pieces: the characters, and the pieces whose removal costs most.
 
     The cost of removing a piece: its expected count times how much less probable the
@@ -1598,12 +1959,13 @@ def prune(log_p: dict[str, float], expected: Mapping[str, float], size: int,
     loss = {}
     for piece, score in list(log_p.items()):
         if piece in chars:
-            continue                                   # characters always stay
+            continue  # characters always stay
         del log_p[piece]
         alternative = viterbi(piece, log_p, -math.inf, max_len)
         log_p[piece] = score
-        loss[piece] = expected[piece] * (score - sum(log_p[piece[a:b]]
-                                                     for a, b in alternative))
+        loss[piece] = expected[piece] * (
+            score - sum(log_p[piece[a:b]] for a, b in alternative)
+        )
     best = set(sorted(loss, key=lambda piece: -loss[piece])[: size - len(chars)])
     return {p: s for p, s in log_p.items() if p in chars or p in best}
 
@@ -1618,11 +1980,18 @@ class UnigramModel:
     history: list[tuple[int, float]] = field(default_factory=list)
 
 
-def train_unigram(word_counts: Mapping[str, int], vocab_size: int, *,
-                  min_count: int = 1, seed_size: int = 30_000, max_len: int = 16,
-                  shrink: float = 0.75, em_steps: int = 2,
-                  special_tokens: Iterable[str] = UNIGRAM_SPECIAL_TOKENS,
-                  unk_token: str = "<unk>") -> UnigramModel:
+def train_unigram(
+    word_counts: Mapping[str, int],
+    vocab_size: int,
+    *,
+    min_count: int = 1,
+    seed_size: int = 30_000,
+    max_len: int = 16,
+    shrink: float = 0.75,
+    em_steps: int = 2,
+    special_tokens: Iterable[str] = UNIGRAM_SPECIAL_TOKENS,
+    unk_token: str = "<unk>",
+) -> UnigramModel:
     """Learn a unigram vocabulary of ``vocab_size`` entries, special tokens included
     (fewer if the EM steps leave fewer pieces, as on a tiny corpus).
 
@@ -1635,16 +2004,22 @@ def train_unigram(word_counts: Mapping[str, int], vocab_size: int, *,
     if unk_token not in special_tokens:
         raise ValueError(f"unk_token {unk_token!r} must be one of {special_tokens}")
     if not 0 < shrink < 1 or min_count < 1 or em_steps < 1 or seed_size < 0:
-        raise ValueError(f"expected 0 < shrink < 1, min_count >= 1, em_steps >= 1 and "
-                         f"seed_size >= 0, got {shrink}, {min_count}, {em_steps} and "
-                         f"{seed_size}")
-    if not all(isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()):
+        raise ValueError(
+            f"expected 0 < shrink < 1, min_count >= 1, em_steps >= 1 and "
+            f"seed_size >= 0, got {shrink}, {min_count}, {em_steps} and "
+            f"{seed_size}"
+        )
+    if not all(
+        isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()
+    ):
         raise ValueError("expected a mapping from non-empty strings to counts >= 0")
     chars = {char for word in word_counts for char in word} - set(special_tokens)
     target = vocab_size - len(special_tokens)
     if target < len(chars):
-        raise ValueError(f"vocab_size {vocab_size} leaves no room for the {len(chars)} "
-                         f"characters and {len(special_tokens)} special tokens")
+        raise ValueError(
+            f"vocab_size {vocab_size} leaves no room for the {len(chars)} "
+            f"characters and {len(special_tokens)} special tokens"
+        )
     words = [word for word, n in word_counts.items() if n >= min_count]
     counts = [word_counts[word] for word in words]
     log_p = seed_pieces(dict(zip(words, counts)), seed_size, max_len)
@@ -1656,8 +2031,9 @@ def train_unigram(word_counts: Mapping[str, int], vocab_size: int, *,
     while True:
         for _ in range(em_steps):
             size = len(log_p)
-            log_p, expected, log_likelihood = em_step(words, counts, log_p, chars,
-                                                      max_len)
+            log_p, expected, log_likelihood = em_step(
+                words, counts, log_p, chars, max_len
+            )
             history.append((size, log_likelihood / max(sum(counts), 1)))
         if len(log_p) <= 1.1 * target:
             break
@@ -1665,14 +2041,20 @@ def train_unigram(word_counts: Mapping[str, int], vocab_size: int, *,
         log_p = prune(log_p, expected, size, chars, max_len)
     best = sorted((p for p in log_p if p not in chars), key=lambda p: -log_p[p])
     kept = chars | set(best[: target - len(chars)])
-    pieces = sorted(((p, s) for p, s in log_p.items() if p in kept),
-                    key=lambda piece_score: -piece_score[1])
-    return UnigramModel([(token, 0.0) for token in special_tokens] + pieces,
-                        special_tokens.index(unk_token), history)
+    pieces = sorted(
+        ((p, s) for p, s in log_p.items() if p in kept),
+        key=lambda piece_score: -piece_score[1],
+    )
+    return UnigramModel(
+        [(token, 0.0) for token in special_tokens] + pieces,
+        special_tokens.index(unk_token),
+        history,
+    )
 
 
-def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, **kwargs
-                            ) -> UnigramTokenizer:
+def train_unigram_tokenizer(
+    texts: Iterable[str], vocab_size: int, **kwargs
+) -> UnigramTokenizer:
     """Count the words of ``texts`` and train a unigram tokenizer on them (see
     ``train_unigram`` for the options)."""
     model = train_unigram(unigram_word_counts(texts), vocab_size, **kwargs)
@@ -1698,15 +2080,19 @@ unigram_size = pick(quick=500, full=8000)
 uni_counts = unigram_word_counts(corpus_lines)
 frequent = sum(n for n in uni_counts.values() if n >= 3) / sum(uni_counts.values())
 start = time.perf_counter()
-uni_model = train_unigram(uni_counts, unigram_size, min_count=3,
-                          seed_size=pick(quick=5000, full=30_000))
+uni_model = train_unigram(
+    uni_counts, unigram_size, min_count=3, seed_size=pick(quick=5000, full=30_000)
+)
 ours_uni = UnigramTokenizer(uni_model.pieces, uni_model.unk_id)
-print(f"{len(ours_uni)} pieces learned in {time.perf_counter() - start:.1f} s from "
-      f"{len(uni_counts):,} different words; those seen 3+ times are {frequent:.0%} "
-      "of the text")
+print(
+    f"{len(ours_uni)} pieces learned in {time.perf_counter() - start:.1f} s from "
+    f"{len(uni_counts):,} different words; those seen 3+ times are {frequent:.0%} "
+    "of the text"
+)
 for size, log_likelihood in uni_model.history:
-    print(f"  EM step on {size:6,} pieces: log-likelihood per word "
-          f"{log_likelihood:7.3f}")
+    print(
+        f"  EM step on {size:6,} pieces: log-likelihood per word {log_likelihood:7.3f}"
+    )
 print("most probable:", " ".join(piece for piece, _ in uni_model.pieces[5:25]))
 line = "It is a truth universally acknowledged, that a single man in possession"
 print(ours_uni.encode(line).tokens)
@@ -1714,8 +2100,8 @@ assert len(ours_uni) == unigram_size
 assert ours_uni.decode(ours_uni.encode(line).ids) == line
 history = [log_likelihood for _, log_likelihood in uni_model.history]
 gains = [after - before for before, after in zip(history, history[1:])]
-assert gains[0] > 0.5 and gains[0] > 2 * max(map(abs, gains[1:]))   # by far the most
-assert all(c in ours_uni.vocab for w in uni_counts for c in w)    # every character kept
+assert gains[0] > 0.5 and gains[0] > 2 * max(map(abs, gains[1:]))  # by far the most
+assert all(c in ours_uni.vocab for w in uni_counts for c in w)  # every character kept
 
 # %% [markdown]
 # How close is this to Hugging Face's `UnigramTrainer`, which follows SentencePiece? Training
@@ -1750,27 +2136,40 @@ if tokenizers is not None:
     hf_uni = tokenizers.Tokenizer(models.Unigram())
     hf_uni.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="always")
     trainer = trainers.UnigramTrainer(
-        vocab_size=unigram_size, special_tokens=list(UNIGRAM_SPECIAL_TOKENS),
-        unk_token="<unk>", initial_alphabet=sorted({c for w in uni_counts for c in w}),
-        seed_size=pick(quick=5000, full=30_000), shrinking_factor=0.75,
-        n_sub_iterations=2, max_piece_length=16, show_progress=False)
+        vocab_size=unigram_size,
+        special_tokens=list(UNIGRAM_SPECIAL_TOKENS),
+        unk_token="<unk>",
+        initial_alphabet=sorted({c for w in uni_counts for c in w}),
+        seed_size=pick(quick=5000, full=30_000),
+        shrinking_factor=0.75,
+        n_sub_iterations=2,
+        max_piece_length=16,
+        show_progress=False,
+    )
     words_seen = [w for w, n in uni_counts.items() if n >= 3 for _ in range(n)]
     start = time.perf_counter()
     hf_uni.train_from_iterator(words_seen, trainer=trainer, length=len(words_seen))
     hf_seconds = time.perf_counter() - start
     model = json.loads(hf_uni.to_str())["model"]
-    theirs_uni = UnigramTokenizer([tuple(entry) for entry in model["vocab"]],
-                                  model["unk_id"])
+    theirs_uni = UnigramTokenizer(
+        [tuple(entry) for entry in model["vocab"]], model["unk_id"]
+    )
     shared = len(ours_uni.vocab.keys() & theirs_uni.vocab.keys()) / len(ours_uni)
-    print(f"Hugging Face's trainer: {len(theirs_uni)} pieces in {hf_seconds:.1f} s; "
-          f"{shared:.0%} of our pieces are among them")
-    scores = {name: held_out_scores(tok, test_lines)
-              for name, tok in [("ours", ours_uni), ("Hugging Face's", theirs_uni)]}
+    print(
+        f"Hugging Face's trainer: {len(theirs_uni)} pieces in {hf_seconds:.1f} s; "
+        f"{shared:.0%} of our pieces are among them"
+    )
+    scores = {
+        name: held_out_scores(tok, test_lines)
+        for name, tok in [("ours", ours_uni), ("Hugging Face's", theirs_uni)]
+    }
     for name, (per_char, per_word) in scores.items():
-        print(f"  {name:15} held out: log-probability per character {per_char:.3f}, "
-              f"tokens per word {per_word:.3f}")
+        print(
+            f"  {name:15} held out: log-probability per character {per_char:.3f}, "
+            f"tokens per word {per_word:.3f}"
+        )
     print("  Hugging Face's:", theirs_uni.encode(line).tokens)
-    if not is_quick():        # what the text below says
+    if not is_quick():  # what the text below says
         (ours_char, ours_word), (their_char, their_word) = scores.values()
         assert shared > 0.4 and abs(ours_char - their_char) < 0.05
         assert ours_word < their_word
@@ -1815,15 +2214,20 @@ except ImportError:  # the parity oracle is optional: pip install tokenizers
 
 train_lines = load_gutenberg(1342).splitlines()[: pick(quick=3000, full=None)]
 held_out = load_gutenberg(2097).splitlines()[: pick(quick=1000, full=None)]
-ud = [line[len("# text = "):] for split in ("train", "dev", "test")
-      for line in fetch(f"ud_ewt/{split}").read_text(encoding="utf-8").splitlines()
-      if line.startswith("# text = ")][: pick(quick=1000, full=None)]
+ud = [
+    line[len("# text = ") :]
+    for split in ("train", "dev", "test")
+    for line in fetch(f"ud_ewt/{split}").read_text(encoding="utf-8").splitlines()
+    if line.startswith("# text = ")
+][: pick(quick=1000, full=None)]
 
 
 def count_mismatches(ours, rust, texts, **kwargs):
     pairs = zip(ours.encode_batch(texts, **kwargs), rust.encode_batch(texts, **kwargs))
-    return sum(got.ids != expected.ids or got.offsets != list(expected.offsets)
-               for got, expected in pairs)
+    return sum(
+        got.ids != expected.ids or got.offsets != list(expected.offsets)
+        for got, expected in pairs
+    )
 
 
 if tokenizers is not None:
@@ -1837,9 +2241,15 @@ if tokenizers is not None:
     rust_uni = tokenizers.Tokenizer(tokenizers.models.Unigram())
     metaspace = tokenizers.pre_tokenizers.Metaspace(prepend_scheme="always")
     rust_uni.pre_tokenizer = metaspace
-    rust_uni.train_from_iterator(train_lines, tokenizers.trainers.UnigramTrainer(
-        vocab_size=3000, special_tokens=list(UNIGRAM_SPECIAL_TOKENS), unk_token="<unk>",
-        show_progress=False))
+    rust_uni.train_from_iterator(
+        train_lines,
+        tokenizers.trainers.UnigramTrainer(
+            vocab_size=3000,
+            special_tokens=list(UNIGRAM_SPECIAL_TOKENS),
+            unk_token="<unk>",
+            show_progress=False,
+        ),
+    )
     rust_uni.save(str(folder / "tokenizer.json"))
     wp = WordPieceTokenizer.from_file(folder / "vocab.txt", lowercase=True)
     bl = ByteLevelBPETokenizer.from_files(folder / "vocab.json", folder / "merges.txt")
@@ -1848,22 +2258,42 @@ if tokenizers is not None:
         wp_bad = count_mismatches(wp, rust_wp, texts, add_special_tokens=False)
         bl_bad = count_mismatches(bl, rust_bl, texts)
         uni_bad = count_mismatches(uni, rust_uni, texts)
-        print(f"{name}: {len(texts)} lines compared; mismatches: WordPiece {wp_bad}, "
-              f"byte-level BPE {bl_bad}, unigram {uni_bad}")
+        print(
+            f"{name}: {len(texts)} lines compared; mismatches: WordPiece {wp_bad}, "
+            f"byte-level BPE {bl_bad}, unigram {uni_bad}"
+        )
         assert wp_bad == 0 and bl_bad == 0 and uni_bad == 0
     # Our own trained vocabularies, handed to the Rust implementation:
     assert count_mismatches(ours_bl, ours_bl.to_hugging_face(), held_out) == 0
-    assert count_mismatches(ours_wp, ours_wp.to_hugging_face(), held_out,
-                            add_special_tokens=True) == 0
-    awkward = ["", " ", "   ", "two  spaces ", " leading space", "naïve café 🙂 東京 ∑",
-               "tab\tand\nnewline", "a ▁ marked ▁▁space", "<unk> [CLS] [MASK]",
-               "ǂ" * 30]
+    assert (
+        count_mismatches(
+            ours_wp, ours_wp.to_hugging_face(), held_out, add_special_tokens=True
+        )
+        == 0
+    )
+    awkward = [
+        "",
+        " ",
+        "   ",
+        "two  spaces ",
+        " leading space",
+        "naïve café 🙂 東京 ∑",
+        "tab\tand\nnewline",
+        "a ▁ marked ▁▁space",
+        "<unk> [CLS] [MASK]",
+        "ǂ" * 30,
+    ]
     rust_ours = ours_uni.to_hugging_face()
-    for name, texts in [("held-out book", held_out), ("UD English EWT", ud),
-                        ("awkward texts", awkward)]:
+    for name, texts in [
+        ("held-out book", held_out),
+        ("UD English EWT", ud),
+        ("awkward texts", awkward),
+    ]:
         bad = count_mismatches(ours_uni, rust_ours, texts, add_special_tokens=True)
-        print(f"our unigram vocabulary in Hugging Face's Unigram, {name}: {len(texts)} "
-              f"lines, {bad} mismatches")
+        print(
+            f"our unigram vocabulary in Hugging Face's Unigram, {name}: {len(texts)} "
+            f"lines, {bad} mismatches"
+        )
         assert bad == 0
 
 # %% [markdown]
@@ -1882,8 +2312,11 @@ if tokenizers is not None:
     for name, tok, kwargs in [
         ("WordPiece", WordPieceTokenizer(ours_wp.vocab), {"add_special_tokens": True}),
         ("byte-level BPE", ByteLevelBPETokenizer(ours_bl.vocab, ours_bl.merges), {}),
-        ("unigram", UnigramTokenizer(ours_uni.pieces, ours_uni.unk_id),
-         {"add_special_tokens": True}),
+        (
+            "unigram",
+            UnigramTokenizer(ours_uni.pieces, ours_uni.unk_id),
+            {"add_special_tokens": True},
+        ),
     ]:
         seconds, results = {}, {}
         for backend in ("python", "tokenizers"):
@@ -1891,9 +2324,11 @@ if tokenizers is not None:
             results[backend] = tok.encode_batch(texts, backend=backend, **kwargs)
             seconds[backend] = time.perf_counter() - start
         assert results["python"] == results["tokenizers"]
-        print(f"{name:15} {len(texts):,} lines, identical: python {seconds['python']:.2f} s, "
-              f"tokenizers {seconds['tokenizers']:.3f} s "
-              f"({seconds['python'] / seconds['tokenizers']:.0f} times faster)")
+        print(
+            f"{name:15} {len(texts):,} lines, identical: python "
+            f"{seconds['python']:.2f} s, tokenizers {seconds['tokenizers']:.3f} s "
+            f"({seconds['python'] / seconds['tokenizers']:.0f} times faster)"
+        )
 
 # %% [markdown]
 # (sec-tok-fertility)=
@@ -1926,10 +2361,12 @@ def first_entries(tok, size):
 
 
 sizes = pick(quick=[500, 1000, 2000], full=[8000, 16000, 24000, 30000])
-backend = "python" if tokenizers is None else "tokenizers"    # the same results, faster
+backend = "python" if tokenizers is None else "tokenizers"  # the same results, faster
 start = time.perf_counter()
-largest = {"WordPiece": train_wordpiece_tokenizer(corpus_lines, vocab_size=sizes[-1]),
-           "byte-level BPE": train_byte_level_bpe(corpus_lines, vocab_size=sizes[-1])}
+largest = {
+    "WordPiece": train_wordpiece_tokenizer(corpus_lines, vocab_size=sizes[-1]),
+    "byte-level BPE": train_byte_level_bpe(corpus_lines, vocab_size=sizes[-1]),
+}
 print(f"trained on {len(corpus_lines):,} lines in {time.perf_counter() - start:.0f} s")
 n_words = sum(len(line.split()) for line in test_lines)
 fertility, unknown, n_unk = {name: [] for name in largest}, [], 0
@@ -1938,16 +2375,22 @@ for size in sizes:
         encodings = first_entries(tok, size).encode_batch(test_lines, backend=backend)
         fertility[name].append(sum(map(len, encodings)) / n_words)
         n_unk += sum(enc.tokens.count("[UNK]") for enc in encodings)
-    known_words = set(word_vocab.itos[1 : size + 1])            # a word vocabulary of this size
+    # a word vocabulary of this size
+    known_words = set(word_vocab.itos[1 : size + 1])
     unknown.append(sum(w not in known_words for w in test_words))
 
 print(f"{'entries':31}" + "".join(f"{size:>9,}" for size in sizes))
 for name, values in fertility.items():
     print(f"{name + ', tokens per word':31}" + "".join(f"{v:9.3f}" for v in values))
-    assert all(a > b for a, b in zip(values, values[1:])), "fertility should fall with size"
-print(f"{'word vocabulary, words unknown':31}"
-      + "".join(f"{n / len(test_words):9.2%}" for n in unknown))
-assert is_quick() or n_unk == 0          # no [UNK] at any size: every character was seen
+    assert all(a > b for a, b in zip(values, values[1:])), (
+        "fertility should fall with size"
+    )
+print(
+    f"{'word vocabulary, words unknown':31}"
+    + "".join(f"{n / len(test_words):9.2%}" for n in unknown)
+)
+# no [UNK] at any size: every character was seen
+assert is_quick() or n_unk == 0
 
 fig, ax = plt.subplots(figsize=(5, 3))
 for name, values in fertility.items():
@@ -1974,24 +2417,37 @@ plt.show()
 
 # %%
 small = {name: first_entries(tok, sizes[0]) for name, tok in largest.items()}
-if tokenizers is not None:   # Hugging Face's trainer: WordPiece pieces, merges chosen by count
+# Hugging Face's trainer: WordPiece pieces, merges chosen by count
+if tokenizers is not None:
     rust = tokenizers.BertWordPieceTokenizer(lowercase=True)
-    rust.train_from_iterator(corpus_lines, vocab_size=sizes[0], min_frequency=2,
-                             show_progress=False)
+    rust.train_from_iterator(
+        corpus_lines, vocab_size=sizes[0], min_frequency=2, show_progress=False
+    )
     small["WordPiece by count"] = WordPieceTokenizer(rust.get_vocab())
-assert len(ours_uni) == sizes[0]       # the same size, trained on the same text
+assert len(ours_uni) == sizes[0]  # the same size, trained on the same text
 small["unigram"] = ours_uni
 widths = [40, 20, 24, 28]
-print(f"{sizes[0]:,} entries  ", "".join(f"{name:{w}}" for name, w in zip(small, widths)))
+print(
+    f"{sizes[0]:,} entries  ", "".join(f"{name:{w}}" for name, w in zip(small, widths))
+)
 for word in ["played", "playfully", "sinan", "unemotional", "hypodermic"]:
-    pieces = [tok.encode(word if isinstance(tok, WordPieceTokenizer) else " " + word).tokens
-              for tok in small.values()]
+    pieces = [
+        tok.encode(word if isinstance(tok, WordPieceTokenizer) else " " + word).tokens
+        for tok in small.values()
+    ]
     print(f"  {word:13}", "".join(f"{' '.join(p):{w}}" for p, w in zip(pieces, widths)))
-fertilities = [sum(map(len, tok.encode_batch(test_lines, backend=backend))) / n_words
-               for tok in small.values()]
-print(f"  {'per word':13}", "".join(f"{f:<{w}.3f}" for f, w in zip(fertilities, widths)))
-if not is_quick():                          # what the text says about these pieces
-    assert "##ed" not in largest["WordPiece"].vocab and "playfully" in small["WordPiece"].vocab
+fertilities = [
+    sum(map(len, tok.encode_batch(test_lines, backend=backend))) / n_words
+    for tok in small.values()
+]
+print(
+    f"  {'per word':13}", "".join(f"{f:<{w}.3f}" for f, w in zip(fertilities, widths))
+)
+if not is_quick():  # what the text says about these pieces
+    assert (
+        "##ed" not in largest["WordPiece"].vocab
+        and "playfully" in small["WordPiece"].vocab
+    )
     if tokenizers is not None:
         assert small["WordPiece by count"].encode("sinan").tokens == ["sin", "##an"]
     per_word = dict(zip(small, fertilities))
@@ -2194,7 +2650,7 @@ def viterbi_segment(word: str, log_probs: dict[str, float]) -> list[str]:
                 best[end], start_of[end] = best[start] + log_probs[piece], start
     pieces, end = [], n
     while end > 0:
-        pieces.append(word[start_of[end]:end])
+        pieces.append(word[start_of[end] : end])
         end = start_of[end]
     return pieces[::-1]
     ### END SOLUTION
@@ -2242,8 +2698,9 @@ from tinybert.tokenizers.wordpiece_training import wordpiece_merge_scores
 
 corpus = {"hat": 6, "has": 4, "zx": 2}
 assert train_bpe(corpus, 1).merges == [("h", "a")]
-scores = wordpiece_merge_scores([[w[0]] + ["##" + c for c in w[1:]] for w in corpus],
-                                list(corpus.values()))
+scores = wordpiece_merge_scores(
+    [[w[0]] + ["##" + c for c in w[1:]] for w in corpus], list(corpus.values())
+)
 assert max(scores, key=scores.get) == ("z", "##x") and scores[("z", "##x")] == 0.5
 
 # %% [markdown]
@@ -2299,32 +2756,66 @@ assert list(counts.values()) == [5, 6, 18]
 # %% tags=["quiz", "remove-input"]
 from tinybert.exercises.quiz import Quiz, choice, number
 
-quiz = Quiz("ch07", [
-    choice("What does BERT's uncased normaliser make of 'Café Dupont'?",
-           ["Café Dupont", "cafe dupont", "café dupont", "CAFE DUPONT"], answer="b",
-           explain="Lower-case, then strip the accents."),
-    choice("Which tokenizer never needs an unknown token?",
-           ["WordPiece", "a word vocabulary", "byte-level BPE", "none of them"],
-           answer="c", explain="Every string is a sequence of bytes."),
-    choice("Which pair does WordPiece training merge next?",
-           ["the most frequent pair", "the pair with the highest P(ij) / (P(i) P(j))",
-            "the longest pair", "a random pair"], answer="b",
-           explain="BPE is the one that merges the most frequent pair."),
-    number("How many tokens does 'café' give a byte-level tokenizer without merges?",
-           answer=len("café".encode("utf-8")), decimals=0,
-           explain="é takes two bytes in UTF-8."),
-    choice("As the vocabulary grows, the fertility (tokens per word)",
-           ["grows", "falls, quickly at first and then slowly", "stays the same",
-            "falls in a straight line"], answer="b",
-           explain="Frequent words are whole early; the rest gain little."),
-    choice("How does a unigram tokenizer, such as ALBERT's, cut a word into pieces?",
-           ["longest vocabulary entry first, from the left",
-            "by applying the learned merges in order",
-            "into the segmentation with the highest product of piece probabilities",
-            "into single characters only"], answer="c",
-           explain="The Viterbi algorithm finds it without listing them all."),
-    choice("How does WordPiece mark a piece that continues a word?",
-           ["a leading Ġ", "a leading ##", "a trailing </w>", "a leading ▁"],
-           answer="b", explain="Ġ is byte-level BPE's mark of a preceding space."),
-])
+quiz = Quiz(
+    "ch07",
+    [
+        choice(
+            "What does BERT's uncased normaliser make of 'Café Dupont'?",
+            ["Café Dupont", "cafe dupont", "café dupont", "CAFE DUPONT"],
+            answer="b",
+            explain="Lower-case, then strip the accents.",
+        ),
+        choice(
+            "Which tokenizer never needs an unknown token?",
+            ["WordPiece", "a word vocabulary", "byte-level BPE", "none of them"],
+            answer="c",
+            explain="Every string is a sequence of bytes.",
+        ),
+        choice(
+            "Which pair does WordPiece training merge next?",
+            [
+                "the most frequent pair",
+                "the pair with the highest P(ij) / (P(i) P(j))",
+                "the longest pair",
+                "a random pair",
+            ],
+            answer="b",
+            explain="BPE is the one that merges the most frequent pair.",
+        ),
+        number(
+            "How many tokens does 'café' give a byte-level tokenizer without merges?",
+            answer=len("café".encode("utf-8")),
+            decimals=0,
+            explain="é takes two bytes in UTF-8.",
+        ),
+        choice(
+            "As the vocabulary grows, the fertility (tokens per word)",
+            [
+                "grows",
+                "falls, quickly at first and then slowly",
+                "stays the same",
+                "falls in a straight line",
+            ],
+            answer="b",
+            explain="Frequent words are whole early; the rest gain little.",
+        ),
+        choice(
+            "How does a unigram tokenizer, such as ALBERT's, cut a word into pieces?",
+            [
+                "longest vocabulary entry first, from the left",
+                "by applying the learned merges in order",
+                "into the segmentation with the highest product of piece probabilities",
+                "into single characters only",
+            ],
+            answer="c",
+            explain="The Viterbi algorithm finds it without listing them all.",
+        ),
+        choice(
+            "How does WordPiece mark a piece that continues a word?",
+            ["a leading Ġ", "a leading ##", "a trailing </w>", "a leading ▁"],
+            answer="b",
+            explain="Ġ is byte-level BPE's mark of a preceding space.",
+        ),
+    ],
+)
 quiz

@@ -135,85 +135,152 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # %% tags=["export"]
 @dataclass
 class BertConfig:
-    """Every number that fixes a BERT before training. Hugging Face's names are in tinybert.models.convert."""
+    """Every number that fixes a BERT before training. Hugging Face's names are in
+    tinybert.models.convert."""
 
-    vocab_size: int = 30522           # V, WordPiece vocabulary of bert-base-uncased
-    d_model: int = 768                # D, width of every position's vector (HF hidden_size)
-    n_layers: int = 12                # N, encoder layers (HF num_hidden_layers)
-    n_heads: int = 12                 # H, attention heads per layer; Dh = D / H
-    d_ff: int = 3072                  # F, hidden width of the feed-forward block (HF intermediate_size)
-    max_len: int = 512                # rows of the position table: the longest input (HF max_position_embeddings)
-    type_vocab_size: int = 2          # rows of the segment table: sentence A and sentence B
-    dropout: float = 0.1              # on the embeddings and every sub-layer's output (HF hidden_dropout_prob)
-    attention_dropout: float = 0.1    # on the attention weights (HF attention_probs_dropout_prob)
-    layer_norm_eps: float = 1e-12     # ε of every LayerNorm (Google's checkpoints use 1e-12)
-    initializer_range: float = 0.02   # std of the normal initialisation of weights and embeddings
-    pad_token_id: int = 0             # the [PAD] row of the token table, kept at zero
-    activation: str = "gelu"          # exact (erf) GELU, Hugging Face's "gelu"
-    norm_first: bool = False          # True: pre-LN layers and a final LayerNorm (not in HF's BERT)
-    fast: bool = True                 # SDPA + one fused QKV matmul; False: the chapter 3/4 path (same function)
+    vocab_size: int = 30522  # V, WordPiece vocabulary of bert-base-uncased
+    # D, width of every position's vector (HF hidden_size)
+    d_model: int = 768
+    n_layers: int = 12  # N, encoder layers (HF num_hidden_layers)
+    n_heads: int = 12  # H, attention heads per layer; Dh = D / H
+    # F, hidden width of the feed-forward block (HF intermediate_size)
+    d_ff: int = 3072
+    # rows of the position table: the longest input (HF max_position_embeddings)
+    max_len: int = 512
+    # rows of the segment table: sentence A and sentence B
+    type_vocab_size: int = 2
+    # on the embeddings and every sub-layer's output (HF hidden_dropout_prob)
+    dropout: float = 0.1
+    # on the attention weights (HF attention_probs_dropout_prob)
+    attention_dropout: float = 0.1
+    # ε of every LayerNorm (Google's checkpoints use 1e-12)
+    layer_norm_eps: float = 1e-12
+    # std of the normal initialisation of weights and embeddings
+    initializer_range: float = 0.02
+    pad_token_id: int = 0  # the [PAD] row of the token table, kept at zero
+    activation: str = "gelu"  # exact (erf) GELU, Hugging Face's "gelu"
+    # True: pre-LN layers and a final LayerNorm (not in HF's BERT)
+    norm_first: bool = False
+    # SDPA + one fused QKV matmul; False: the chapter 3/4 path (same function)
+    fast: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_len", "type_vocab_size"):
+        for name in (
+            "vocab_size",
+            "d_model",
+            "n_layers",
+            "n_heads",
+            "d_ff",
+            "max_len",
+            "type_vocab_size",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"BertConfig.{name}: expected a positive int, got {value!r}")
+                raise ValueError(
+                    f"BertConfig.{name}: expected a positive int, got {value!r}"
+                )
         if self.d_model % self.n_heads:
-            raise ValueError(f"BertConfig: d_model = {self.d_model} must be divisible by n_heads = {self.n_heads}")
+            raise ValueError(
+                f"BertConfig: d_model = {self.d_model} must be divisible by n_heads = "
+                f"{self.n_heads}"
+            )
         for name in ("dropout", "attention_dropout"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-                raise ValueError(f"BertConfig.{name}: expected a probability in [0, 1), got {value!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0.0 <= value < 1.0
+            ):
+                raise ValueError(
+                    f"BertConfig.{name}: expected a probability in [0, 1), "
+                    f"got {value!r}"
+                )
         pad = self.pad_token_id
-        if isinstance(pad, bool) or not (isinstance(pad, int)
-                                         and 0 <= pad < self.vocab_size):
-            raise ValueError(f"BertConfig.pad_token_id: expected an id in [0, {self.vocab_size}), "
-                             f"got {pad!r}")
+        if isinstance(pad, bool) or not (
+            isinstance(pad, int) and 0 <= pad < self.vocab_size
+        ):
+            raise ValueError(
+                f"BertConfig.pad_token_id: expected an id in [0, "
+                f"{self.vocab_size}), got {pad!r}"
+            )
         for name in ("layer_norm_eps", "initializer_range"):
             value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, (int, float))
-                    or not 0 < value < math.inf):
-                raise ValueError(f"BertConfig.{name}: expected a finite positive "
-                                 f"number, got {value!r}")
-        get_activation(self.activation)                      # raises ValueError for an unknown name
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 < value < math.inf
+            ):
+                raise ValueError(
+                    f"BertConfig.{name}: expected a finite positive "
+                    f"number, got {value!r}"
+                )
+        # raises ValueError for an unknown name
+        get_activation(self.activation)
         for name in ("norm_first", "fast"):
             if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"BertConfig.{name}: expected True or False, got {getattr(self, name)!r}")
+                raise ValueError(
+                    f"BertConfig.{name}: expected True or False, got "
+                    f"{getattr(self, name)!r}"
+                )
 
     @classmethod
     def preset(cls, name: str, **overrides) -> BertConfig:
         """A published size by name (see BERT_PRESETS), with any field overridden."""
         if name not in BERT_PRESETS:
-            raise ValueError(f"unknown BERT preset {name!r}; known presets: {', '.join(BERT_PRESETS)}")
+            raise ValueError(
+                f"unknown BERT preset {name!r}; known presets: "
+                f"{', '.join(BERT_PRESETS)}"
+            )
         return cls(**{**BERT_PRESETS[name], **overrides})
 
     def to_dict(self) -> dict:
-        return asdict(self)                                  # only ints, floats, strs and bools: JSON-safe
+        # only ints, floats, strs and bools: JSON-safe
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> BertConfig:
         names = {f.name for f in fields(cls)}
         unknown, missing = sorted(set(d) - names), sorted(names - set(d))
         if unknown or missing:
-            raise ValueError(f"{cls.__name__}.from_dict: unknown keys {unknown}, missing keys {missing}")
+            raise ValueError(
+                f"{cls.__name__}.from_dict: unknown keys {unknown}, missing "
+                f"keys {missing}"
+            )
         return cls(**d)
 
 
 BERT_PRESETS = {
-    "bert-base-uncased": dict(),                                                    # N=12, D=768, H=12
-    "bert-large-uncased": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),  # N=24, D=1024, H=16
-    "bert-base-cased": dict(vocab_size=28996),                                       # a cased WordPiece vocabulary
-    "bert-large-cased": dict(vocab_size=28996, d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
-    "bert-mini": dict(vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128),  # this course's
+    # N=12, D=768, H=12
+    "bert-base-uncased": dict(),
+    # N=24, D=1024, H=16
+    "bert-large-uncased": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
+    # a cased WordPiece vocabulary
+    "bert-base-cased": dict(vocab_size=28996),
+    "bert-large-cased": dict(
+        vocab_size=28996, d_model=1024, n_layers=24, n_heads=16, d_ff=4096
+    ),
+    # this course's
+    "bert-mini": dict(
+        vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128
+    ),
 }
 
 # %%
-print(f"{'preset':<20} {'V':>6} {'D':>5} {'N':>3} {'H':>3} {'Dh':>4} {'F':>5} {'max_len':>7}")
+print(
+    f"{'preset':<20} {'V':>6} {'D':>5} {'N':>3} {'H':>3} {'Dh':>4} {'F':>5} "
+    f"{'max_len':>7}"
+)
 for name in BERT_PRESETS:
     c = BertConfig.preset(name)
-    print(f"{name:<20} {c.vocab_size:>6} {c.d_model:>5} {c.n_layers:>3} {c.n_heads:>3} "
-          f"{c.d_model // c.n_heads:>4} {c.d_ff:>5} {c.max_len:>7}")
-assert BertConfig.preset("bert-large-uncased").d_model // BertConfig.preset("bert-large-uncased").n_heads == 64
+    print(
+        f"{name:<20} {c.vocab_size:>6} {c.d_model:>5} {c.n_layers:>3} {c.n_heads:>3} "
+        f"{c.d_model // c.n_heads:>4} {c.d_ff:>5} {c.max_len:>7}"
+    )
+assert (
+    BertConfig.preset("bert-large-uncased").d_model
+    // BertConfig.preset("bert-large-uncased").n_heads
+    == 64
+)
 
 
 # %% [markdown]
@@ -251,9 +318,11 @@ assert BertConfig.preset("bert-large-uncased").d_model // BertConfig.preset("ber
 
 # %% tags=["export"]
 def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
-    """BERT's initialisation, applied with module.apply: N(0, std²) weights, zero biases, identity LayerNorms.
+    """BERT's initialisation, applied with module.apply: N(0, std²) weights, zero
+    biases, identity LayerNorms.
 
-    The [PAD] row of a token table (its padding_idx) starts at zero, as in Hugging Face's code.
+    The [PAD] row of a token table (its padding_idx) starts at zero, as in Hugging
+    Face's code.
     """
     if isinstance(module, nn.Linear):
         nn.init.normal_(module.weight, mean=0.0, std=std)
@@ -270,23 +339,32 @@ def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
 
 
 class BertEmbeddings(nn.Module):
-    """x_t = Dropout(LayerNorm(E_token[w_t] + E_segment[s_t] + E_position[t])): (B, T) ids -> (B, T, D)."""
+    """x_t = Dropout(LayerNorm(E_token[w_t] + E_segment[s_t] + E_position[t])): (B, T)
+    ids -> (B, T, D)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
         D = config.d_model
-        self.token_embeddings = nn.Embedding(config.vocab_size, D, padding_idx=config.pad_token_id)
-        self.segment_embeddings = nn.Embedding(config.type_vocab_size, D)   # E_A, E_B
-        self.position_embeddings = nn.Embedding(config.max_len, D)          # E_0 ... E_{max_len - 1}, learned
+        self.token_embeddings = nn.Embedding(
+            config.vocab_size, D, padding_idx=config.pad_token_id
+        )
+        self.segment_embeddings = nn.Embedding(config.type_vocab_size, D)  # E_A, E_B
+        # E_0 ... E_{max_len - 1}, learned
+        self.position_embeddings = nn.Embedding(config.max_len, D)
         self.norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
         B, T = input_ids.shape
-        positions = torch.arange(T, device=input_ids.device)                # (T,) 0, 1, ..., T - 1
-        x = self.token_embeddings(input_ids) + self.segment_embeddings(token_type_ids)  # (B, T, D)
-        x = x + self.position_embeddings(positions)                         # (B, T, D) + (T, D)
-        return self.dropout(self.norm(x))                                   # (B, T, D)
+        # (T,) 0, 1, ..., T - 1
+        positions = torch.arange(T, device=input_ids.device)
+        # (B, T, D)
+        x = self.token_embeddings(input_ids) + self.segment_embeddings(token_type_ids)
+        # (B, T, D) + (T, D)
+        x = x + self.position_embeddings(positions)
+        return self.dropout(self.norm(x))  # (B, T, D)
 
 
 # %% [markdown]
@@ -300,14 +378,21 @@ class BertEmbeddings(nn.Module):
 # to the first `[SEP]` and segment 1 after it.
 
 # %%
-example_words = ("paris is a beautiful city i love my pet python coding in the snake ate rat "
-                 "write code every day river bank money at").split()
-small_vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *dict.fromkeys(example_words)])}
+example_words = (
+    "paris is a beautiful city i love my pet python coding in the snake "
+    "ate rat write code every day river bank money at"
+).split()
+small_vocab = {
+    token: i for i, token in enumerate([*SPECIAL_TOKENS, *dict.fromkeys(example_words)])
+}
 small_tokenizer = WordPieceTokenizer(small_vocab)
 
 
-def tokens_for_pair(tokenizer: WordPieceTokenizer, text_a: str, text_b: str | None = None):
-    """[CLS] A [SEP] (B [SEP]): the tokens, their ids, and their segment ids (0 for A and its [SEP], 1 for B)."""
+def tokens_for_pair(
+    tokenizer: WordPieceTokenizer, text_a: str, text_b: str | None = None
+):
+    """[CLS] A [SEP] (B [SEP]): the tokens, their ids, and their segment ids (0 for A
+    and its [SEP], 1 for B)."""
     tokens = ["[CLS]", *tokenizer.encode(text_a).tokens, "[SEP]"]
     segments = [0] * len(tokens)
     if text_b is not None:
@@ -317,12 +402,26 @@ def tokens_for_pair(tokenizer: WordPieceTokenizer, text_a: str, text_b: str | No
     return tokens, [tokenizer.vocab[t] for t in tokens], segments
 
 
-paris_tokens, paris_ids, paris_segments = tokens_for_pair(small_tokenizer, "Paris is a beautiful city", "I love Paris")
+paris_tokens, paris_ids, paris_segments = tokens_for_pair(
+    small_tokenizer, "Paris is a beautiful city", "I love Paris"
+)
 print(f"{'position':<10}" + "".join(f"{t:>10}" for t in range(len(paris_tokens))))
 print(f"{'token':<10}" + "".join(f"{t:>10}" for t in paris_tokens))
 print(f"{'id':<10}" + "".join(f"{i:>10}" for i in paris_ids))
 print(f"{'segment':<10}" + "".join(f"{'AB'[s]:>10}" for s in paris_segments))
-assert paris_tokens == ["[CLS]", "paris", "is", "a", "beautiful", "city", "[SEP]", "i", "love", "paris", "[SEP]"]
+assert paris_tokens == [
+    "[CLS]",
+    "paris",
+    "is",
+    "a",
+    "beautiful",
+    "city",
+    "[SEP]",
+    "i",
+    "love",
+    "paris",
+    "[SEP]",
+]
 assert paris_segments == [0] * 7 + [1] * 4
 
 # %% [markdown]
@@ -333,25 +432,41 @@ assert paris_segments == [0] * 7 + [1] * 4
 
 # %%
 seed_everything(0)
-e = BertEmbeddings(BertConfig.preset("bert-base-uncased")).eval()      # eval: no dropout
+# eval: no dropout
+e = BertEmbeddings(BertConfig.preset("bert-base-uncased")).eval()
 e.apply(init_bert_weights)
-ids = torch.tensor([paris_ids])                                        # (B, T) = (1, 11)
-segments = torch.tensor([paris_segments])                             # (1, 11)
+# (B, T) = (1, 11)
+ids = torch.tensor([paris_ids])
+segments = torch.tensor([paris_segments])  # (1, 11)
 
 with torch.no_grad():
-    token_part = e.token_embeddings(ids)                               # (1, 11, 768) E_[CLS], E_paris, ...
-    segment_part = e.segment_embeddings(segments)                     # (1, 11, 768) E_A ... E_A, E_B ... E_B
-    position_part = e.position_embeddings(torch.arange(ids.shape[1])) # (11, 768)    E_0 ... E_10
-    x = e(ids, segments)                                               # (1, 11, 768)
-    by_hand = F.layer_norm(token_part + segment_part + position_part, (768,),
-                           e.norm.weight, e.norm.bias, eps=e.norm.eps)
-for name, part in [("token", token_part), ("segment", segment_part), ("position", position_part),
-                   ("sum, LayerNorm", x)]:
+    # (1, 11, 768) E_[CLS], E_paris, ...
+    token_part = e.token_embeddings(ids)
+    # (1, 11, 768) E_A ... E_A, E_B ... E_B
+    segment_part = e.segment_embeddings(segments)
+    # (11, 768)    E_0 ... E_10
+    position_part = e.position_embeddings(torch.arange(ids.shape[1]))
+    x = e(ids, segments)  # (1, 11, 768)
+    by_hand = F.layer_norm(
+        token_part + segment_part + position_part,
+        (768,),
+        e.norm.weight,
+        e.norm.bias,
+        eps=e.norm.eps,
+    )
+for name, part in [
+    ("token", token_part),
+    ("segment", segment_part),
+    ("position", position_part),
+    ("sum, LayerNorm", x),
+]:
     print(f"{name:<15} {tuple(part.shape)}")
 assert x.shape == (1, 11, 768)
 assert torch.allclose(x, by_hand, atol=1e-6)
 # "paris" at positions 1 and 9: the same token row, different segment and position rows
-assert torch.equal(token_part[0, 1], token_part[0, 9]) and not torch.allclose(x[0, 1], x[0, 9])
+assert torch.equal(token_part[0, 1], token_part[0, 9]) and not torch.allclose(
+    x[0, 1], x[0, 9]
+)
 
 # %% [markdown]
 # The two occurrences of "paris" start from the same row of the token table but already differ
@@ -388,12 +503,17 @@ assert torch.equal(token_part[0, 1], token_part[0, 9]) and not torch.allclose(x[
 from tinybert.blocks.transformer_layers import LayerNorm as TeachingLayerNorm
 
 seed_everything(1)
-teaching_norm, torch_norm = TeachingLayerNorm(37, eps=1e-12), nn.LayerNorm(37, eps=1e-12)
+teaching_norm, torch_norm = (
+    TeachingLayerNorm(37, eps=1e-12),
+    nn.LayerNorm(37, eps=1e-12),
+)
 with torch.no_grad():
     for p in (*teaching_norm.parameters(), *torch_norm.parameters()):
         p.normal_()
-    torch_norm.load_state_dict(teaching_norm.state_dict())            # same names: weight (γ), bias (β)
-    z = torch.randn(13, 7, 37) * 5 + 3                                # (B, T, D) far from normalized
+    # same names: weight (γ), bias (β)
+    torch_norm.load_state_dict(teaching_norm.state_dict())
+    # (B, T, D) far from normalized
+    z = torch.randn(13, 7, 37) * 5 + 3
     norm_error = (teaching_norm(z) - torch_norm(z)).abs().max().item()
 print(f"chapter 6 LayerNorm vs nn.LayerNorm: max difference {norm_error:.1e}")
 assert norm_error < 1e-5
@@ -401,12 +521,14 @@ assert norm_error < 1e-5
 
 # %% tags=["export"]
 class BertLayer(nn.Module):
-    """One post-LN encoder layer: x = LN(x + Dropout(SelfAttention(x))), then x = LN(x + Dropout(FFN(x))).
+    """One post-LN encoder layer: x = LN(x + Dropout(SelfAttention(x))), then x = LN(x +
+    Dropout(FFN(x))).
 
-    With config.norm_first, the pre-LN layer of chapter 6: x = x + Dropout(SelfAttention(LN(x))),
-    then x = x + Dropout(FFN(LN(x))). Same parameters, same names; only the order differs.
-    Shapes: x (B, T, D) -> (B, T, D); mask bool (True = may attend) broadcastable to (B, H, T, T).
-    With output_attentions, returns (x, weights (B, H, T, T)) from the explicit path.
+    With config.norm_first, the pre-LN layer of chapter 6: x = x +
+    Dropout(SelfAttention(LN(x))), then x = x + Dropout(FFN(LN(x))). Same parameters,
+    same names; only the order differs. Shapes: x (B, T, D) -> (B, T, D); mask bool
+    (True = may attend) broadcastable to (B, H, T, T). With output_attentions, returns
+    (x, weights (B, H, T, T)) from the explicit path.
     """
 
     def __init__(self, config: BertConfig):
@@ -414,12 +536,16 @@ class BertLayer(nn.Module):
         D = config.d_model
         self.norm_first = config.norm_first
         # chapter 4's layer, with both paths: explicit (weights) and fast (fused kernel)
-        self.attention = MultiHeadAttention(D, config.n_heads, fast=config.fast,
-                                            dropout=config.attention_dropout)
+        self.attention = MultiHeadAttention(
+            D, config.n_heads, fast=config.fast, dropout=config.attention_dropout
+        )
         self.attention_norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
-        self.feed_forward = PositionwiseFeedForward(D, config.d_ff, activation=config.activation)
+        self.feed_forward = PositionwiseFeedForward(
+            D, config.d_ff, activation=config.activation
+        )
         self.feed_forward_norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.dropout)                 # residual dropout on each sub-layer's output
+        # residual dropout on each sub-layer's output
+        self.dropout = nn.Dropout(config.dropout)
 
     @property
     def fast(self) -> bool:
@@ -429,16 +555,21 @@ class BertLayer(nn.Module):
     def fast(self, value: bool) -> None:
         self.attention.fast = bool(value)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                output_attentions: bool = False):
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        output_attentions: bool = False,
+    ):
         # weights only when asked for; otherwise the path that config.fast chose
-        attend = partial(self.attention, mask=mask,
-                         need_weights=True if output_attentions else None)
-        if self.norm_first:                                   # pre-LN: norm, then add
+        attend = partial(
+            self.attention, mask=mask, need_weights=True if output_attentions else None
+        )
+        if self.norm_first:  # pre-LN: norm, then add
             h, weights = attend(self.attention_norm(x))
             x = x + self.dropout(h)
             x = x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
-        else:                                                 # post-LN: add, then norm
+        else:  # post-LN: add, then norm
             h, weights = attend(x)
             x = self.attention_norm(x + self.dropout(h))
             x = self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))
@@ -452,17 +583,27 @@ class BertEncoder(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.n_layers))
-        # pre-LN layers leave their sum un-normalised: one LayerNorm at the end (chapter 6)
-        self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
+        # pre-LN layers leave their sum un-normalised: one LayerNorm at the
+        # end (chapter 6)
+        self.final_norm = (
+            nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+            if config.norm_first
+            else None
+        )
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                output_hidden_states: bool = False, output_attentions: bool = False
-                ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
-        hidden_states = [x] if output_hidden_states else None       # the embeddings come first
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
+        # the embeddings come first
+        hidden_states = [x] if output_hidden_states else None
         attentions = [] if output_attentions else None
         for i, layer in enumerate(self.layers):
             if attentions is None:
-                x = layer(x, mask)                                   # (B, T, D)
+                x = layer(x, mask)  # (B, T, D)
             else:
                 x, weights = layer(x, mask, output_attentions=True)  # and (B, H, T, T)
                 attentions.append(weights)
@@ -497,12 +638,12 @@ def tuple_or_none(items: list | None) -> tuple | None:
 # %%
 seed_everything(2)
 layer = BertLayer(BertConfig.preset("bert-mini")).eval()
-h = torch.randn(13, 7, 256)                                             # (B, T, D)
-mask = padding_mask(torch.randint(1, 8, (13,)), 7)                     # (B, 1, 1, T)
+h = torch.randn(13, 7, 256)  # (B, T, D)
+mask = padding_mask(torch.randint(1, 8, (13,)), 7)  # (B, 1, 1, T)
 with torch.no_grad():
-    layer.fast = False                              # chapter 3's explicit attention
+    layer.fast = False  # chapter 3's explicit attention
     teaching = layer(h, mask)
-    layer.fast = True                               # fused QKV + SDPA
+    layer.fast = True  # fused QKV + SDPA
     fused = layer(h, mask)
 fast_error = (teaching - fused).abs().max().item()
 print(f"teaching path vs fast path: max difference {fast_error:.1e}")
@@ -522,41 +663,67 @@ assert fast_error < 1e-5
 # vocabulary, segment ids outside the segment table, sequences longer than the position table.
 
 # %% tags=["export"]
-def _check_ids(name: str, ids, shape: tuple[int, ...] | None, upper: int, why: str) -> None:
-    """Raise ValueError unless ``ids`` is an integer tensor (of ``shape``) with values in [0, upper)."""
+def _check_ids(
+    name: str, ids, shape: tuple[int, ...] | None, upper: int, why: str
+) -> None:
+    """Raise ValueError unless ``ids`` is an integer tensor (of ``shape``) with values
+    in [0, upper)."""
     if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.long, torch.int32):
-        raise ValueError(f"{name}: expected an integer tensor (torch.long or "
-                         f"torch.int32, what an embedding table takes), "
-                         f"got {describe(ids)}")
+        raise ValueError(
+            f"{name}: expected an integer tensor (torch.long or "
+            f"torch.int32, what an embedding table takes), "
+            f"got {describe(ids)}"
+        )
     if shape is None and ids.dim() != 2:
         raise ValueError(f"{name}: expected shape (B, T), got {describe(ids)}")
     if shape is not None and tuple(ids.shape) != shape:
-        raise ValueError(f"{name}: expected shape {shape} like input_ids, got {describe(ids)}")
+        raise ValueError(
+            f"{name}: expected shape {shape} like input_ids, got {describe(ids)}"
+        )
     if ids.numel():
-        low, high = (int(v) for v in torch.aminmax(ids))              # one pass over the ids
+        # one pass over the ids
+        low, high = (int(v) for v in torch.aminmax(ids))
         if low < 0 or high >= upper:
-            raise ValueError(f"{name}: expected values in [0, {upper}) ({why}), got values from {low} to {high}")
+            raise ValueError(
+                f"{name}: expected values in [0, {upper}) ({why}), got values from "
+                f"{low} to {high}"
+            )
 
 
 def bert_attention_mask(attention_mask, shape: tuple[int, int]) -> torch.Tensor | None:
-    """(B, T) bool or 0/1 ints, True/1 = real token -> bool (B, 1, 1, T) mask for attention, or None.
+    """(B, T) bool or 0/1 ints, True/1 = real token -> bool (B, 1, 1, T) mask for
+    attention, or None.
 
     None when there is no padding at all, so that attention skips masking altogether.
     """
     if attention_mask is None:
         return None
-    if not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != shape:
-        raise ValueError(f"attention_mask: expected shape {shape} like input_ids, got {describe(attention_mask)}")
+    if (
+        not isinstance(attention_mask, torch.Tensor)
+        or tuple(attention_mask.shape) != shape
+    ):
+        raise ValueError(
+            f"attention_mask: expected shape {shape} like input_ids, got "
+            f"{describe(attention_mask)}"
+        )
     if attention_mask.dtype == torch.bool:
         no_padding = bool(attention_mask.all())
     else:
-        integer = not (attention_mask.is_floating_point() or attention_mask.is_complex())
-        low, high = (int(v) for v in torch.aminmax(attention_mask)) if integer and attention_mask.numel() else (1, 1)
+        integer = not (
+            attention_mask.is_floating_point() or attention_mask.is_complex()
+        )
+        low, high = (
+            (int(v) for v in torch.aminmax(attention_mask))
+            if integer and attention_mask.numel()
+            else (1, 1)
+        )
         if not integer or low < 0 or high > 1:
-            raise ValueError(f"attention_mask: expected bool or 0/1 integers (1 = real token), "
-                             f"got {describe(attention_mask)}")
+            raise ValueError(
+                f"attention_mask: expected bool or 0/1 integers (1 = real "
+                f"token), got {describe(attention_mask)}"
+            )
         no_padding, attention_mask = low == 1, attention_mask == 1
-    return None if no_padding else padding_mask(attention_mask)     # (B, 1, 1, T)
+    return None if no_padding else padding_mask(attention_mask)  # (B, 1, 1, T)
 
 
 # %% [markdown]
@@ -578,25 +745,31 @@ def bert_attention_mask(attention_mask, shape: tuple[int, int]) -> torch.Tensor 
 # %% tags=["export"]
 @dataclass
 class BertOutput:
-    last_hidden_state: torch.Tensor                          # (B, T, D) one contextual vector per token
-    pooler_output: torch.Tensor | None                       # (B, D) tanh(dense([CLS])), None without a pooler
-    hidden_states: tuple[torch.Tensor, ...] | None = None    # embeddings + every layer's output, when asked
-    attentions: tuple[torch.Tensor, ...] | None = None       # every layer's weights
+    # (B, T, D) one contextual vector per token
+    last_hidden_state: torch.Tensor
+    # (B, D) tanh(dense([CLS])), None without a pooler
+    pooler_output: torch.Tensor | None
+    # embeddings + every layer's output, when asked
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None  # every layer's weights
 
 
 class BertPooler(nn.Module):
-    """pooled = tanh(W h_[CLS] + b): the sequence summarised by its first position, (B, T, D) -> (B, D)."""
+    """pooled = tanh(W h_[CLS] + b): the sequence summarised by its first position, (B,
+    T, D) -> (B, D)."""
 
     def __init__(self, d_model: int):
         super().__init__()
         self.dense = nn.Linear(d_model, d_model)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.dense(hidden[:, 0]))          # (B, D) the [CLS] position only
+        # (B, D) the [CLS] position only
+        return torch.tanh(self.dense(hidden[:, 0]))
 
 
 class BertModel(nn.Module):
-    """BERT's encoder: embeddings, N post-LN Transformer layers, and the pooler on [CLS].
+    """BERT's encoder: embeddings, N post-LN Transformer layers, and the
+    pooler on [CLS].
 
     The variants of chapters 11-13 subclass it and change only the class attributes: the
     configuration they take, their embeddings, their encoder.
@@ -609,8 +782,11 @@ class BertModel(nn.Module):
     def __init__(self, config: BertConfig, add_pooler: bool = True):
         super().__init__()
         if not isinstance(config, self.config_class):
-            raise ValueError(f"{type(self).__name__} expects a "
-                             f"{self.config_class.__name__}, got {type(config).__name__}")
+            raise ValueError(
+                f"{type(self).__name__} expects a "
+                f"{self.config_class.__name__}, got "
+                f"{type(config).__name__}"
+            )
         self.config = config
         # what tinybert.checkpoint.files needs to rebuild it
         self.init_kwargs = {"add_pooler": add_pooler}
@@ -619,25 +795,46 @@ class BertModel(nn.Module):
         self.pooler = BertPooler(config.d_model) if add_pooler else None
         self.apply(lambda module: init_bert_weights(module, config.initializer_range))
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None,
-                output_hidden_states: bool = False,
-                output_attentions: bool = False) -> BertOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+    ) -> BertOutput:
         c = self.config
         _check_ids("input_ids", input_ids, None, c.vocab_size, "the vocabulary size")
         B, T = input_ids.shape
         if not 1 <= T <= c.max_len:
-            raise ValueError(f"input_ids: sequences of 1 to max_len = {c.max_len} tokens, got length {T}")
+            raise ValueError(
+                f"input_ids: sequences of 1 to max_len = {c.max_len} tokens, "
+                f"got length {T}"
+            )
         if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)                 # everything is sentence A
-        _check_ids("token_type_ids", token_type_ids, (B, T), c.type_vocab_size, "the number of segments")
-        mask = bert_attention_mask(attention_mask, (B, T))               # (B, 1, 1, T) or None
-        x = self.embeddings(input_ids, token_type_ids)                    # (B, T, D)
-        x, hidden_states, attentions = self.encoder(x, mask, output_hidden_states,
-                                                    output_attentions)   # (B, T, D)
-        pooled = self.pooler(x) if self.pooler is not None else None      # (B, D)
-        return BertOutput(last_hidden_state=x, pooler_output=pooled,
-                          hidden_states=hidden_states, attentions=attentions)
+            # everything is sentence A
+            token_type_ids = torch.zeros_like(input_ids)
+        _check_ids(
+            "token_type_ids",
+            token_type_ids,
+            (B, T),
+            c.type_vocab_size,
+            "the number of segments",
+        )
+        # (B, 1, 1, T) or None
+        mask = bert_attention_mask(attention_mask, (B, T))
+        x = self.embeddings(input_ids, token_type_ids)  # (B, T, D)
+        # (B, T, D)
+        x, hidden_states, attentions = self.encoder(
+            x, mask, output_hidden_states, output_attentions
+        )
+        pooled = self.pooler(x) if self.pooler is not None else None  # (B, D)
+        return BertOutput(
+            last_hidden_state=x,
+            pooler_output=pooled,
+            hidden_states=hidden_states,
+            attentions=attentions,
+        )
 
 
 # %% [markdown]
@@ -650,11 +847,18 @@ seed_everything(0)
 base = BertModel(BertConfig.preset("bert-base-uncased")).eval()
 with torch.no_grad():
     paris = base(ids, segments, output_hidden_states=True)
-print(f"last_hidden_state {tuple(paris.last_hidden_state.shape)}, pooler_output {tuple(paris.pooler_output.shape)}, "
-      f"{len(paris.hidden_states)} hidden states (embeddings + {base.config.n_layers} layers)")
-assert paris.last_hidden_state.shape == (1, 11, 768) and paris.pooler_output.shape == (1, 768)
-assert torch.equal(paris.hidden_states[0], base.embeddings(ids, segments))   # the input of layer 1
-assert paris.pooler_output.abs().max() < 1                              # tanh
+print(
+    f"last_hidden_state {tuple(paris.last_hidden_state.shape)}, pooler_output "
+    f"{tuple(paris.pooler_output.shape)}, {len(paris.hidden_states)} hidden states "
+    f"(embeddings + {base.config.n_layers} layers)"
+)
+assert paris.last_hidden_state.shape == (1, 11, 768) and paris.pooler_output.shape == (
+    1,
+    768,
+)
+# the input of layer 1
+assert torch.equal(paris.hidden_states[0], base.embeddings(ids, segments))
+assert paris.pooler_output.abs().max() < 1  # tanh
 
 # %% [markdown]
 # A batch of texts of different lengths is padded to a common length, and the attention mask
@@ -663,15 +867,20 @@ assert paris.pooler_output.abs().max() < 1                              # tanh
 # pair padded from 11 to 16 tokens:
 
 # %%
-padded_ids = torch.cat([ids, torch.zeros(1, 5, dtype=torch.long)], dim=1)           # (1, 16), [PAD] = 0
+# (1, 16), [PAD] = 0
+padded_ids = torch.cat([ids, torch.zeros(1, 5, dtype=torch.long)], dim=1)
 padded_segments = torch.cat([segments, torch.zeros(1, 5, dtype=torch.long)], dim=1)
-attention_mask = torch.cat([torch.ones(1, 11), torch.zeros(1, 5)], dim=1).long()    # 1 = real token
+# 1 = real token
+attention_mask = torch.cat([torch.ones(1, 11), torch.zeros(1, 5)], dim=1).long()
 with torch.no_grad():
     masked = base(padded_ids, padded_segments, attention_mask).last_hidden_state[:, :11]
     unmasked = base(padded_ids, padded_segments).last_hidden_state[:, :11]
 padding_error = (masked - paris.last_hidden_state).abs().max().item()
-print(f"real positions with padding, masked: max change {padding_error:.1e}; "
-      f"without the mask: {(unmasked - paris.last_hidden_state).abs().max().item():.2f}")
+print(
+    f"real positions with padding, masked: max change {padding_error:.1e}; "
+    f"without the mask: "
+    f"{(unmasked - paris.last_hidden_state).abs().max().item():.2f}"
+)
 assert padding_error < 1e-4
 assert not torch.allclose(unmasked, paris.last_hidden_state, atol=1e-2)
 
@@ -714,14 +923,16 @@ from tinybert.blocks.feedforward import get_activation
 from tinybert.models.bert import BertConfig, BertModel, init_bert_weights
 
 # %% tags=["export:models.bert_heads"]
-IGNORE_INDEX = -100                                          # label of positions that carry no loss
+# label of positions that carry no loss
+IGNORE_INDEX = -100
 
 
 class BertMLMHead(nn.Module):
-    """Scores for every vocabulary entry: dense, activation, LayerNorm, then the token table transposed + bias.
+    """Scores for every vocabulary entry: dense, activation, LayerNorm, then the token
+    table transposed + bias.
 
-    (..., D) -> (..., V). The decoder's weight IS the token embedding table (tied), so the head
-    adds only D² + 3D + V parameters of its own.
+    (..., D) -> (..., V). The decoder's weight IS the token embedding table (tied), so
+    the head adds only D² + 3D + V parameters of its own.
     """
 
     def __init__(self, config: BertConfig, token_embeddings: nn.Embedding):
@@ -730,13 +941,15 @@ class BertMLMHead(nn.Module):
         self.dense = nn.Linear(D, D)
         self.activation = get_activation(config.activation)
         self.norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
-        self.decoder = nn.Linear(D, V)                       # its bias is the head's own (V,) bias
+        # its bias is the head's own (V,) bias
+        self.decoder = nn.Linear(D, V)
         self.apply(lambda module: init_bert_weights(module, config.initializer_range))
-        self.decoder.weight = token_embeddings.weight        # tied: one (V, D) tensor, two uses
+        # tied: one (V, D) tensor, two uses
+        self.decoder.weight = token_embeddings.weight
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         h = self.norm(self.activation(self.dense(hidden)))  # (..., D)
-        return self.decoder(h)                               # (..., V)
+        return self.decoder(h)  # (..., V)
 
 
 # %% [markdown]
@@ -752,42 +965,57 @@ class BertMLMHead(nn.Module):
 
 # %% tags=["export:models.bert_heads"]
 def check_labels(name: str, labels, shape: tuple[int, ...], n_classes: int) -> None:
-    if not isinstance(labels, torch.Tensor) or labels.dtype == torch.bool or labels.is_floating_point():
+    if (
+        not isinstance(labels, torch.Tensor)
+        or labels.dtype == torch.bool
+        or labels.is_floating_point()
+    ):
         raise ValueError(f"{name}: expected an integer tensor, got {describe(labels)}")
     if tuple(labels.shape) != shape:
         raise ValueError(f"{name}: expected shape {shape}, got {describe(labels)}")
     bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= n_classes))
     if bool(bad.any()):
-        raise ValueError(f"{name}: expected values in [0, {n_classes}) or {IGNORE_INDEX} (ignored), "
-                         f"got {labels[bad][:5].tolist()}")
+        raise ValueError(
+            f"{name}: expected values in [0, {n_classes}) or "
+            f"{IGNORE_INDEX} (ignored), got {labels[bad][:5].tolist()}"
+        )
 
 
-def masked_lm_logits_and_loss(head: BertMLMHead, hidden: torch.Tensor, labels: torch.Tensor | None,
-                              vocab_size: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Without labels: logits (B, T, V) for every position and no loss. With labels (B, T): the
-    head runs only where labels != -100, so logits is (N, V) for those N positions (in the order of
-    labels[labels != -100]) and loss is their mean cross-entropy (0 if there are none).
+def masked_lm_logits_and_loss(
+    head: BertMLMHead,
+    hidden: torch.Tensor,
+    labels: torch.Tensor | None,
+    vocab_size: int,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Without labels: logits (B, T, V) for every position and no loss. With labels (B,
+    T): the head runs only where labels != -100, so logits is (N, V) for those N
+    positions (in the order of labels[labels != -100]) and loss is their mean
+    cross-entropy (0 if there are none).
     """
     if labels is None:
-        return head(hidden), None                            # (B, T, V)
+        return head(hidden), None  # (B, T, V)
     check_labels("labels", labels, tuple(hidden.shape[:2]), vocab_size)
-    selected = labels != IGNORE_INDEX                        # (B, T)
-    logits = head(hidden[selected])                          # (N, D) -> (N, V)
-    if logits.shape[0] == 0:                     # nothing to predict: a loss of 0,
-        return logits, logits.sum()              # not the mean of nothing (NaN)
+    selected = labels != IGNORE_INDEX  # (B, T)
+    logits = head(hidden[selected])  # (N, D) -> (N, V)
+    if logits.shape[0] == 0:  # nothing to predict: a loss of 0,
+        return logits, logits.sum()  # not the mean of nothing (NaN)
     return logits, F.cross_entropy(logits, labels[selected])
 
 
 @dataclass
 class MaskedLMOutput:
-    loss: torch.Tensor | None          # mean cross-entropy over the positions whose label != -100
-    logits: torch.Tensor               # (B, T, V); with labels only the labelled positions, (N, V)
+    # mean cross-entropy over the positions whose label != -100
+    loss: torch.Tensor | None
+    # (B, T, V); with labels only the labelled positions, (N, V)
+    logits: torch.Tensor
 
 
 class BertForMaskedLM(nn.Module):
-    """BERT with the masked-language-model head (no pooler): predict the token at each position.
+    """BERT with the masked-language-model head (no pooler): predict the token at
+    each position.
 
-    A variant sets ``model_class`` (its encoder) and, if its head differs, ``mlm_head_class``.
+    A variant sets ``model_class`` (its encoder) and, if its head differs,
+    ``mlm_head_class``.
     """
 
     config_class = BertConfig
@@ -797,13 +1025,23 @@ class BertForMaskedLM(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
-        self.bert = self.model_class(config, add_pooler=False)      # checks the config
-        self.mlm_head = self.mlm_head_class(config, self.bert.embeddings.token_embeddings)
+        self.bert = self.model_class(config, add_pooler=False)  # checks the config
+        self.mlm_head = self.mlm_head_class(
+            config, self.bert.embeddings.token_embeddings
+        )
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> MaskedLMOutput:
-        hidden = self.bert(input_ids, token_type_ids, attention_mask).last_hidden_state   # (B, T, D)
-        logits, loss = masked_lm_logits_and_loss(self.mlm_head, hidden, labels, self.config.vocab_size)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> MaskedLMOutput:
+        # (B, T, D)
+        hidden = self.bert(input_ids, token_type_ids, attention_mask).last_hidden_state
+        logits, loss = masked_lm_logits_and_loss(
+            self.mlm_head, hidden, labels, self.config.vocab_size
+        )
         return MaskedLMOutput(loss=loss, logits=logits)
 
 
@@ -815,16 +1053,24 @@ class BertForMaskedLM(nn.Module):
 seed_everything(3)
 mini_mlm = BertForMaskedLM(BertConfig.preset("bert-mini")).eval()
 V = mini_mlm.config.vocab_size
-batch_ids = torch.randint(5, V, (4, 32))                                 # (B, T)
-labels = torch.where(torch.rand(4, 32) < 0.15, batch_ids, IGNORE_INDEX)  # (B, T) about 15% labelled
-assert mini_mlm.mlm_head.decoder.weight is mini_mlm.bert.embeddings.token_embeddings.weight
+batch_ids = torch.randint(5, V, (4, 32))  # (B, T)
+# (B, T) about 15% labelled
+labels = torch.where(torch.rand(4, 32) < 0.15, batch_ids, IGNORE_INDEX)
+assert (
+    mini_mlm.mlm_head.decoder.weight is mini_mlm.bert.embeddings.token_embeddings.weight
+)
 with torch.no_grad():
-    full = mini_mlm(batch_ids)                                           # logits (B, T, V)
-    sparse = mini_mlm(batch_ids, labels=labels)                          # logits (N, V)
-    full_loss = F.cross_entropy(full.logits.reshape(-1, V), labels.reshape(-1))   # -100 ignored
-print(f"without labels: logits {tuple(full.logits.shape)}; with {int((labels != -100).sum())} labels: "
-      f"logits {tuple(sparse.logits.shape)}, loss {sparse.loss.item():.4f} (from full logits {full_loss.item():.4f}); "
-      f"log V = {math.log(V):.4f}")
+    # logits (B, T, V)
+    full = mini_mlm(batch_ids)
+    sparse = mini_mlm(batch_ids, labels=labels)  # logits (N, V)
+    # -100 ignored
+    full_loss = F.cross_entropy(full.logits.reshape(-1, V), labels.reshape(-1))
+print(
+    f"without labels: logits {tuple(full.logits.shape)}; with "
+    f"{int((labels != -100).sum())} labels: logits {tuple(sparse.logits.shape)}, "
+    f"loss {sparse.loss.item():.4f} (from full logits {full_loss.item():.4f}); log V "
+    f"= {math.log(V):.4f}"
+)
 assert torch.allclose(sparse.logits, full.logits[labels != IGNORE_INDEX], atol=1e-5)
 assert torch.allclose(sparse.loss, full_loss, atol=1e-5)
 
@@ -838,11 +1084,16 @@ assert torch.allclose(sparse.loss, full_loss, atol=1e-5)
 for name in ("bert-mini", "bert-base-uncased"):
     c = BertConfig.preset(name)
     T_ = 128
-    layers = c.n_layers * (2 * (4 * c.d_model**2 + 2 * c.d_model * c.d_ff) + 4 * T_ * c.d_model)
-    decoder = 2 * c.d_model * c.vocab_size + 2 * c.d_model**2              # head's dense layer + decoder
-    print(f"{name:<18} decoder share of the forward FLOPs per position at T = {T_}: "
-          f"all positions {decoder / (layers + decoder):.0%}, "
-          f"15% of positions {0.15 * decoder / (layers + 0.15 * decoder):.0%}")
+    layers = c.n_layers * (
+        2 * (4 * c.d_model**2 + 2 * c.d_model * c.d_ff) + 4 * T_ * c.d_model
+    )
+    # head's dense layer + decoder
+    decoder = 2 * c.d_model * c.vocab_size + 2 * c.d_model**2
+    print(
+        f"{name:<18} decoder share of the forward FLOPs per position at T = {T_}: "
+        f"all positions {decoder / (layers + decoder):.0%}, "
+        f"15% of positions {0.15 * decoder / (layers + 0.15 * decoder):.0%}"
+    )
 
 
 # %% [markdown]
@@ -864,16 +1115,19 @@ for name in ("bert-mini", "bert-base-uncased"):
 # %% tags=["export:models.bert_heads"]
 @dataclass
 class PreTrainingOutput:
-    loss: torch.Tensor | None          # mlm_loss + nsp_loss, the sum of those whose labels were given
+    # mlm_loss + nsp_loss, the sum of those whose labels were given
+    loss: torch.Tensor | None
     mlm_loss: torch.Tensor | None
     nsp_loss: torch.Tensor | None
-    mlm_logits: torch.Tensor           # (B, T, V); with mlm_labels only the labelled positions, (N, V)
-    nsp_logits: torch.Tensor           # (B, 2); class 0 = B follows A (IsNext), 1 = NotNext
+    # (B, T, V); with mlm_labels only the labelled positions, (N, V)
+    mlm_logits: torch.Tensor
+    # (B, 2); class 0 = B follows A (IsNext), 1 = NotNext
+    nsp_logits: torch.Tensor
 
     @property
     def pair_loss(self) -> torch.Tensor | None:
-        """The loss of the sentence-pair objective, whatever it is (NSP here; ALBERT's is
-        sentence order): what the pretraining loop reads."""
+        """The loss of the sentence-pair objective, whatever it is (NSP here; ALBERT's
+        is sentence order): what the pretraining loop reads."""
         return self.nsp_loss
 
     @property
@@ -882,47 +1136,69 @@ class PreTrainingOutput:
 
 
 class BertForPreTraining(nn.Module):
-    """BERT with both pretraining heads: masked language model and next sentence prediction."""
+    """BERT with both pretraining heads: masked language model and next sentence
+    prediction."""
 
     config_class = BertConfig
     model_class = BertModel
     mlm_head_class = BertMLMHead
-    pair_labels = "nsp_labels"          # what forward calls the sentence-pair labels
+    pair_labels = "nsp_labels"  # what forward calls the sentence-pair labels
 
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
         self.bert = self.model_class(config, add_pooler=True)
-        self.mlm_head = self.mlm_head_class(config, self.bert.embeddings.token_embeddings)
-        self.nsp_head = nn.Linear(config.d_model, 2)          # reads the pooled [CLS] vector
+        self.mlm_head = self.mlm_head_class(
+            config, self.bert.embeddings.token_embeddings
+        )
+        # reads the pooled [CLS] vector
+        self.nsp_head = nn.Linear(config.d_model, 2)
         init_bert_weights(self.nsp_head, config.initializer_range)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, mlm_labels: torch.Tensor | None = None,
-                nsp_labels: torch.Tensor | None = None) -> PreTrainingOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        mlm_labels: torch.Tensor | None = None,
+        nsp_labels: torch.Tensor | None = None,
+    ) -> PreTrainingOutput:
         out = self.bert(input_ids, token_type_ids, attention_mask)
-        mlm_logits, mlm_loss = masked_lm_logits_and_loss(self.mlm_head, out.last_hidden_state, mlm_labels,
-                                                         self.config.vocab_size)
-        nsp_logits = self.nsp_head(out.pooler_output)                      # (B, 2)
+        mlm_logits, mlm_loss = masked_lm_logits_and_loss(
+            self.mlm_head, out.last_hidden_state, mlm_labels, self.config.vocab_size
+        )
+        nsp_logits = self.nsp_head(out.pooler_output)  # (B, 2)
         nsp_loss = None
         if nsp_labels is not None:
             check_labels("nsp_labels", nsp_labels, (input_ids.shape[0],), 2)
             nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
         losses = [loss for loss in (mlm_loss, nsp_loss) if loss is not None]
-        return PreTrainingOutput(loss=sum(losses) if losses else None, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
-                                 mlm_logits=mlm_logits, nsp_logits=nsp_logits)
+        return PreTrainingOutput(
+            loss=sum(losses) if losses else None,
+            mlm_loss=mlm_loss,
+            nsp_loss=nsp_loss,
+            mlm_logits=mlm_logits,
+            nsp_logits=nsp_logits,
+        )
 
 
 # %%
 seed_everything(4)
 mini_pretraining = BertForPreTraining(BertConfig.preset("bert-mini")).eval()
-pair_segments = (torch.arange(32) >= 16).long().expand(4, 32)             # A: 16 tokens, B: 16 tokens
-nsp_labels = torch.tensor([0, 1, 0, 1])                                   # IsNext, NotNext, ...
+# A: 16 tokens, B: 16 tokens
+pair_segments = (torch.arange(32) >= 16).long().expand(4, 32)
+# IsNext, NotNext, ...
+nsp_labels = torch.tensor([0, 1, 0, 1])
 with torch.no_grad():
-    out = mini_pretraining(batch_ids, pair_segments, mlm_labels=labels, nsp_labels=nsp_labels)
-print(f"mlm_logits {tuple(out.mlm_logits.shape)}, nsp_logits {tuple(out.nsp_logits.shape)}; "
-      f"loss {out.loss.item():.3f} = MLM {out.mlm_loss.item():.3f} + NSP {out.nsp_loss.item():.3f} "
-      f"(log 2 = {math.log(2):.3f})")
+    out = mini_pretraining(
+        batch_ids, pair_segments, mlm_labels=labels, nsp_labels=nsp_labels
+    )
+print(
+    f"mlm_logits {tuple(out.mlm_logits.shape)}, nsp_logits "
+    f"{tuple(out.nsp_logits.shape)}; loss {out.loss.item():.3f} = MLM "
+    f"{out.mlm_loss.item():.3f} + NSP {out.nsp_loss.item():.3f} (log 2 = "
+    f"{math.log(2):.3f})"
+)
 assert torch.allclose(out.loss, out.mlm_loss + out.nsp_loss)
 
 # %% [markdown]
@@ -936,7 +1212,8 @@ assert torch.allclose(out.loss, out.mlm_loss + out.nsp_loss)
 # the next section.
 
 # %%
-with warnings.catch_warnings():                              # transformers' progress bars warn about widgets
+# transformers' progress bars warn about widgets
+with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import transformers
 
@@ -946,11 +1223,18 @@ from tinybert.models.convert import bert_config_to_hf
 def bert_parts(config: BertConfig) -> dict[str, int]:
     """Parameters of each part of BertForPreTraining, by formula."""
     D, F_, V = config.d_model, config.d_ff, config.vocab_size
-    per_layer = 4 * (D * D + D) + 2 * D + (D * F_ + F_) + (F_ * D + D) + 2 * D   # attention, LN, FFN, LN
-    return {"token embeddings": V * D, "position embeddings": config.max_len * D,
-            "segment embeddings": config.type_vocab_size * D, "embedding LayerNorm": 2 * D,
-            f"{config.n_layers} layers": config.n_layers * per_layer, "pooler": D * D + D,
-            "MLM head (own)": D * D + D + 2 * D + V, "NSP head": 2 * D + 2}
+    # attention, LN, FFN, LN
+    per_layer = 4 * (D * D + D) + 2 * D + (D * F_ + F_) + (F_ * D + D) + 2 * D
+    return {
+        "token embeddings": V * D,
+        "position embeddings": config.max_len * D,
+        "segment embeddings": config.type_vocab_size * D,
+        "embedding LayerNorm": 2 * D,
+        f"{config.n_layers} layers": config.n_layers * per_layer,
+        "pooler": D * D + D,
+        "MLM head (own)": D * D + D + 2 * D + V,
+        "NSP head": 2 * D + 2,
+    }
 
 
 print(f"{'preset':<20} {'class':<20} {'ours':>13} {'Hugging Face':>13} {'formula':>13}")
@@ -958,12 +1242,21 @@ with torch.device("meta"):
     for name in ("bert-base-uncased", "bert-large-uncased", "bert-mini"):
         config = BertConfig.preset(name)
         parts = bert_parts(config)
-        by_formula = {"BertModel": sum(parts.values()) - parts["MLM head (own)"] - parts["NSP head"],
-                      "BertForPreTraining": sum(parts.values())}
+        by_formula = {
+            "BertModel": sum(parts.values())
+            - parts["MLM head (own)"]
+            - parts["NSP head"],
+            "BertForPreTraining": sum(parts.values()),
+        }
         for cls in (BertModel, BertForPreTraining):
             ours_count = count_parameters(cls(config))
-            hf_count = count_parameters(getattr(transformers, cls.__name__)(bert_config_to_hf(config)))
-            print(f"{name:<20} {cls.__name__:<20} {ours_count:>13,} {hf_count:>13,} {by_formula[cls.__name__]:>13,}")
+            hf_count = count_parameters(
+                getattr(transformers, cls.__name__)(bert_config_to_hf(config))
+            )
+            print(
+                f"{name:<20} {cls.__name__:<20} {ours_count:>13,} {hf_count:>13,} "
+                f"{by_formula[cls.__name__]:>13,}"
+            )
             assert ours_count == hf_count == by_formula[cls.__name__]
 
 # %% [markdown]
@@ -977,7 +1270,9 @@ for part, n in parts.items():
     print(f"{part:<22} {n:>12,}  {n / total:6.1%}")
 print(f"{'total':<22} {total:>12,}")
 with torch.device("meta"):
-    assert total == count_parameters(BertForPreTraining(BertConfig.preset("bert-base-uncased")))
+    assert total == count_parameters(
+        BertForPreTraining(BertConfig.preset("bert-base-uncased"))
+    )
 
 # %% [markdown]
 # About a fifth of BERT-base is its token table, and the tied MLM head adds only the bias and one
@@ -1020,72 +1315,104 @@ from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 @dataclass
 class Converter:
-    hf_class_name: str                  # transformers' class, e.g. "BertForMaskedLM"
-    tinybert_class: type                # ours, e.g. tinybert.models.bert_heads.BertForMaskedLM
-    from_fn: Callable                   # hf_model -> tinybert model
-    to_fn: Callable                     # tinybert model -> hf_model
+    hf_class_name: str  # transformers' class, e.g. "BertForMaskedLM"
+    # ours, e.g. tinybert.models.bert_heads.BertForMaskedLM
+    tinybert_class: type
+    from_fn: Callable  # hf_model -> tinybert model
+    to_fn: Callable  # tinybert model -> hf_model
 
 
-_FROM_HF: dict[str, Converter] = {}     # keyed by the Hugging Face class name (no transformers import needed)
-_TO_HF: dict[type, Converter] = {}      # keyed by our class
-_FAMILY_MODULES = {"Roberta": "tinybert.models.roberta",        # chapter 11 registers RoBERTa's converters,
-                   "DistilBert": "tinybert.models.distilbert",  # chapter 12 DistilBERT's,
-                   "Albert": "tinybert.models.convert_albert"}         # chapter 13 ALBERT's
+# keyed by the Hugging Face class name (no transformers import needed)
+_FROM_HF: dict[str, Converter] = {}
+_TO_HF: dict[type, Converter] = {}  # keyed by our class
+# chapter 11 registers RoBERTa's converters,
+_FAMILY_MODULES = {
+    "Roberta": "tinybert.models.roberta",
+    # chapter 12 DistilBERT's,
+    "DistilBert": "tinybert.models.distilbert",
+    # chapter 13 ALBERT's
+    "Albert": "tinybert.models.convert_albert",
+}
 
 
 def _import_family(class_name: str) -> None:
-    """Import the module that registers the converters of ``class_name``'s family (by its prefix)."""
+    """Import the module that registers the converters of ``class_name``'s family (by
+    its prefix)."""
     for prefix, module in _FAMILY_MODULES.items():
         if class_name.startswith(prefix):
             importlib.import_module(module)
 
 
-def register(hf_class_name: str, tinybert_class: type, from_fn: Callable, to_fn: Callable) -> None:
-    """Teach from_hf and to_hf a pair of classes; the RoBERTa, DistilBERT and ALBERT chapters call this."""
+def register(
+    hf_class_name: str, tinybert_class: type, from_fn: Callable, to_fn: Callable
+) -> None:
+    """Teach from_hf and to_hf a pair of classes; the RoBERTa, DistilBERT and ALBERT
+    chapters call this."""
     converter = Converter(hf_class_name, tinybert_class, from_fn, to_fn)
     _FROM_HF[hf_class_name] = converter
     _TO_HF[tinybert_class] = converter
 
 
 def from_hf(hf_model) -> nn.Module:
-    """The tinybert model that computes the same function as the Hugging Face model ``hf_model``."""
+    """The tinybert model that computes the same function as the Hugging Face model
+    ``hf_model``."""
     name = type(hf_model).__name__
     if name not in _FROM_HF:
         _import_family(name)
     if name not in _FROM_HF:
-        raise ValueError(f"from_hf: no converter for {name}; known classes: {', '.join(sorted(_FROM_HF))}")
+        raise ValueError(
+            f"from_hf: no converter for {name}; known classes: "
+            f"{', '.join(sorted(_FROM_HF))}"
+        )
     return _FROM_HF[name].from_fn(hf_model)
 
 
 def to_hf(model: nn.Module):
-    """The Hugging Face transformers model that computes the same function as our ``model``."""
+    """The Hugging Face transformers model that computes the same function as our
+    ``model``."""
     if type(model) not in _TO_HF:
         _import_family(type(model).__name__)
     if type(model) not in _TO_HF:
         known = ", ".join(sorted(cls.__name__ for cls in _TO_HF))
-        raise ValueError(f"to_hf: no converter for {type(model).__name__}; known classes: {known}")
+        raise ValueError(
+            f"to_hf: no converter for {type(model).__name__}; known classes: {known}"
+        )
     return _TO_HF[type(model)].to_fn(model)
 
 
-def load_renamed(target: nn.Module, source: dict[str, torch.Tensor], names: dict[str, str]) -> None:
-    """Copy source[names[t]] into target's tensor t, for every t; fail loudly on anything left over.
+def load_renamed(
+    target: nn.Module, source: dict[str, torch.Tensor], names: dict[str, str]
+) -> None:
+    """Copy source[names[t]] into target's tensor t, for every t; fail loudly on
+    anything left over.
 
-    Every tensor of ``target`` (tied ones once) must be named, every tensor of ``source`` must be
-    used (directly or through a tied alias), and shapes must match: no silent partial conversions.
+    Every tensor of ``target`` (tied ones once) must be named, every tensor of
+    ``source`` must be used (directly or through a tied alias), and shapes must match:
+    no silent partial conversions.
     """
     wanted = unique_state_dict(target)
     unnamed = sorted(set(wanted) - set(names))
     absent = sorted(s for s in names.values() if s not in source)
-    storage = {key: (t.untyped_storage().data_ptr(), t.storage_offset(), t.shape) for key, t in source.items()}
+    storage = {
+        key: (t.untyped_storage().data_ptr(), t.storage_offset(), t.shape)
+        for key, t in source.items()
+    }
     used = {storage[s] for s in names.values() if s in source}
     unused = sorted(key for key in source if storage[key] not in used)
-    wrong = [f"{t} {tuple(wanted[t].shape)} <- {s} {tuple(source[s].shape)}" for t, s in names.items()
-             if t in wanted and s in source and wanted[t].shape != source[s].shape]
+    wrong = [
+        f"{t} {tuple(wanted[t].shape)} <- {s} {tuple(source[s].shape)}"
+        for t, s in names.items()
+        if t in wanted and s in source and wanted[t].shape != source[s].shape
+    ]
     if unnamed or absent or unused or wrong:
-        raise ValueError(f"cannot convert into {type(target).__name__}: target tensors without a source "
-                         f"{unnamed[:5]}, missing source tensors {absent[:5]}, unused source tensors "
-                         f"{unused[:5]}, shape mismatches {wrong[:5]}")
-    target.load_state_dict({t: source[names[t]] for t in wanted}, strict=False)   # tied aliases follow
+        raise ValueError(
+            f"cannot convert into {type(target).__name__}: target tensors "
+            f"without a source {unnamed[:5]}, missing source tensors "
+            f"{absent[:5]}, unused source tensors {unused[:5]}, shape "
+            f"mismatches {wrong[:5]}"
+        )
+    # tied aliases follow
+    target.load_state_dict({t: source[names[t]] for t in wanted}, strict=False)
 
 
 # %% [markdown]
@@ -1093,26 +1420,49 @@ def load_renamed(target: nn.Module, source: dict[str, torch.Tensor], names: dict
 # classes under Hugging Face's class names (which are the same as ours).
 
 # %% tags=["export:models.convert"]
-ACTIVATIONS_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu", "tanh": "tanh",
-                      "sigmoid": "sigmoid"}
-ACTIVATIONS_FROM_HF = {**{hf: ours for ours, hf in ACTIVATIONS_TO_HF.items()}, "gelu_new": "gelu_tanh"}
+ACTIVATIONS_TO_HF = {
+    "gelu": "gelu",
+    "gelu_tanh": "gelu_pytorch_tanh",
+    "relu": "relu",
+    "tanh": "tanh",
+    "sigmoid": "sigmoid",
+}
+ACTIVATIONS_FROM_HF = {
+    **{hf: ours for ours, hf in ACTIVATIONS_TO_HF.items()},
+    "gelu_new": "gelu_tanh",
+}
 
 
 def bert_config_from_hf(hf_config) -> BertConfig:
-    """Hugging Face's BertConfig (hidden_size, num_hidden_layers, ...) -> ours (d_model, n_layers, ...)."""
+    """Hugging Face's BertConfig (hidden_size, num_hidden_layers, ...) -> ours (d_model,
+    n_layers, ...)."""
     if getattr(hf_config, "position_embedding_type", None) not in (None, "absolute"):
-        raise ValueError(f"only absolute (learned) positions are supported, got {hf_config.position_embedding_type!r}")
+        raise ValueError(
+            f"only absolute (learned) positions are supported, got "
+            f"{hf_config.position_embedding_type!r}"
+        )
     if getattr(hf_config, "is_decoder", False):
         raise ValueError("BERT here is an encoder; got a config with is_decoder=True")
     if hf_config.hidden_act not in ACTIVATIONS_FROM_HF:
-        raise ValueError(f"unsupported hidden_act {hf_config.hidden_act!r}; supported: {sorted(ACTIVATIONS_FROM_HF)}")
+        raise ValueError(
+            f"unsupported hidden_act {hf_config.hidden_act!r}; supported: "
+            f"{sorted(ACTIVATIONS_FROM_HF)}"
+        )
     return BertConfig(
-        vocab_size=hf_config.vocab_size, d_model=hf_config.hidden_size, n_layers=hf_config.num_hidden_layers,
-        n_heads=hf_config.num_attention_heads, d_ff=hf_config.intermediate_size,
-        max_len=hf_config.max_position_embeddings, type_vocab_size=hf_config.type_vocab_size,
-        dropout=hf_config.hidden_dropout_prob, attention_dropout=hf_config.attention_probs_dropout_prob,
-        layer_norm_eps=hf_config.layer_norm_eps, initializer_range=hf_config.initializer_range,
-        pad_token_id=hf_config.pad_token_id or 0, activation=ACTIVATIONS_FROM_HF[hf_config.hidden_act])
+        vocab_size=hf_config.vocab_size,
+        d_model=hf_config.hidden_size,
+        n_layers=hf_config.num_hidden_layers,
+        n_heads=hf_config.num_attention_heads,
+        d_ff=hf_config.intermediate_size,
+        max_len=hf_config.max_position_embeddings,
+        type_vocab_size=hf_config.type_vocab_size,
+        dropout=hf_config.hidden_dropout_prob,
+        attention_dropout=hf_config.attention_probs_dropout_prob,
+        layer_norm_eps=hf_config.layer_norm_eps,
+        initializer_range=hf_config.initializer_range,
+        pad_token_id=hf_config.pad_token_id or 0,
+        activation=ACTIVATIONS_FROM_HF[hf_config.hidden_act],
+    )
 
 
 def bert_config_to_hf(config: BertConfig):
@@ -1122,59 +1472,115 @@ def bert_config_to_hf(config: BertConfig):
     if config.activation not in ACTIVATIONS_TO_HF:
         raise ValueError(f"Hugging Face's BERT has no activation {config.activation!r}")
     if config.norm_first:
-        raise ValueError("Hugging Face's BERT has post-LN layers only; this model has "
-                         "norm_first=True (pre-LN), so it has no Hugging Face equivalent")
+        raise ValueError(
+            "Hugging Face's BERT has post-LN layers only; this model has "
+            "norm_first=True (pre-LN), so it has no Hugging "
+            "Face equivalent"
+        )
     return transformers.BertConfig(
-        vocab_size=config.vocab_size, hidden_size=config.d_model, num_hidden_layers=config.n_layers,
-        num_attention_heads=config.n_heads, intermediate_size=config.d_ff,
-        max_position_embeddings=config.max_len, type_vocab_size=config.type_vocab_size,
-        hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.attention_dropout,
-        layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
-        pad_token_id=config.pad_token_id, hidden_act=ACTIVATIONS_TO_HF[config.activation])
+        vocab_size=config.vocab_size,
+        hidden_size=config.d_model,
+        num_hidden_layers=config.n_layers,
+        num_attention_heads=config.n_heads,
+        intermediate_size=config.d_ff,
+        max_position_embeddings=config.max_len,
+        type_vocab_size=config.type_vocab_size,
+        hidden_dropout_prob=config.dropout,
+        attention_probs_dropout_prob=config.attention_dropout,
+        layer_norm_eps=config.layer_norm_eps,
+        initializer_range=config.initializer_range,
+        pad_token_id=config.pad_token_id,
+        hidden_act=ACTIVATIONS_TO_HF[config.activation],
+    )
 
 
-def bert_encoder_names(n_layers: int, ours: str = "", theirs: str = "", pooler: bool = True) -> dict[str, str]:
-    """Our tensor names -> Hugging Face's for BERT's embeddings, layers and pooler (``ours``/``theirs``: prefixes)."""
-    pairs = [("embeddings.token_embeddings", "embeddings.word_embeddings"),
-             ("embeddings.segment_embeddings", "embeddings.token_type_embeddings"),
-             ("embeddings.position_embeddings", "embeddings.position_embeddings"),
-             ("embeddings.norm", "embeddings.LayerNorm")]
+def bert_encoder_names(
+    n_layers: int, ours: str = "", theirs: str = "", pooler: bool = True
+) -> dict[str, str]:
+    """Our tensor names -> Hugging Face's for BERT's embeddings, layers and pooler
+    (``ours``/``theirs``: prefixes)."""
+    pairs = [
+        ("embeddings.token_embeddings", "embeddings.word_embeddings"),
+        ("embeddings.segment_embeddings", "embeddings.token_type_embeddings"),
+        ("embeddings.position_embeddings", "embeddings.position_embeddings"),
+        ("embeddings.norm", "embeddings.LayerNorm"),
+    ]
     for i in range(n_layers):
-        pairs += [(f"encoder.layers.{i}.{a}", f"encoder.layer.{i}.{b}") for a, b in [
-            ("attention.query", "attention.self.query"), ("attention.key", "attention.self.key"),
-            ("attention.value", "attention.self.value"), ("attention.output", "attention.output.dense"),
-            ("attention_norm", "attention.output.LayerNorm"), ("feed_forward.expand", "intermediate.dense"),
-            ("feed_forward.contract", "output.dense"), ("feed_forward_norm", "output.LayerNorm")]]
+        pairs += [
+            (f"encoder.layers.{i}.{a}", f"encoder.layer.{i}.{b}")
+            for a, b in [
+                ("attention.query", "attention.self.query"),
+                ("attention.key", "attention.self.key"),
+                ("attention.value", "attention.self.value"),
+                ("attention.output", "attention.output.dense"),
+                ("attention_norm", "attention.output.LayerNorm"),
+                ("feed_forward.expand", "intermediate.dense"),
+                ("feed_forward.contract", "output.dense"),
+                ("feed_forward_norm", "output.LayerNorm"),
+            ]
+        ]
     if pooler:
         pairs.append(("pooler.dense", "pooler.dense"))
-    names = {f"{ours}{a}.{w}": f"{theirs}{b}.{w}" for a, b in pairs for w in ("weight", "bias")}
+    names = {
+        f"{ours}{a}.{w}": f"{theirs}{b}.{w}"
+        for a, b in pairs
+        for w in ("weight", "bias")
+    }
     for embedding in ("token_embeddings", "segment_embeddings", "position_embeddings"):
-        del names[f"{ours}embeddings.{embedding}.bias"]                 # embeddings have no bias
+        # embeddings have no bias
+        del names[f"{ours}embeddings.{embedding}.bias"]
     return names
 
 
 def bert_weight_names(model: nn.Module) -> dict[str, str]:
-    """Every tensor name of our BertModel / BertForMaskedLM / BertForPreTraining -> Hugging Face's."""
+    """Every tensor name of our BertModel / BertForMaskedLM / BertForPreTraining ->
+    Hugging Face's."""
     if isinstance(model, BertModel):
-        return bert_encoder_names(model.config.n_layers, pooler=model.pooler is not None)
-    names = bert_encoder_names(model.config.n_layers, "bert.", "bert.", pooler=model.bert.pooler is not None)
-    names.update({"mlm_head.dense.weight": "cls.predictions.transform.dense.weight",
-                  "mlm_head.dense.bias": "cls.predictions.transform.dense.bias",
-                  "mlm_head.norm.weight": "cls.predictions.transform.LayerNorm.weight",
-                  "mlm_head.norm.bias": "cls.predictions.transform.LayerNorm.bias",
-                  "mlm_head.decoder.bias": "cls.predictions.bias"})   # decoder.weight: tied to the token table
+        return bert_encoder_names(
+            model.config.n_layers, pooler=model.pooler is not None
+        )
+    names = bert_encoder_names(
+        model.config.n_layers, "bert.", "bert.", pooler=model.bert.pooler is not None
+    )
+    names.update(
+        {
+            "mlm_head.dense.weight": "cls.predictions.transform.dense.weight",
+            "mlm_head.dense.bias": "cls.predictions.transform.dense.bias",
+            "mlm_head.norm.weight": "cls.predictions.transform.LayerNorm.weight",
+            "mlm_head.norm.bias": "cls.predictions.transform.LayerNorm.bias",
+            # decoder.weight: tied to the token table
+            "mlm_head.decoder.bias": "cls.predictions.bias",
+        }
+    )
     if isinstance(model, BertForPreTraining):
-        names.update({"nsp_head.weight": "cls.seq_relationship.weight", "nsp_head.bias": "cls.seq_relationship.bias"})
+        names.update(
+            {
+                "nsp_head.weight": "cls.seq_relationship.weight",
+                "nsp_head.bias": "cls.seq_relationship.bias",
+            }
+        )
     return names
 
 
 def _bert_from_hf(hf_model) -> nn.Module:
     config = bert_config_from_hf(hf_model.config)
-    cls = {"BertModel": BertModel, "BertForMaskedLM": BertForMaskedLM,
-           "BertForPreTraining": BertForPreTraining}[type(hf_model).__name__]
-    model = BertModel(config, add_pooler=hf_model.pooler is not None) if cls is BertModel else cls(config)
-    source = {name: tensor for name, tensor in hf_model.state_dict().items()    # older transformers versions
-              if not name.endswith(("embeddings.position_ids", "embeddings.token_type_ids"))}  # save index buffers
+    cls = {
+        "BertModel": BertModel,
+        "BertForMaskedLM": BertForMaskedLM,
+        "BertForPreTraining": BertForPreTraining,
+    }[type(hf_model).__name__]
+    model = (
+        BertModel(config, add_pooler=hf_model.pooler is not None)
+        if cls is BertModel
+        else cls(config)
+    )
+    # older transformers versions
+    # save index buffers
+    source = {
+        name: tensor
+        for name, tensor in hf_model.state_dict().items()
+        if not name.endswith(("embeddings.position_ids", "embeddings.token_type_ids"))
+    }
     load_renamed(model, source, bert_weight_names(model))
     return model.to(next(hf_model.parameters()).device).train(hf_model.training)
 
@@ -1182,8 +1588,13 @@ def _bert_from_hf(hf_model) -> nn.Module:
 def _bert_to_hf(model: nn.Module):
     import transformers
 
-    hf_class = getattr(transformers, type(model).__name__)            # same class names as ours
-    kwargs = {"add_pooling_layer": model.pooler is not None} if isinstance(model, BertModel) else {}
+    # same class names as ours
+    hf_class = getattr(transformers, type(model).__name__)
+    kwargs = (
+        {"add_pooling_layer": model.pooler is not None}
+        if isinstance(model, BertModel)
+        else {}
+    )
     hf_model = hf_class(bert_config_to_hf(model.config), **kwargs)
     theirs_to_ours = {theirs: ours for ours, theirs in bert_weight_names(model).items()}
     load_renamed(hf_model, model.state_dict(), theirs_to_ours)
@@ -1203,34 +1614,59 @@ for _cls in (BertModel, BertForMaskedLM, BertForPreTraining):
 
 # %%
 seed_everything(5)
-hf_config = transformers.BertConfig(vocab_size=99, hidden_size=32, num_attention_heads=4, num_hidden_layers=3,
-                                    intermediate_size=37, max_position_embeddings=23)
+hf_config = transformers.BertConfig(
+    vocab_size=99,
+    hidden_size=32,
+    num_attention_heads=4,
+    num_hidden_layers=3,
+    intermediate_size=37,
+    max_position_embeddings=23,
+)
 hf_model = transformers.BertForPreTraining(hf_config).eval()
 with torch.no_grad():
     for p in hf_model.parameters():
         p.add_(0.1 * torch.randn_like(p))
 tiny = from_hf(hf_model)
-print(f"{type(hf_model).__module__}.{type(hf_model).__name__} -> {type(tiny).__module__}.{type(tiny).__name__}; "
-      f"layer_norm_eps {tiny.config.layer_norm_eps:g}, activation {tiny.config.activation!r}")
+print(
+    f"{type(hf_model).__module__}.{type(hf_model).__name__} -> "
+    f"{type(tiny).__module__}.{type(tiny).__name__}; layer_norm_eps "
+    f"{tiny.config.layer_norm_eps:g}, activation {tiny.config.activation!r}"
+)
 
 B_, T_ = 13, 7
 tiny_ids = torch.randint(1, 99, (B_, T_))
-tiny_segments = (torch.arange(T_) >= 4).long().expand(B_, T_)              # A A A A B B B
+# A A A A B B B
+tiny_segments = (torch.arange(T_) >= 4).long().expand(B_, T_)
 lengths = torch.randint(2, T_ + 1, (B_,))
-tiny_mask = (torch.arange(T_)[None, :] < lengths[:, None]).long()         # (B, T) 1 = real token
+# (B, T) 1 = real token
+tiny_mask = (torch.arange(T_)[None, :] < lengths[:, None]).long()
 tiny_labels = torch.where((torch.rand(B_, T_) < 0.3) & (tiny_mask == 1), tiny_ids, -100)
-tiny_labels[0, 0] = tiny_ids[0, 0]                                         # at least one label
+# at least one label
+tiny_labels[0, 0] = tiny_ids[0, 0]
 tiny_nsp = torch.randint(0, 2, (B_,))
 with torch.no_grad():
-    theirs_base = hf_model.bert(input_ids=tiny_ids, token_type_ids=tiny_segments, attention_mask=tiny_mask)
-    theirs = hf_model(input_ids=tiny_ids, token_type_ids=tiny_segments, attention_mask=tiny_mask,
-                      labels=tiny_labels, next_sentence_label=tiny_nsp)
+    theirs_base = hf_model.bert(
+        input_ids=tiny_ids, token_type_ids=tiny_segments, attention_mask=tiny_mask
+    )
+    theirs = hf_model(
+        input_ids=tiny_ids,
+        token_type_ids=tiny_segments,
+        attention_mask=tiny_mask,
+        labels=tiny_labels,
+        next_sentence_label=tiny_nsp,
+    )
     mine_base = tiny.bert(tiny_ids, tiny_segments, tiny_mask)
     mine = tiny(tiny_ids, tiny_segments, tiny_mask)
-    mine_loss = tiny(tiny_ids, tiny_segments, tiny_mask, mlm_labels=tiny_labels, nsp_labels=tiny_nsp).loss
+    mine_loss = tiny(
+        tiny_ids, tiny_segments, tiny_mask, mlm_labels=tiny_labels, nsp_labels=tiny_nsp
+    ).loss
 real = tiny_mask.bool()
 parity = {
-    "last hidden state": (mine_base.last_hidden_state[real] - theirs_base.last_hidden_state[real]).abs().max(),
+    "last hidden state": (
+        mine_base.last_hidden_state[real] - theirs_base.last_hidden_state[real]
+    )
+    .abs()
+    .max(),
     "pooler output": (mine_base.pooler_output - theirs_base.pooler_output).abs().max(),
     "MLM logits": (mine.mlm_logits[real] - theirs.prediction_logits[real]).abs().max(),
     "NSP logits": (mine.nsp_logits - theirs.seq_relationship_logits).abs().max(),
@@ -1249,12 +1685,22 @@ assert all(error < 1e-5 for error in parity.values())
 back = to_hf(tiny)
 a, b = hf_model.state_dict(), back.state_dict()
 assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-assert back.cls.predictions.decoder.weight is back.bert.embeddings.word_embeddings.weight
+assert (
+    back.cls.predictions.decoder.weight is back.bert.embeddings.word_embeddings.weight
+)
 assert tiny.mlm_head.decoder.weight is tiny.bert.embeddings.token_embeddings.weight
 names = bert_weight_names(tiny)
-print(f"{len(a)} Hugging Face tensors reproduced exactly; {len(names)} names in the table, e.g.")
-for ours_name in ["bert.embeddings.token_embeddings.weight", "bert.encoder.layers.0.attention.query.weight",
-                  "bert.encoder.layers.0.attention_norm.weight", "mlm_head.decoder.bias", "nsp_head.weight"]:
+print(
+    f"{len(a)} Hugging Face tensors reproduced exactly; {len(names)} names in "
+    f"the table, e.g."
+)
+for ours_name in [
+    "bert.embeddings.token_embeddings.weight",
+    "bert.encoder.layers.0.attention.query.weight",
+    "bert.encoder.layers.0.attention_norm.weight",
+    "mlm_head.decoder.bias",
+    "nsp_head.weight",
+]:
     print(f"  {ours_name:<45} <-> {names[ours_name]}")
 
 # %% [markdown]
@@ -1276,21 +1722,32 @@ for ours_name in ["bert.embeddings.token_embeddings.weight", "bert.encoder.layer
 # names the folder and what was expected.
 
 # %% tags=["export:models.convert"]
-_HF_BERT_SIZES = ("vocab_size", "hidden_size", "num_hidden_layers",
-                  "num_attention_heads", "intermediate_size")
-_HF_BERT_DEFAULTS = {                  # the defaults of transformers' BertConfig
-    "hidden_act": "gelu", "max_position_embeddings": 512, "type_vocab_size": 2,
-    "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-    "layer_norm_eps": 1e-12, "initializer_range": 0.02, "pad_token_id": 0}
-_HF_BERT_WEIGHTS = ("model.safetensors", "pytorch_model.bin")   # in order of preference
+_HF_BERT_SIZES = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+)
+_HF_BERT_DEFAULTS = {  # the defaults of transformers' BertConfig
+    "hidden_act": "gelu",
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1,
+    "layer_norm_eps": 1e-12,
+    "initializer_range": 0.02,
+    "pad_token_id": 0,
+}
+_HF_BERT_WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # in order of preference
 
 
 @dataclass
 class PretrainedEncoder:
     """A pretrained BERT encoder from a Hugging Face folder (eval mode, on the CPU)."""
 
-    model: BertModel                  # the encoder, with a pooler if the folder has one
-    tokenizer: WordPieceTokenizer     # the folder's vocab.txt
+    model: BertModel  # the encoder, with a pooler if the folder has one
+    tokenizer: WordPieceTokenizer  # the folder's vocab.txt
     config: BertConfig
     directory: Path
 
@@ -1300,12 +1757,13 @@ def _hf_bert_config(directory: Path) -> BertConfig:
     hf = json.loads((directory / "config.json").read_text(encoding="utf-8"))
     kind = hf.get("model_type")
     if kind is None and str((hf.get("architectures") or ["?"])[0]).startswith("Bert"):
-        kind = "bert"                 # saved before transformers wrote model_type
+        kind = "bert"  # saved before transformers wrote model_type
     if kind != "bert":
         raise ValueError(
             f"{directory} does not hold a BERT: its config.json says model_type "
             f"{hf.get('model_type')!r}, architectures {hf.get('architectures')}; "
-            "expected model_type 'bert'")
+            "expected model_type 'bert'"
+        )
     missing = [key for key in _HF_BERT_SIZES if key not in hf]
     if missing:
         raise ValueError(f"{directory}/config.json lacks {', '.join(missing)}")
@@ -1316,17 +1774,20 @@ def _hf_bert_tensors(path: Path) -> dict[str, torch.Tensor]:
     """The encoder's tensors in ``path``, named as in BertModel (no prefix or heads)."""
     if path.suffix == ".safetensors":
         state = load_file(path)
-    else:                                                  # tensors only, never code
+    else:  # tensors only, never code
         state = torch.load(path, map_location="cpu", weights_only=True)
-    if any(name.startswith("bert.") for name in state):   # BertFor*: keep the encoder
-        state = {name.removeprefix("bert."): tensor for name, tensor in state.items()
-                 if name.startswith("bert.")}
+    if any(name.startswith("bert.") for name in state):  # BertFor*: keep the encoder
+        state = {
+            name.removeprefix("bert."): tensor
+            for name, tensor in state.items()
+            if name.startswith("bert.")
+        }
     tensors = {}
     for name, tensor in state.items():
         if name.endswith(("position_ids", "token_type_ids")):  # index buffers
             continue
         name = name.replace("LayerNorm.gamma", "LayerNorm.weight")  # the names of
-        name = name.replace("LayerNorm.beta", "LayerNorm.bias")     # TensorFlow's files
+        name = name.replace("LayerNorm.beta", "LayerNorm.bias")  # TensorFlow's files
         tensors[name] = tensor.float()
     return tensors
 
@@ -1341,25 +1802,32 @@ def load_hf_bert(directory: str | Path) -> PretrainedEncoder:
     directory = Path(directory)
     expected = "config.json, model.safetensors (or pytorch_model.bin) and vocab.txt"
     if not directory.is_dir():
-        raise FileNotFoundError(f"{directory} is not a folder; a Hugging Face BERT "
-                                f"folder holds {expected}")
+        raise FileNotFoundError(
+            f"{directory} is not a folder; a Hugging Face BERT folder holds {expected}"
+        )
     weights = [f for f in _HF_BERT_WEIGHTS if (directory / f).is_file()]
     missing = [f for f in ("config.json", "vocab.txt") if not (directory / f).is_file()]
     missing += [] if weights else ["model.safetensors (or pytorch_model.bin)"]
     if missing:
-        raise FileNotFoundError(f"{directory} lacks {', '.join(missing)}; a Hugging "
-                                f"Face BERT folder holds {expected}")
+        raise FileNotFoundError(
+            f"{directory} lacks {', '.join(missing)}; a Hugging "
+            f"Face BERT folder holds {expected}"
+        )
     config = _hf_bert_config(directory)
     options, settings = {}, directory / "tokenizer_config.json"
     if settings.is_file():
         options = json.loads(settings.read_text(encoding="utf-8"))
     tokenizer = WordPieceTokenizer.from_file(
-        directory / "vocab.txt", lowercase=options.get("do_lower_case", True),
+        directory / "vocab.txt",
+        lowercase=options.get("do_lower_case", True),
         strip_accents=options.get("strip_accents"),
-        handle_chinese_chars=options.get("tokenize_chinese_chars", True))
+        handle_chinese_chars=options.get("tokenize_chinese_chars", True),
+    )
     if len(tokenizer) != config.vocab_size:
-        raise ValueError(f"{directory}: vocab.txt has {len(tokenizer):,} tokens but "
-                         f"config.json says vocab_size {config.vocab_size:,}")
+        raise ValueError(
+            f"{directory}: vocab.txt has {len(tokenizer):,} tokens but "
+            f"config.json says vocab_size {config.vocab_size:,}"
+        )
     tensors = _hf_bert_tensors(directory / weights[0])
     model = BertModel(config, add_pooler="pooler.dense.weight" in tensors)
     try:
@@ -1393,26 +1861,32 @@ def load_minilm() -> PretrainedEncoder:
 # %%
 import re
 
-folder = fetch_group("minilm")     # TINYBERT_DATA_DIR, else the cache, else a download
+folder = fetch_group("minilm")  # TINYBERT_DATA_DIR, else the cache, else a download
 for path in sorted(p for p in folder.rglob("*") if p.is_file()):
     name = path.relative_to(folder).as_posix()
     print(f"  {name:<36} {path.stat().st_size:>12,} bytes")
 minilm = load_hf_bert(folder)
 mini = minilm.config
 mini_count = count_parameters(minilm.model)
-print(f"{type(minilm.model).__name__}: {mini.n_layers} layers, d_model {mini.d_model}, "
-      f"{mini.n_heads} heads, d_ff {mini.d_ff}, vocabulary {mini.vocab_size:,}, "
-      f"lowercase {minilm.tokenizer.lowercase}")
+print(
+    f"{type(minilm.model).__name__}: {mini.n_layers} layers, d_model {mini.d_model}, "
+    f"{mini.n_heads} heads, d_ff {mini.d_ff}, vocabulary {mini.vocab_size:,}, "
+    f"lowercase {minilm.tokenizer.lowercase}"
+)
 with torch.device("meta"):
     base_count = count_parameters(BertModel(BertConfig.preset("bert-base-uncased")))
 table = minilm.model.embeddings.token_embeddings.weight.numel()
-print(f"{mini_count:,} parameters (pooler included): {mini_count / base_count:.1%} of "
-      f"BERT-base's {base_count:,}; the token table holds {table / mini_count:.1%}")
+print(
+    f"{mini_count:,} parameters (pooler included): {mini_count / base_count:.1%} of "
+    f"BERT-base's {base_count:,}; the token table holds {table / mini_count:.1%}"
+)
 card = (folder / "README.md").read_text(encoding="utf-8")
 total = re.search(r"\*\*Total\*\*.*?\*\*([\d,]+)\*\*", card).group(1)
 pooling = json.loads((folder / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
-print(f"model card: {total} training pairs; pooling: "
-      + ", ".join(key for key, value in pooling.items() if value is True))
+print(
+    f"model card: {total} training pairs; pooling: "
+    + ", ".join(key for key, value in pooling.items() if value is True)
+)
 
 
 # %% [markdown]
@@ -1426,30 +1900,33 @@ print(f"model card: {total} training pairs; pooling: "
 # and the cell asserts that it does, with a margin.
 
 # %%
-def sentence_embeddings(encoder: BertModel, tokenizer: WordPieceTokenizer,
-                        sentences: list[str]) -> torch.Tensor:
+def sentence_embeddings(
+    encoder: BertModel, tokenizer: WordPieceTokenizer, sentences: list[str]
+) -> torch.Tensor:
     """Each sentence's final vectors averaged over its real tokens, length 1: (B, D)."""
     rows = [tokenizer.encode(s, add_special_tokens=True).ids for s in sentences]
     T, pad = max(len(row) for row in rows), tokenizer.vocab["[PAD]"]
-    ids = torch.tensor([row + [pad] * (T - len(row)) for row in rows])       # (B, T)
+    ids = torch.tensor([row + [pad] * (T - len(row)) for row in rows])  # (B, T)
     lengths = torch.tensor([len(row) for row in rows])
-    mask = (torch.arange(T)[None, :] < lengths[:, None]).long()              # (B, T)
+    mask = (torch.arange(T)[None, :] < lengths[:, None]).long()  # (B, T)
     with torch.no_grad():
         out = encoder(ids.to(device), attention_mask=mask.to(device))
-    hidden = out.last_hidden_state.cpu()                                     # (B, T, D)
-    real = mask[..., None].to(hidden.dtype)                                  # (B, T, 1)
-    mean = (hidden * real).sum(dim=1) / real.sum(dim=1)                      # (B, D)
+    hidden = out.last_hidden_state.cpu()  # (B, T, D)
+    real = mask[..., None].to(hidden.dtype)  # (B, T, 1)
+    mean = (hidden * real).sum(dim=1) / real.sum(dim=1)  # (B, D)
     return F.normalize(mean, dim=-1)
 
 
-paraphrases = [("I love my pet python.", "My pet snake is a python and I adore it."),
-               ("I love coding in python.", "I enjoy writing programs in Python."),
-               ("The bank lent him money.", "He got a loan from the bank."),
-               ("He sat on the bank of the river.", "He sat by the edge of the river.")]
+paraphrases = [
+    ("I love my pet python.", "My pet snake is a python and I adore it."),
+    ("I love coding in python.", "I enjoy writing programs in Python."),
+    ("The bank lent him money.", "He got a loan from the bank."),
+    ("He sat on the bank of the river.", "He sat by the edge of the river."),
+]
 sentences = [s for pair in paraphrases for s in pair]
 n = len(sentences)
 unit = sentence_embeddings(minilm.model.to(device), minilm.tokenizer, sentences)
-sentence_sim = unit @ unit.T                       # (n, n) cosine similarities
+sentence_sim = unit @ unit.T  # (n, n) cosine similarities
 for i, s in enumerate(sentences):
     print(f"{i + 1}. {s}")
 print("    " + "".join(f"{j + 1:>7}" for j in range(n)))
@@ -1457,13 +1934,22 @@ for i, row in enumerate(sentence_sim.tolist()):
     print(f"{i + 1:>4}" + "".join(f"{value:>7.3f}" for value in row))
 
 same = torch.stack([sentence_sim[2 * k, 2 * k + 1] for k in range(len(paraphrases))])
-other = [(sentence_sim[i, j].item(), i, j) for i in range(n) for j in range(i + 1, n)
-         if i // 2 != j // 2]                          # two different meanings
+# two different meanings
+other = [
+    (sentence_sim[i, j].item(), i, j)
+    for i in range(n)
+    for j in range(i + 1, n)
+    if i // 2 != j // 2
+]
 worst, i, j = max(other)
-print(f"paraphrase pairs: {', '.join(f'{v:.3f}' for v in same.tolist())}; "
-      f"lowest {same.min():.3f}")
-print(f"different meanings: highest {worst:.3f} ({i + 1} and {j + 1}); "
-      f"margin {same.min() - worst:.3f}")
+print(
+    f"paraphrase pairs: {', '.join(f'{v:.3f}' for v in same.tolist())}; "
+    f"lowest {same.min():.3f}"
+)
+print(
+    f"different meanings: highest {worst:.3f} ({i + 1} and {j + 1}); "
+    f"margin {same.min() - worst:.3f}"
+)
 assert same.min() - worst > 0.1
 
 # %%
@@ -1474,10 +1960,18 @@ ax.set_yticks(range(n), [f"{i + 1}. {s}" for i, s in enumerate(sentences)], font
 for i in range(n):
     for j in range(n):
         value = sentence_sim[i, j].item()
-        ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
-                color="white" if value < 0.6 else "black")
-ax.set_title("all-MiniLM-L6-v2: cosine similarity of mean-pooled sentence vectors",
-             fontsize=10)
+        ax.text(
+            j,
+            i,
+            f"{value:.2f}",
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="white" if value < 0.6 else "black",
+        )
+ax.set_title(
+    "all-MiniLM-L6-v2: cosine similarity of mean-pooled sentence vectors", fontsize=10
+)
 fig.colorbar(image, ax=ax, shrink=0.8)
 plt.show()
 
@@ -1550,13 +2044,18 @@ from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
 from tinybert.models.bert import BertModel
 
 WEIGHTS_NAME, CONFIG_NAME = "model.safetensors", "config.json"
-MODEL_CLASSES: dict[str, type] = {}     # the class named in config.json -> the class; later chapters add theirs
+# the class named in config.json -> the class; later chapters add theirs
+MODEL_CLASSES: dict[str, type] = {}
 
 
 def register_model_class(cls: type) -> type:
-    """Let load_model rebuild ``cls`` as cls(config, **init_kwargs), config = cls.config_class.from_dict(...)."""
+    """Let load_model rebuild ``cls`` as cls(config, **init_kwargs), config =
+    cls.config_class.from_dict(...)."""
     if not hasattr(getattr(cls, "config_class", None), "from_dict"):
-        raise ValueError(f"{cls.__name__} needs a config_class attribute with from_dict (e.g. BertConfig)")
+        raise ValueError(
+            f"{cls.__name__} needs a config_class attribute with from_dict "
+            f"(e.g. BertConfig)"
+        )
     MODEL_CLASSES[cls.__name__] = cls
     return cls
 
@@ -1566,10 +2065,15 @@ for _cls in (BertModel, BertForMaskedLM, BertForPreTraining):
 
 
 def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
-    """model.state_dict() with every shared tensor once, under its first name (tied weights are stored once)."""
+    """model.state_dict() with every shared tensor once, under its first name (tied
+    weights are stored once)."""
     tensors, seen = {}, set()
     for name, tensor in model.state_dict().items():
-        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tensor.shape)
+        key = (
+            tensor.untyped_storage().data_ptr(),
+            tensor.storage_offset(),
+            tensor.shape,
+        )
         if key not in seen:
             seen.add(key)
             tensors[name] = tensor
@@ -1577,11 +2081,13 @@ def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
 
 
 def write_atomically(path: Path, write: Callable[[str], None]) -> None:
-    """write(temporary path) next to ``path``, flush it to disk, then rename it over ``path`` in one step."""
+    """write(temporary path) next to ``path``, flush it to disk, then rename it over
+    ``path`` in one step."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         _create(tmp, lambda p: write(str(p)))
-        os.replace(tmp, path)                      # atomic: readers see the old file or the new one
+        # atomic: readers see the old file or the new one
+        os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -1589,10 +2095,10 @@ def write_atomically(path: Path, write: Callable[[str], None]) -> None:
 
 def _create(path: Path, write: Callable[[Path], None]) -> None:
     """write(path) into a new file with the usual mode (0644 under umask 022)."""
-    path.touch(exist_ok=False)                 # created as open() does: umask applies
+    path.touch(exist_ok=False)  # created as open() does: umask applies
     mode = path.stat().st_mode & 0o777
     write(path)
-    os.chmod(path, mode)                       # safetensors makes its files 0600
+    os.chmod(path, mode)  # safetensors makes its files 0600
     with open(path, "rb") as f:
         os.fsync(f.fileno())
 
@@ -1603,8 +2109,8 @@ PREVIOUS, FILES_NAME = ".previous", "FILES.json"  # what an interrupted save rep
 
 def _link_or_copy(source: Path, target: Path) -> None:
     try:
-        os.link(source, target)                 # a second name for the same bytes
-    except OSError:                             # file systems without hard links
+        os.link(source, target)  # a second name for the same bytes
+    except OSError:  # file systems without hard links
         shutil.copy2(source, target)
 
 
@@ -1632,17 +2138,18 @@ def _restore_previous(directory: Path) -> None:
         return
     for name in json.loads((kept / FILES_NAME).read_text(encoding="utf-8")):
         old, target = kept / name, directory / name
-        if not old.is_file():                   # it did not exist before that save
+        if not old.is_file():  # it did not exist before that save
             target.unlink(missing_ok=True)
         elif not (target.is_file() and os.path.samefile(old, target)):  # not yet back:
-            tmp = directory / f".{name}.{uuid.uuid4().hex[:8]}.tmp"     # link, rename,
-            _link_or_copy(old, tmp)                                     # so that kept
-            os.replace(tmp, target)                                     # stays whole
+            tmp = directory / f".{name}.{uuid.uuid4().hex[:8]}.tmp"  # link, rename,
+            _link_or_copy(old, tmp)  # so that kept
+            os.replace(tmp, target)  # stays whole
     _discard(kept)
 
 
-def save_files(directory: str | Path,
-               writers: dict[str, Callable[[Path], None]]) -> Path:
+def save_files(
+    directory: str | Path, writers: dict[str, Callable[[Path], None]]
+) -> Path:
     """Write the files ``{name: write(path)}`` into ``directory``, all or nothing.
 
     1. every file is written, and flushed to disk, in a staging folder (a crash: the old
@@ -1657,7 +2164,7 @@ def save_files(directory: str | Path,
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(f"{directory}: is a file, not a folder to save into")
     directory.mkdir(parents=True, exist_ok=True)
-    _restore_previous(directory)                # an earlier save died halfway: undo it
+    _restore_previous(directory)  # an earlier save died halfway: undo it
     for leftover in directory.glob(".saving-*"):
         shutil.rmtree(leftover, ignore_errors=True)
     token = uuid.uuid4().hex[:8]
@@ -1692,15 +2199,26 @@ def model_files(model: nn.Module) -> tuple[str, dict[str, Callable[[Path], None]
 
     name = type(model).__name__
     if MODEL_CLASSES.get(name) is not type(model):
-        raise ValueError(f"save_model: {name} is not registered (register_model_class); known: {sorted(MODEL_CLASSES)}")
+        raise ValueError(
+            f"save_model: {name} is not registered (register_model_class); known: "
+            f"{sorted(MODEL_CLASSES)}"
+        )
     save_id = uuid.uuid4().hex
-    tensors = {k: v.detach().to("cpu").contiguous() for k, v in unique_state_dict(model).items()}
-    meta = {"model_class": name, "config": model.config.to_dict(),
-            "init_kwargs": dict(getattr(model, "init_kwargs", {})), "save_id": save_id}
+    tensors = {
+        k: v.detach().to("cpu").contiguous()
+        for k, v in unique_state_dict(model).items()
+    }
+    meta = {
+        "model_class": name,
+        "config": model.config.to_dict(),
+        "init_kwargs": dict(getattr(model, "init_kwargs", {})),
+        "save_id": save_id,
+    }
     text, header = json.dumps(meta, indent=2) + "\n", {"save_id": save_id}
     return save_id, {
         WEIGHTS_NAME: lambda path: save_file(tensors, path, metadata=header),
-        CONFIG_NAME: lambda path: path.write_text(text, encoding="utf-8")}
+        CONFIG_NAME: lambda path: path.write_text(text, encoding="utf-8"),
+    }
 
 
 def save_model(model: nn.Module, directory: str | Path) -> Path:
@@ -1715,52 +2233,81 @@ def save_model(model: nn.Module, directory: str | Path) -> Path:
     return save_files(directory, writers)
 
 
-def load_model(directory: str | Path, model_class: type | None = None, *,
-               map_location: str | torch.device = "cpu") -> nn.Module:
-    """The model saved in ``directory`` by save_model, in eval mode, on ``map_location``.
+def load_model(
+    directory: str | Path,
+    model_class: type | None = None,
+    *,
+    map_location: str | torch.device = "cpu",
+) -> nn.Module:
+    """The model saved in ``directory`` by save_model, in eval mode, on
+    ``map_location``.
 
-    ``model_class`` None = the class named in config.json. Raises FileNotFoundError for a missing
-    file and ValueError for a corrupt file, an unknown class, or weights that do not fit the config.
+    ``model_class`` None = the class named in config.json. Raises FileNotFoundError for
+    a missing file and ValueError for a corrupt file, an unknown class, or weights that
+    do not fit the config.
     """
     from safetensors import safe_open
 
     directory = Path(directory)
-    config_path = saved_file(directory, CONFIG_NAME)          # see save_files
+    config_path = saved_file(directory, CONFIG_NAME)  # see save_files
     weights_path = saved_file(directory, WEIGHTS_NAME)
     for path in (config_path, weights_path):
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such file; a checkpoint directory holds {WEIGHTS_NAME} and "
-                                    f"{CONFIG_NAME}, as written by tinybert.checkpoint.files.save_model")
+            raise FileNotFoundError(
+                f"{path}: no such file; a checkpoint directory "
+                f"holds {WEIGHTS_NAME} and {CONFIG_NAME}, as "
+                f"written by tinybert.checkpoint.files.save_model"
+            )
     try:
         meta = json.loads(config_path.read_text(encoding="utf-8"))
         name, config_dict = meta["model_class"], meta["config"]
     except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{config_path}: expected JSON with model_class and config "
-                         f"({error!r})") from None
+        raise ValueError(
+            f"{config_path}: expected JSON with model_class and config ({error!r})"
+        ) from None
     cls = model_class or MODEL_CLASSES.get(name)
     if cls is None:
-        raise ValueError(f"{config_path}: unknown model_class {name!r}; "
-                         f"registered: {sorted(MODEL_CLASSES)}")
+        raise ValueError(
+            f"{config_path}: unknown model_class {name!r}; "
+            f"registered: {sorted(MODEL_CLASSES)}"
+        )
     config = cls.config_class.from_dict(config_dict)
     try:
         with safe_open(weights_path, framework="pt", device="cpu") as f:
-            header, tensors = f.metadata() or {}, {key: f.get_tensor(key) for key in f.keys()}
-    except Exception as error:                       # safetensors raises its own error types
-        raise ValueError(f"{weights_path}: not a readable safetensors file (corrupt or "
-                         f"truncated?): {error}") from None
+            header, tensors = (
+                f.metadata() or {},
+                {key: f.get_tensor(key) for key in f.keys()},
+            )
+    # safetensors raises its own error types
+    except Exception as error:
+        raise ValueError(
+            f"{weights_path}: not a readable safetensors file (corrupt or "
+            f"truncated?): {error}"
+        ) from None
     if meta.get("save_id") is not None and header.get("save_id") != meta["save_id"]:
-        raise ValueError(f"{directory}: {WEIGHTS_NAME} and {CONFIG_NAME} come from different saves "
-                         "(an interrupted save_model?)")
+        raise ValueError(
+            f"{directory}: {WEIGHTS_NAME} and {CONFIG_NAME} come from "
+            f"different saves (an interrupted save_model?)"
+        )
     model = cls(config, **(meta.get("init_kwargs", {}) if cls.__name__ == name else {}))
     expected = unique_state_dict(model)
-    missing, unexpected = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
-    shapes = [f"{k}: file {tuple(tensors[k].shape)}, model {tuple(expected[k].shape)}"
-              for k in expected if k in tensors and tensors[k].shape != expected[k].shape]
+    missing, unexpected = (
+        sorted(set(expected) - set(tensors)),
+        sorted(set(tensors) - set(expected)),
+    )
+    shapes = [
+        f"{k}: file {tuple(tensors[k].shape)}, model {tuple(expected[k].shape)}"
+        for k in expected
+        if k in tensors and tensors[k].shape != expected[k].shape
+    ]
     if missing or unexpected or shapes:
-        raise ValueError(f"{weights_path} does not fit {cls.__name__} with the config "
-                         f"in {CONFIG_NAME}: missing {missing[:5]}, unexpected "
-                         f"{unexpected[:5]}, shapes {shapes[:5]}")
-    model.load_state_dict(tensors, strict=False)     # strict=False: tied aliases are filled through their first name
+        raise ValueError(
+            f"{weights_path} does not fit {cls.__name__} with the config "
+            f"in {CONFIG_NAME}: missing {missing[:5]}, unexpected "
+            f"{unexpected[:5]}, shapes {shapes[:5]}"
+        )
+    # strict=False: tied aliases are filled through their first name
+    model.load_state_dict(tensors, strict=False)
     return model.to(map_location).eval()
 
 
@@ -1773,17 +2320,27 @@ with tempfile.TemporaryDirectory() as tmp:
     for path in sorted(saved.iterdir()):
         print(f"{path.name:<18} {path.stat().st_size:>8,} bytes")
     meta = json.loads((saved / "config.json").read_text())
-    print(f"config.json: model_class {meta['model_class']!r}, d_model {meta['config']['d_model']}, "
-          f"n_layers {meta['config']['n_layers']}")
+    print(
+        f"config.json: model_class {meta['model_class']!r}, d_model "
+        f"{meta['config']['d_model']}, n_layers {meta['config']['n_layers']}"
+    )
     loaded = load_model(saved)
     with torch.no_grad():
-        assert torch.equal(loaded(tiny_ids, tiny_segments, tiny_mask).mlm_logits, mine.mlm_logits)
-    assert loaded.mlm_head.decoder.weight is loaded.bert.embeddings.token_embeddings.weight
+        assert torch.equal(
+            loaded(tiny_ids, tiny_segments, tiny_mask).mlm_logits, mine.mlm_logits
+        )
+    assert (
+        loaded.mlm_head.decoder.weight is loaded.bert.embeddings.token_embeddings.weight
+    )
     stored = len(unique_state_dict(loaded))
-    print(f"{stored} tensors stored for {len(loaded.state_dict())} state-dict entries (the tied decoder once)")
+    print(
+        f"{stored} tensors stored for {len(loaded.state_dict())} state-dict entries "
+        f"(the tied decoder once)"
+    )
 
     weights = saved / "model.safetensors"
-    weights.write_bytes(weights.read_bytes()[:1000])                      # a truncated download, say
+    # a truncated download, say
+    weights.write_bytes(weights.read_bytes()[:1000])
     try:
         load_model(saved)
     except ValueError as error:
@@ -1807,49 +2364,91 @@ with tempfile.TemporaryDirectory() as tmp:
 # %%
 import tinybert
 
-checkpoint_dir = Path(tinybert.__file__).resolve().parents[1] / "checkpoints" / "bert-mini"
+checkpoint_dir = (
+    Path(tinybert.__file__).resolve().parents[1] / "checkpoints" / "bert-mini"
+)
 try:
     loaded_model = load_model(checkpoint_dir, map_location=device)
     encoder = loaded_model if isinstance(loaded_model, BertModel) else loaded_model.bert
     tokenizer = WordPieceTokenizer.from_file(checkpoint_dir / "vocab.txt")
     pretrained = True
-    print(f"loaded the course's pretrained bert-mini ({count_parameters(encoder):,} parameters in the encoder)")
+    print(
+        f"loaded the course's pretrained bert-mini ({count_parameters(encoder):,} "
+        f"parameters in the encoder)"
+    )
 except (FileNotFoundError, ValueError) as error:
     seed_everything(0)
     encoder = BertModel(BertConfig.preset("bert-mini")).to(device).eval()
     tokenizer, pretrained = small_tokenizer, False
-    print(f"note: no usable checkpoint in checkpoints/bert-mini ({type(error).__name__}), so this section uses a "
-          "randomly initialised bert-mini: its vectors depend on context, but not on meaning")
+    print(
+        f"note: no usable checkpoint in checkpoints/bert-mini "
+        f"({type(error).__name__}), so this section uses a randomly initialised "
+        f"bert-mini: its vectors depend on context, but not on meaning"
+    )
 
 
 def word_vector(sentence: str, word: str) -> torch.Tensor:
-    """The final vector of ``word`` in ``sentence``: the mean over its WordPiece pieces, (D,)."""
+    """The final vector of ``word`` in ``sentence``: the mean over its WordPiece
+    pieces, (D,)."""
     encoding = tokenizer.encode(sentence)
     start = sentence.lower().index(word)
-    pieces = [i + 1 for i, (s, e) in enumerate(encoding.offsets) if s >= start and e <= start + len(word)]  # +1: [CLS]
+    # +1: [CLS]
+    pieces = [
+        i + 1
+        for i, (s, e) in enumerate(encoding.offsets)
+        if s >= start and e <= start + len(word)
+    ]
     ids = [tokenizer.vocab["[CLS]"], *encoding.ids, tokenizer.vocab["[SEP]"]]
     with torch.no_grad():
-        hidden = encoder(torch.tensor([ids], device=device)).last_hidden_state[0]   # (T, D)
-    return hidden[pieces].mean(dim=0).cpu()                                         # (D,)
+        # (T, D)
+        hidden = encoder(torch.tensor([ids], device=device)).last_hidden_state[0]
+    # (D,)
+    return hidden[pieces].mean(dim=0).cpu()
 
 
 examples = {
-    "python": ["I love my pet python", "The python ate a rat", "The snake is a python",
-               "I love coding in python", "I write python code every day", "Python is a programming language"],
-    "bank": ["He sat on the bank of the river", "The river bank was muddy", "They fished from the bank",
-             "She put her money in the bank", "The bank lent him money", "I took money out at the bank"],
+    "python": [
+        "I love my pet python",
+        "The python ate a rat",
+        "The snake is a python",
+        "I love coding in python",
+        "I write python code every day",
+        "Python is a programming language",
+    ],
+    "bank": [
+        "He sat on the bank of the river",
+        "The river bank was muddy",
+        "They fished from the bank",
+        "She put her money in the bank",
+        "The bank lent him money",
+        "I took money out at the bank",
+    ],
 }
 similarities = {}
 for word, sentences in examples.items():
-    vectors = torch.stack([word_vector(s, word) for s in sentences])            # (6, D)
+    vectors = torch.stack([word_vector(s, word) for s in sentences])  # (6, D)
     unit = F.normalize(vectors, dim=-1)
-    similarities[word] = unit @ unit.T                                          # (6, 6) cosine similarities
+    # (6, 6) cosine similarities
+    similarities[word] = unit @ unit.T
     sim = similarities[word]
-    within = torch.stack([sim[i, j] for block in (range(0, 3), range(3, 6)) for i in block for j in block if i < j])
-    across = sim[:3, 3:].flatten()                                              # sense 1 against sense 2
-    print(f"{word!r}: mean cosine similarity within a sense {within.mean():.3f}, across senses {across.mean():.3f}; "
-          f"static embedding: 1 (one row of the token table)")
-    assert (sim[~torch.eye(6, dtype=torch.bool)] < 1 - 1e-6).all()             # the same word, different vectors
+    within = torch.stack(
+        [
+            sim[i, j]
+            for block in (range(0, 3), range(3, 6))
+            for i in block
+            for j in block
+            if i < j
+        ]
+    )
+    # sense 1 against sense 2
+    across = sim[:3, 3:].flatten()
+    print(
+        f"{word!r}: mean cosine similarity within a sense {within.mean():.3f}, "
+        f"across senses {across.mean():.3f}; static embedding: 1 (one row of the "
+        f"token table)"
+    )
+    # the same word, different vectors
+    assert (sim[~torch.eye(6, dtype=torch.bool)] < 1 - 1e-6).all()
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(13, 4.8), layout="constrained")
@@ -1857,16 +2456,30 @@ for ax, (word, sentences) in zip(axes, examples.items()):
     sim = similarities[word].numpy()
     image = ax.imshow(sim, cmap="viridis", vmin=min(0.0, sim.min()), vmax=1.0)
     ax.set_xticks(range(6), [str(i + 1) for i in range(6)])
-    ax.set_yticks(range(6), [f"{i + 1}. {s}" for i, s in enumerate(sentences)], fontsize=8)
+    ax.set_yticks(
+        range(6), [f"{i + 1}. {s}" for i, s in enumerate(sentences)], fontsize=8
+    )
     for i in range(6):
         for j in range(6):
-            ax.text(j, i, f"{sim[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                    color="white" if sim[i, j] < 0.7 else "black")
+            ax.text(
+                j,
+                i,
+                f"{sim[i, j]:.2f}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if sim[i, j] < 0.7 else "black",
+            )
     ax.axhline(2.5, color="white", lw=1.5)
     ax.axvline(2.5, color="white", lw=1.5)
     ax.set_title(f"cosine similarity of {word!r} across sentences", fontsize=10)
 fig.colorbar(image, ax=axes, shrink=0.8)
-fig.suptitle("bert-mini, pretrained" if pretrained else "bert-mini, random weights (no checkpoint yet)", fontsize=10)
+fig.suptitle(
+    "bert-mini, pretrained"
+    if pretrained
+    else "bert-mini, random weights (no checkpoint yet)",
+    fontsize=10,
+)
 plt.show()
 
 # %% [markdown]
@@ -1922,8 +2535,9 @@ from tinybert.models.bert import BertModel
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 
-def encode_words(tokenizer: WordPieceTokenizer,
-                 words: list[str]) -> tuple[list[int], list[int | None]]:
+def encode_words(
+    tokenizer: WordPieceTokenizer, words: list[str]
+) -> tuple[list[int], list[int | None]]:
     """[CLS], each word's pieces, [SEP]; and the word of each token (None for the two
     special tokens). A word that the tokenizer turns into no piece becomes one [UNK]."""
     vocab = tokenizer.vocab
@@ -1952,9 +2566,9 @@ def word_attention(weights: torch.Tensor, word_ids: list[int | None]) -> torch.T
     for t, w in enumerate(word_ids):
         if w is not None:
             member[t, w] = 1.0
-    to_words = weights @ member                              # (..., T, W) piece sums
-    mean_of_pieces = (member / member.sum(dim=0)).T          # (W, T): D^-1 M^T
-    return mean_of_pieces @ to_words                         # (..., W, W)
+    to_words = weights @ member  # (..., T, W) piece sums
+    mean_of_pieces = (member / member.sum(dim=0)).T  # (W, T): D^-1 M^T
+    return mean_of_pieces @ to_words  # (..., W, W)
 
 
 # %% [markdown]
@@ -1970,21 +2584,25 @@ sinan = "Sinan ate the cereal and then he had a stomach ache".split()
 piece_ids, word_ids = encode_words(minilm.tokenizer, sinan)
 with torch.no_grad():
     out = minilm.model(torch.tensor([piece_ids], device=device), output_attentions=True)
-weights = torch.stack(out.attentions)[:, 0].cpu()          # (L, H, T, T)
-maps = word_attention(weights, word_ids)                    # (L, H, W, W)
+weights = torch.stack(out.attentions)[:, 0].cpu()  # (L, H, T, T)
+maps = word_attention(weights, word_ids)  # (L, H, W, W)
 pieces = [minilm.tokenizer.id_to_token[i] for i in piece_ids]
 print(f"{len(pieces)} tokens: {pieces}")
 print(f"{len(sinan)} words; maps {tuple(weights.shape)} -> {tuple(maps.shape)}")
 
-real = torch.tensor([w is not None for w in word_ids])     # (T,) the pieces of words
-kept = weights[..., real].sum(dim=-1)[..., real]            # (L, H, T') weight on words
-word_of = torch.tensor([w for w in word_ids if w is not None])          # (T',)
-expected = torch.stack([kept[..., word_of == w].mean(dim=-1)
-                        for w in range(len(sinan))], dim=-1)            # (L, H, W)
+real = torch.tensor([w is not None for w in word_ids])  # (T,) the pieces of words
+kept = weights[..., real].sum(dim=-1)[..., real]  # (L, H, T') weight on words
+word_of = torch.tensor([w for w in word_ids if w is not None])  # (T',)
+# (L, H, W)
+expected = torch.stack(
+    [kept[..., word_of == w].mean(dim=-1) for w in range(len(sinan))], dim=-1
+)
 assert torch.allclose(maps.sum(dim=-1), expected, atol=1e-5)
-special = 1 - kept.mean(dim=-1)                             # (L, H) on [CLS] and [SEP]
-print("share of the words' attention on [CLS] and [SEP], mean over the heads, "
-      "layer by layer: " + ", ".join(f"{v:.0%}" for v in special.mean(dim=1).tolist()))
+special = 1 - kept.mean(dim=-1)  # (L, H) on [CLS] and [SEP]
+print(
+    "share of the words' attention on [CLS] and [SEP], mean over the heads, "
+    "layer by layer: " + ", ".join(f"{v:.0%}" for v in special.mean(dim=1).tolist())
+)
 
 
 # %%
@@ -1995,7 +2613,7 @@ def plot_map(ax, weights, labels, title):
     ax.set_title(title, fontsize=9)
 
 
-layer, head = 3, 1                                 # counted from 1, as in the paper
+layer, head = 3, 1  # counted from 1, as in the paper
 fig, axes = plt.subplots(1, 2, figsize=(11, 5), layout="constrained")
 plot_map(axes[0], weights[layer - 1, head - 1], pieces, "tokens: rows are queries")
 plot_map(axes[1], maps[layer - 1, head - 1], sinan, "words: to = sum, from = mean")
@@ -2036,12 +2654,13 @@ class DependencyTree:
     """A sentence's words and its dependency tree, as a CoNLL-U file gives them."""
 
     words: list[str]
-    heads: list[int]        # the index of each word's head, from 0; -1 for the root
-    relations: list[str]    # each word's relation to its head: nsubj, obj, det, ...
+    heads: list[int]  # the index of each word's head, from 0; -1 for the root
+    relations: list[str]  # each word's relation to its head: nsubj, obj, det, ...
 
 
-def read_dependency_trees(path: str | Path,
-                          limit: int | None = None) -> list[DependencyTree]:
+def read_dependency_trees(
+    path: str | Path, limit: int | None = None
+) -> list[DependencyTree]:
     """The (first ``limit``) sentences of a CoNLL-U file: FORM, HEAD and DEPREL.
 
     Multiword tokens (ID 3-4, "don't" written once) and empty nodes (ID 8.1) are
@@ -2051,19 +2670,21 @@ def read_dependency_trees(path: str | Path,
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, start=1):
             line = line.rstrip("\n")
-            if line and not line.startswith("#"):           # a word line
+            if line and not line.startswith("#"):  # a word line
                 columns = line.split("\t")
                 if len(columns) != 10:
-                    raise ValueError(f"{path}, line {number}: a CoNLL-U word line has "
-                                     f"10 tab-separated columns, got {len(columns)}")
-                if columns[0].isdigit():                     # not 3-4, not 8.1
+                    raise ValueError(
+                        f"{path}, line {number}: a CoNLL-U word line has "
+                        f"10 tab-separated columns, got {len(columns)}"
+                    )
+                if columns[0].isdigit():  # not 3-4, not 8.1
                     rows.append((columns[1], int(columns[6]) - 1, columns[7]))
-            elif not line and rows:                          # a blank line ends it
+            elif not line and rows:  # a blank line ends it
                 trees.append(DependencyTree(*map(list, zip(*rows))))
                 rows = []
                 if len(trees) == limit:
                     return trees
-    if rows:                                                 # no blank line at the end
+    if rows:  # no blank line at the end
         trees.append(DependencyTree(*map(list, zip(*rows))))
     return trees[:limit]
 
@@ -2077,7 +2698,7 @@ def head_predictions(word_maps: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     """
     W = word_maps.shape[-1]
     itself = torch.eye(W, dtype=torch.bool, device=word_maps.device)
-    scores = word_maps.masked_fill(itself, float("-inf"))   # (..., W, W)
+    scores = word_maps.masked_fill(itself, float("-inf"))  # (..., W, W)
     return scores.argmax(dim=-1), scores.argmax(dim=-2)
 
 
@@ -2088,21 +2709,26 @@ def offset_predictions(n_words: int, offsets: list[int]) -> torch.Tensor:
     return guess.masked_fill((guess < 0) | (guess >= n_words), -2)
 
 
-def count_correct(predicted: torch.Tensor, tree: DependencyTree,
-                  relations: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+def count_correct(
+    predicted: torch.Tensor, tree: DependencyTree, relations: list[str]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Predicted heads (..., W) of the words of ``tree`` -> correct (..., R), total (R,)
 
     correct[..., r]: the words with relation r whose head was predicted right;
     total[r]: the words with relation r.
     """
-    right = predicted.cpu() == torch.tensor(tree.heads)                      # (..., W)
+    right = predicted.cpu() == torch.tensor(tree.heads)  # (..., W)
     has = torch.tensor([[r == name for r in tree.relations] for name in relations])
-    return (right[..., None, :] & has).sum(dim=-1), has.sum(dim=-1)     # (..., R), (R,)
+    return (right[..., None, :] & has).sum(dim=-1), has.sum(dim=-1)  # (..., R), (R,)
 
 
-def syntax_counts(model: BertModel, tokenizer: WordPieceTokenizer,
-                  trees: list[DependencyTree], relations: list[str],
-                  batch_size: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
+def syntax_counts(
+    model: BertModel,
+    tokenizer: WordPieceTokenizer,
+    trees: list[DependencyTree],
+    relations: list[str],
+    batch_size: int = 16,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Count, sentence by sentence, how often each attention head finds each relation.
 
     Returns correct (N, 2, L, H, R), with direction 0 = dependent -> head and
@@ -2114,25 +2740,29 @@ def syntax_counts(model: BertModel, tokenizer: WordPieceTokenizer,
     order = sorted(range(len(trees)), key=lambda n: len(encodings[n][0]))
     correct, total = [None] * len(trees), [None] * len(trees)
     for start in range(0, len(trees), batch_size):
-        batch = order[start:start + batch_size]                 # sentence numbers
+        batch = order[start : start + batch_size]  # sentence numbers
         lengths = [len(encodings[n][0]) for n in batch]
         T = max(lengths)
-        ids = torch.tensor([encodings[n][0] + [pad] * (T - len(encodings[n][0]))
-                            for n in batch])                              # (B, T)
+        # (B, T)
+        ids = torch.tensor(
+            [encodings[n][0] + [pad] * (T - len(encodings[n][0])) for n in batch]
+        )
         mask = torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]  # (B, T) real
         with torch.no_grad():
-            out = model(ids.to(device), attention_mask=mask.to(device),
-                        output_attentions=True)
-        weights = torch.stack(out.attentions, dim=1).cpu()             # (B, L, H, T, T)
-        for b, (n, length) in enumerate(zip(batch, lengths)):     # padding: left out
+            out = model(
+                ids.to(device), attention_mask=mask.to(device), output_attentions=True
+            )
+        weights = torch.stack(out.attentions, dim=1).cpu()  # (B, L, H, T, T)
+        for b, (n, length) in enumerate(zip(batch, lengths)):  # padding: left out
             maps = word_attention(weights[b, ..., :length, :length], encodings[n][1])
-            predicted = torch.stack(head_predictions(maps))              # (2, L, H, W)
+            predicted = torch.stack(head_predictions(maps))  # (2, L, H, W)
             correct[n], total[n] = count_correct(predicted, trees[n], relations)
     return torch.stack(correct), torch.stack(total)
 
 
-def best_on_one_half(correct: torch.Tensor, total: torch.Tensor,
-                     choose: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def best_on_one_half(
+    correct: torch.Tensor, total: torch.Tensor, choose: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Choose the best of C predictors on some sentences, score it on the others.
 
     correct (N, C, R): right predictions of predictor c for relation r in sentence n;
@@ -2140,8 +2770,8 @@ def best_on_one_half(correct: torch.Tensor, total: torch.Tensor,
     the best predictor on those sentences (R,) and its accuracy on the rest (R,).
     """
     chosen = correct[choose].sum(dim=0) / total[choose].sum(dim=0).clamp(min=1)  # C, R
-    best = chosen.argmax(dim=0)                                                 # (R,)
-    right = correct[~choose].sum(dim=0).gather(0, best[None, :])[0]             # (R,)
+    best = chosen.argmax(dim=0)  # (R,)
+    right = correct[~choose].sum(dim=0).gather(0, best[None, :])[0]  # (R,)
     return best, right / total[~choose].sum(dim=0).clamp(min=1)
 
 
@@ -2154,32 +2784,56 @@ def best_on_one_half(correct: torch.Tensor, total: torch.Tensor,
 # %%
 import time
 
-from tinybert.models.attention_analysis import (best_on_one_half, count_correct,
-                                                offset_predictions,
-                                                read_dependency_trees, syntax_counts)
+from tinybert.models.attention_analysis import (
+    best_on_one_half,
+    count_correct,
+    offset_predictions,
+    read_dependency_trees,
+    syntax_counts,
+)
 from tinybert.data import fetch
 from tinybert.runtime import pick
 
-RELATIONS = ["nsubj", "obj", "det", "amod", "case", "advmod", "aux", "aux:pass",
-             "compound", "nmod:poss", "nmod", "mark", "cop"]
+RELATIONS = [
+    "nsubj",
+    "obj",
+    "det",
+    "amod",
+    "case",
+    "advmod",
+    "aux",
+    "aux:pass",
+    "compound",
+    "nmod:poss",
+    "nmod",
+    "mark",
+    "cop",
+]
 OFFSETS = [-3, -2, -1, 1, 2, 3]
 N_TREES = pick(quick=150, full=800)
 
 seed_everything(0)
 random_mini = BertModel(encoder.config).to(device).eval()
-encoders = {"all-MiniLM-L6-v2": (minilm.model, minilm.tokenizer),
-            "bert-mini": (encoder, tokenizer),
-            "bert-mini, random": (random_mini, tokenizer)}
+encoders = {
+    "all-MiniLM-L6-v2": (minilm.model, minilm.tokenizer),
+    "bert-mini": (encoder, tokenizer),
+    "bert-mini, random": (random_mini, tokenizer),
+}
 
 
 def fits(words: list[str]) -> bool:
-    return all(len(encode_words(tok, words)[0]) <= model.config.max_len
-               for model, tok in encoders.values())
+    return all(
+        len(encode_words(tok, words)[0]) <= model.config.max_len
+        for model, tok in encoders.values()
+    )
 
 
-trees = [t for t in read_dependency_trees(fetch("ud_ewt/dev"))
-         if 4 <= len(t.words) <= 40 and fits(t.words)][:N_TREES]
-first = torch.arange(len(trees)) % 2 == 0            # these choose, the others report
+trees = [
+    t
+    for t in read_dependency_trees(fetch("ud_ewt/dev"))
+    if 4 <= len(t.words) <= 40 and fits(t.words)
+][:N_TREES]
+first = torch.arange(len(trees)) % 2 == 0  # these choose, the others report
 n_words = sum(len(t.words) for t in trees)
 print(f"{len(trees)} sentences, {n_words:,} words")
 for name, (model, tok) in list(encoders.items())[:2]:
@@ -2193,10 +2847,15 @@ for name, (model, tok) in encoders.items():
     best, head_accuracy[name] = best_on_one_half(correct.flatten(1, 3), total, first)
     where = torch.unravel_index(best, correct.shape[1:4])  # direction, layer, head
     best_heads[name] = list(zip(*(index.tolist() for index in where)))
-offset_right = torch.stack([count_correct(offset_predictions(len(t.words), OFFSETS), t,
-                                          RELATIONS)[0] for t in trees])   # (N, K, R)
+# (N, K, R)
+offset_right = torch.stack(
+    [
+        count_correct(offset_predictions(len(t.words), OFFSETS), t, RELATIONS)[0]
+        for t in trees
+    ]
+)
 best_offset, offset_accuracy = best_on_one_half(offset_right, total, first)
-scored = total[~first].sum(dim=0)                      # (R,) words in the second half
+scored = total[~first].sum(dim=0)  # (R,) words in the second half
 print(f"{time.perf_counter() - start:.1f} s for the three encoders and the baseline")
 
 # %% [markdown]
@@ -2208,19 +2867,28 @@ print(f"{time.perf_counter() - start:.1f} s for the three encoders and the basel
 # `auxpass`.
 
 # %%
-SLIDES = {"obj": ("8-10", 86.8), "det": ("8-11", 94.3),      # BERT-base on WSJ: dobj,
-          "nmod:poss": ("7-6", 80.5), "aux:pass": ("4-10", 82.5)}  # det, poss, auxpass
+# det, poss, auxpass
+SLIDES = {
+    "obj": ("8-10", 86.8),
+    "det": ("8-11", 94.3),  # BERT-base on WSJ: dobj,
+    "nmod:poss": ("7-6", 80.5),
+    "aux:pass": ("4-10", 82.5),
+}
 
 
 def head_name(direction: int, layer: int, head: int) -> str:
     return f"{layer + 1}-{head + 1} {'d→h' if direction == 0 else 'h→d'}"
 
 
-print(f"{'relation':<10} {'words':>5}   {'offset':>9}   {'all-MiniLM-L6-v2':>16}   "
-      f"{'bert-mini':>14}   {'random':>6}   {'slides':>10}")
+print(
+    f"{'relation':<10} {'words':>5}   {'offset':>9}   {'all-MiniLM-L6-v2':>16}   "
+    f"{'bert-mini':>14}   {'random':>6}   {'slides':>10}"
+)
 for r, relation in enumerate(RELATIONS):
-    row = (f"{relation:<10} {scored[r]:>5}   "
-           f"{OFFSETS[best_offset[r]]:>+3} {offset_accuracy[r]:>5.1%}")
+    row = (
+        f"{relation:<10} {scored[r]:>5}   "
+        f"{OFFSETS[best_offset[r]]:>+3} {offset_accuracy[r]:>5.1%}"
+    )
     for name in ("all-MiniLM-L6-v2", "bert-mini"):
         row += f"   {head_name(*best_heads[name][r]):>9} {head_accuracy[name][r]:>6.1%}"
     row += f"   {head_accuracy['bert-mini, random'][r]:>6.1%}"
@@ -2236,37 +2904,46 @@ for r, relation in enumerate(RELATIONS):
 
 # %%
 def standard_error(accuracy: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
-    return (accuracy * (1 - accuracy) / n).sqrt()          # of a share of n words
+    return (accuracy * (1 - accuracy) / n).sqrt()  # of a share of n words
 
 
 def gain_over_offset(name: str) -> tuple[torch.Tensor, torch.Tensor]:
     """(R,) the best head's lead over the best offset, and its standard error."""
-    noise = (standard_error(head_accuracy[name], scored) ** 2
-             + standard_error(offset_accuracy, scored) ** 2).sqrt()
+    noise = (
+        standard_error(head_accuracy[name], scored) ** 2
+        + standard_error(offset_accuracy, scored) ** 2
+    ).sqrt()
     return head_accuracy[name] - offset_accuracy, noise
 
 
 def beats_offset(name: str) -> list[tuple[str, float]]:
     gain, noise = gain_over_offset(name)
-    return [(relation, 100 * g)
-            for relation, g, s in zip(RELATIONS, gain.tolist(), noise.tolist())
-            if g >= max(0.10, 3 * s)]
+    return [
+        (relation, 100 * g)
+        for relation, g, s in zip(RELATIONS, gain.tolist(), noise.tolist())
+        if g >= max(0.10, 3 * s)
+    ]
 
 
 mini_wins, course_wins = beats_offset("all-MiniLM-L6-v2"), beats_offset("bert-mini")
 course_gain, _ = gain_over_offset("bert-mini")
 over_random = 100 * (head_accuracy["bert-mini"] - head_accuracy["bert-mini, random"])
-print(f"all-MiniLM-L6-v2's best head beats the best fixed offset on {len(mini_wins)} "
-      f"of the {len(RELATIONS)} relations: "
-      + ", ".join(f"{r} (+{g:.0f} points)" for r, g in mini_wins) + ".")
-print(f"The course's bert-mini beats it on {len(course_wins)}: its best head is "
-      f"{100 * course_gain.min():+.0f} to {100 * course_gain.max():+.0f} points from "
-      f"the offset baseline, and {over_random.min():.0f} to {over_random.max():.0f} "
-      "points above the best head of a randomly initialised bert-mini.")
+print(
+    f"all-MiniLM-L6-v2's best head beats the best fixed offset on {len(mini_wins)} "
+    f"of the {len(RELATIONS)} relations: "
+    + ", ".join(f"{r} (+{g:.0f} points)" for r, g in mini_wins)
+    + "."
+)
+print(
+    f"The course's bert-mini beats it on {len(course_wins)}: its best head is "
+    f"{100 * course_gain.min():+.0f} to {100 * course_gain.max():+.0f} points from "
+    f"the offset baseline, and {over_random.min():.0f} to {over_random.max():.0f} "
+    "points above the best head of a randomly initialised bert-mini."
+)
 assert len(mini_wins) >= pick(quick=3, full=5)
 assert {"obj", "det", "case"} <= {relation for relation, _ in mini_wins}
 if pretrained:
-    assert not course_wins                  # never ahead of the offsets by a margin,
+    assert not course_wins  # never ahead of the offsets by a margin,
     assert (over_random >= 15).sum() >= 10  # but far ahead of random heads
 
 # %% [markdown]
@@ -2299,8 +2976,9 @@ if pretrained:
 from tinybert.models.attention_analysis import DependencyTree, head_predictions
 
 
-def word_maps(model: BertModel, tok: WordPieceTokenizer,
-              words: list[str]) -> torch.Tensor:
+def word_maps(
+    model: BertModel, tok: WordPieceTokenizer, words: list[str]
+) -> torch.Tensor:
     """(L, H, W, W): every head's word-level attention map of one sentence."""
     ids, word_ids = encode_words(tok, words)
     with torch.no_grad():
@@ -2308,35 +2986,61 @@ def word_maps(model: BertModel, tok: WordPieceTokenizer,
     return word_attention(torch.stack(out.attentions)[:, 0].cpu(), word_ids)
 
 
-def show(trees_by_title: dict[str, DependencyTree], relations: list[str],
-         every_word: bool = False) -> None:
+def show(
+    trees_by_title: dict[str, DependencyTree],
+    relations: list[str],
+    every_word: bool = False,
+) -> None:
     """A grid of word-level maps (rows: the two pretrained encoders) and the predictions
     for the words with the relation (or for every word but the root)."""
-    panels = [(title, tree, relation) for title, tree in trees_by_title.items()
-              for relation in relations]
-    fig, axes = plt.subplots(2, len(panels), figsize=(4.3 * len(panels), 8.6),
-                             layout="constrained")
+    panels = [
+        (title, tree, relation)
+        for title, tree in trees_by_title.items()
+        for relation in relations
+    ]
+    fig, axes = plt.subplots(
+        2, len(panels), figsize=(4.3 * len(panels), 8.6), layout="constrained"
+    )
     for row, name in zip(axes, ["all-MiniLM-L6-v2", "bert-mini"]):
         model, tok = encoders[name]
         for ax, (title, tree, relation) in zip(row, panels):
             maps = word_maps(model, tok, tree.words)
             direction, layer, head = best_heads[name][RELATIONS.index(relation)]
             name_of_head = head_name(direction, layer, head)
-            plot_map(ax, maps[layer, head], tree.words,
-                     f"{name}, {name_of_head}\n{relation}: {title}")
+            plot_map(
+                ax,
+                maps[layer, head],
+                tree.words,
+                f"{name}, {name_of_head}\n{relation}: {title}",
+            )
             guess = head_predictions(maps)[direction][layer, head].tolist()
-            found = [f"{tree.words[i]} → {tree.words[tree.heads[i]]} "
-                     + ("✓" if guess[i] == tree.heads[i]
-                        else f"✗ ({tree.words[guess[i]]})")
-                     for i, r in enumerate(tree.relations)
-                     if r == relation or (every_word and r != "root")]
+            found = [
+                f"{tree.words[i]} → {tree.words[tree.heads[i]]} "
+                + ("✓" if guess[i] == tree.heads[i] else f"✗ ({tree.words[guess[i]]})")
+                for i, r in enumerate(tree.relations)
+                if r == relation or (every_word and r != "root")
+            ]
             print(f"{name:<17} {name_of_head:>9} {relation:<6} " + ", ".join(found))
     plt.show()
 
 
-sinan_tree = DependencyTree(sinan, heads=[1, -1, 3, 1, 7, 7, 7, 1, 10, 10, 7],
-                            relations=["nsubj", "root", "det", "obj", "cc", "advmod",
-                                       "nsubj", "conj", "det", "compound", "obj"])
+sinan_tree = DependencyTree(
+    sinan,
+    heads=[1, -1, 3, 1, 7, 7, 7, 1, 10, 10, 7],
+    relations=[
+        "nsubj",
+        "root",
+        "det",
+        "obj",
+        "cc",
+        "advmod",
+        "nsubj",
+        "conj",
+        "det",
+        "compound",
+        "obj",
+    ],
+)
 show({"Sinan ...": sinan_tree}, ["nsubj", "obj", "det"])
 
 # %% [markdown]
@@ -2349,11 +3053,16 @@ show({"Sinan ...": sinan_tree}, ["nsubj", "obj", "det"])
 # %%
 python_trees = {
     "pet python": DependencyTree(
-        "I love my pet python".split(), heads=[1, -1, 4, 4, 1],
-        relations=["nsubj", "root", "nmod:poss", "compound", "obj"]),
+        "I love my pet python".split(),
+        heads=[1, -1, 4, 4, 1],
+        relations=["nsubj", "root", "nmod:poss", "compound", "obj"],
+    ),
     "coding in python": DependencyTree(
-        "I love coding in python".split(), heads=[1, -1, 1, 4, 2],
-        relations=["nsubj", "root", "xcomp", "case", "obl"])}
+        "I love coding in python".split(),
+        heads=[1, -1, 1, 4, 2],
+        relations=["nsubj", "root", "xcomp", "case", "obl"],
+    ),
+}
 show(python_trees, ["obj"], every_word=True)
 
 # %% [markdown]
@@ -2442,14 +3151,26 @@ show(python_trees, ["obj"], every_word=True)
 import torch
 
 
-def bert_input_embeddings(input_ids, token_type_ids, token_table, segment_table, position_table,
-                          gamma, beta, eps=1e-12):
+def bert_input_embeddings(
+    input_ids,
+    token_type_ids,
+    token_table,
+    segment_table,
+    position_table,
+    gamma,
+    beta,
+    eps=1e-12,
+):
     ### BEGIN SOLUTION
     T = input_ids.shape[1]
-    x = token_table[input_ids] + segment_table[token_type_ids] + position_table[:T]   # (B, T, D)
-    mean = x.mean(dim=-1, keepdim=True)                                              # (B, T, 1)
-    variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)                          # (B, T, 1) biased
-    return gamma * (x - mean) / torch.sqrt(variance + eps) + beta                    # (B, T, D)
+    # (B, T, D)
+    x = token_table[input_ids] + segment_table[token_type_ids] + position_table[:T]
+    # (B, T, 1)
+    mean = x.mean(dim=-1, keepdim=True)
+    # (B, T, 1) biased
+    variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    # (B, T, D)
+    return gamma * (x - mean) / torch.sqrt(variance + eps) + beta
     ### END SOLUTION
 
 
@@ -2489,7 +3210,9 @@ check_bert_input_embeddings(bert_input_embeddings)
 # 335,141,888, which the paper rounds to 110M and 340M.
 
 # %% tags=["solution"]
-def bert_parameter_count(vocab_size, d_model, n_layers, d_ff, max_len, type_vocab_size=2, pooler=True):
+def bert_parameter_count(
+    vocab_size, d_model, n_layers, d_ff, max_len, type_vocab_size=2, pooler=True
+):
     ### BEGIN SOLUTION
     D, F = d_model, d_ff
     embeddings = (vocab_size + max_len + type_vocab_size) * D + 2 * D
@@ -2541,9 +3264,9 @@ import torch
 
 def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     ### BEGIN SOLUTION
-    weights = attention_mask.to(hidden.dtype).unsqueeze(-1)             # (B, T, 1)
-    total = (hidden * weights).sum(dim=1)                               # (B, D)
-    count = weights.sum(dim=1).clamp(min=1.0)                           # (B, 1)
+    weights = attention_mask.to(hidden.dtype).unsqueeze(-1)  # (B, T, 1)
+    total = (hidden * weights).sum(dim=1)  # (B, D)
+    count = weights.sum(dim=1).clamp(min=1.0)  # (B, 1)
     return total / count
     ### END SOLUTION
 
@@ -2636,8 +3359,10 @@ for name in ("bert-base-uncased", "bert-large-uncased"):
     with torch.device("meta"):
         tied = count_parameters(BertForPreTraining(c))
     saved = c.vocab_size * c.d_model
-    print(f"{name:<20} tied {tied:>12,}  untied {tied + saved:>12,}  tying saves {saved:,} "
-          f"({saved / (tied + saved):.1%} of the untied model)")
+    print(
+        f"{name:<20} tied {tied:>12,}  untied {tied + saved:>12,}  tying saves "
+        f"{saved:,} ({saved / (tied + saved):.1%} of the untied model)"
+    )
 
 
 # %% [markdown]
@@ -2674,8 +3399,12 @@ for name in ("bert-base-uncased", "bert-large-uncased"):
 # %% tags=["solution"]
 def offset_baseline(trees, relation, offsets=(-3, -2, -1, 1, 2, 3)):
     ### BEGIN SOLUTION
-    words = [(i, tree.heads[i], len(tree.words)) for tree in trees
-             for i, r in enumerate(tree.relations) if r == relation]
+    words = [
+        (i, tree.heads[i], len(tree.words))
+        for tree in trees
+        for i, r in enumerate(tree.relations)
+        if r == relation
+    ]
     if not words:
         raise ValueError(f"no word has the relation {relation!r}")
     best_offset, best_right = None, -1
@@ -2710,39 +3439,77 @@ from tinybert.exercises.quiz import Quiz, choice, number
 from tinybert.blocks.feedforward import count_parameters
 from tinybert.models.bert import BertConfig, BertModel
 
-with torch.device("meta"):                 # shapes only: no memory, no initialisation
+with torch.device("meta"):  # shapes only: no memory, no initialisation
     bert_base = BertModel(BertConfig.preset("bert-base-uncased"))
 base_count = count_parameters(bert_base)
-quiz = Quiz("ch08", [
-    number("How many parameters has BertModel with the bert-base-uncased preset, in "
-           "millions? (1 decimal)", answer=base_count / 1e6, decimals=1,
-           explain="The paper rounds it to 110M."),
-    number("What share of them is the token table, in percent? (0 decimals)",
-           answer=100 * 30_522 * 768 / base_count, decimals=0,
-           explain="About a fifth of the model."),
-    choice("BERT's input vector at position t is",
-           ["token + position", "LayerNorm(token + segment + position)",
-            "token × segment + position", "the three tables concatenated"],
-           answer="b", explain="Three learned tables, added, then normalised."),
-    choice("What does the NSP head read?",
-           ["every token's vector", "the pooled [CLS] vector", "the [SEP] vectors",
-            "the mean of all vectors"], answer="b",
-           explain="tanh(W h_[CLS] + b), then a linear layer."),
-    choice("What does the MLM head share with the input?",
-           ["the position table", "the token table", "the pooler", "nothing"],
-           answer="b", explain="Tied weights: the scores are products with it."),
-    choice("Which is true of BERT's vectors?",
-           ["a word has the same vector in every sentence",
-            "a word gets a different vector in every sentence",
-            "only [CLS] has a vector", "they equal skip-gram's"], answer="b",
-           explain="They are contextual."),
-    choice("In Clark et al.'s word-level maps, the attention that a word split into "
-           "three pieces receives is",
-           ["the mean of the weights on its pieces",
-            "the sum of the weights on its pieces",
-            "the weight on its first piece", "the largest of the three weights"],
-           answer="b",
-           explain="Each weight is a share of a row's attention, and shares add up; "
-                   "the attention a word gives is the mean of its pieces' rows."),
-])
+quiz = Quiz(
+    "ch08",
+    [
+        number(
+            "How many parameters has BertModel with the bert-base-uncased preset, in "
+            "millions? (1 decimal)",
+            answer=base_count / 1e6,
+            decimals=1,
+            explain="The paper rounds it to 110M.",
+        ),
+        number(
+            "What share of them is the token table, in percent? (0 decimals)",
+            answer=100 * 30_522 * 768 / base_count,
+            decimals=0,
+            explain="About a fifth of the model.",
+        ),
+        choice(
+            "BERT's input vector at position t is",
+            [
+                "token + position",
+                "LayerNorm(token + segment + position)",
+                "token × segment + position",
+                "the three tables concatenated",
+            ],
+            answer="b",
+            explain="Three learned tables, added, then normalised.",
+        ),
+        choice(
+            "What does the NSP head read?",
+            [
+                "every token's vector",
+                "the pooled [CLS] vector",
+                "the [SEP] vectors",
+                "the mean of all vectors",
+            ],
+            answer="b",
+            explain="tanh(W h_[CLS] + b), then a linear layer.",
+        ),
+        choice(
+            "What does the MLM head share with the input?",
+            ["the position table", "the token table", "the pooler", "nothing"],
+            answer="b",
+            explain="Tied weights: the scores are products with it.",
+        ),
+        choice(
+            "Which is true of BERT's vectors?",
+            [
+                "a word has the same vector in every sentence",
+                "a word gets a different vector in every sentence",
+                "only [CLS] has a vector",
+                "they equal skip-gram's",
+            ],
+            answer="b",
+            explain="They are contextual.",
+        ),
+        choice(
+            "In Clark et al.'s word-level maps, the attention that a word split into "
+            "three pieces receives is",
+            [
+                "the mean of the weights on its pieces",
+                "the sum of the weights on its pieces",
+                "the weight on its first piece",
+                "the largest of the three weights",
+            ],
+            answer="b",
+            explain="Each weight is a share of a row's attention, and shares add up; "
+            "the attention a word gives is the mean of its pieces' rows.",
+        ),
+    ],
+)
 quiz

@@ -149,24 +149,31 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # starts with a capital letter or a digit, except after an abbreviation such as "Mr." or an initial.
 
 # %% tags=["export:pretraining.corpus"]
-_ABBREVIATIONS = frozenset("mr mrs ms dr st mt jr sr co lt col gen capt rev prof messrs no vs".split())
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr st mt jr sr co lt col gen capt rev prof messrs no vs".split()
+)
 _BOUNDARY = re.compile(r"[.!?][\"'\u2019\u201d)\]]*(?= [\"'\u2018\u201c(\[]*[A-Z0-9])")
 
 
 def split_sentences(text: str) -> list[str]:
-    """Cut ``text`` after ., ! or ? (and closing quotes or brackets) when a capital or digit follows.
+    """Cut ``text`` after ., ! or ? (and closing quotes or brackets) when a capital or
+    digit follows.
 
-    A full stop after a common abbreviation ("Mr.") or an initial ("H. americanus") is no
-    boundary. Good enough for novels and Wikipedia; large pipelines use a trained splitter.
+    A full stop after a common abbreviation ("Mr.") or an initial ("H. americanus") is
+    no boundary. Good enough for novels and Wikipedia; large pipelines use a
+    trained splitter.
     """
-    text = " ".join(text.split())                   # one space between words, none at the ends
+    # one space between words, none at the ends
+    text = " ".join(text.split())
     sentences, start = [], 0
     for match in _BOUNDARY.finditer(text):
-        last_word = text[start:match.start()].rsplit(" ", 1)[-1]
-        if match.group()[0] == "." and (last_word.lower() in _ABBREVIATIONS
-                                        or (len(last_word) == 1 and last_word.isupper())):
+        last_word = text[start : match.start()].rsplit(" ", 1)[-1]
+        if match.group()[0] == "." and (
+            last_word.lower() in _ABBREVIATIONS
+            or (len(last_word) == 1 and last_word.isupper())
+        ):
             continue
-        sentences.append(text[start:match.end()].strip())
+        sentences.append(text[start : match.end()].strip())
         start = match.end()
     if text[start:].strip():
         sentences.append(text[start:].strip())
@@ -176,15 +183,16 @@ def split_sentences(text: str) -> list[str]:
 def wikitext_articles(text: str) -> list[list[str]]:
     """WikiText's articles as documents, each a list of sentences (headings dropped).
 
-    A line `` = Title = `` starts an article, `` = = Section = = `` lines are dropped, and the
-    dataset's number tokens ``@-@``, ``@,@``, ``@.@`` are joined back (``1 @,@ 000`` -> ``1,000``).
-    ``<unk>`` (a word WikiText removed) is kept; encode_sentence turns it into [UNK].
+    A line `` = Title = `` starts an article, `` = = Section = = `` lines are dropped,
+    and the dataset's number tokens ``@-@``, ``@,@``, ``@.@`` are joined back
+    (``1 @,@ 000`` -> ``1,000``). ``<unk>`` (a word WikiText removed) is kept;
+    encode_sentence turns it into [UNK].
     """
     articles: list[list[str]] = []
     for line in text.split("\n"):
         stripped = line.strip()
         if stripped.startswith("= ") and not stripped.startswith("= ="):
-            articles.append([])                     # a new article
+            articles.append([])  # a new article
         elif stripped and not stripped.startswith("="):
             paragraph = re.sub(r" @([-,.])@ ", r"\1", stripped)
             if not articles:
@@ -196,24 +204,34 @@ def wikitext_articles(text: str) -> list[list[str]]:
 def book_documents(text: str, sentences_per_document: int = 64) -> list[list[str]]:
     """A book as documents: windows of ``sentences_per_document`` consecutive sentences.
 
-    Paragraphs are separated by blank lines; underscores (Project Gutenberg's italics) are dropped.
+    Paragraphs are separated by blank lines; underscores (Project Gutenberg's italics)
+    are dropped.
     """
     if sentences_per_document < 2:
-        raise ValueError(f"sentences_per_document must be at least 2, got {sentences_per_document}")
-    sentences = [s for paragraph in re.split(r"\n\s*\n", text.replace("_", ""))
-                 for s in split_sentences(paragraph)]
+        raise ValueError(
+            f"sentences_per_document must be at least 2, got {sentences_per_document}"
+        )
+    sentences = [
+        s
+        for paragraph in re.split(r"\n\s*\n", text.replace("_", ""))
+        for s in split_sentences(paragraph)
+    ]
     n = sentences_per_document
-    return [sentences[i:i + n] for i in range(0, len(sentences), n)]
+    return [sentences[i : i + n] for i in range(0, len(sentences), n)]
 
 
-TRAIN_BOOKS = (1342, 158, 98, 1400, 76, 74, 1661, 2852)   # not 105, 730, 86, 2097: unseen text
+# not 105, 730, 86, 2097: unseen text
+TRAIN_BOOKS = (1342, 158, 98, 1400, 76, 74, 1661, 2852)
 
 
-def course_documents(split: str = "train", *, max_documents: int | None = None) -> list[list[str]]:
+def course_documents(
+    split: str = "train", *, max_documents: int | None = None
+) -> list[list[str]]:
     """The course's pretraining text as documents of sentences.
 
-    ``"train"``: WikiText-2's validation articles, then the eight TRAIN_BOOKS in windows of 64
-    sentences. ``"heldout"``: WikiText-2's test articles. ``max_documents`` keeps the first ones.
+    ``"train"``: WikiText-2's validation articles, then the eight TRAIN_BOOKS in windows
+    of 64 sentences. ``"heldout"``: WikiText-2's test articles. ``max_documents`` keeps
+    the first ones.
     """
     if split not in ("train", "heldout"):
         raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
@@ -231,25 +249,31 @@ def course_documents(split: str = "train", *, max_documents: int | None = None) 
 
 # %%
 austen = load_gutenberg(1342)
-opening = austen[austen.index("It is a truth"):][:400]
+opening = austen[austen.index("It is a truth") :][:400]
 for sentence in split_sentences(opening)[:4]:
     print("|", sentence)
 wiki = wikitext_articles(fetch("wikitext2/valid").read_text(encoding="utf-8"))
 print("\nWikiText:", wiki[0][:3])
-assert split_sentences("Mr. Bennet was out. She said so!") == ["Mr. Bennet was out.", "She said so!"]
+assert split_sentences("Mr. Bennet was out. She said so!") == [
+    "Mr. Bennet was out.",
+    "She said so!",
+]
 
 # %% [markdown]
 # The real run used every document; the chapter works on the first 200 (quick mode: 20), which
 # are the 60 WikiText articles and the first books' windows, and on the held-out articles.
 
 # %%
-n_docs = pick(quick=20, full=200)            # the first documents: 60 articles, then the books
+# the first documents: 60 articles, then the books
+n_docs = pick(quick=20, full=200)
 documents = course_documents("train", max_documents=n_docs)
 heldout_documents = course_documents("heldout", max_documents=n_docs)
 n_sentences = sum(len(d) for d in documents)
 n_words = sum(len(s.split()) for d in documents for s in d)
-print(f"training: {len(documents)} documents, {n_sentences:,} sentences, {n_words:,} words; "
-      f"held-out: {len(heldout_documents)} documents")
+print(
+    f"training: {len(documents)} documents, {n_sentences:,} sentences, {n_words:,} "
+    f"words; held-out: {len(heldout_documents)} documents"
+)
 
 # %% [markdown]
 # (sec-pretrain-vocabulary)=
@@ -270,17 +294,21 @@ print(f"training: {len(documents)} documents, {n_sentences:,} sentences, {n_word
 # 300,000 characters of *Pride and Prejudice* and counts how many tokens a word costs with each:
 
 # %%
-text = austen[:pick(quick=60_000, full=300_000)]
+text = austen[: pick(quick=60_000, full=300_000)]
 words = [w for line in text.split("\n") for w in line.split()][:20_000]
 per_word = {}
 for score, min_count in [("likelihood", 2), ("likelihood", 40), ("count", 2)]:
-    small = train_wordpiece_tokenizer([text], vocab_size=1500, min_count=min_count,
-                                      score=score)
+    small = train_wordpiece_tokenizer(
+        [text], vocab_size=1500, min_count=min_count, score=score
+    )
     pieces = sum(len(small.encode(w).ids) for w in words)
     per_word[score, min_count] = pieces / len(words)
-    print(f"score={score:<10} min_count={min_count:>2}: {len(small):>5} tokens, "
-          f"{per_word[score, min_count]:.2f} tokens per word;",
-          "'the truth' ->", small.encode("the truth").tokens)
+    print(
+        f"score={score:<10} min_count={min_count:>2}: {len(small):>5} tokens, "
+        f"{per_word[score, min_count]:.2f} tokens per word;",
+        "'the truth' ->",
+        small.encode("the truth").tokens,
+    )
 assert per_word["count", 2] < per_word["likelihood", 40] < per_word["likelihood", 2]
 
 # %% [markdown]
@@ -293,10 +321,13 @@ assert per_word["count", 2] < per_word["likelihood", 40] < per_word["likelihood"
 # built at the end of this chapter
 from tinybert.checkpoint.pretrained import load_pretrained
 
-pretrained = load_pretrained()                # checkpoints/bert-mini/ (an error if missing)
+# checkpoints/bert-mini/ (an error if missing)
+pretrained = load_pretrained()
 tokenizer = pretrained.tokenizer
-print(f"{len(tokenizer)} tokens; 'Istanbul is a great city to visit' ->",
-      tokenizer.encode("Istanbul is a great city to visit").tokens)
+print(
+    f"{len(tokenizer)} tokens; 'Istanbul is a great city to visit' ->",
+    tokenizer.encode("Istanbul is a great city to visit").tokens,
+)
 
 
 # %% [markdown]
@@ -305,8 +336,11 @@ print(f"{len(tokenizer)} tokens; 'Istanbul is a great city to visit' ->",
 # that `[PAD]` is 0 or `[MASK]` is 103.
 
 # %% tags=["export:pretraining.corpus"]
-def encode_sentence(tokenizer: WordPieceTokenizer, sentence: str, unk_marker: str = "<unk>") -> list[int]:
-    """The WordPiece ids of one sentence; each ``unk_marker`` in the text becomes the [UNK] id."""
+def encode_sentence(
+    tokenizer: WordPieceTokenizer, sentence: str, unk_marker: str = "<unk>"
+) -> list[int]:
+    """The WordPiece ids of one sentence; each ``unk_marker`` in the text becomes the
+    [UNK] id."""
     unk = tokenizer.vocab[tokenizer.unk_token]
     ids: list[int] = []
     for i, piece in enumerate(sentence.split(unk_marker)):
@@ -316,13 +350,21 @@ def encode_sentence(tokenizer: WordPieceTokenizer, sentence: str, unk_marker: st
     return ids
 
 
-def tokenize_documents(documents: Sequence[Sequence[str]], tokenizer: WordPieceTokenizer,
-                       ) -> list[list[list[int]]]:
-    """Documents of sentences -> documents of token-id lists (empty sentences dropped)."""
-    return [[ids for sentence in document if (ids := encode_sentence(tokenizer, sentence))]
-            for document in documents]
+def tokenize_documents(
+    documents: Sequence[Sequence[str]],
+    tokenizer: WordPieceTokenizer,
+) -> list[list[list[int]]]:
+    """Documents of sentences -> documents of token-id lists (empty sentences
+    dropped)."""
+    return [
+        [ids for sentence in document if (ids := encode_sentence(tokenizer, sentence))]
+        for document in documents
+    ]
 
-def vocabulary_texts(documents: Sequence[Sequence[str]], unk_marker: str = "<unk>") -> list[str]:
+
+def vocabulary_texts(
+    documents: Sequence[Sequence[str]], unk_marker: str = "<unk>"
+) -> list[str]:
     """One text per document for training a vocabulary, with ``unk_marker`` removed."""
     return [" ".join(document).replace(unk_marker, " ") for document in documents]
 
@@ -331,9 +373,18 @@ def vocabulary_texts(documents: Sequence[Sequence[str]], unk_marker: str = "<unk
 start = time.perf_counter()
 token_documents = tokenize_documents(documents, tokenizer)
 n_tokens = sum(len(s) for d in token_documents for s in d)
-print(f"{n_tokens:,} tokens ({n_tokens / n_words:.2f} per word) in {time.perf_counter() - start:.1f} s")
-print(encode_sentence(tokenizer, "A <unk> of the lobster ."), "->",
-      [tokenizer.id_to_token[i] for i in encode_sentence(tokenizer, "A <unk> of the lobster .")])
+print(
+    f"{n_tokens:,} tokens ({n_tokens / n_words:.2f} per word) in "
+    f"{time.perf_counter() - start:.1f} s"
+)
+print(
+    encode_sentence(tokenizer, "A <unk> of the lobster ."),
+    "->",
+    [
+        tokenizer.id_to_token[i]
+        for i in encode_sentence(tokenizer, "A <unk> of the lobster .")
+    ],
+)
 
 
 # %% [markdown]
@@ -359,7 +410,8 @@ print(encode_sentence(tokenizer, "A <unk> of the lobster ."), "->",
 def make_segments(document: Sequence[list[int]], max_tokens: int) -> list[list[int]]:
     """Pack consecutive sentences into segments of at most ``max_tokens`` tokens.
 
-    A sentence starts a new segment when it would not fit; one longer than ``max_tokens`` is cut.
+    A sentence starts a new segment when it would not fit; one longer than
+    ``max_tokens`` is cut.
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be positive, got {max_tokens}")
@@ -380,7 +432,8 @@ def make_segments(document: Sequence[list[int]], max_tokens: int) -> list[list[i
 # %% tags=["export"]
 @dataclass(frozen=True)
 class SegmentPair:
-    """Two segments and the NSP label: 0 = B follows A in the text (IsNext), 1 = B is random (NotNext)."""
+    """Two segments and the NSP label: 0 = B follows A in the text (IsNext), 1 = B is
+    random (NotNext)."""
 
     a: list[int]
     b: list[int]
@@ -391,16 +444,23 @@ def _randint(n: int, generator: torch.Generator) -> int:
     return int(torch.randint(n, (1,), generator=generator))
 
 
-def sample_nsp_pairs(documents: Sequence[Sequence[list[int]]], generator: torch.Generator, *,
-                     p_next: float = 0.5) -> list[SegmentPair]:
+def sample_nsp_pairs(
+    documents: Sequence[Sequence[list[int]]],
+    generator: torch.Generator,
+    *,
+    p_next: float = 0.5,
+) -> list[SegmentPair]:
     """One pair for every segment that has a successor in its document.
 
-    With probability ``p_next`` segment B is that successor (label 0, IsNext); otherwise B is a
-    random segment of a random *other* document (label 1, NotNext).
+    With probability ``p_next`` segment B is that successor (label 0, IsNext); otherwise
+    B is a random segment of a random *other* document (label 1, NotNext).
     """
     usable = [d for d, segments in enumerate(documents) if segments]
     if len(usable) < 2:
-        raise ValueError(f"next sentence prediction needs at least two non-empty documents, got {len(usable)}")
+        raise ValueError(
+            f"next sentence prediction needs at least two non-empty documents, got "
+            f"{len(usable)}"
+        )
     position = {d: k for k, d in enumerate(usable)}
     pairs = []
     for d, segments in enumerate(documents):
@@ -409,21 +469,26 @@ def sample_nsp_pairs(documents: Sequence[Sequence[list[int]]], generator: torch.
                 pairs.append(SegmentPair(segments[i], segments[i + 1], 0))
             else:
                 k = _randint(len(usable) - 1, generator)
-                other = usable[k + (k >= position[d])]               # any document but d
+                # any document but d
+                other = usable[k + (k >= position[d])]
                 b = documents[other][_randint(len(documents[other]), generator)]
                 pairs.append(SegmentPair(segments[i], b, 1))
     return pairs
 
 
-def encode_pair(a: Sequence[int], b: Sequence[int], special: SpecialTokens,
-                max_len: int) -> tuple[list[int], list[int]]:
+def encode_pair(
+    a: Sequence[int], b: Sequence[int], special: SpecialTokens, max_len: int
+) -> tuple[list[int], list[int]]:
     """``[CLS] A [SEP] B [SEP]`` and its segment ids (0 up to the first [SEP], 1 after).
 
-    When the pair does not fit in ``max_len``, tokens are dropped from the end of the longer
-    segment, one at a time, as BERT's data pipeline does.
+    When the pair does not fit in ``max_len``, tokens are dropped from the end of the
+    longer segment, one at a time, as BERT's data pipeline does.
     """
     if max_len < 5:
-        raise ValueError(f"max_len must leave room for [CLS], [SEP], [SEP] and two tokens, got {max_len}")
+        raise ValueError(
+            f"max_len must leave room for [CLS], [SEP], [SEP] and two tokens, "
+            f"got {max_len}"
+        )
     na, nb = len(a), len(b)
     while na + nb > max_len - 3:
         na, nb = (na - 1, nb) if na > nb else (na, nb - 1)
@@ -453,9 +518,12 @@ max_len = pick(quick=64, full=128)
 segmented = [make_segments(d, (max_len - 3) // 2) for d in token_documents]
 pairs = sample_nsp_pairs(segmented, seed_everything(0))
 is_next = sum(p.nsp_label == 0 for p in pairs) / len(pairs)
-print(f"{sum(map(len, segmented)):,} segments -> {len(pairs):,} pairs, {is_next:.1%} IsNext")
+print(
+    f"{sum(map(len, segmented)):,} segments -> {len(pairs):,} pairs, "
+    f"{is_next:.1%} IsNext"
+)
 assert abs(is_next - 0.5) < 0.05
-show = lambda ids: tokenizer.decode(ids)[:90] + "..."       # noqa: E731
+show = lambda ids: tokenizer.decode(ids)[:90] + "..."  # noqa: E731
 for label in (0, 1):
     p = next(p for p in pairs if p.nsp_label == label)
     print(f"\n{['IsNext', 'NotNext'][label]}\n  A: {show(p.a)}\n  B: {show(p.b)}")
@@ -489,7 +557,8 @@ for label in (0, 1):
 # %% tags=["export:pretraining.masking"]
 @dataclass(frozen=True)
 class SpecialTokens:
-    """The ids of BERT's special tokens and the vocabulary size, read from a vocabulary."""
+    """The ids of BERT's special tokens and the vocabulary size, read from a
+    vocabulary."""
 
     pad: int
     unk: int
@@ -500,13 +569,23 @@ class SpecialTokens:
 
     @classmethod
     def from_vocab(cls, vocab: Mapping[str, int]) -> SpecialTokens:
-        names = {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
+        names = {
+            "pad": "[PAD]",
+            "unk": "[UNK]",
+            "cls": "[CLS]",
+            "sep": "[SEP]",
+            "mask": "[MASK]",
+        }
         missing = [token for token in names.values() if token not in vocab]
         if missing:
-            raise ValueError(f"the vocabulary lacks the special tokens {missing}; BERT needs "
-                             f"{list(names.values())}")
-        return cls(**{field: vocab[token] for field, token in names.items()},
-                   vocab_size=max(vocab.values()) + 1)
+            raise ValueError(
+                f"the vocabulary lacks the special tokens {missing}; BERT "
+                f"needs {list(names.values())}"
+            )
+        return cls(
+            **{field: vocab[token] for field, token in names.items()},
+            vocab_size=max(vocab.values()) + 1,
+        )
 
     @property
     def ids(self) -> tuple[int, ...]:
@@ -522,47 +601,73 @@ class SpecialTokens:
 
 # %% tags=["export:pretraining.masking"]
 def seeded_generator(*keys) -> torch.Generator:
-    """A torch.Generator seeded from a hash of ``keys``: ``seeded_generator(seed, "mask", step, rank)``."""
+    """A torch.Generator seeded from a hash of ``keys``:
+    ``seeded_generator(seed, "mask", step, rank)``."""
     digest = hashlib.sha256(repr(keys).encode()).digest()
     return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
 
 
-def mask_tokens(input_ids: torch.Tensor, special: SpecialTokens,
-                generator: torch.Generator | None = None, *, mlm_probability: float = 0.15,
-                mask_fraction: float = 0.8, random_fraction: float = 0.1,
-                ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's masked-LM corruption of a (B, T) batch: returns (corrupted input_ids, labels).
+def mask_tokens(
+    input_ids: torch.Tensor,
+    special: SpecialTokens,
+    generator: torch.Generator | None = None,
+    *,
+    mlm_probability: float = 0.15,
+    mask_fraction: float = 0.8,
+    random_fraction: float = 0.1,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's masked-LM corruption of a (B, T) batch: returns (corrupted
+    input_ids, labels).
 
-    Each ordinary token is chosen with probability ``mlm_probability`` (special tokens and padding
-    never are). A chosen token becomes [MASK] with probability ``mask_fraction``, a random
-    ordinary token with probability ``random_fraction``, and stays itself otherwise. ``labels``
-    holds the original id at the chosen positions and -100 (ignored by the loss) everywhere else.
-    Every random draw comes from ``generator``, so the same generator state gives the same masks.
+    Each ordinary token is chosen with probability ``mlm_probability`` (special tokens
+    and padding never are). A chosen token becomes [MASK] with probability
+    ``mask_fraction``, a random ordinary token with probability ``random_fraction``, and
+    stays itself otherwise. ``labels`` holds the original id at the chosen positions and
+    -100 (ignored by the loss) everywhere else. Every random draw comes from
+    ``generator``, so the same generator state gives the same masks.
     """
-    if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (torch.int32, torch.int64):
-        raise ValueError(f"input_ids: expected an integer tensor of token ids, got {input_ids!r:.80}")
-    for name, p in (("mlm_probability", mlm_probability), ("mask_fraction", mask_fraction),
-                    ("random_fraction", random_fraction)):
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (
+        torch.int32,
+        torch.int64,
+    ):
+        raise ValueError(
+            f"input_ids: expected an integer tensor of token ids, got {input_ids!r:.80}"
+        )
+    for name, p in (
+        ("mlm_probability", mlm_probability),
+        ("mask_fraction", mask_fraction),
+        ("random_fraction", random_fraction),
+    ):
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"{name}: expected a probability in [0, 1], got {p!r}")
     if mask_fraction + random_fraction > 1.0:
-        raise ValueError(f"mask_fraction + random_fraction must be at most 1, got "
-                         f"{mask_fraction} + {random_fraction}")
+        raise ValueError(
+            f"mask_fraction + random_fraction must be at most 1, got "
+            f"{mask_fraction} + {random_fraction}"
+        )
     device = input_ids.device
     special_ids = torch.tensor(special.ids, device=device)
 
-    def uniform() -> torch.Tensor:                   # (B, T) draws in [0, 1) from the generator
+    # (B, T) draws in [0, 1) from the generator
+    def uniform() -> torch.Tensor:
         return torch.rand(input_ids.shape, generator=generator).to(device)
 
-    maskable = ~torch.isin(input_ids, special_ids)                          # (B, T)
-    chosen = maskable & (uniform() < mlm_probability)                       # (B, T) ~15%
-    labels = torch.where(chosen, input_ids, IGNORE_INDEX)                   # (B, T)
-    action = uniform()                                                      # (B, T) one draw decides 80/10/10
+    maskable = ~torch.isin(input_ids, special_ids)  # (B, T)
+    # (B, T) ~15%
+    chosen = maskable & (uniform() < mlm_probability)
+    labels = torch.where(chosen, input_ids, IGNORE_INDEX)  # (B, T)
+    # (B, T) one draw decides 80/10/10
+    action = uniform()
     to_mask = chosen & (action < mask_fraction)
-    to_random = chosen & (action >= mask_fraction) & (action < mask_fraction + random_fraction)
+    to_random = (
+        chosen & (action >= mask_fraction) & (action < mask_fraction + random_fraction)
+    )
     every_id = torch.arange(special.vocab_size, device=device)
-    ordinary = every_id[~torch.isin(every_id, special_ids)]                 # ids a random token may take
-    random_ids = ordinary[torch.randint(len(ordinary), input_ids.shape, generator=generator).to(device)]
+    # ids a random token may take
+    ordinary = every_id[~torch.isin(every_id, special_ids)]
+    random_ids = ordinary[
+        torch.randint(len(ordinary), input_ids.shape, generator=generator).to(device)
+    ]
     corrupted = torch.where(to_mask, special.mask, input_ids)
     corrupted = torch.where(to_random, random_ids, corrupted)
     return corrupted, labels
@@ -574,12 +679,22 @@ def mask_tokens(input_ids: torch.Tensor, special: SpecialTokens,
 # ignores, everywhere except at the chosen positions:
 
 # %%
-sentence = torch.tensor([[special.cls, *encode_sentence(tokenizer, "Istanbul is a great city to visit"), special.sep]])
-corrupted, labels = mask_tokens(sentence, special, seeded_generator(0, "demo"), mlm_probability=0.3)
+sentence = torch.tensor(
+    [
+        [
+            special.cls,
+            *encode_sentence(tokenizer, "Istanbul is a great city to visit"),
+            special.sep,
+        ]
+    ]
+)
+corrupted, labels = mask_tokens(
+    sentence, special, seeded_generator(0, "demo"), mlm_probability=0.3
+)
 print("input:    ", tokenizer.decode(sentence[0].tolist()))
 print("corrupted:", tokenizer.decode(corrupted[0].tolist()))
 print("labels:   ", labels[0].tolist())
-assert (labels[0, [0, -1]] == IGNORE_INDEX).all()               # never [CLS] or [SEP]
+assert (labels[0, [0, -1]] == IGNORE_INDEX).all()  # never [CLS] or [SEP]
 
 # %% [markdown]
 # Over many tokens the rates are the ones the rule asks for. A random replacement can hit the
@@ -588,18 +703,28 @@ assert (labels[0, [0, -1]] == IGNORE_INDEX).all()               # never [CLS] or
 
 # %%
 flat = torch.tensor([t for d in token_documents for s in d for t in s])
-batch_ids = flat[:400 * max_len].view(-1, max_len)                  # up to 400 rows of running text
+# up to 400 rows of running text
+batch_ids = flat[: 400 * max_len].view(-1, max_len)
 corrupted, labels = mask_tokens(batch_ids, special, seeded_generator(0, "stats"))
 chosen = labels != IGNORE_INDEX
 maskable = ~torch.isin(batch_ids, torch.tensor(special.ids))
-rates = {"chosen / maskable": chosen.sum() / maskable.sum(),
-         "[MASK] / chosen": (corrupted[chosen] == special.mask).float().mean(),
-         "random / chosen": ((corrupted[chosen] != special.mask) & (corrupted[chosen] != batch_ids[chosen])).float().mean(),
-         "unchanged / chosen": (corrupted[chosen] == batch_ids[chosen]).float().mean()}
+rates = {
+    "chosen / maskable": chosen.sum() / maskable.sum(),
+    "[MASK] / chosen": (corrupted[chosen] == special.mask).float().mean(),
+    "random / chosen": (
+        (corrupted[chosen] != special.mask) & (corrupted[chosen] != batch_ids[chosen])
+    )
+    .float()
+    .mean(),
+    "unchanged / chosen": (corrupted[chosen] == batch_ids[chosen]).float().mean(),
+}
 for name, rate in rates.items():
     print(f"{name:>20}: {rate:.3f}")
 print(f"over {chosen.sum().item():,} chosen of {maskable.sum().item():,} tokens")
-assert abs(rates["chosen / maskable"] - 0.15) < 0.01 and abs(rates["[MASK] / chosen"] - 0.8) < 0.03
+assert (
+    abs(rates["chosen / maskable"] - 0.15) < 0.01
+    and abs(rates["[MASK] / chosen"] - 0.8) < 0.03
+)
 assert torch.equal(corrupted[~chosen], batch_ids[~chosen])
 
 
@@ -624,7 +749,8 @@ assert torch.equal(corrupted[~chosen], batch_ids[~chosen])
 # %% tags=["export"]
 @dataclass(frozen=True)
 class PretrainingExample:
-    """One input sequence of BERT's pretraining; ``mlm_labels`` is set once it is masked (static masking)."""
+    """One input sequence of BERT's pretraining; ``mlm_labels`` is set once it is masked
+    (static masking)."""
 
     input_ids: list[int]
     token_type_ids: list[int]
@@ -632,34 +758,52 @@ class PretrainingExample:
     mlm_labels: list[int] | None = None
 
 
-def make_examples(documents: Sequence[Sequence[list[int]]], special: SpecialTokens, max_len: int,
-                  generator: torch.Generator) -> list[PretrainingExample]:
-    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> NSP pairs -> examples."""
+def make_examples(
+    documents: Sequence[Sequence[list[int]]],
+    special: SpecialTokens,
+    max_len: int,
+    generator: torch.Generator,
+) -> list[PretrainingExample]:
+    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> NSP pairs
+    -> examples."""
     segmented = [make_segments(document, (max_len - 3) // 2) for document in documents]
-    return [PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
-            for p in sample_nsp_pairs(segmented, generator)]
+    return [
+        PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
+        for p in sample_nsp_pairs(segmented, generator)
+    ]
 
 
-def single_segment_examples(documents: Sequence[Sequence[list[int]]], special: SpecialTokens,
-                            max_len: int) -> list[PretrainingExample]:
-    """Examples for MLM alone: [CLS] segment [SEP], each segment up to max_len - 2 consecutive
-    tokens of one document, one segment type, no NSP label (-100). No sequence is wasted on a
-    random second half, and each is about twice as long as one half of an NSP pair."""
-    return [PretrainingExample([special.cls, *segment, special.sep], [0] * (len(segment) + 2), IGNORE_INDEX)
-            for document in documents for segment in make_segments(document, max_len - 2)]
+def single_segment_examples(
+    documents: Sequence[Sequence[list[int]]], special: SpecialTokens, max_len: int
+) -> list[PretrainingExample]:
+    """Examples for MLM alone: [CLS] segment [SEP], each segment up to max_len - 2
+    consecutive tokens of one document, one segment type, no NSP label (-100). No
+    sequence is wasted on a random second half, and each is about twice as long as one
+    half of an NSP pair."""
+    return [
+        PretrainingExample(
+            [special.cls, *segment, special.sep], [0] * (len(segment) + 2), IGNORE_INDEX
+        )
+        for document in documents
+        for segment in make_segments(document, max_len - 2)
+    ]
 
 
-def collate(examples: Sequence[PretrainingExample], special: SpecialTokens) -> dict[str, torch.Tensor]:
+def collate(
+    examples: Sequence[PretrainingExample], special: SpecialTokens
+) -> dict[str, torch.Tensor]:
     """Pad a list of examples into a batch: the keyword arguments of BertForPreTraining.
 
-    input_ids, token_type_ids, attention_mask (True = real token) are (B, T) with T the longest
-    example; nsp_labels is (B,), left out when no example has one (MLM only: every label is
-    -100); mlm_labels (B, T) when every example is already masked.
+    input_ids, token_type_ids, attention_mask (True = real token) are (B, T) with T the
+    longest example; nsp_labels is (B,), left out when no example has one (MLM only:
+    every label is -100); mlm_labels (B, T) when every example is already masked.
     """
     B, T = len(examples), max(len(e.input_ids) for e in examples)
-    batch = {"input_ids": torch.full((B, T), special.pad),
-             "token_type_ids": torch.zeros(B, T, dtype=torch.long),
-             "attention_mask": torch.zeros(B, T, dtype=torch.bool)}
+    batch = {
+        "input_ids": torch.full((B, T), special.pad),
+        "token_type_ids": torch.zeros(B, T, dtype=torch.long),
+        "attention_mask": torch.zeros(B, T, dtype=torch.bool),
+    }
     if any(e.nsp_label != IGNORE_INDEX for e in examples):
         batch["nsp_labels"] = torch.tensor([e.nsp_label for e in examples])
     masked = all(e.mlm_labels is not None for e in examples)
@@ -685,62 +829,114 @@ def collate(examples: Sequence[PretrainingExample], special: SpecialTokens) -> d
 
 # %% tags=["export"]
 class PretrainingBatches:
-    """The batches of a run as a function of the step: ``batches(step) -> dict of (B, T) tensors``.
+    """The batches of a run as a function of the step:
+    ``batches(step) -> dict of (B, T) tensors``.
 
-    Epoch e visits the examples in the order of a permutation drawn from (seed, e); process
-    ``rank`` of ``world_size`` takes every ``world_size``-th example of each global batch, as
-    PyTorch's DistributedSampler does. Dynamic masking draws a fresh mask for every batch from
-    (seed, step, rank); static masking masks every example once, here, from (seed,). Because
-    nothing depends on earlier calls, a resumed run sees exactly the batches it would have seen.
-    ``mlm_probability`` is the share of tokens chosen for the MLM loss (BERT: 0.15).
+    Epoch e visits the examples in the order of a permutation drawn from (seed, e);
+    process ``rank`` of ``world_size`` takes every ``world_size``-th example of each
+    global batch, as PyTorch's DistributedSampler does. Dynamic masking draws a fresh
+    mask for every batch from (seed, step, rank); static masking masks every example
+    once, here, from (seed,). Because nothing depends on earlier calls, a resumed run
+    sees exactly the batches it would have seen. ``mlm_probability`` is the share of
+    tokens chosen for the MLM loss (BERT: 0.15).
     """
 
-    def __init__(self, examples: Sequence[PretrainingExample], special: SpecialTokens, batch_size: int,
-                 *, seed: int = 0, dynamic_masking: bool = True, rank: int = 0, world_size: int = 1,
-                 mlm_probability: float = 0.15):
+    def __init__(
+        self,
+        examples: Sequence[PretrainingExample],
+        special: SpecialTokens,
+        batch_size: int,
+        *,
+        seed: int = 0,
+        dynamic_masking: bool = True,
+        rank: int = 0,
+        world_size: int = 1,
+        mlm_probability: float = 0.15,
+    ):
         if not 0 <= rank < world_size:
-            raise ValueError(f"rank must lie in [0, world_size = {world_size}), got {rank}")
+            raise ValueError(
+                f"rank must lie in [0, world_size = {world_size}), got {rank}"
+            )
         self.global_batch = batch_size * world_size
         self.steps_per_epoch = len(examples) // self.global_batch
         if batch_size < 1 or self.steps_per_epoch == 0:
-            raise ValueError(f"{len(examples)} examples cannot fill one global batch of "
-                             f"{batch_size} x {world_size} processes")
+            raise ValueError(
+                f"{len(examples)} examples cannot fill one global batch "
+                f"of {batch_size} x {world_size} processes"
+            )
         if not dynamic_masking:
             g = seeded_generator(seed, "static")
-            examples = [replace(e, input_ids=ids[0].tolist(), mlm_labels=labels[0].tolist())
-                        for e in examples
-                        for ids, labels in [mask_tokens(torch.tensor([e.input_ids]), special, g,
-                                                        mlm_probability=mlm_probability)]]
-        self.examples, self.special, self.batch_size = list(examples), special, batch_size
-        self.seed, self.dynamic_masking, self.rank, self.world_size = seed, dynamic_masking, rank, world_size
+            examples = [
+                replace(e, input_ids=ids[0].tolist(), mlm_labels=labels[0].tolist())
+                for e in examples
+                for ids, labels in [
+                    mask_tokens(
+                        torch.tensor([e.input_ids]),
+                        special,
+                        g,
+                        mlm_probability=mlm_probability,
+                    )
+                ]
+            ]
+        self.examples, self.special, self.batch_size = (
+            list(examples),
+            special,
+            batch_size,
+        )
+        self.seed, self.dynamic_masking, self.rank, self.world_size = (
+            seed,
+            dynamic_masking,
+            rank,
+            world_size,
+        )
         self.mlm_probability = mlm_probability
         self._order: tuple[int, torch.Tensor | None] = (-1, None)
 
     def __call__(self, step: int) -> dict[str, torch.Tensor]:
         epoch, index = divmod(step, self.steps_per_epoch)
         if self._order[0] != epoch:
-            self._order = (epoch, torch.randperm(len(self.examples), generator=seeded_generator(self.seed, "order", epoch)))
+            self._order = (
+                epoch,
+                torch.randperm(
+                    len(self.examples),
+                    generator=seeded_generator(self.seed, "order", epoch),
+                ),
+            )
         order = self._order[1]
-        mine = order[index * self.global_batch:(index + 1) * self.global_batch][self.rank::self.world_size]
+        mine = order[index * self.global_batch : (index + 1) * self.global_batch][
+            self.rank :: self.world_size
+        ]
         batch = collate([self.examples[i] for i in mine.tolist()], self.special)
         if self.dynamic_masking:
             g = seeded_generator(self.seed, "mask", step, self.rank)
             batch["input_ids"], batch["mlm_labels"] = mask_tokens(
-                batch["input_ids"], self.special, g, mlm_probability=self.mlm_probability)
+                batch["input_ids"],
+                self.special,
+                g,
+                mlm_probability=self.mlm_probability,
+            )
         return batch
 
 
 # %%
-examples = make_examples(token_documents, special, max_len, seeded_generator(0, "pairs"))
+examples = make_examples(
+    token_documents, special, max_len, seeded_generator(0, "pairs")
+)
 batch_size = pick(quick=8, full=16)
 batches = PretrainingBatches(examples, special, batch_size, seed=0)
 batch = batches(0)
 for name, tensor in batch.items():
     print(f"{name:>15}: {tuple(tensor.shape)} {tensor.dtype}")
-print("row 0:", tokenizer.decode(batch["input_ids"][0][batch["attention_mask"][0]].tolist())[:160], "...")
+print(
+    "row 0:",
+    tokenizer.decode(batch["input_ids"][0][batch["attention_mask"][0]].tolist())[:160],
+    "...",
+)
 again = PretrainingBatches(examples, special, batch_size, seed=0)(0)
-assert all(torch.equal(batch[k], again[k]) for k in batch)                  # a function of the step
-assert (batch["mlm_labels"][~batch["attention_mask"]] == IGNORE_INDEX).all()   # padding is never a target
+# a function of the step
+assert all(torch.equal(batch[k], again[k]) for k in batch)
+# padding is never a target
+assert (batch["mlm_labels"][~batch["attention_mask"]] == IGNORE_INDEX).all()
 print(f"{len(examples):,} examples, {batches.steps_per_epoch:,} steps per epoch")
 
 # %% [markdown]
@@ -782,39 +978,63 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import (CONFIG_NAME, model_files, load_model,
-                                       save_files, saved_file)
+from tinybert.checkpoint.files import (
+    CONFIG_NAME,
+    model_files,
+    load_model,
+    save_files,
+    saved_file,
+)
 
 
 # %% tags=["export:pretraining.optim"]
-def make_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.01,
-                   betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6) -> torch.optim.AdamW:
-    """AdamW with two parameter groups: weight decay on weight matrices (and embedding tables),
-    none on biases and LayerNorm weights (every parameter with fewer than two dimensions)."""
+def make_optimizer(
+    model: nn.Module,
+    lr: float,
+    weight_decay: float = 0.01,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-6,
+) -> torch.optim.AdamW:
+    """AdamW with two parameter groups: weight decay on weight matrices (and embedding
+    tables), none on biases and LayerNorm weights (every parameter with fewer than two
+    dimensions)."""
     if not lr > 0 or weight_decay < 0:
-        raise ValueError(f"lr must be positive and weight_decay non-negative, got {lr!r} and {weight_decay!r}")
+        raise ValueError(
+            f"lr must be positive and weight_decay non-negative, got {lr!r} and "
+            f"{weight_decay!r}"
+        )
     decay, no_decay = [], []
-    for parameter in model.parameters():         # shared (tied) parameters are listed once
+    # shared (tied) parameters are listed once
+    for parameter in model.parameters():
         if parameter.requires_grad:
             (decay if parameter.ndim >= 2 else no_decay).append(parameter)
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    groups = [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
     # foreach: one batched update over all tensors, the same numbers as a loop over them
     return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, foreach=True)
 
 
-def linear_warmup_decay(optimizer: torch.optim.Optimizer, warmup_steps: int,
-                        total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
-    """lr(s) = peak · s / warmup for s < warmup, then peak · (total - s) / (total - warmup), 0 after.
+def linear_warmup_decay(
+    optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """lr(s) = peak · s / warmup for s < warmup, then peak · (total - s) / (total -
+    warmup), 0 after.
 
-    s counts the optimizer steps taken so far (call ``scheduler.step()`` after ``optimizer.step()``),
-    so the very first update uses lr 0 when warmup_steps > 0, as in BERT and Hugging Face.
+    s counts the optimizer steps taken so far (call ``scheduler.step()`` after
+    ``optimizer.step()``), so the very first update uses lr 0 when warmup_steps > 0, as
+    in BERT and Hugging Face.
     """
     for name, value in (("warmup_steps", warmup_steps), ("total_steps", total_steps)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name}: expected a non-negative int, got {value!r}")
     if total_steps < 1 or warmup_steps > total_steps:
-        raise ValueError(f"expected 0 <= warmup_steps <= total_steps and total_steps >= 1, got "
-                         f"warmup_steps={warmup_steps}, total_steps={total_steps}")
+        raise ValueError(
+            f"expected 0 <= warmup_steps <= total_steps and total_steps "
+            f">= 1, got warmup_steps={warmup_steps}, "
+            f"total_steps={total_steps}"
+        )
 
     def factor(step: int) -> float:
         if step < warmup_steps:
@@ -829,12 +1049,16 @@ def linear_warmup_decay(optimizer: torch.optim.Optimizer, warmup_steps: int,
 # other group holds every bias and LayerNorm vector:
 
 # %%
-mini = pretrained.model                       # the shipped bert-mini, loaded above
+mini = pretrained.model  # the shipped bert-mini, loaded above
 optimizer = make_optimizer(mini, lr=1e-3)
 for group in optimizer.param_groups:
-    print(f"weight decay {group['weight_decay']}: {len(group['params'])} tensors, "
-          f"{sum(p.numel() for p in group['params']):,} parameters")
-assert sum(p.numel() for g in optimizer.param_groups for p in g["params"]) == sum(p.numel() for p in mini.parameters())
+    print(
+        f"weight decay {group['weight_decay']}: {len(group['params'])} tensors, "
+        f"{sum(p.numel() for p in group['params']):,} parameters"
+    )
+assert sum(p.numel() for g in optimizer.param_groups for p in g["params"]) == sum(
+    p.numel() for p in mini.parameters()
+)
 
 
 # %% [markdown]
@@ -853,19 +1077,29 @@ def learning_rates(make_scheduler, steps=400, peak=1e-3):
     return lrs
 
 
-ours = learning_rates(lambda opt: linear_warmup_decay(opt, warmup_steps=20, total_steps=400))
+ours = learning_rates(
+    lambda opt: linear_warmup_decay(opt, warmup_steps=20, total_steps=400)
+)
 try:
-    with warnings.catch_warnings():                  # transformers' import warns about notebook widgets
+    # transformers' import warns about notebook widgets
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from transformers import get_linear_schedule_with_warmup
     theirs = learning_rates(lambda opt: get_linear_schedule_with_warmup(opt, 20, 400))
-    print(f"largest difference from Hugging Face's schedule: {max(abs(a - b) for a, b in zip(ours, theirs)):.1e}")
+    print(
+        f"largest difference from Hugging Face's schedule: "
+        f"{max(abs(a - b) for a, b in zip(ours, theirs)):.1e}"
+    )
     assert max(abs(a - b) for a, b in zip(ours, theirs)) < 1e-12
 except ImportError:
     print("transformers is not installed: no comparison")
 fig, ax = plt.subplots(figsize=(6, 2.4))
 ax.plot(ours)
-ax.set(xlabel="step", ylabel="learning rate", title="linear warm-up (20 steps), then linear decay")
+ax.set(
+    xlabel="step",
+    ylabel="learning rate",
+    title="linear warm-up (20 steps), then linear decay",
+)
 plt.show()
 
 
@@ -894,8 +1128,9 @@ plt.show()
 
 # %% tags=["export:pretraining.optim"]
 def autocast_dtype(device: torch.device | str) -> torch.dtype | None:
-    """The mixed-precision type for ``device``: bfloat16 on CUDA GPUs that have it, else float16;
-    None (full float32) on CPU and MPS, where autocast rarely pays off for training."""
+    """The mixed-precision type for ``device``: bfloat16 on CUDA GPUs that have it, else
+    float16; None (full float32) on CPU and MPS, where autocast rarely pays off for
+    training."""
     device = torch.device(device)
     if device.type != "cuda":
         return None
@@ -906,8 +1141,11 @@ def autocast_dtype(device: torch.device | str) -> torch.dtype | None:
 tiny_gradient = torch.tensor(1e-8)
 for dtype in (torch.float32, torch.float16, torch.bfloat16):
     info = torch.finfo(dtype)
-    print(f"{str(dtype):>15}: 1e-8 -> {tiny_gradient.to(dtype).item():.3g}, "
-          f"1 + 1/200 -> {torch.tensor(1 + 1 / 200).to(dtype).item():.6f}, largest {info.max:.3g}")
+    print(
+        f"{str(dtype):>15}: 1e-8 -> {tiny_gradient.to(dtype).item():.3g}, "
+        f"1 + 1/200 -> {torch.tensor(1 + 1 / 200).to(dtype).item():.6f}, largest "
+        f"{info.max:.3g}"
+    )
 print(f"this machine ({device}) trains in: {autocast_dtype(device) or torch.float32}")
 
 # %% [markdown]
@@ -934,16 +1172,24 @@ print(f"this machine ({device}) trains in: {autocast_dtype(device) or torch.floa
 STATE_NAME, STATE_TENSORS_NAME = "training_state.json", "training_state.safetensors"
 
 
-def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch.optim.Optimizer | None = None,
-                    scheduler=None, step: int = 0, extra: dict | None = None,
-                    scaler: torch.amp.GradScaler | None = None,
-                    generator: torch.Generator | None = None) -> Path:
-    """The model (as tinybert.checkpoint.files.save_model writes it) plus what resuming needs,
-    the four files saved all or nothing by save_files.
+def save_checkpoint(
+    directory: str | Path,
+    model: nn.Module,
+    *,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler=None,
+    step: int = 0,
+    extra: dict | None = None,
+    scaler: torch.amp.GradScaler | None = None,
+    generator: torch.Generator | None = None,
+) -> Path:
+    """The model (as tinybert.checkpoint.files.save_model writes it) plus what resuming
+    needs, the four files saved all or nothing by save_files.
 
-    training_state.safetensors holds the optimizer's tensors and the random number generators'
-    states; training_state.json the step, the scheduler, the optimizer's hyperparameters,
-    ``extra`` (any JSON) and the ids that tie the files of one save together.
+    training_state.safetensors holds the optimizer's tensors and the random number
+    generators' states; training_state.json the step, the scheduler, the optimizer's
+    hyperparameters, ``extra`` (any JSON) and the ids that tie the files of one
+    save together.
     """
     from safetensors.torch import save_file
 
@@ -951,15 +1197,24 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
     save_id = uuid.uuid4().hex
     tensors = {"rng.torch": torch.get_rng_state()}
     if torch.cuda.is_available():
-        tensors |= {f"rng.cuda.{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())}
+        tensors |= {
+            f"rng.cuda.{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())
+        }
     if generator is not None:
         tensors["rng.generator"] = generator.get_state()
-    state = {"format": 1, "step": int(step), "extra": extra or {}, "save_id": save_id,
-             "model_save_id": model_save_id}
+    state = {
+        "format": 1,
+        "step": int(step),
+        "extra": extra or {},
+        "save_id": save_id,
+        "model_save_id": model_save_id,
+    }
     if optimizer is not None:
         opt = optimizer.state_dict()
         for index, values in opt["state"].items():
-            tensors |= {f"optimizer.{index}.{key}": value for key, value in values.items()}
+            tensors |= {
+                f"optimizer.{index}.{key}": value for key, value in values.items()
+            }
         state["optimizer_param_groups"] = opt["param_groups"]
     if scheduler is not None:
         state["scheduler"] = scheduler.state_dict()
@@ -968,10 +1223,14 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
     try:
         text = json.dumps(state, indent=1)
     except TypeError as error:
-        raise ValueError(f"save_checkpoint: extra and the scheduler state must be JSON-serialisable ({error})") from None
+        raise ValueError(
+            f"save_checkpoint: extra and the scheduler state must be "
+            f"JSON-serialisable ({error})"
+        ) from None
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
-    writers[STATE_TENSORS_NAME] = lambda path: save_file(tensors, path,
-                                                         metadata={"save_id": save_id})
+    writers[STATE_TENSORS_NAME] = lambda path: save_file(
+        tensors, path, metadata={"save_id": save_id}
+    )
     writers[STATE_NAME] = lambda path: path.write_text(text + "\n", encoding="utf-8")
     return save_files(directory, writers)
 
@@ -979,7 +1238,8 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
 # %% tags=["export:checkpoint.state"]
 @dataclass
 class Checkpoint:
-    """What load_checkpoint restored: the model (on ``map_location``), the step, the saved ``extra``."""
+    """What load_checkpoint restored: the model (on ``map_location``), the step, the
+    saved ``extra``."""
 
     model: nn.Module
     step: int
@@ -987,25 +1247,35 @@ class Checkpoint:
     directory: Path | None = None
 
 
-def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
-                    optimizer: torch.optim.Optimizer | None = None, scheduler=None,
-                    scaler: torch.amp.GradScaler | None = None, generator: torch.Generator | None = None,
-                    restore_rng: bool = True, map_location: str | torch.device = "cpu") -> Checkpoint:
-    """Resume from save_checkpoint's files: weights into ``model`` (or a new model), and the
-    state of whichever of optimizer, scheduler, scaler and generator are given.
+def load_checkpoint(
+    directory: str | Path,
+    model: nn.Module | None = None,
+    *,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler=None,
+    scaler: torch.amp.GradScaler | None = None,
+    generator: torch.Generator | None = None,
+    restore_rng: bool = True,
+    map_location: str | torch.device = "cpu",
+) -> Checkpoint:
+    """Resume from save_checkpoint's files: weights into ``model`` (or a new model), and
+    the state of whichever of optimizer, scheduler, scaler and generator are given.
 
-    Raises FileNotFoundError when a file is missing and ValueError when a file is corrupt, when
-    the files come from different (interrupted) saves, or when ``model`` or ``optimizer`` do not
-    match what was saved.
+    Raises FileNotFoundError when a file is missing and ValueError when a file is
+    corrupt, when the files come from different (interrupted) saves, or when ``model``
+    or ``optimizer`` do not match what was saved.
     """
     from safetensors import safe_open
 
     directory = Path(directory)
-    path = saved_file(directory, STATE_NAME)                  # see save_files
+    path = saved_file(directory, STATE_NAME)  # see save_files
     tensors_path = saved_file(directory, STATE_TENSORS_NAME)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file; {directory} is not a training checkpoint "
-                                "written by save_checkpoint (or its save was interrupted)")
+        raise FileNotFoundError(
+            f"{path}: no such file; {directory} is not a training "
+            f"checkpoint written by save_checkpoint (or its save "
+            f"was interrupted)"
+        )
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
         step, save_id = int(state["step"]), state["save_id"]
@@ -1013,30 +1283,47 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
         raise ValueError(f"{path}: corrupt training state ({error!r})") from None
     try:
         with safe_open(tensors_path, framework="pt", device="cpu") as f:
-            header, tensors = f.metadata() or {}, {key: f.get_tensor(key) for key in f.keys()}
+            header, tensors = (
+                f.metadata() or {},
+                {key: f.get_tensor(key) for key in f.keys()},
+            )
     except FileNotFoundError:
         raise FileNotFoundError(f"{tensors_path}: no such file") from None
-    except Exception as error:                       # safetensors raises its own error types
-        raise ValueError(f"{tensors_path}: not a readable safetensors file "
-                         f"(corrupt or truncated?): {error}") from None
+    # safetensors raises its own error types
+    except Exception as error:
+        raise ValueError(
+            f"{tensors_path}: not a readable safetensors file "
+            f"(corrupt or truncated?): {error}"
+        ) from None
     config_path = saved_file(directory, CONFIG_NAME)
     model_meta = json.loads(config_path.read_text()) if config_path.is_file() else {}
-    if header.get("save_id") != save_id or model_meta.get("save_id") != state.get("model_save_id"):
-        raise ValueError(f"{directory}: the model and training-state files come from different saves "
-                         "(an interrupted save_checkpoint?); resume from an earlier checkpoint")
+    if header.get("save_id") != save_id or model_meta.get("save_id") != state.get(
+        "model_save_id"
+    ):
+        raise ValueError(
+            f"{directory}: the model and training-state files come from "
+            f"different saves (an interrupted save_checkpoint?); resume "
+            f"from an earlier checkpoint"
+        )
     loaded = load_model(directory, map_location=map_location)
     if model is None:
         model = loaded
     else:
         if type(model) is not type(loaded) or model.config != loaded.config:
-            raise ValueError(f"{directory}: the checkpoint holds a {type(loaded).__name__} with config "
-                             f"{loaded.config}, but the model given is a {type(model).__name__} with config "
-                             f"{getattr(model, 'config', None)}")
+            raise ValueError(
+                f"{directory}: the checkpoint holds a "
+                f"{type(loaded).__name__} with config {loaded.config}, "
+                f"but the model given is a {type(model).__name__} with "
+                f"config {getattr(model, 'config', None)}"
+            )
         model.load_state_dict(loaded.state_dict())
     if optimizer is not None:
         if "optimizer_param_groups" not in state:
             raise ValueError(f"{path}: the checkpoint was saved without an optimizer")
-        groups = [{**g, "betas": tuple(g["betas"])} if "betas" in g else g for g in state["optimizer_param_groups"]]
+        groups = [
+            {**g, "betas": tuple(g["betas"])} if "betas" in g else g
+            for g in state["optimizer_param_groups"]
+        ]
         opt_state: dict[int, dict] = {}
         for key, value in tensors.items():
             if key.startswith("optimizer."):
@@ -1045,7 +1332,9 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
         try:
             optimizer.load_state_dict({"state": opt_state, "param_groups": groups})
         except ValueError as error:
-            raise ValueError(f"{directory}: the optimizer does not match the saved one ({error})") from None
+            raise ValueError(
+                f"{directory}: the optimizer does not match the saved one ({error})"
+            ) from None
     if scheduler is not None:
         scheduler.load_state_dict(state["scheduler"])
     if scaler is not None and "scaler" in state:
@@ -1055,9 +1344,15 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
     if restore_rng:
         torch.set_rng_state(tensors["rng.torch"])
         cuda = [tensors[k] for k in sorted(tensors) if k.startswith("rng.cuda.")]
-        if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        if (
+            cuda
+            and torch.cuda.is_available()
+            and len(cuda) == torch.cuda.device_count()
+        ):
             torch.cuda.set_rng_state_all(cuda)
-    return Checkpoint(model=model, step=step, extra=state.get("extra", {}), directory=directory)
+    return Checkpoint(
+        model=model, step=step, extra=state.get("extra", {}), directory=directory
+    )
 
 
 # %% [markdown]
@@ -1130,23 +1425,37 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tinybert.checkpoint.files import (CONFIG_NAME, write_atomically, save_model,
-                                       saved_file)
+from tinybert.checkpoint.files import (
+    CONFIG_NAME,
+    write_atomically,
+    save_model,
+    saved_file,
+)
 from tinybert.pretraining.distributed import DistributedContext
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
-from tinybert.pretraining.examples import (PretrainingBatches, make_examples,
-                                           single_segment_examples)
-from tinybert.pretraining.corpus import (course_documents, task_documents,
-                                         tokenize_documents, vocabulary_texts)
+from tinybert.pretraining.examples import (
+    PretrainingBatches,
+    make_examples,
+    single_segment_examples,
+)
+from tinybert.pretraining.corpus import (
+    course_documents,
+    task_documents,
+    tokenize_documents,
+    vocabulary_texts,
+)
 from tinybert.runtime import get_device, progress
 from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 from tinybert.checkpoint.state import STATE_NAME, load_checkpoint, save_checkpoint
-from tinybert.pretraining.optim import (autocast_dtype, linear_warmup_decay,
-                                        make_optimizer)
+from tinybert.pretraining.optim import (
+    autocast_dtype,
+    linear_warmup_decay,
+    make_optimizer,
+)
 
 
 # %% [markdown]
@@ -1156,51 +1465,71 @@ from tinybert.pretraining.optim import (autocast_dtype, linear_warmup_decay,
 # the *accuracy* of the top guess at the masked positions, and the NSP loss and accuracy.
 
 # %% tags=["export:pretraining.loop"]
-def for_model(model: nn.Module, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def for_model(
+    model: nn.Module, batch: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
     """The batch with its sentence-pair labels under the name ``model`` takes them by
     (``nsp_labels`` for BERT, ``sop_labels`` for ALBERT: the class attribute
     ``pair_labels``): the loop works with any pair objective, no adapter needed."""
     name = getattr(getattr(model, "module", model), "pair_labels", "nsp_labels")
     if "nsp_labels" not in batch or name == "nsp_labels":
         return batch
-    return {(name if key == "nsp_labels" else key): value for key, value in batch.items()}
+    return {
+        (name if key == "nsp_labels" else key): value for key, value in batch.items()
+    }
 
 
-def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
-                       dist: DistributedContext = DistributedContext()) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def pretraining_losses(
+    model: nn.Module,
+    batch: dict[str, torch.Tensor],
+    dist: DistributedContext = DistributedContext(),
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(loss, mlm_loss, nsp_loss) of one batch, loss = mlm_loss + nsp_loss as in BERT.
 
-    A batch without nsp_labels (MLM only, as in RoBERTa) has nsp_loss 0 and loss = mlm_loss.
+    A batch without nsp_labels (MLM only, as in RoBERTa) has nsp_loss 0 and
+    loss = mlm_loss.
 
-    In a run of several processes the MLM loss that is differentiated is divided by the number
-    of masked tokens of *all* processes, not this one's: DistributedDataParallel averages the
-    gradients, and an average of per-process means is not the mean over the whole batch.
+    In a run of several processes the MLM loss that is differentiated is divided by the
+    number of masked tokens of *all* processes, not this one's: DistributedDataParallel
+    averages the gradients, and an average of per-process means is not the mean over the
+    whole batch.
     """
     out = model(**for_model(model, batch))
     mlm_loss = out.mlm_loss
     if dist.world_size > 1:
-        count = (batch["mlm_labels"] != IGNORE_INDEX).sum()                  # masked tokens here
-        total = dist.all_reduce_sum(count).clamp(min=1)          # ... and everywhere
+        # masked tokens here
+        count = (batch["mlm_labels"] != IGNORE_INDEX).sum()
+        total = dist.all_reduce_sum(count).clamp(min=1)  # ... and everywhere
         mlm_loss = mlm_loss * count * dist.world_size / total
-    nsp_loss = out.pair_loss if out.pair_loss is not None else torch.zeros_like(mlm_loss)
+    nsp_loss = (
+        out.pair_loss if out.pair_loss is not None else torch.zeros_like(mlm_loss)
+    )
     return mlm_loss + nsp_loss, out.mlm_loss.detach(), nsp_loss.detach()
 
 
 @torch.no_grad()
-def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Tensor]], *,
-                         dtype: torch.dtype | None = None) -> dict[str, float]:
+def evaluate_pretraining(
+    model: nn.Module,
+    batches: Sequence[dict[str, torch.Tensor]],
+    *,
+    dtype: torch.dtype | None = None,
+) -> dict[str, float]:
     """Held-out MLM loss and accuracy (over the masked tokens) and NSP loss and accuracy
     (NSP only when the batches carry nsp_labels). A batch without masked tokens adds
     nothing to the MLM numbers; no masked token at all is an error, not NaN."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    total = dict.fromkeys(["mlm_loss", "mlm_correct", "mlm_tokens", "nsp_loss", "nsp_correct", "pairs"], 0.0)
+    total = dict.fromkeys(
+        ["mlm_loss", "mlm_correct", "mlm_tokens", "nsp_loss", "nsp_correct", "pairs"],
+        0.0,
+    )
     for batch in batches:
         batch = {k: v.to(device) for k, v in batch.items()}
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
             out = model(**for_model(model, batch))
-        targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]   # (N,) the order of out.mlm_logits
+        # (N,) the order of out.mlm_logits
+        targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]
         n = len(targets)
         total["mlm_loss"] += out.mlm_loss.item() * n if n else 0.0
         total["mlm_correct"] += (out.mlm_logits.argmax(-1) == targets).sum().item()
@@ -1209,18 +1538,27 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
             continue
         b = len(batch["nsp_labels"])
         total["nsp_loss"] += out.pair_loss.item() * b
-        total["nsp_correct"] += (out.pair_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
+        total["nsp_correct"] += (
+            (out.pair_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
+        )
         total["pairs"] += b
     model.train(was_training)
     if not total["mlm_tokens"]:
-        raise ValueError(f"evaluate_pretraining: no masked token (mlm_labels != "
-                         f"{IGNORE_INDEX}) in the {len(batches)} held-out batches")
-    metrics = {"mlm_loss": total["mlm_loss"] / total["mlm_tokens"],
-               "mlm_accuracy": total["mlm_correct"] / total["mlm_tokens"],
-               "mlm_tokens": int(total["mlm_tokens"]), "pairs": int(total["pairs"])}
+        raise ValueError(
+            f"evaluate_pretraining: no masked token (mlm_labels != "
+            f"{IGNORE_INDEX}) in the {len(batches)} held-out batches"
+        )
+    metrics = {
+        "mlm_loss": total["mlm_loss"] / total["mlm_tokens"],
+        "mlm_accuracy": total["mlm_correct"] / total["mlm_tokens"],
+        "mlm_tokens": int(total["mlm_tokens"]),
+        "pairs": int(total["pairs"]),
+    }
     if total["pairs"]:
-        metrics.update(nsp_loss=total["nsp_loss"] / total["pairs"],
-                       nsp_accuracy=total["nsp_correct"] / total["pairs"])
+        metrics.update(
+            nsp_loss=total["nsp_loss"] / total["pairs"],
+            nsp_accuracy=total["nsp_correct"] / total["pairs"],
+        )
     return metrics
 
 
@@ -1232,129 +1570,212 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
 # %% tags=["export:pretraining.loop"]
 @dataclass
 class PretrainingConfig:
-    """The optimisation side of a pretraining run (the data side is PretrainingBatches)."""
+    """The optimisation side of a pretraining run (the data side is
+    PretrainingBatches)."""
 
-    steps: int                       # optimizer updates in the whole run
-    lr: float = 1e-3                 # peak learning rate (BERT-base: 1e-4; small models take more)
-    warmup_fraction: float = 0.05    # share of the steps spent warming up
+    steps: int  # optimizer updates in the whole run
+    # peak learning rate (BERT-base: 1e-4; small models take more)
+    lr: float = 1e-3
+    warmup_fraction: float = 0.05  # share of the steps spent warming up
     weight_decay: float = 0.01
-    adam_beta2: float = 0.999        # BERT: 0.999; RoBERTa: 0.98, steadier with large learning rates
-    max_grad_norm: float = 1.0       # gradient clipping
-    log_every: int = 10              # training losses are averaged over this many steps
-    eval_every: int = 100            # held-out evaluation (and metrics file) every this many steps
-    checkpoint_every: int = 0        # 0 = only at the end (and when stopping early)
-    seed: int = 0                    # dropout of step s is seeded from (seed, s, rank)
-    mixed_precision: bool = True     # autocast where the device supports it (CUDA)
+    # BERT: 0.999; RoBERTa: 0.98, steadier with large learning rates
+    adam_beta2: float = 0.999
+    max_grad_norm: float = 1.0  # gradient clipping
+    log_every: int = 10  # training losses are averaged over this many steps
+    # held-out evaluation (and metrics file) every this many steps
+    eval_every: int = 100
+    checkpoint_every: int = 0  # 0 = only at the end (and when stopping early)
+    seed: int = 0  # dropout of step s is seeded from (seed, s, rank)
+    mixed_precision: bool = True  # autocast where the device supports it (CUDA)
 
 
 def write_json(path: str | Path, data: dict) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1) + "\n"))
+    write_atomically(
+        Path(path), lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1) + "\n")
+    )
 
 
 def _diverged(step: int, loss, mlm_loss, nsp_loss, checkpoint_dir) -> str:
     state = None if checkpoint_dir is None else saved_file(checkpoint_dir, STATE_NAME)
-    kept = (f"the last checkpoint, {checkpoint_dir} (step "
-            f"{json.loads(state.read_text())['step']}), is kept"
-            if state is not None and state.is_file() else "no checkpoint was saved yet")
-    return (f"step {step}: the training loss is {loss.item()} (MLM {mlm_loss.item()}, "
-            f"NSP {nsp_loss.item()}), so the run stops here; {kept}. A lower learning "
-            "rate or more warm-up usually helps.")
+    kept = (
+        f"the last checkpoint, {checkpoint_dir} (step "
+        f"{json.loads(state.read_text())['step']}), is kept"
+        if state is not None and state.is_file()
+        else "no checkpoint was saved yet"
+    )
+    return (
+        f"step {step}: the training loss is {loss.item()} (MLM {mlm_loss.item()}, "
+        f"NSP {nsp_loss.item()}), so the run stops here; {kept}. A lower learning "
+        "rate or more warm-up usually helps."
+    )
 
 
-RESUME_MUST_MATCH = ("steps", "lr", "warmup_fraction", "weight_decay", "adam_beta2",
-                     "max_grad_norm", "seed")    # the others log or save more often
+# the others log or save more often
+RESUME_MUST_MATCH = (
+    "steps",
+    "lr",
+    "warmup_fraction",
+    "weight_decay",
+    "adam_beta2",
+    "max_grad_norm",
+    "seed",
+)
 
 
-def _resume_differences(checkpoint_dir, model: nn.Module, config: PretrainingConfig,
-                        batch_size) -> list[str]:
+def _resume_differences(
+    checkpoint_dir, model: nn.Module, config: PretrainingConfig, batch_size
+) -> list[str]:
     """What a resumed run would change about the saved one: each difference, named."""
     state = json.loads(saved_file(checkpoint_dir, STATE_NAME).read_text())
     saved = state.get("extra", {}).get("history", {})
     now = {**asdict(config), "batch_size": batch_size}
     before = saved.get("config", {})
-    differences = [f"{key}: saved {before[key]!r}, now {now[key]!r}"
-                   for key in RESUME_MUST_MATCH
-                   if key in before and before[key] != now[key]]
+    differences = [
+        f"{key}: saved {before[key]!r}, now {now[key]!r}"
+        for key in RESUME_MUST_MATCH
+        if key in before and before[key] != now[key]
+    ]
     if saved.get("batch_size") not in (None, batch_size):
         differences.append(f"batch_size: saved {saved['batch_size']}, now {batch_size}")
     config_path = saved_file(checkpoint_dir, CONFIG_NAME)
     if config_path.is_file():
         model_before = json.loads(config_path.read_text()).get("config", {})
-        differences += [f"model {key}: saved {model_before[key]!r}, now {value!r}"
-                        for key, value in model.config.to_dict().items()
-                        if key in model_before and model_before[key] != value]
+        differences += [
+            f"model {key}: saved {model_before[key]!r}, now {value!r}"
+            for key, value in model.config.to_dict().items()
+            if key in model_before and model_before[key] != value
+        ]
     return differences
 
 
-def _train_step(net: nn.Module, batch: dict[str, torch.Tensor], optimizer, scheduler,
-                scaler, config: PretrainingConfig, dtype, dist: DistributedContext,
-                step: int, checkpoint_dir) -> torch.Tensor:
+def _train_step(
+    net: nn.Module,
+    batch: dict[str, torch.Tensor],
+    optimizer,
+    scheduler,
+    scaler,
+    config: PretrainingConfig,
+    dtype,
+    dist: DistributedContext,
+    step: int,
+    checkpoint_dir,
+) -> torch.Tensor:
     """One update of ``net`` on ``batch``: (loss, mlm, nsp, 1), for the running sums."""
     device = batch["input_ids"].device
     with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
         loss, mlm_loss, nsp_loss = pretraining_losses(net, batch, dist)
-    if not torch.isfinite(loss):                 # stop before the update spreads it
+    if not torch.isfinite(loss):  # stop before the update spreads it
         raise FloatingPointError(
-            _diverged(step + 1, loss, mlm_loss, nsp_loss, checkpoint_dir))
+            _diverged(step + 1, loss, mlm_loss, nsp_loss, checkpoint_dir)
+        )
     scaler.scale(loss).backward()
-    scaler.unscale_(optimizer)              # clip the true gradients, not scaled ones
+    scaler.unscale_(optimizer)  # clip the true gradients, not scaled ones
     torch.nn.utils.clip_grad_norm_(net.parameters(), config.max_grad_norm)
     scaler.step(optimizer)
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
     scheduler.step()
-    return torch.stack([loss.detach().float(), mlm_loss.float(), nsp_loss.float(),
-                        torch.ones((), device=device)]).cpu()
+    return torch.stack(
+        [
+            loss.detach().float(),
+            mlm_loss.float(),
+            nsp_loss.float(),
+            torch.ones((), device=device),
+        ]
+    ).cpu()
 
 
-def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
-             eval_batches: Sequence[dict[str, torch.Tensor]] = (), device: torch.device | str | None = None,
-             checkpoint_dir: str | Path | None = None, resume: bool = False, stop_after: int | None = None,
-             metrics_path: str | Path | None = None, recipe: dict | None = None,
-             dist: DistributedContext = DistributedContext()) -> dict:
-    """Train ``model`` (a BertForPreTraining) on ``batches(step)``; return the history of losses.
+def pretrain(
+    model: nn.Module,
+    batches,
+    config: PretrainingConfig,
+    *,
+    eval_batches: Sequence[dict[str, torch.Tensor]] = (),
+    device: torch.device | str | None = None,
+    checkpoint_dir: str | Path | None = None,
+    resume: bool = False,
+    stop_after: int | None = None,
+    metrics_path: str | Path | None = None,
+    recipe: dict | None = None,
+    dist: DistributedContext = DistributedContext(),
+) -> dict:
+    """Train ``model`` (a BertForPreTraining) on ``batches(step)``; return the
+    history of losses.
 
-    With ``checkpoint_dir`` it saves a checkpoint every ``config.checkpoint_every`` steps, at the
-    end and when it stops early at ``stop_after``; with ``resume`` it continues from the one there.
-    Only rank 0 prints, evaluates and writes files. A NaN or infinite loss raises
-    FloatingPointError before the update: the checkpoint on disk is the last good one.
-    Ctrl-C lets the step finish, saves a checkpoint there (with ``checkpoint_dir``) and
-    raises TrainingInterrupted. The checkpoint keeps the training-loss sums of the
-    unfinished logging window, so a resumed run logs what an uninterrupted one logs.
-    Resuming with other settings of RESUME_MUST_MATCH, another batch size or another model
-    configuration raises ValueError naming each difference: the run would no longer be the
-    one that was interrupted. log_every, eval_every, checkpoint_every and mixed_precision
-    may change. ``recipe`` (JSON: how the data were made) is kept in the history.
+    With ``checkpoint_dir`` it saves a checkpoint every ``config.checkpoint_every``
+    steps, at the end and when it stops early at ``stop_after``; with ``resume`` it
+    continues from the one there. Only rank 0 prints, evaluates and writes files. A NaN
+    or infinite loss raises FloatingPointError before the update: the checkpoint on disk
+    is the last good one. Ctrl-C lets the step finish, saves a checkpoint there (with
+    ``checkpoint_dir``) and raises TrainingInterrupted. The checkpoint keeps the
+    training-loss sums of the unfinished logging window, so a resumed run logs what an
+    uninterrupted one logs. Resuming with other settings of RESUME_MUST_MATCH, another
+    batch size or another model configuration raises ValueError naming each difference:
+    the run would no longer be the one that was interrupted. log_every, eval_every,
+    checkpoint_every and mixed_precision may change. ``recipe`` (JSON: how the data were
+    made) is kept in the history.
     """
     device = torch.device(device) if device is not None else get_device()
     model.to(device).train()
-    optimizer = make_optimizer(model, config.lr, config.weight_decay, betas=(0.9, config.adam_beta2))
-    scheduler = linear_warmup_decay(optimizer, round(config.warmup_fraction * config.steps), config.steps)
+    optimizer = make_optimizer(
+        model, config.lr, config.weight_decay, betas=(0.9, config.adam_beta2)
+    )
+    scheduler = linear_warmup_decay(
+        optimizer, round(config.warmup_fraction * config.steps), config.steps
+    )
     dtype = autocast_dtype(device) if config.mixed_precision else None
-    scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)   # float16 needs loss scaling
+    # float16 needs loss scaling
+    scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
     batch_size = getattr(batches, "batch_size", None)
-    history, start = {"train": [], "eval": [], "seconds": 0.0, "config": asdict(config),
-                      "batch_size": batch_size}, 0
-    running = torch.zeros(4)      # loss, mlm, nsp sums since the last log; their count
-    if resume and checkpoint_dir is not None and saved_file(checkpoint_dir,
-                                                            STATE_NAME).is_file():
+    history, start = (
+        {
+            "train": [],
+            "eval": [],
+            "seconds": 0.0,
+            "config": asdict(config),
+            "batch_size": batch_size,
+        },
+        0,
+    )
+    running = torch.zeros(4)  # loss, mlm, nsp sums since the last log; their count
+    if (
+        resume
+        and checkpoint_dir is not None
+        and saved_file(checkpoint_dir, STATE_NAME).is_file()
+    ):
         differences = _resume_differences(checkpoint_dir, model, config, batch_size)
         if differences:
-            raise ValueError(f"{checkpoint_dir}: cannot resume with other settings "
-                             f"than the saved run's ({'; '.join(differences)}); resume "
-                             "with the saved settings, or start a new run")
-        checkpoint = load_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
-                                     scaler=scaler, map_location=device)
+            raise ValueError(
+                f"{checkpoint_dir}: cannot resume with other settings "
+                f"than the saved run's ({'; '.join(differences)}); resume "
+                "with the saved settings, or start a new run"
+            )
+        checkpoint = load_checkpoint(
+            checkpoint_dir,
+            model,
+            optimizer=optimizer,
+            scheduler=scheduler,
+            scaler=scaler,
+            map_location=device,
+        )
         start, history = checkpoint.step, checkpoint.extra["history"]
         running = torch.tensor(checkpoint.extra.get("running", running.tolist()))
-        history["config"] = asdict(config)    # how often it logs, evaluates, saves now
+        history["config"] = asdict(config)  # how often it logs, evaluates, saves now
     if recipe is not None:
         history["recipe"] = recipe
-    if dist.is_main and metrics_path is not None:   # forget what a crashed run logged
-        write_json(metrics_path, history)          # after its last checkpoint
-    net = model if dist.world_size == 1 else DistributedDataParallel(    # MLM only: NSP head unused
-        model, device_ids=[device.index] if device.type == "cuda" else None, find_unused_parameters=True)
+    if dist.is_main and metrics_path is not None:  # forget what a crashed run logged
+        write_json(metrics_path, history)  # after its last checkpoint
+    # MLM only: NSP head unused
+    net = (
+        model
+        if dist.world_size == 1
+        else DistributedDataParallel(
+            model,
+            device_ids=[device.index] if device.type == "cuda" else None,
+            find_unused_parameters=True,
+        )
+    )
     end = config.steps if stop_after is None else min(config.steps, stop_after)
     steps = range(start, end)
     bar = progress(steps, desc="pretraining", updates=10) if dist.is_main else None
@@ -1363,43 +1784,78 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
         for step in bar if bar is not None else steps:
             dropout = seeded_generator(config.seed, "dropout", step, dist.rank)
             torch.manual_seed(dropout.initial_seed())
-            batch = {k: v.to(device, non_blocking=True)
-                     for k, v in batches(step).items()}
-            running += _train_step(net, batch, optimizer, scheduler, scaler, config,
-                                   dtype, dist, step, checkpoint_dir)
+            batch = {
+                k: v.to(device, non_blocking=True) for k, v in batches(step).items()
+            }
+            running += _train_step(
+                net,
+                batch,
+                optimizer,
+                scheduler,
+                scaler,
+                config,
+                dtype,
+                dist,
+                step,
+                checkpoint_dir,
+            )
             done = step + 1
             if done % config.log_every == 0:
                 loss_, mlm_, nsp_ = (running[:3] / running[3]).tolist()
-                history["train"].append({"step": done, "loss": loss_, "mlm_loss": mlm_,
-                                         "nsp_loss": nsp_,
-                                         "lr": scheduler.get_last_lr()[0]})
+                history["train"].append(
+                    {
+                        "step": done,
+                        "loss": loss_,
+                        "mlm_loss": mlm_,
+                        "nsp_loss": nsp_,
+                        "lr": scheduler.get_last_lr()[0],
+                    }
+                )
                 running.zero_()
-            stop = dist.any(bool(requests), device) and done < end      # Ctrl-C
-            evaluate = eval_batches and (done % config.eval_every == 0
-                                         or done == config.steps)
-            save = checkpoint_dir is not None and (stop or done == end or (
-                config.checkpoint_every > 0 and done % config.checkpoint_every == 0))
+            stop = dist.any(bool(requests), device) and done < end  # Ctrl-C
+            evaluate = eval_batches and (
+                done % config.eval_every == 0 or done == config.steps
+            )
+            save = checkpoint_dir is not None and (
+                stop
+                or done == end
+                or (config.checkpoint_every > 0 and done % config.checkpoint_every == 0)
+            )
             if dist.is_main and (evaluate or save or stop):
                 history["seconds"] += time.perf_counter() - clock
                 clock = time.perf_counter()
             if dist.is_main and evaluate:
                 metrics = evaluate_pretraining(model, eval_batches, dtype=dtype)
                 history["eval"].append({"step": done, **metrics})
-                train = (f"train loss {history['train'][-1]['loss']:.3f} | "
-                         if history["train"] else "")
-                nsp = (f" | NSP acc {metrics['nsp_accuracy']:.3f}"
-                       if "nsp_accuracy" in metrics else "")
-                bar.write(f"step {done:>6}/{config.steps} | {train}held-out MLM loss "
-                          f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}"
-                          f"{nsp} | {history['seconds']:.0f} s")
+                train = (
+                    f"train loss {history['train'][-1]['loss']:.3f} | "
+                    if history["train"]
+                    else ""
+                )
+                nsp = (
+                    f" | NSP acc {metrics['nsp_accuracy']:.3f}"
+                    if "nsp_accuracy" in metrics
+                    else ""
+                )
+                bar.write(
+                    f"step {done:>6}/{config.steps} | {train}held-out MLM loss "
+                    f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}"
+                    f"{nsp} | {history['seconds']:.0f} s"
+                )
             if dist.is_main and metrics_path is not None and (evaluate or stop):
                 write_json(metrics_path, history)
             if save:
                 if dist.is_main:
                     extra = {"history": history, "running": running.tolist()}
-                    save_checkpoint(checkpoint_dir, model, optimizer=optimizer,
-                                    scheduler=scheduler, scaler=scaler, step=done,
-                                    extra=extra)
+                    save_checkpoint(
+                        checkpoint_dir,
+                        model,
+                        optimizer=optimizer,
+                        scheduler=scheduler,
+                        scaler=scaler,
+                        step=done,
+                        extra=extra,
+                    )
                 dist.barrier()
             if stop:
                 raise TrainingInterrupted(done, checkpoint_dir)
@@ -1411,19 +1867,50 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
 
 # %% tags=["export:pretraining.loop"]
 def plot_history(history: dict, path: str | Path | None = None):
-    """Training and held-out losses (left) and held-out accuracies (right); saved when ``path`` is given."""
+    """Training and held-out losses (left) and held-out accuracies (right); saved when
+    ``path`` is given."""
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
     train, held = history["train"], history["eval"]
-    nsp = any("nsp_accuracy" in r for r in held)           # False for an MLM-only run
-    left.plot([r["step"] for r in train], [r["mlm_loss"] for r in train], label="MLM, training", alpha=0.7)
-    left.plot([r["step"] for r in held], [r["mlm_loss"] for r in held], "o-", label="MLM, held-out")
-    right.plot([r["step"] for r in held], [r["mlm_accuracy"] for r in held], "o-", label="MLM (masked tokens)")
+    nsp = any("nsp_accuracy" in r for r in held)  # False for an MLM-only run
+    left.plot(
+        [r["step"] for r in train],
+        [r["mlm_loss"] for r in train],
+        label="MLM, training",
+        alpha=0.7,
+    )
+    left.plot(
+        [r["step"] for r in held],
+        [r["mlm_loss"] for r in held],
+        "o-",
+        label="MLM, held-out",
+    )
+    right.plot(
+        [r["step"] for r in held],
+        [r["mlm_accuracy"] for r in held],
+        "o-",
+        label="MLM (masked tokens)",
+    )
     if nsp:
-        left.plot([r["step"] for r in train], [r["nsp_loss"] for r in train], label="NSP, training", alpha=0.7)
-        left.plot([r["step"] for r in held], [r["nsp_loss"] for r in held], "o-", label="NSP, held-out")
-        right.plot([r["step"] for r in held], [r["nsp_accuracy"] for r in held], "o-", label="NSP (pairs)")
+        left.plot(
+            [r["step"] for r in train],
+            [r["nsp_loss"] for r in train],
+            label="NSP, training",
+            alpha=0.7,
+        )
+        left.plot(
+            [r["step"] for r in held],
+            [r["nsp_loss"] for r in held],
+            "o-",
+            label="NSP, held-out",
+        )
+        right.plot(
+            [r["step"] for r in held],
+            [r["nsp_accuracy"] for r in held],
+            "o-",
+            label="NSP (pairs)",
+        )
         right.axhline(0.5, color="0.6", linestyle=":", label="NSP chance")
     left.set(xlabel="step", ylabel="cross-entropy (nats)", title="losses")
     right.set(xlabel="step", ylabel="held-out accuracy", title="accuracy", ylim=(0, 1))
@@ -1442,18 +1929,36 @@ def plot_history(history: dict, path: str | Path | None = None):
 # of about $\ln V$ (a uniform guess over the vocabulary).
 
 # %%
-small = BertConfig.preset("bert-mini", vocab_size=len(tokenizer), pad_token_id=special.pad, max_len=max_len,
-                          **pick(quick=dict(d_model=32, n_layers=1, n_heads=2, d_ff=64),
-                                 full=dict(d_model=128, n_layers=2, n_heads=2, d_ff=512)))
-held_examples = make_examples(tokenize_documents(heldout_documents, tokenizer), special, max_len,
-                              seeded_generator(0, "held-out pairs"))
+small = BertConfig.preset(
+    "bert-mini",
+    vocab_size=len(tokenizer),
+    pad_token_id=special.pad,
+    max_len=max_len,
+    **pick(
+        quick=dict(d_model=32, n_layers=1, n_heads=2, d_ff=64),
+        full=dict(d_model=128, n_layers=2, n_heads=2, d_ff=512),
+    ),
+)
+held_examples = make_examples(
+    tokenize_documents(heldout_documents, tokenizer),
+    special,
+    max_len,
+    seeded_generator(0, "held-out pairs"),
+)
 held = PretrainingBatches(held_examples, special, batch_size, dynamic_masking=False)
 held_batches = [held(i) for i in range(pick(quick=1, full=8))]
 seed_everything(0)
 model = BertForPreTraining(small)
-print(f"{sum(p.numel() for p in model.parameters()):,} parameters; ln V = {math.log(len(tokenizer)):.2f}")
-run = PretrainingConfig(steps=pick(quick=8, full=200), lr=1e-3, eval_every=pick(quick=4, full=50),
-                        log_every=pick(quick=2, full=10))
+print(
+    f"{sum(p.numel() for p in model.parameters()):,} parameters; ln V = "
+    f"{math.log(len(tokenizer)):.2f}"
+)
+run = PretrainingConfig(
+    steps=pick(quick=8, full=200),
+    lr=1e-3,
+    eval_every=pick(quick=4, full=50),
+    log_every=pick(quick=2, full=10),
+)
 start = time.perf_counter()
 history = pretrain(model, batches, run, eval_batches=held_batches, device=device)
 print(f"{run.steps} steps in {time.perf_counter() - start:.0f} s")
@@ -1481,8 +1986,15 @@ plt.show()
 import shutil
 import tempfile
 
-tiny = BertConfig(vocab_size=len(tokenizer), d_model=32, n_layers=1, n_heads=4, d_ff=37, max_len=max_len,
-                  pad_token_id=special.pad)
+tiny = BertConfig(
+    vocab_size=len(tokenizer),
+    d_model=32,
+    n_layers=1,
+    n_heads=4,
+    d_ff=37,
+    max_len=max_len,
+    pad_token_id=special.pad,
+)
 steps, stop = pick(quick=4, full=12), pick(quick=2, full=5)
 workdir = Path(tempfile.mkdtemp())
 
@@ -1490,31 +2002,46 @@ workdir = Path(tempfile.mkdtemp())
 def tiny_run(name, init_seed, **kwargs):
     torch.manual_seed(init_seed)
     model = BertForPreTraining(tiny)
-    config = PretrainingConfig(steps=steps, lr=3e-3, warmup_fraction=0.2, eval_every=steps)
-    pretrain(model, batches, config, device="cpu", checkpoint_dir=workdir / name, **kwargs)
+    config = PretrainingConfig(
+        steps=steps, lr=3e-3, warmup_fraction=0.2, eval_every=steps
+    )
+    pretrain(
+        model, batches, config, device="cpu", checkpoint_dir=workdir / name, **kwargs
+    )
     return model
 
 
 straight = tiny_run("straight", init_seed=0)
 tiny_run("stopped", init_seed=0, stop_after=stop)
-print(f"stopped after step {json.loads((workdir / 'stopped' / STATE_NAME).read_text())['step']}")
+print(
+    f"stopped after step "
+    f"{json.loads((workdir / 'stopped' / STATE_NAME).read_text())['step']}"
+)
 resumed = tiny_run("stopped", init_seed=1, resume=True)
-differences = [(a - b).abs().max().item() for a, b in zip(straight.state_dict().values(), resumed.state_dict().values())]
+differences = [
+    (a - b).abs().max().item()
+    for a, b in zip(straight.state_dict().values(), resumed.state_dict().values())
+]
 print(f"largest difference between the two runs' parameters: {max(differences)}")
-assert all(torch.equal(a, b) for a, b in zip(straight.state_dict().values(), resumed.state_dict().values()))
+assert all(
+    torch.equal(a, b)
+    for a, b in zip(straight.state_dict().values(), resumed.state_dict().values())
+)
 
 # %% [markdown]
 # A damaged checkpoint is refused with a message instead of being half-loaded:
 
 # %%
 state_file = workdir / "stopped" / STATE_TENSORS_NAME
-state_file.write_bytes(state_file.read_bytes()[:1000])              # as if the disk filled up mid-write
+# as if the disk filled up mid-write
+state_file.write_bytes(state_file.read_bytes()[:1000])
 try:
     load_checkpoint(workdir / "stopped")
 except ValueError as error:
     print("ValueError:", str(error)[:150], "...")
 try:
-    load_checkpoint(workdir / "straight", BertForPreTraining(small))    # a model of another size
+    # a model of another size
+    load_checkpoint(workdir / "straight", BertForPreTraining(small))
 except ValueError as error:
     print("ValueError:", str(error)[:150], "...")
 shutil.rmtree(workdir)
@@ -1554,7 +2081,8 @@ import torch.distributed as dist
 
 @dataclass(frozen=True)
 class DistributedContext:
-    """Where this process stands in a run of ``world_size`` processes (1 = an ordinary run)."""
+    """Where this process stands in a run of ``world_size`` processes (1 = an
+    ordinary run)."""
 
     rank: int = 0
     world_size: int = 1
@@ -1566,7 +2094,8 @@ class DistributedContext:
         return self.rank == 0
 
     def all_reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
-        """The sum of ``tensor`` over all processes (the tensor itself in a single process)."""
+        """The sum of ``tensor`` over all processes (the tensor itself in a single
+        process)."""
         if self.world_size == 1:
             return tensor
         total = tensor.clone()
@@ -1587,9 +2116,10 @@ class DistributedContext:
 def init_distributed(backend: str | None = None) -> DistributedContext:
     """Join the process group that ``torchrun`` describes in the environment.
 
-    torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT for every process it
-    starts; without them (a plain ``python`` run) this returns the single-process context.
-    The backend is NCCL for GPUs and Gloo for CPUs unless ``backend`` says otherwise.
+    torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT for every
+    process it starts; without them (a plain ``python`` run) this returns the
+    single-process context. The backend is NCCL for GPUs and Gloo for CPUs unless
+    ``backend`` says otherwise.
     """
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size == 1:
@@ -1598,9 +2128,10 @@ def init_distributed(backend: str | None = None) -> DistributedContext:
     if backend is None:
         backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend == "nccl":
-        torch.cuda.set_device(local_rank)    # one GPU per process
+        torch.cuda.set_device(local_rank)  # one GPU per process
     if not dist.is_initialized():
-        dist.init_process_group(backend)     # reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+        # reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+        dist.init_process_group(backend)
     return DistributedContext(dist.get_rank(), dist.get_world_size(), local_rank)
 
 
@@ -1620,14 +2151,22 @@ def init_distributed(backend: str | None = None) -> DistributedContext:
 model.eval()
 halves = [{k: v[r::2].to(device) for k, v in batches(0).items()} for r in range(2)]
 with torch.no_grad():
-    token_losses = [F.cross_entropy(model(**h).mlm_logits.float(), h["mlm_labels"][h["mlm_labels"] != IGNORE_INDEX],
-                                    reduction="none") for h in halves]
+    token_losses = [
+        F.cross_entropy(
+            model(**h).mlm_logits.float(),
+            h["mlm_labels"][h["mlm_labels"] != IGNORE_INDEX],
+            reduction="none",
+        )
+        for h in halves
+    ]
 n = [len(t) for t in token_losses]
 global_mean = torch.cat(token_losses).mean()
 mean_of_means = sum(t.mean() for t in token_losses) / 2
 rescaled = sum(t.mean() * n_r * 2 / sum(n) for t, n_r in zip(token_losses, n)) / 2
-print(f"masked tokens per half: {n}; mean over all: {global_mean:.5f}; average of the two means: "
-      f"{mean_of_means:.5f}; average of the rescaled means: {rescaled:.5f}")
+print(
+    f"masked tokens per half: {n}; mean over all: {global_mean:.5f}; average of the "
+    f"two means: {mean_of_means:.5f}; average of the rescaled means: {rescaled:.5f}"
+)
 assert torch.allclose(rescaled, global_mean)
 
 
@@ -1655,9 +2194,10 @@ assert torch.allclose(rescaled, global_mean)
 def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
     """The unlabelled training text of chapter 10's tasks, as documents of sentences.
 
-    Banking77's training questions (not the tenth chapter 10 validates on), UD English-EWT's
-    training sentences (runs of ``sentences_per_document``) and the paragraphs of the SQuAD
-    training articles. No label, and no validation or test text, is used.
+    Banking77's training questions (not the tenth chapter 10 validates on), UD
+    English-EWT's training sentences (runs of ``sentences_per_document``) and the
+    paragraphs of the SQuAD training articles. No label, and no validation or test
+    text, is used.
     """
     # chapter 10's readers; they import nothing of ours
     from tinybert.finetuning.recipes import task_data
@@ -1667,10 +2207,11 @@ def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
     squad, _ = task_data("squad", "train")
     n = sentences_per_document
     questions = [e.text for e in banking]
-    documents = [questions[i:i + n] for i in range(0, len(questions), n)]
+    documents = [questions[i : i + n] for i in range(0, len(questions), n)]
     ud_sentences = [" ".join(s.words) for s in ud]
-    documents += [ud_sentences[i:i + n] for i in range(0, len(ud_sentences), n)]
-    contexts = list(dict.fromkeys(e.context for e in squad))        # each paragraph once, in order
+    documents += [ud_sentences[i : i + n] for i in range(0, len(ud_sentences), n)]
+    # each paragraph once, in order
+    contexts = list(dict.fromkeys(e.context for e in squad))
     return documents + [split_sentences(c) for c in contexts]
 
 
@@ -1685,16 +2226,28 @@ def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
 # command that continues the run.
 
 # %% tags=["export:pretraining.run"]
-from tinybert.pretraining.loop import (PretrainingConfig, pretrain, plot_history,
-                                       write_json)
+from tinybert.pretraining.loop import (
+    PretrainingConfig,
+    pretrain,
+    plot_history,
+    write_json,
+)
 
 # %% tags=["export:pretraining.run"]
-RUN_FILES = ("vocab.txt", "model.safetensors", "config.json", "metrics.json",
-             "loss_curves.png", "training_state")    # what pretrain_bert writes
+# what pretrain_bert writes
+RUN_FILES = (
+    "vocab.txt",
+    "model.safetensors",
+    "config.json",
+    "metrics.json",
+    "loss_curves.png",
+    "training_state",
+)
 
 
-def check_run_folder(out_dir: str | Path, *, resume: bool = False,
-                     overwrite: bool = False) -> Path:
+def check_run_folder(
+    out_dir: str | Path, *, resume: bool = False, overwrite: bool = False
+) -> Path:
     """The folder of a run, checked before any work: never overwrite a run silently.
 
     A folder holding a finished or partial run (any of RUN_FILES) is refused unless
@@ -1722,9 +2275,11 @@ def check_run_folder(out_dir: str | Path, *, resume: bool = False,
         what = f"a partial run (saved at step {json.loads(state.read_text())['step']})"
     else:
         what = "a partial run (stopped before its first checkpoint)"
-    raise FileExistsError(f"{out} already holds {what}: {', '.join(present)}. "
-                          "Continue it with --resume (resume=True), replace it with "
-                          "--overwrite (overwrite=True), or choose another folder")
+    raise FileExistsError(
+        f"{out} already holds {what}: {', '.join(present)}. "
+        "Continue it with --resume (resume=True), replace it with "
+        "--overwrite (overwrite=True), or choose another folder"
+    )
 
 
 def _check_counts(minimum: int = 1, **counts) -> None:
@@ -1737,10 +2292,13 @@ def _check_config(preset: str, overrides: dict, vocab_size: int) -> None:
     """Build the model configuration once, with a stand-in vocabulary: errors first."""
     unknown = sorted(set(overrides) - {f.name for f in fields(BertConfig)})
     if unknown:
-        raise ValueError(f"unknown BertConfig field(s) {unknown}; known: "
-                         f"{', '.join(f.name for f in fields(BertConfig))}")
-    BertConfig.preset(preset, **{"vocab_size": vocab_size, "pad_token_id": 0,
-                                 **overrides})
+        raise ValueError(
+            f"unknown BertConfig field(s) {unknown}; known: "
+            f"{', '.join(f.name for f in fields(BertConfig))}"
+        )
+    BertConfig.preset(
+        preset, **{"vocab_size": vocab_size, "pad_token_id": 0, **overrides}
+    )
 
 
 def _saved_recipe(out: Path) -> dict:
@@ -1759,69 +2317,113 @@ def _saved_recipe(out: Path) -> dict:
 def _check_recipe(out: Path, recipe: dict) -> None:
     """Resuming with other data than the saved run's is refused, naming each change."""
     saved = _saved_recipe(out)
-    differences = [f"{key}: saved {saved[key]!r}, now {value!r}"
-                   for key, value in recipe.items()
-                   if key in saved and saved[key] != value]
+    differences = [
+        f"{key}: saved {saved[key]!r}, now {value!r}"
+        for key, value in recipe.items()
+        if key in saved and saved[key] != value
+    ]
     if differences:
-        raise ValueError(f"{out}: cannot resume with another data recipe than the "
-                         f"saved run's ({'; '.join(differences)}); resume with the "
-                         "saved settings, or start a new run (--overwrite)")
+        raise ValueError(
+            f"{out}: cannot resume with another data recipe than the "
+            f"saved run's ({'; '.join(differences)}); resume with the "
+            "saved settings, or start a new run (--overwrite)"
+        )
 
 
 # %% tags=["export:pretraining.run"]
-def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: dict | None = None,
-                  steps: int = 1000, batch_size: int = 32, lr: float = 1e-3, warmup_fraction: float = 0.05,
-                  vocab_size: int = 8192, vocab_min_count: int = 40,
-                  vocab_score: str = "count", eval_every: int = 100,
-                  eval_batches: int = 25, checkpoint_every: int = 0, seed: int = 0,
-                  max_documents: int | None = None, dynamic_masking: bool = True, resume: bool = False,
-                  stop_after: int | None = None, device: torch.device | str | None = None,
-                  objective: str = "mlm+nsp", mlm_probability: float = 0.15, adam_beta2: float = 0.999,
-                  task_text: bool = False, overwrite: bool = False,
-                  dist: DistributedContext = DistributedContext()) -> dict:
-    """The course's pretraining run, end to end, into ``out_dir``: what ``tinybert pretrain`` runs.
+def pretrain_bert(
+    out_dir: str | Path,
+    *,
+    preset: str = "bert-mini",
+    overrides: dict | None = None,
+    steps: int = 1000,
+    batch_size: int = 32,
+    lr: float = 1e-3,
+    warmup_fraction: float = 0.05,
+    vocab_size: int = 8192,
+    vocab_min_count: int = 40,
+    vocab_score: str = "count",
+    eval_every: int = 100,
+    eval_batches: int = 25,
+    checkpoint_every: int = 0,
+    seed: int = 0,
+    max_documents: int | None = None,
+    dynamic_masking: bool = True,
+    resume: bool = False,
+    stop_after: int | None = None,
+    device: torch.device | str | None = None,
+    objective: str = "mlm+nsp",
+    mlm_probability: float = 0.15,
+    adam_beta2: float = 0.999,
+    task_text: bool = False,
+    overwrite: bool = False,
+    dist: DistributedContext = DistributedContext(),
+) -> dict:
+    """The course's pretraining run, end to end, into ``out_dir``: what
+    ``tinybert pretrain`` runs.
 
     Trains an uncased WordPiece vocabulary on the training documents, merging by
     pair count (``vocab_score``; with ``resume``, reuses out_dir/vocab.txt),
-    builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``, RoBERTa) and
-    MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes vocab.txt,
-    model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable state in
-    out_dir/training_state/. ``task_text`` adds task_documents() to the training text. The
-    held-out batches always mask 15% of the tokens, whatever ``mlm_probability`` trains with.
-    Arguments and folder are checked before any work (check_run_folder: ``resume``,
-    ``overwrite``). The data recipe (these arguments, and the sizes they gave) is saved
-    with the run; ``resume`` with another one raises ValueError naming each difference.
+    builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``,
+    RoBERTa) and MLM batches, pretrains a BertForPreTraining with ``pretrain``, and
+    writes vocab.txt, model.safetensors + config.json, metrics.json, loss_curves.png,
+    and the resumable state in out_dir/training_state/. ``task_text`` adds
+    task_documents() to the training text. The held-out batches always mask 15% of the
+    tokens, whatever ``mlm_probability`` trains with. Arguments and folder are checked
+    before any work (check_run_folder: ``resume``, ``overwrite``). The data recipe
+    (these arguments, and the sizes they gave) is saved with the run; ``resume`` with
+    another one raises ValueError naming each difference.
     """
     if objective not in ("mlm+nsp", "mlm"):
         raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
     if vocab_score not in ("count", "likelihood"):
-        raise ValueError(f"vocab_score must be 'count' or 'likelihood', "
-                         f"got {vocab_score!r}")
-    _check_counts(steps=steps, batch_size=batch_size, eval_every=eval_every,
-                  eval_batches=eval_batches, vocab_size=vocab_size)
+        raise ValueError(
+            f"vocab_score must be 'count' or 'likelihood', got {vocab_score!r}"
+        )
+    _check_counts(
+        steps=steps,
+        batch_size=batch_size,
+        eval_every=eval_every,
+        eval_batches=eval_batches,
+        vocab_size=vocab_size,
+    )
     _check_counts(minimum=0, checkpoint_every=checkpoint_every)
     if stop_after is not None:
         _check_counts(stop_after=stop_after)
     if vocab_size <= len(SPECIAL_TOKENS):
-        raise ValueError(f"vocab_size must be more than the {len(SPECIAL_TOKENS)} "
-                         f"special tokens {', '.join(SPECIAL_TOKENS)}, "
-                         f"got {vocab_size}")
+        raise ValueError(
+            f"vocab_size must be more than the {len(SPECIAL_TOKENS)} "
+            f"special tokens {', '.join(SPECIAL_TOKENS)}, "
+            f"got {vocab_size}"
+        )
     _check_config(preset, overrides or {}, vocab_size)
     if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not lr > 0:
-        raise ValueError(f"expected 0 < mlm_probability < 1, 0 <= warmup_fraction <= 1"
-                         f" and lr > 0, got {mlm_probability}, {warmup_fraction}, {lr}")
+        raise ValueError(
+            f"expected 0 < mlm_probability < 1, 0 <= warmup_fraction <= 1"
+            f" and lr > 0, got {mlm_probability}, {warmup_fraction}, {lr}"
+        )
     try:
         device = get_device(device) if device is not None else None
-    except RuntimeError as error:               # a device asked for that is not here
+    except RuntimeError as error:  # a device asked for that is not here
         raise ValueError(str(error)) from None
     out = check_run_folder(out_dir, resume=resume, overwrite=overwrite)
-    recipe = dict(preset=preset, overrides=overrides or {}, batch_size=batch_size,
-                  processes=dist.world_size, vocab_size=vocab_size,
-                  vocab_min_count=vocab_min_count, vocab_score=vocab_score,
-                  eval_batches=eval_batches, dynamic_masking=dynamic_masking, seed=seed,
-                  max_documents=max_documents, objective=objective,
-                  mlm_probability=mlm_probability, adam_beta2=adam_beta2,
-                  task_text=task_text)
+    recipe = dict(
+        preset=preset,
+        overrides=overrides or {},
+        batch_size=batch_size,
+        processes=dist.world_size,
+        vocab_size=vocab_size,
+        vocab_min_count=vocab_min_count,
+        vocab_score=vocab_score,
+        eval_batches=eval_batches,
+        dynamic_masking=dynamic_masking,
+        seed=seed,
+        max_documents=max_documents,
+        objective=objective,
+        mlm_probability=mlm_probability,
+        adam_beta2=adam_beta2,
+        task_text=task_text,
+    )
     if resume:
         _check_recipe(out, recipe)
     out.mkdir(parents=True, exist_ok=True)
@@ -1833,50 +2435,107 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
         documents += task_documents()[:max_documents]
     heldout = course_documents("heldout", max_documents=max_documents)
     if dist.is_main and not (out / "vocab.txt").is_file():
-        say(f"training a {vocab_size}-token WordPiece vocabulary on {len(documents)} documents")
-        vocab = train_wordpiece_tokenizer(vocabulary_texts(documents), vocab_size,
-                                          min_count=vocab_min_count, score=vocab_score)
+        say(
+            f"training a {vocab_size}-token WordPiece vocabulary on "
+            f"{len(documents)} documents"
+        )
+        vocab = train_wordpiece_tokenizer(
+            vocabulary_texts(documents),
+            vocab_size,
+            min_count=vocab_min_count,
+            score=vocab_score,
+        )
         write_atomically(out / "vocab.txt", vocab.save)
-    dist.barrier()                                  # the other processes read rank 0's vocabulary
+    # the other processes read rank 0's vocabulary
+    dist.barrier()
     tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
     special = SpecialTokens.from_vocab(tokenizer.vocab)
-    config = BertConfig.preset(preset, **{"vocab_size": len(tokenizer), "pad_token_id": special.pad,
-                                          **(overrides or {})})
+    config = BertConfig.preset(
+        preset,
+        **{
+            "vocab_size": len(tokenizer),
+            "pad_token_id": special.pad,
+            **(overrides or {}),
+        },
+    )
     if objective == "mlm":
-        train_examples = single_segment_examples(tokenize_documents(documents, tokenizer), special,
-                                                 config.max_len)
-        eval_examples = single_segment_examples(tokenize_documents(heldout, tokenizer), special,
-                                                config.max_len)
+        train_examples = single_segment_examples(
+            tokenize_documents(documents, tokenizer), special, config.max_len
+        )
+        eval_examples = single_segment_examples(
+            tokenize_documents(heldout, tokenizer), special, config.max_len
+        )
     else:
-        train_examples = make_examples(tokenize_documents(documents, tokenizer), special, config.max_len,
-                                       seeded_generator(seed, "pairs"))
-        eval_examples = make_examples(tokenize_documents(heldout, tokenizer), special, config.max_len,
-                                      seeded_generator(seed, "held-out pairs"))
-    held = PretrainingBatches(eval_examples, special, batch_size, seed=seed, dynamic_masking=False)
+        train_examples = make_examples(
+            tokenize_documents(documents, tokenizer),
+            special,
+            config.max_len,
+            seeded_generator(seed, "pairs"),
+        )
+        eval_examples = make_examples(
+            tokenize_documents(heldout, tokenizer),
+            special,
+            config.max_len,
+            seeded_generator(seed, "held-out pairs"),
+        )
+    held = PretrainingBatches(
+        eval_examples, special, batch_size, seed=seed, dynamic_masking=False
+    )
     eval_list = [held(i) for i in range(min(eval_batches, held.steps_per_epoch))]
-    batches = PretrainingBatches(train_examples, special, batch_size, seed=seed,
-                                 dynamic_masking=dynamic_masking, rank=dist.rank, world_size=dist.world_size,
-                                 mlm_probability=mlm_probability)
-    recipe.update(vocab_tokens=len(tokenizer), train_pairs=len(train_examples),
-                  held_out_batches=len(eval_list))
+    batches = PretrainingBatches(
+        train_examples,
+        special,
+        batch_size,
+        seed=seed,
+        dynamic_masking=dynamic_masking,
+        rank=dist.rank,
+        world_size=dist.world_size,
+        mlm_probability=mlm_probability,
+    )
+    recipe.update(
+        vocab_tokens=len(tokenizer),
+        train_pairs=len(train_examples),
+        held_out_batches=len(eval_list),
+    )
     if resume:
-        _check_recipe(out, recipe)            # the same arguments, but other data?
+        _check_recipe(out, recipe)  # the same arguments, but other data?
     what = "pairs" if objective == "mlm+nsp" else "sequences"
-    say(f"{len(train_examples)} training {what} ({batches.steps_per_epoch} steps per epoch), "
-        f"{len(eval_list) * batch_size} held-out {what}; model {preset}: {config}")
-    torch.manual_seed(seed)                          # the same initial weights in every process
+    say(
+        f"{len(train_examples)} training {what} ({batches.steps_per_epoch} steps per "
+        f"epoch), {len(eval_list) * batch_size} held-out {what}; model "
+        f"{preset}: {config}"
+    )
+    # the same initial weights in every process
+    torch.manual_seed(seed)
     model = BertForPreTraining(config)
-    run = PretrainingConfig(steps=steps, lr=lr, warmup_fraction=warmup_fraction, eval_every=eval_every,
-                            checkpoint_every=checkpoint_every, seed=seed, adam_beta2=adam_beta2)
-    history = pretrain(model, batches, run, eval_batches=eval_list, device=device,
-                       checkpoint_dir=out / "training_state", resume=resume, stop_after=stop_after,
-                       metrics_path=out / "metrics.json", recipe=recipe, dist=dist)
+    run = PretrainingConfig(
+        steps=steps,
+        lr=lr,
+        warmup_fraction=warmup_fraction,
+        eval_every=eval_every,
+        checkpoint_every=checkpoint_every,
+        seed=seed,
+        adam_beta2=adam_beta2,
+    )
+    history = pretrain(
+        model,
+        batches,
+        run,
+        eval_batches=eval_list,
+        device=device,
+        checkpoint_dir=out / "training_state",
+        resume=resume,
+        stop_after=stop_after,
+        metrics_path=out / "metrics.json",
+        recipe=recipe,
+        dist=dist,
+    )
     if dist.is_main:
         save_model(model, out)
         write_json(out / "metrics.json", history)
         import matplotlib.pyplot as plt
 
-        plt.close(plot_history(history, out / "loss_curves.png"))    # not kept open
+        plt.close(plot_history(history, out / "loss_curves.png"))  # not kept open
     return history
 
 
@@ -1916,13 +2575,20 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
 # %%
 import tinybert
 
-ablation = json.loads((Path(tinybert.__file__).parent.parent / "experiments"
-                       / "recipe_ablation.json").read_text())
+ablation = json.loads(
+    (
+        Path(tinybert.__file__).parent.parent / "experiments" / "recipe_ablation.json"
+    ).read_text()
+)
 print(ablation["command"])
 fig, (ax_curve, ax_final) = plt.subplots(1, 2, figsize=(10, 3.2))
 for name, run in ablation["runs"].items():
-    ax_curve.plot([r["step"] for r in run["train"]], [r["mlm_loss"] for r in run["train"]],
-                  label=name, lw=1)
+    ax_curve.plot(
+        [r["step"] for r in run["train"]],
+        [r["mlm_loss"] for r in run["train"]],
+        label=name,
+        lw=1,
+    )
 ax_curve.set(xlabel="step", ylabel="training MLM loss", title="training curves")
 ax_curve.legend(fontsize=7)
 names = list(ablation["runs"])
@@ -1930,16 +2596,24 @@ finals = [100 * ablation["runs"][n]["final"]["mlm_accuracy"] for n in names]
 ax_final.barh(range(len(names)), finals, color="C0")
 ax_final.set_yticks(range(len(names)), names, fontsize=8)
 ax_final.invert_yaxis()
-ax_final.set(xlabel="held-out MLM accuracy (%)", title=f"after {ablation['steps']} steps")
+ax_final.set(
+    xlabel="held-out MLM accuracy (%)", title=f"after {ablation['steps']} steps"
+)
 plt.tight_layout()
 plt.show()
 for name in names:
     run = ablation["runs"][name]
-    print(f"{name:<40} held-out MLM accuracy {run['final']['mlm_accuracy']:6.1%}, loss "
-          f"{run['final']['mlm_loss']:.3f} ({run['seconds']:.0f} s)")
+    print(
+        f"{name:<40} held-out MLM accuracy {run['final']['mlm_accuracy']:6.1%}, loss "
+        f"{run['final']['mlm_loss']:.3f} ({run['seconds']:.0f} s)"
+    )
 losses = [ablation["runs"][n]["final"]["mlm_loss"] for n in names]
-print(f"held-out MLM loss, BERT's recipe -> the course's: {losses[0]:.3f} -> {losses[-1]:.3f}")
-assert losses[-1] < losses[0]                       # lower at equal steps, in this one seed
+print(
+    f"held-out MLM loss, BERT's recipe -> the course's: {losses[0]:.3f} -> "
+    f"{losses[-1]:.3f}"
+)
+# lower at equal steps, in this one seed
+assert losses[-1] < losses[0]
 
 
 # %% [markdown]
@@ -1961,7 +2635,8 @@ assert losses[-1] < losses[0]                       # lower at equal steps, in t
 # %% tags=["export:checkpoint.pretrained"]
 @dataclass
 class Pretrained:
-    """A pretrained BERT: the model (eval mode, on the CPU), its tokenizer, its config, its folder."""
+    """A pretrained BERT: the model (eval mode, on the CPU), its tokenizer, its config,
+    its folder."""
 
     model: nn.Module
     tokenizer: WordPieceTokenizer
@@ -1976,6 +2651,7 @@ def shipped_checkpoint() -> Path:
     """checkpoints/bert-mini/ of the repository that tinybert was installed from
     (editable install)."""
     import tinybert
+
     return Path(tinybert.__file__).resolve().parent.parent / "checkpoints" / "bert-mini"
 
 
@@ -1983,52 +2659,82 @@ def _missing(directory: Path) -> list[str]:
     return [f for f in CHECKPOINT_FILES if not saved_file(directory, f).is_file()]
 
 
-def load_pretrained(directory: str | Path | None = None, *,
-                    train_if_missing: bool = False) -> Pretrained:
-    """Load a pretrained BertForPreTraining and its WordPiece tokenizer (uncased) from ``directory``.
+def load_pretrained(
+    directory: str | Path | None = None, *, train_if_missing: bool = False
+) -> Pretrained:
+    """Load a pretrained BertForPreTraining and its WordPiece tokenizer (uncased) from
+    ``directory``.
 
-    ``directory`` None means the course's shipped checkpoint, checkpoints/bert-mini/, then a short
-    run trained earlier into the user cache. A folder without a checkpoint raises
-    FileNotFoundError naming what is missing. Training is never a default: only
+    ``directory`` None means the course's shipped checkpoint, checkpoints/bert-mini/,
+    then a short run trained earlier into the user cache. A folder without a checkpoint
+    raises FileNotFoundError naming what is missing. Training is never a default: only
     ``train_if_missing=True`` (with ``directory`` None) trains a short, much weaker run
     when there is no checkpoint, saying so, into the user cache, never a named folder.
     """
     if directory is not None and not str(directory).strip():
-        raise ValueError("load_pretrained: directory is empty (''); name a checkpoint "
-                         "folder or pass None for the course's checkpoint")
+        raise ValueError(
+            "load_pretrained: directory is empty (''); name a checkpoint "
+            "folder or pass None for the course's checkpoint"
+        )
     if directory is not None and train_if_missing:
-        raise ValueError(f"load_pretrained({str(directory)!r}, train_if_missing=True): "
-                         "a fallback run is trained only into the user cache, never "
-                         "into a folder you name; drop the folder, or train into it "
-                         "with `tinybert pretrain --out DIR`")
+        raise ValueError(
+            f"load_pretrained({str(directory)!r}, train_if_missing=True): "
+            "a fallback run is trained only into the user cache, never "
+            "into a folder you name; drop the folder, or train into it "
+            "with `tinybert pretrain --out DIR`"
+        )
     cached = cache_dir().parent / "checkpoints" / "bert-mini-short"
-    candidates = [Path(directory)] if directory is not None else [shipped_checkpoint(), cached]
+    candidates = (
+        [Path(directory)] if directory is not None else [shipped_checkpoint(), cached]
+    )
     found = next((p for p in candidates if not _missing(p)), None)
     if found is None and not train_if_missing:
-        holds = "; ".join(f"{p} does not exist" if not p.exists() else
-                          f"{p} is not a folder" if not p.is_dir() else
-                          f"{p} lacks {', '.join(_missing(p))}" for p in candidates)
+        holds = "; ".join(
+            f"{p} does not exist"
+            if not p.exists()
+            else f"{p} is not a folder"
+            if not p.is_dir()
+            else f"{p} lacks {', '.join(_missing(p))}"
+            for p in candidates
+        )
         raise FileNotFoundError(
             f"no pretrained checkpoint: {holds} (a checkpoint holds "
             f"{', '.join(CHECKPOINT_FILES)}). "
             "Train one with `tinybert pretrain --out DIR` (chapter 09), load it with "
             "load_pretrained(DIR), or ask for a short, weak run in the user cache with "
-            "load_pretrained(train_if_missing=True)")
+            "load_pretrained(train_if_missing=True)"
+        )
     if found is None:
         found = cached
         steps = pick(quick=10, full=200)
-        print(f"load_pretrained: no checkpoint found; training a SHORT bert-mini run ({steps} steps) into "
-              f"{found}. It is much weaker than the course's shipped checkpoint (chapter 09).")
+        print(
+            f"load_pretrained: no checkpoint found; training a SHORT bert-mini run "
+            f"({steps} steps) into {found}. It is much weaker than the course's "
+            f"shipped checkpoint (chapter 09)."
+        )
         # here: pretrain_loop imports this module
         from tinybert.pretraining.run import pretrain_bert
-        pretrain_bert(found, steps=steps, batch_size=16, eval_every=steps, eval_batches=4,
-                      max_documents=pick(quick=40, full=None), overwrite=True)
+
+        pretrain_bert(
+            found,
+            steps=steps,
+            batch_size=16,
+            eval_every=steps,
+            eval_batches=4,
+            max_documents=pick(quick=40, full=None),
+            overwrite=True,
+        )
     model = load_model(found, map_location="cpu")
     tokenizer = WordPieceTokenizer.from_file(found / "vocab.txt", lowercase=True)
     if len(tokenizer) != model.config.vocab_size:
-        raise ValueError(f"{found}: vocab.txt has {len(tokenizer)} tokens but the model expects "
-                         f"{model.config.vocab_size}; the files come from different runs")
-    return Pretrained(model=model, tokenizer=tokenizer, config=model.config, directory=found)
+        raise ValueError(
+            f"{found}: vocab.txt has {len(tokenizer)} tokens but the "
+            f"model expects {model.config.vocab_size}; the files come "
+            f"from different runs"
+        )
+    return Pretrained(
+        model=model, tokenizer=tokenizer, config=model.config, directory=found
+    )
 
 
 # %% [markdown]
@@ -2042,38 +2748,68 @@ from tinybert.commands.pretrain import add_arguments
 run_dir = pretrained.directory
 metrics = json.loads((run_dir / "metrics.json").read_text())
 log_file = run_dir / "train.log"
-command = next((line.removeprefix("command: ") for line in log_file.read_text().splitlines()
-                if line.startswith("command: ")), None) if log_file.is_file() else None
+command = (
+    next(
+        (
+            line.removeprefix("command: ")
+            for line in log_file.read_text().splitlines()
+            if line.startswith("command: ")
+        ),
+        None,
+    )
+    if log_file.is_file()
+    else None
+)
 print("command:", command or "(no train.log: a short run trained by load_pretrained)")
 parser = argparse.ArgumentParser()
-add_arguments(parser)                                   # the command's own parser reads its arguments
-args = parser.parse_args(command.split()[2:] if command else ["--out", "x", "--batch-size", "16"])
+# the command's own parser reads its arguments
+add_arguments(parser)
+args = parser.parse_args(
+    command.split()[2:] if command else ["--out", "x", "--batch-size", "16"]
+)
 steps = metrics["config"]["steps"]
-print(f"{steps * args.batch_size:,} sequences seen, as many as BERT-base's first "
-      f"{steps * args.batch_size / 256:.0f} steps of 256")
+print(
+    f"{steps * args.batch_size:,} sequences seen, as many as BERT-base's first "
+    f"{steps * args.batch_size / 256:.0f} steps of 256"
+)
 final = metrics["eval"][-1]
-print(f"{steps} steps, {metrics['seconds'] / 60:.1f} minutes of training; "
-      f"{sum(p.numel() for p in pretrained.model.parameters()):,} parameters, "
-      f"model.safetensors {(run_dir / 'model.safetensors').stat().st_size / 1e6:.1f} MB")
-print(f"final held-out MLM loss {final['mlm_loss']:.3f}, MLM accuracy {final['mlm_accuracy']:.1%} "
-      f"(over {final['mlm_tokens']:,} masked tokens)"
-      + (f", NSP accuracy {final['nsp_accuracy']:.1%}" if "nsp_accuracy" in final else ""))
-tokens = steps * args.batch_size * pretrained.config.max_len          # an upper bound: no padding
-print(f"at most {tokens / metrics['seconds']:,.0f} tokens per second; held-out MLM accuracy "
-      f"{final['mlm_accuracy']:.1%} after {metrics['seconds'] / 3600:.2f} CPU-core hours")
+print(
+    f"{steps} steps, {metrics['seconds'] / 60:.1f} minutes of training; "
+    f"{sum(p.numel() for p in pretrained.model.parameters()):,} parameters, "
+    f"model.safetensors {(run_dir / 'model.safetensors').stat().st_size / 1e6:.1f} "
+    f"MB"
+)
+print(
+    f"final held-out MLM loss {final['mlm_loss']:.3f}, MLM accuracy "
+    f"{final['mlm_accuracy']:.1%} (over {final['mlm_tokens']:,} masked tokens)"
+    + (f", NSP accuracy {final['nsp_accuracy']:.1%}" if "nsp_accuracy" in final else "")
+)
+# an upper bound: no padding
+tokens = steps * args.batch_size * pretrained.config.max_len
+print(
+    f"at most {tokens / metrics['seconds']:,.0f} tokens per second; held-out MLM "
+    f"accuracy {final['mlm_accuracy']:.1%} after {metrics['seconds'] / 3600:.2f} "
+    f"CPU-core hours"
+)
 for row in metrics["eval"][::3]:
-    print(f"  step {row['step']:>5}: held-out MLM accuracy {row['mlm_accuracy']:.1%}, "
-          f"loss {row['mlm_loss']:.3f}")
+    print(
+        f"  step {row['step']:>5}: held-out MLM accuracy {row['mlm_accuracy']:.1%}, "
+        f"loss {row['mlm_loss']:.3f}"
+    )
 plot_history(metrics)
 plt.show()
 evals = metrics["eval"]
-gains = [(b["mlm_accuracy"] - a["mlm_accuracy"], b["step"])
-         for a, b in zip(evals, evals[1:])]
+gains = [
+    (b["mlm_accuracy"] - a["mlm_accuracy"], b["step"]) for a, b in zip(evals, evals[1:])
+]
 best_gain, best_step = max(gains)
 half = len(gains) // 2
-print(f"accuracy gained per evaluation: {100 * sum(g for g, _ in gains[:half]):.1f} points "
-      f"in the first half of the run, {100 * sum(g for g, _ in gains[half:]):.1f} in the "
-      f"second; the largest gain, {100 * best_gain:.1f} points, up to step {best_step}")
+print(
+    f"accuracy gained per evaluation: {100 * sum(g for g, _ in gains[:half]):.1f} "
+    f"points in the first half of the run, "
+    f"{100 * sum(g for g, _ in gains[half:]):.1f} in the second; the largest gain, "
+    f"{100 * best_gain:.1f} points, up to step {best_step}"
+)
 if not is_quick() and command:
     assert sum(g for g, _ in gains[half:]) > sum(g for g, _ in gains[:half])
 
@@ -2100,28 +2836,37 @@ def fill_mask(text: str, k: int = 5) -> list[list[str]]:
     ids = [special.cls]
     for i, piece in enumerate(text.split("[MASK]")):
         ids += ([special.mask] if i else []) + encode_sentence(tokenizer, piece)
-    input_ids = torch.tensor([ids + [special.sep]])                          # (1, T)
+    input_ids = torch.tensor([ids + [special.sep]])  # (1, T)
     with torch.no_grad():
-        logits = pretrained.model(input_ids).mlm_logits[0]                   # (T, V)
+        logits = pretrained.model(input_ids).mlm_logits[0]  # (T, V)
     positions = (input_ids[0] == special.mask).nonzero().flatten()
-    return [[tokenizer.id_to_token[i] for i in logits[p].topk(k).indices.tolist()] for p in positions]
+    return [
+        [tokenizer.id_to_token[i] for i in logits[p].topk(k).indices.tolist()]
+        for p in positions
+    ]
 
 
-top_frequent = {tokenizer.id_to_token[i] for i in torch.bincount(flat).topk(10).indices.tolist()}
+top_frequent = {
+    tokenizer.id_to_token[i] for i in torch.bincount(flat).topk(10).indices.tolist()
+}
 first_guesses = []
-for text in ["Istanbul is a great [MASK] to visit.",
-             "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
-             "must be in want of a [MASK].",
-             "She opened the [MASK] and looked out into the garden.",
-             "The river flows into the [MASK] near the city.",
-             "He was born in [MASK] and died in 1850.",
-             "\"I do not know,\" said the [MASK], shaking his head."]:
+for text in [
+    "Istanbul is a great [MASK] to visit.",
+    "It is a truth universally acknowledged, that a single man in possession "
+    "of a good fortune, must be in want of a [MASK].",
+    "She opened the [MASK] and looked out into the garden.",
+    "The river flows into the [MASK] near the city.",
+    "He was born in [MASK] and died in 1850.",
+    "\"I do not know,\" said the [MASK], shaking his head.",
+]:
     guesses = fill_mask(text)
     first_guesses += [g[0] for g in guesses]
     print(text, "->", ", ".join("/".join(g) for g in guesses))
 beyond = [g for g in first_guesses if g not in top_frequent]
-print(f"top guesses outside the ten most frequent tokens: {len(beyond)} of {len(first_guesses)} "
-      f"({', '.join(beyond)})")
+print(
+    f"top guesses outside the ten most frequent tokens: {len(beyond)} of "
+    f"{len(first_guesses)} ({', '.join(beyond)})"
+)
 if not is_quick():
     assert len(beyond) >= len(first_guesses) // 2
 
@@ -2136,27 +2881,53 @@ if not is_quick():
 # %%
 test_documents = course_documents("heldout", max_documents=pick(quick=3, full=None))
 test_tokens = tokenize_documents(test_documents, tokenizer)
-if args.objective == "mlm":                    # the held-out examples the run itself evaluated
-    test_examples = single_segment_examples(test_tokens, special, pretrained.config.max_len)
+# the held-out examples the run itself evaluated
+if args.objective == "mlm":
+    test_examples = single_segment_examples(
+        test_tokens, special, pretrained.config.max_len
+    )
 else:
-    test_examples = make_examples(test_tokens, special, pretrained.config.max_len,
-                                  seeded_generator(args.seed, "held-out pairs"))
-test = PretrainingBatches(test_examples, special, args.batch_size, seed=args.seed, dynamic_masking=False)
-test_batches = [test(i) for i in range(min(pick(quick=1, full=args.eval_batches), test.steps_per_epoch))]
+    test_examples = make_examples(
+        test_tokens,
+        special,
+        pretrained.config.max_len,
+        seeded_generator(args.seed, "held-out pairs"),
+    )
+test = PretrainingBatches(
+    test_examples, special, args.batch_size, seed=args.seed, dynamic_masking=False
+)
+test_batches = [
+    test(i)
+    for i in range(min(pick(quick=1, full=args.eval_batches), test.steps_per_epoch))
+]
 start = time.perf_counter()
 recomputed = evaluate_pretraining(pretrained.model, test_batches)
-print(f"held-out MLM accuracy {recomputed['mlm_accuracy']:.1%} and loss {recomputed['mlm_loss']:.3f} over "
-      f"{recomputed['mlm_tokens']:,} masked tokens ({time.perf_counter() - start:.1f} s)")
-counts = torch.bincount(flat, minlength=len(tokenizer)).float()               # (V,) training-text counts
+print(
+    f"held-out MLM accuracy {recomputed['mlm_accuracy']:.1%} and loss "
+    f"{recomputed['mlm_loss']:.3f} over {recomputed['mlm_tokens']:,} masked tokens "
+    f"({time.perf_counter() - start:.1f} s)"
+)
+# (V,) training-text counts
+counts = torch.bincount(flat, minlength=len(tokenizer)).float()
 frequent = counts.argmax().item()
-targets = torch.cat([b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX] for b in test_batches])
-unigram_loss = -((counts + 1) / (counts.sum() + len(counts))).log()[targets].mean().item()   # add-one smoothed
-print(f"the token frequencies alone, whatever the context: loss {unigram_loss:.3f}; "
-      f"always guessing {tokenizer.id_to_token[frequent]!r}: accuracy {(targets == frequent).float().mean():.1%}")
-if not is_quick() and command:                    # the same batches as the run's last evaluation
+targets = torch.cat(
+    [b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX] for b in test_batches]
+)
+# add-one smoothed
+unigram_loss = (
+    -((counts + 1) / (counts.sum() + len(counts))).log()[targets].mean().item()
+)
+print(
+    f"the token frequencies alone, whatever the context: loss {unigram_loss:.3f}; "
+    f"always guessing {tokenizer.id_to_token[frequent]!r}: accuracy "
+    f"{(targets == frequent).float().mean():.1%}"
+)
+# the same batches as the run's last evaluation
+if not is_quick() and command:
     assert abs(recomputed["mlm_accuracy"] - final["mlm_accuracy"]) < 1e-3
     assert abs(recomputed["mlm_loss"] - final["mlm_loss"]) < 1e-3
-    assert recomputed["mlm_loss"] < unigram_loss - 1.0     # far beyond the token frequencies
+    # far beyond the token frequencies
+    assert recomputed["mlm_loss"] < unigram_loss - 1.0
 
 # %% [markdown]
 # A four-layer model trained for the time printed above on one CPU core is far from BERT-base,
@@ -2224,14 +2995,20 @@ import torch
 def bert_mask(input_ids, special, generator):
     ### BEGIN SOLUTION
     special_ids = torch.tensor(special.ids)
-    chosen = ~torch.isin(input_ids, special_ids) & (torch.rand(input_ids.shape, generator=generator) < 0.15)
+    chosen = ~torch.isin(input_ids, special_ids) & (
+        torch.rand(input_ids.shape, generator=generator) < 0.15
+    )
     labels = torch.where(chosen, input_ids, -100)
     action = torch.rand(input_ids.shape, generator=generator)
     every_id = torch.arange(special.vocab_size)
     ordinary = every_id[~torch.isin(every_id, special_ids)]
-    random_ids = ordinary[torch.randint(len(ordinary), input_ids.shape, generator=generator)]
+    random_ids = ordinary[
+        torch.randint(len(ordinary), input_ids.shape, generator=generator)
+    ]
     corrupted = torch.where(chosen & (action < 0.8), special.mask, input_ids)
-    corrupted = torch.where(chosen & (action >= 0.8) & (action < 0.9), random_ids, corrupted)
+    corrupted = torch.where(
+        chosen & (action >= 0.8) & (action < 0.9), random_ids, corrupted
+    )
     return corrupted, labels
     ### END SOLUTION
 
@@ -2283,7 +3060,9 @@ def nsp_pairs(documents, generator):
                 pairs.append((segments[i], segments[i + 1], 0))
             else:
                 others = [u for u in usable if u != d]
-                other = others[int(torch.randint(len(others), (1,), generator=generator))]
+                other = others[
+                    int(torch.randint(len(others), (1,), generator=generator))
+                ]
                 j = int(torch.randint(len(documents[other]), (1,), generator=generator))
                 pairs.append((segments[i], documents[other][j], 1))
     return pairs
@@ -2372,11 +3151,22 @@ V_ordinary = special.vocab_size - len(special.ids)
 corrupted, labels = mask_tokens(batch_ids, special, seeded_generator(1, "exercise"))
 ordinary_tokens = ~torch.isin(batch_ids, torch.tensor(special.ids))
 chosen = labels != IGNORE_INDEX
-measured = {"shown as [MASK]": (corrupted[ordinary_tokens] == special.mask).float().mean().item(),
-            "changed": (corrupted[ordinary_tokens] != batch_ids[ordinary_tokens]).float().mean().item(),
-            "copy accuracy": (corrupted[chosen] == labels[chosen]).float().mean().item()}
-expected = {"shown as [MASK]": 0.15 * 0.8, "changed": 0.15 * (0.8 + 0.1 * (1 - 1 / V_ordinary)),
-            "copy accuracy": 0.1 + 0.1 / V_ordinary}
+measured = {
+    "shown as [MASK]": (corrupted[ordinary_tokens] == special.mask)
+    .float()
+    .mean()
+    .item(),
+    "changed": (corrupted[ordinary_tokens] != batch_ids[ordinary_tokens])
+    .float()
+    .mean()
+    .item(),
+    "copy accuracy": (corrupted[chosen] == labels[chosen]).float().mean().item(),
+}
+expected = {
+    "shown as [MASK]": 0.15 * 0.8,
+    "changed": 0.15 * (0.8 + 0.1 * (1 - 1 / V_ordinary)),
+    "copy accuracy": 0.1 + 0.1 / V_ordinary,
+}
 for name in measured:
     print(f"{name:>16}: expected {expected[name]:.4f}, measured {measured[name]:.4f}")
     assert abs(measured[name] - expected[name]) < 0.02
@@ -2420,8 +3210,10 @@ losses = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([4.0] * 7)]
 counts, W = [len(x) for x in losses], 2
 average_of_means = sum(x.mean() for x in losses) / W
 rescaled = sum(x.mean() * n * W / sum(counts) for x, n in zip(losses, counts)) / W
-print(f"average of means {average_of_means:.2f}, overall mean {torch.cat(losses).mean():.2f}, "
-      f"rescaled average {rescaled:.2f}")
+print(
+    f"average of means {average_of_means:.2f}, overall mean "
+    f"{torch.cat(losses).mean():.2f}, rescaled average {rescaled:.2f}"
+)
 assert torch.isclose(rescaled, torch.cat(losses).mean())
 
 # %% [markdown]
@@ -2441,26 +3233,62 @@ from tinybert.exercises.quiz import Quiz, choice, number
 from tinybert.checkpoint.pretrained import load_pretrained
 
 shipped = json.loads((load_pretrained().directory / "metrics.json").read_text())
-quiz = Quiz("ch09", [
-    number("Under the 15% / 80-10-10 rule, what percentage of the ordinary tokens is "
-           "shown as [MASK]? (1 decimal)", answer=12.0, decimals=1,
-           explain="0.15 × 0.8."),
-    choice("In a next-sentence pair, class 1 (NotNext) means that B is",
-           ["the next segment", "a segment of another document", "A itself",
-            "a later segment of the same document"], answer="b",
-           explain="Half the pairs take B from a random other document."),
-    choice("Dynamic masking", ["fixes the masks once", "draws new masks every batch",
-                               "masks the first token", "masks half the tokens"],
-           answer="b", explain="Static masking fixes them once."),
-    choice("Which parameters does BERT's AdamW leave out of weight decay?",
-           ["the embeddings", "biases and LayerNorm", "the attention weights",
-            "none"], answer="b", explain="Decay is for the weight matrices."),
-    choice("With DistributedDataParallel, the MLM loss is normalised by",
-           ["this process's masked tokens", "the masked tokens of all processes",
-            "the batch size", "the number of GPUs"], answer="b",
-           explain="Otherwise a process with few masked tokens weighs too much."),
-    number("The shipped bert-mini's final held-out MLM accuracy, in percent? "
-           "(1 decimal)", answer=100 * shipped["eval"][-1]["mlm_accuracy"], decimals=1,
-           explain="From checkpoints/bert-mini/metrics.json."),
-])
+quiz = Quiz(
+    "ch09",
+    [
+        number(
+            "Under the 15% / 80-10-10 rule, what percentage of the ordinary tokens is "
+            "shown as [MASK]? (1 decimal)",
+            answer=12.0,
+            decimals=1,
+            explain="0.15 × 0.8.",
+        ),
+        choice(
+            "In a next-sentence pair, class 1 (NotNext) means that B is",
+            [
+                "the next segment",
+                "a segment of another document",
+                "A itself",
+                "a later segment of the same document",
+            ],
+            answer="b",
+            explain="Half the pairs take B from a random other document.",
+        ),
+        choice(
+            "Dynamic masking",
+            [
+                "fixes the masks once",
+                "draws new masks every batch",
+                "masks the first token",
+                "masks half the tokens",
+            ],
+            answer="b",
+            explain="Static masking fixes them once.",
+        ),
+        choice(
+            "Which parameters does BERT's AdamW leave out of weight decay?",
+            ["the embeddings", "biases and LayerNorm", "the attention weights", "none"],
+            answer="b",
+            explain="Decay is for the weight matrices.",
+        ),
+        choice(
+            "With DistributedDataParallel, the MLM loss is normalised by",
+            [
+                "this process's masked tokens",
+                "the masked tokens of all processes",
+                "the batch size",
+                "the number of GPUs",
+            ],
+            answer="b",
+            explain="Otherwise a process with few masked tokens weighs too much.",
+        ),
+        number(
+            "The shipped bert-mini's final held-out MLM accuracy, in percent? "
+            "(1 decimal)",
+            answer=100 * shipped["eval"][-1]["mlm_accuracy"],
+            decimals=1,
+            explain="From checkpoints/bert-mini/metrics.json.",
+        ),
+    ],
+)
 quiz

@@ -86,21 +86,24 @@ from tinybert.checkpoint.pretrained import load_pretrained
 from tinybert.runtime import get_device, is_quick, pick, seed_everything
 
 device = get_device()
-pretrained = load_pretrained()               # the course's bert-mini (chapter 09)
+pretrained = load_pretrained()  # the course's bert-mini (chapter 09)
 tokenizer, config = pretrained.tokenizer, pretrained.config
 PAD = tokenizer.vocab["[PAD]"]
 
 
 def fresh_encoder() -> BertModel:
-    """A copy of the pretrained encoder (no MLM/NSP heads): every run starts from the same weights."""
+    """A copy of the pretrained encoder (no MLM/NSP heads): every run starts from the
+    same weights."""
     return copy.deepcopy(pretrained.model.bert).to(device)
 
 
 n_encoder = sum(p.numel() for p in pretrained.model.bert.parameters())
 print(f"device: {device}, quick mode: {is_quick()}")
-print(f"checkpoint {pretrained.directory.name}: {config.n_layers} layers, d_model {config.d_model}, "
-      f"{config.n_heads} heads, vocabulary {config.vocab_size:,}, max_len {config.max_len}, "
-      f"{n_encoder / 1e6:.1f}M encoder parameters")
+print(
+    f"checkpoint {pretrained.directory.name}: {config.n_layers} layers, d_model "
+    f"{config.d_model}, {config.n_heads} heads, vocabulary {config.vocab_size:,}, "
+    f"max_len {config.max_len}, {n_encoder / 1e6:.1f}M encoder parameters"
+)
 
 # %% [markdown]
 # (sec-ft-transfer)=
@@ -158,16 +161,22 @@ from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 def special_token_id(tokenizer, token: str) -> int:
     """The id of a special token such as "[CLS]" in the tokenizer's vocabulary."""
     if token not in tokenizer.vocab:
-        raise ValueError(f"the vocabulary has no {token!r}; BERT's inputs need [PAD], [UNK], "
-                         "[CLS] and [SEP]")
+        raise ValueError(
+            f"the vocabulary has no {token!r}; BERT's inputs need [PAD], "
+            f"[UNK], [CLS] and [SEP]"
+        )
     return tokenizer.vocab[token]
 
 
-def pack_pair(tokenizer, first_ids: list[int],
-              second_ids: list[int] | None = None) -> tuple[list[int], list[int]]:
-    """BERT's input for one segment, [CLS] A [SEP], or two, [CLS] A [SEP] B [SEP]; and the
-    segment ids: 0 for [CLS] A [SEP], 1 for B [SEP]."""
-    cls, sep = special_token_id(tokenizer, "[CLS]"), special_token_id(tokenizer, "[SEP]")
+def pack_pair(
+    tokenizer, first_ids: list[int], second_ids: list[int] | None = None
+) -> tuple[list[int], list[int]]:
+    """BERT's input for one segment, [CLS] A [SEP], or two, [CLS] A [SEP] B [SEP]; and
+    the segment ids: 0 for [CLS] A [SEP], 1 for B [SEP]."""
+    cls, sep = (
+        special_token_id(tokenizer, "[CLS]"),
+        special_token_id(tokenizer, "[SEP]"),
+    )
     input_ids = [cls, *first_ids, sep]
     token_type_ids = [0] * len(input_ids)
     if second_ids is not None:
@@ -181,7 +190,10 @@ def pack_pair(tokenizer, first_ids: list[int],
 # pair, it looks like this (token / segment):
 
 # %%
-question, context = "Where does Matt live?", "Matt lives in Canada and Sinan lives in California"
+question, context = (
+    "Where does Matt live?",
+    ("Matt lives in Canada and Sinan lives in California"),
+)
 q, c = tokenizer.encode(question), tokenizer.encode(context)
 input_ids, token_type_ids = pack_pair(tokenizer, q.ids, c.ids)
 tokens = [tokenizer.id_to_token[i] for i in input_ids]
@@ -205,13 +217,19 @@ assert token_type_ids == [0] * (len(q) + 2) + [1] * (len(c) + 1)
 
 # %% tags=["export"]
 def encode_sentences(tokenizer, examples, *, max_len: int = 128) -> list[dict]:
-    """Features for sentence classification: [CLS] text [SEP] (cut to max_len) and the label."""
+    """Features for sentence classification: [CLS] text [SEP] (cut to max_len) and
+    the label."""
     features = []
     for example in examples:
         ids = tokenizer.encode(example.text).ids[: max_len - 2]
         input_ids, token_type_ids = pack_pair(tokenizer, ids)
-        features.append({"input_ids": input_ids, "token_type_ids": token_type_ids,
-                         "labels": example.label})
+        features.append(
+            {
+                "input_ids": input_ids,
+                "token_type_ids": token_type_ids,
+                "labels": example.label,
+            }
+        )
     return features
 
 
@@ -219,40 +237,66 @@ _LABEL_KEYS = ("labels", "start_positions", "end_positions")
 
 
 def pad_features(features: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
-    """Pad features to the longest one: input_ids, token_type_ids, attention_mask (B, T), and
-    the labels: (B,) for one per sequence, (B, T) padded with -100 for one per token."""
-    lengths = torch.tensor([len(f["input_ids"]) for f in features])                   # (B,)
+    """Pad features to the longest one: input_ids, token_type_ids, attention_mask (B,
+    T), and the labels: (B,) for one per sequence, (B, T) padded with -100 for one
+    per token."""
+    # (B,)
+    lengths = torch.tensor([len(f["input_ids"]) for f in features])
     T = int(lengths.max())
 
     def padded(key: str, value: int) -> torch.Tensor:
-        return torch.tensor([f[key] + [value] * (T - len(f[key])) for f in features])  # (B, T)
+        # (B, T)
+        return torch.tensor([f[key] + [value] * (T - len(f[key])) for f in features])
 
-    batch = {"input_ids": padded("input_ids", pad_id),
-             "token_type_ids": padded("token_type_ids", 0),
-             "attention_mask": torch.arange(T)[None, :] < lengths[:, None]}           # (B, T) bool
+    batch = {
+        "input_ids": padded("input_ids", pad_id),
+        "token_type_ids": padded("token_type_ids", 0),
+        # (B, T) bool
+        "attention_mask": torch.arange(T)[None, :] < lengths[:, None],
+    }
     for key in _LABEL_KEYS:
         if key in features[0]:
             per_token = isinstance(features[0][key], list)
-            batch[key] = padded(key, IGNORE_INDEX) if per_token else torch.tensor([f[key] for f in features])
+            batch[key] = (
+                padded(key, IGNORE_INDEX)
+                if per_token
+                else torch.tensor([f[key] for f in features])
+            )
     return batch
 
 
-def batches(features: list[dict], batch_size: int, pad_id: int, *, shuffle: bool = False,
-            generator: torch.Generator | None = None):
-    """Yield padded batches: in order, or in a random order drawn from ``generator`` that puts
-    features of similar length together (shuffle, sort each pool of 16 batches by length, cut
-    into batches, shuffle the batches), so that little of each batch is padding."""
+def batches(
+    features: list[dict],
+    batch_size: int,
+    pad_id: int,
+    *,
+    shuffle: bool = False,
+    generator: torch.Generator | None = None,
+):
+    """Yield padded batches: in order, or in a random order drawn from ``generator``
+    that puts features of similar length together (shuffle, sort each pool of 16 batches
+    by length, cut into batches, shuffle the batches), so that little of each batch
+    is padding."""
     if not features:
         raise ValueError("no features to batch")
     order = list(range(len(features)))
     if shuffle:
         order = torch.randperm(len(features), generator=generator).tolist()
         pool = 16 * batch_size
-        order = [i for start in range(0, len(order), pool)
-                 for i in sorted(order[start:start + pool], key=lambda i: len(features[i]["input_ids"]))]
-    chunks = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+        order = [
+            i
+            for start in range(0, len(order), pool)
+            for i in sorted(
+                order[start : start + pool], key=lambda i: len(features[i]["input_ids"])
+            )
+        ]
+    chunks = [
+        order[start : start + batch_size] for start in range(0, len(order), batch_size)
+    ]
     if shuffle:
-        chunks = [chunks[i] for i in torch.randperm(len(chunks), generator=generator).tolist()]
+        chunks = [
+            chunks[i] for i in torch.randperm(len(chunks), generator=generator).tolist()
+        ]
     for chunk in chunks:
         yield pad_features([features[i] for i in chunk], pad_id)
 
@@ -298,22 +342,28 @@ from tinybert.models.bert import init_bert_weights
 # %% tags=["export:finetuning.heads"]
 @dataclass
 class ClassifierOutput:
-    loss: torch.Tensor | None       # mean cross-entropy over the labelled positions, given labels
-    logits: torch.Tensor            # (B, C) for sequences, (B, T, C) for tokens
+    # mean cross-entropy over the labelled positions, given labels
+    loss: torch.Tensor | None
+    logits: torch.Tensor  # (B, C) for sequences, (B, T, C) for tokens
 
 
 @dataclass
 class SpanOutput:
-    loss: torch.Tensor | None       # (start loss + end loss) / 2, given the answer positions
-    start_logits: torch.Tensor      # (B, T) how likely the answer starts at each position
-    end_logits: torch.Tensor        # (B, T) how likely it ends there
+    # (start loss + end loss) / 2, given the answer positions
+    loss: torch.Tensor | None
+    # (B, T) how likely the answer starts at each position
+    start_logits: torch.Tensor
+    end_logits: torch.Tensor  # (B, T) how likely it ends there
 
 
 def _check_class_labels(name: str, labels: torch.Tensor, n_classes: int) -> None:
     bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= n_classes))
     if bool(bad.any()):
-        raise ValueError(f"{name} must be in 0..{n_classes - 1} (or {IGNORE_INDEX} to ignore a "
-                         f"position), got {sorted(set(labels[bad].tolist()))[:5]}")
+        raise ValueError(
+            f"{name} must be in 0..{n_classes - 1} (or {IGNORE_INDEX} to "
+            f"ignore a position), got "
+            f"{sorted(set(labels[bad].tolist()))[:5]}"
+        )
 
 
 def _new_linear(encoder: nn.Module, n_out: int) -> nn.Linear:
@@ -328,14 +378,19 @@ POOLINGS = ("pooler", "mean")
 class SequenceClassifier(nn.Module):
     """One label per sequence, from one summary vector: (B, T) ids -> (B, C) logits.
 
-    ``pooling="pooler"``: BERT's pooled [CLS] vector (the final [CLS] state for encoders without
-    a pooler), which next-sentence prediction trains. ``"mean"``: the mean of the final states
-    over the real tokens, the summary of encoders trained without NSP (RoBERTa, sentence
-    encoders).
+    ``pooling="pooler"``: BERT's pooled [CLS] vector (the final [CLS] state for encoders
+    without a pooler), which next-sentence prediction trains. ``"mean"``: the mean of
+    the final states over the real tokens, the summary of encoders trained without NSP
+    (RoBERTa, sentence encoders).
     """
 
-    def __init__(self, encoder: nn.Module, n_labels: int, dropout: float = 0.1,
-                 pooling: str = "pooler"):
+    def __init__(
+        self,
+        encoder: nn.Module,
+        n_labels: int,
+        dropout: float = 0.1,
+        pooling: str = "pooler",
+    ):
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
@@ -344,16 +399,22 @@ class SequenceClassifier(nn.Module):
         self.classifier = _new_linear(encoder, n_labels)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None):
-        out = self.encoder(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        out = self.encoder(
+            input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask
+        )
         if self.pooling == "mean":
-            real = (torch.ones_like(input_ids) if attention_mask is None else attention_mask)
-            real = real[..., None].to(out.last_hidden_state.dtype)          # (B, T, 1)
-            summary = (out.last_hidden_state * real).sum(1) / real.sum(1)    # (B, D)
+            real = (
+                torch.ones_like(input_ids) if attention_mask is None else attention_mask
+            )
+            real = real[..., None].to(out.last_hidden_state.dtype)  # (B, T, 1)
+            summary = (out.last_hidden_state * real).sum(1) / real.sum(1)  # (B, D)
         else:
-            summary = getattr(out, "pooler_output", None)             # (B, D) tanh(W h_[CLS] + b)
+            # (B, D) tanh(W h_[CLS] + b)
+            summary = getattr(out, "pooler_output", None)
             if summary is None:
-                summary = out.last_hidden_state[:, 0]                 # (B, D) encoders without a pooler
-        logits = self.classifier(self.dropout(summary))           # (B, C)
+                # (B, D) encoders without a pooler
+                summary = out.last_hidden_state[:, 0]
+        logits = self.classifier(self.dropout(summary))  # (B, C)
         loss = None
         if labels is not None:
             _check_class_labels("labels", labels, self.n_labels)
@@ -362,7 +423,8 @@ class SequenceClassifier(nn.Module):
 
 
 class TokenClassifier(nn.Module):
-    """One label per token: (B, T) ids -> (B, T, C) logits; labels of -100 carry no loss."""
+    """One label per token: (B, T) ids -> (B, T, C) logits; labels of -100
+    carry no loss."""
 
     def __init__(self, encoder: nn.Module, n_labels: int, dropout: float = 0.1):
         super().__init__()
@@ -371,40 +433,60 @@ class TokenClassifier(nn.Module):
         self.classifier = _new_linear(encoder, n_labels)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None):
-        hidden = self.encoder(input_ids, token_type_ids=token_type_ids,
-                              attention_mask=attention_mask).last_hidden_state   # (B, T, D)
-        logits = self.classifier(self.dropout(hidden))                          # (B, T, C)
+        hidden = self.encoder(
+            input_ids,
+            token_type_ids=token_type_ids,
+            # (B, T, D)
+            attention_mask=attention_mask,
+        ).last_hidden_state
+        # (B, T, C)
+        logits = self.classifier(self.dropout(hidden))
         loss = None
         if labels is not None:
             _check_class_labels("labels", labels, self.n_labels)
             if (labels != IGNORE_INDEX).any():
-                loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(),
-                                       ignore_index=IGNORE_INDEX)
-            else:                                   # no labelled token: 0, not NaN
+                loss = F.cross_entropy(
+                    logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX
+                )
+            else:  # no labelled token: 0, not NaN
                 loss = logits.sum() * 0.0
         return ClassifierOutput(loss, logits)
 
 
 class QuestionAnswerer(nn.Module):
-    """Extractive QA: a start score and an end score for every position, (B, T) -> 2 x (B, T)."""
+    """Extractive QA: a start score and an end score for every position, (B, T) -> 2
+    x (B, T)."""
 
     def __init__(self, encoder: nn.Module):
         super().__init__()
         self.encoder = encoder
         self.span = _new_linear(encoder, 2)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None,
-                start_positions=None, end_positions=None):
-        hidden = self.encoder(input_ids, token_type_ids=token_type_ids,
-                              attention_mask=attention_mask).last_hidden_state   # (B, T, D)
-        start_logits, end_logits = self.span(hidden).unbind(dim=-1)             # (B, T) each
+    def forward(
+        self,
+        input_ids,
+        token_type_ids=None,
+        attention_mask=None,
+        start_positions=None,
+        end_positions=None,
+    ):
+        hidden = self.encoder(
+            input_ids,
+            token_type_ids=token_type_ids,
+            # (B, T, D)
+            attention_mask=attention_mask,
+        ).last_hidden_state
+        # (B, T) each
+        start_logits, end_logits = self.span(hidden).unbind(dim=-1)
         loss = None
         if start_positions is not None and end_positions is not None:
             T = input_ids.shape[1]
             _check_class_labels("start_positions", start_positions, T)
             _check_class_labels("end_positions", end_positions, T)
-            loss = (F.cross_entropy(start_logits, start_positions) +
-                    F.cross_entropy(end_logits, end_positions)) / 2
+            loss = (
+                F.cross_entropy(start_logits, start_positions)
+                + F.cross_entropy(end_logits, end_positions)
+            ) / 2
         return SpanOutput(loss, start_logits, end_logits)
 
 
@@ -415,16 +497,27 @@ class QuestionAnswerer(nn.Module):
 # %%
 sentences = ["I am still waiting on my card?", "How do I top up?"]
 packed = [pack_pair(tokenizer, tokenizer.encode(s).ids) for s in sentences]
-demo = pad_features([{"input_ids": ids, "token_type_ids": types} for ids, types in packed], PAD)
-for head in [SequenceClassifier(fresh_encoder(), 77), TokenClassifier(fresh_encoder(), 17),
-             QuestionAnswerer(fresh_encoder())]:
+demo = pad_features(
+    [{"input_ids": ids, "token_type_ids": types} for ids, types in packed], PAD
+)
+for head in [
+    SequenceClassifier(fresh_encoder(), 77),
+    TokenClassifier(fresh_encoder(), 17),
+    QuestionAnswerer(fresh_encoder()),
+]:
     head.eval()
     with torch.no_grad():
         out = head(**{k: v.to(device) for k, v in demo.items()})
     shapes = {k: tuple(v.shape) for k, v in vars(out).items() if v is not None}
-    own = sum(p.numel() for name, p in head.named_parameters() if not name.startswith("encoder."))
-    print(f"{type(head).__name__:<19} input {tuple(demo['input_ids'].shape)} -> {shapes}; "
-          f"head parameters {own:,} ({own / n_encoder:.2%} of the encoder's)")
+    own = sum(
+        p.numel()
+        for name, p in head.named_parameters()
+        if not name.startswith("encoder.")
+    )
+    print(
+        f"{type(head).__name__:<19} input {tuple(demo['input_ids'].shape)} -> "
+        f"{shapes}; head parameters {own:,} ({own / n_encoder:.2%} of the encoder's)"
+    )
 
 # %% [markdown]
 # **Parity with Hugging Face.** `transformers` has the same three heads for BERT
@@ -439,36 +532,65 @@ import transformers
 from tinybert.models.convert import bert_config_to_hf, from_hf
 from tinybert.models.bert import BertConfig
 
-small = BertConfig(vocab_size=99, d_model=32, n_layers=2, n_heads=4, d_ff=37, max_len=64)
+small = BertConfig(
+    vocab_size=99, d_model=32, n_layers=2, n_heads=4, d_ff=37, max_len=64
+)
 g = torch.Generator().manual_seed(0)
 ids = torch.randint(5, 99, (13, 7), generator=g)
-mask = torch.arange(7)[None, :] < torch.randint(2, 8, (13, 1), generator=g)        # (13, 7) padded
+# (13, 7) padded
+mask = torch.arange(7)[None, :] < torch.randint(2, 8, (13, 1), generator=g)
 types = (torch.arange(7)[None, :] >= 3).long() * mask
-cases = [(lambda encoder: SequenceClassifier(encoder, 5), transformers.BertForSequenceClassification,
-          "classifier", "classifier", {"labels": torch.randint(0, 5, (13,), generator=g)}),
-         (lambda encoder: TokenClassifier(encoder, 5), transformers.BertForTokenClassification,
-          "classifier", "classifier",
-          {"labels": torch.randint(0, 5, (13, 7), generator=g).masked_fill(~mask, -100)}),
-         (QuestionAnswerer, transformers.BertForQuestionAnswering, "qa_outputs", "span",
-          {"start_positions": torch.randint(0, 7, (13,), generator=g),
-           "end_positions": torch.randint(0, 7, (13,), generator=g)})]
+cases = [
+    (
+        lambda encoder: SequenceClassifier(encoder, 5),
+        transformers.BertForSequenceClassification,
+        "classifier",
+        "classifier",
+        {"labels": torch.randint(0, 5, (13,), generator=g)},
+    ),
+    (
+        lambda encoder: TokenClassifier(encoder, 5),
+        transformers.BertForTokenClassification,
+        "classifier",
+        "classifier",
+        {"labels": torch.randint(0, 5, (13, 7), generator=g).masked_fill(~mask, -100)},
+    ),
+    (
+        QuestionAnswerer,
+        transformers.BertForQuestionAnswering,
+        "qa_outputs",
+        "span",
+        {
+            "start_positions": torch.randint(0, 7, (13,), generator=g),
+            "end_positions": torch.randint(0, 7, (13,), generator=g),
+        },
+    ),
+]
 for make_head, hf_class, hf_layer, our_layer, labels in cases:
     hf_config = bert_config_to_hf(small)
-    hf_config.num_labels = 2 if hf_class is transformers.BertForQuestionAnswering else 5   # QA: start, end
+    # QA: start, end
+    hf_config.num_labels = 2 if hf_class is transformers.BertForQuestionAnswering else 5
     torch.manual_seed(1)
     hf_model = hf_class(hf_config).eval()
     ours = make_head(from_hf(hf_model.bert)).eval()
     getattr(ours, our_layer).load_state_dict(getattr(hf_model, hf_layer).state_dict())
     with torch.no_grad():
-        theirs = hf_model(input_ids=ids, token_type_ids=types, attention_mask=mask.long(), **labels)
+        theirs = hf_model(
+            input_ids=ids, token_type_ids=types, attention_mask=mask.long(), **labels
+        )
         mine = ours(ids, types, mask, **labels)
-    names = ["start_logits", "end_logits"] if isinstance(mine, SpanOutput) else ["logits"]
+    names = (
+        ["start_logits", "end_logits"] if isinstance(mine, SpanOutput) else ["logits"]
+    )
     differences = [getattr(mine, name) - getattr(theirs, name) for name in names]
-    per_token = [d[mask] if d.shape[:2] == mask.shape else d for d in differences]   # real tokens only
+    # real tokens only
+    per_token = [d[mask] if d.shape[:2] == mask.shape else d for d in differences]
     logit_error = max(d.abs().max().item() for d in per_token)
     loss_error = (mine.loss - theirs.loss).abs().item()
-    print(f"{type(ours).__name__:<19} vs {hf_class.__name__:<30} max |logit difference| "
-          f"{logit_error:.1e}, |loss difference| {loss_error:.1e}")
+    print(
+        f"{type(ours).__name__:<19} vs {hf_class.__name__:<30} max |logit "
+        f"difference| {logit_error:.1e}, |loss difference| {loss_error:.1e}"
+    )
     assert logit_error < 1e-5 and loss_error < 1e-5
 
 
@@ -488,24 +610,35 @@ for make_head, hf_class, hf_layer, our_layer, labels in cases:
 
 # %% tags=["export:finetuning.heads"]
 def set_trainable_layers(model: nn.Module, n_layers: int | None) -> int:
-    """Choose what fine-tuning updates: everything (None), or the head, the pooler and the top
-    ``n_layers`` encoder layers (0 = the head alone). Returns the number of trainable
-    parameters. For n_layers other than None the encoder must keep its layers in
-    ``.encoder.layers``, as BertModel does."""
+    """Choose what fine-tuning updates: everything (None), or the head, the pooler and
+    the top ``n_layers`` encoder layers (0 = the head alone). Returns the number of
+    trainable parameters. For n_layers other than None the encoder must keep its layers
+    in ``.encoder.layers``, as BertModel does."""
     encoder = model.encoder
-    if n_layers is not None:                         # check everything before changing anything
+    # check everything before changing anything
+    if n_layers is not None:
         layers = getattr(getattr(encoder, "encoder", None), "layers", None)
         if not isinstance(layers, nn.ModuleList):
-            raise ValueError(f"n_layers = {n_layers} needs an encoder whose layers are in .encoder.layers "
-                             f"(a BertModel), got {type(encoder).__name__}; use n_layers=None to train everything")
+            raise ValueError(
+                f"n_layers = {n_layers} needs an encoder whose layers are "
+                f"in .encoder.layers (a BertModel), got "
+                f"{type(encoder).__name__}; use n_layers=None to "
+                f"train everything"
+            )
         if not 0 <= n_layers <= len(layers):
-            raise ValueError(f"n_layers must be None (train everything) or 0..{len(layers)}, "
-                             f"got {n_layers}")
+            raise ValueError(
+                f"n_layers must be None (train everything) or "
+                f"0..{len(layers)}, got {n_layers}"
+            )
     for p in model.parameters():
         p.requires_grad_(n_layers is None)
     if n_layers is not None:
-        top = list(layers)[len(layers) - n_layers:]
-        pooler = [encoder.pooler] if n_layers > 0 and getattr(encoder, "pooler", None) else []
+        top = list(layers)[len(layers) - n_layers :]
+        pooler = (
+            [encoder.pooler]
+            if n_layers > 0 and getattr(encoder, "pooler", None)
+            else []
+        )
         head = [m for m in model.children() if m is not encoder]
         for module in head + top + pooler:
             module.requires_grad_(True)
@@ -521,27 +654,44 @@ def set_trainable_layers(model: nn.Module, n_layers: int | None) -> int:
 # removed, in the order of the features (it batches them by length, to pad less).
 
 # %% tags=["export:finetuning.loop"]
-from tinybert.finetuning.features import batches, pad_features   # built above
+from tinybert.finetuning.features import batches, pad_features  # built above
 
 
 @dataclass
 class FinetuneResult:
-    losses: list[float] = field(default_factory=list)           # training loss of every step
-    learning_rates: list[float] = field(default_factory=list)   # learning rate of every step
-    seconds: float = 0.0                                        # wall-clock time of the training
+    # training loss of every step
+    losses: list[float] = field(default_factory=list)
+    # learning rate of every step
+    learning_rates: list[float] = field(default_factory=list)
+    # wall-clock time of the training
+    seconds: float = 0.0
     trainable_parameters: int = 0
 
 
-def finetune(model: nn.Module, features: list[dict], *, pad_id: int, epochs: int = 3,
-             batch_size: int = 32, lr: float = 5e-5, weight_decay: float = 0.01,
-             warmup_fraction: float = 0.1, max_grad_norm: float = 1.0, seed: int = 0,
-             desc: str | None = None) -> FinetuneResult:
-    """Train ``model`` (a head over an encoder) on ``features``; a progress bar when ``desc``."""
+def finetune(
+    model: nn.Module,
+    features: list[dict],
+    *,
+    pad_id: int,
+    epochs: int = 3,
+    batch_size: int = 32,
+    lr: float = 5e-5,
+    weight_decay: float = 0.01,
+    warmup_fraction: float = 0.1,
+    max_grad_norm: float = 1.0,
+    seed: int = 0,
+    desc: str | None = None,
+) -> FinetuneResult:
+    """Train ``model`` (a head over an encoder) on ``features``; a progress bar when
+    ``desc``."""
     device = next(model.parameters()).device
     total_steps = epochs * math.ceil(len(features) / batch_size)
     optimizer = make_optimizer(model, lr=lr, weight_decay=weight_decay)
-    scheduler = linear_warmup_decay(optimizer, warmup_steps=round(warmup_fraction * total_steps),
-                                    total_steps=total_steps)
+    scheduler = linear_warmup_decay(
+        optimizer,
+        warmup_steps=round(warmup_fraction * total_steps),
+        total_steps=total_steps,
+    )
     trainable = [p for p in model.parameters() if p.requires_grad]
     result = FinetuneResult(trainable_parameters=sum(p.numel() for p in trainable))
     generator = torch.Generator().manual_seed(seed)
@@ -549,7 +699,9 @@ def finetune(model: nn.Module, features: list[dict], *, pad_id: int, epochs: int
     start = time.perf_counter()
     model.train()
     for _ in range(epochs):
-        for batch in batches(features, batch_size, pad_id, shuffle=True, generator=generator):
+        for batch in batches(
+            features, batch_size, pad_id, shuffle=True, generator=generator
+        ):
             loss = model(**{key: value.to(device) for key, value in batch.items()}).loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -568,23 +720,33 @@ def finetune(model: nn.Module, features: list[dict], *, pad_id: int, epochs: int
 
 
 @torch.no_grad()
-def predict(model: nn.Module, features: list[dict], *, pad_id: int,
-            batch_size: int = 64) -> list[torch.Tensor]:
-    """The logits of every feature, padding removed: (C,) for a sequence, (T, C) for tokens,
-    (T, 2) start and end scores for a question-answering window."""
+def predict(
+    model: nn.Module, features: list[dict], *, pad_id: int, batch_size: int = 64
+) -> list[torch.Tensor]:
+    """The logits of every feature, padding removed: (C,) for a sequence, (T, C) for
+    tokens, (T, 2) start and end scores for a question-answering window."""
     device = next(model.parameters()).device
     model.eval()
-    by_length = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))  # less padding
+    # less padding
+    by_length = sorted(
+        range(len(features)), key=lambda i: len(features[i]["input_ids"])
+    )
     outputs: list[torch.Tensor | None] = [None] * len(features)
     for start in range(0, len(features), batch_size):
-        chunk = by_length[start:start + batch_size]
+        chunk = by_length[start : start + batch_size]
         batch = pad_features([features[i] for i in chunk], pad_id)
         mask = batch["attention_mask"]
-        out = model(batch["input_ids"].to(device), batch["token_type_ids"].to(device), mask.to(device))
+        out = model(
+            batch["input_ids"].to(device),
+            batch["token_type_ids"].to(device),
+            mask.to(device),
+        )
         if hasattr(out, "logits"):
-            logits = out.logits                                                  # (B, C) or (B, T, C)
+            # (B, C) or (B, T, C)
+            logits = out.logits
         else:
-            logits = torch.stack([out.start_logits, out.end_logits], dim=-1)     # (B, T, 2)
+            # (B, T, 2)
+            logits = torch.stack([out.start_logits, out.end_logits], dim=-1)
         logits = logits.float().cpu()
         for i, row, length in zip(chunk, logits, mask.sum(dim=1).tolist()):
             outputs[i] = row if row.dim() == 1 else row[:length]
@@ -623,39 +785,55 @@ class TextExample:
 
 
 def read_labelled_csv(path: str | Path, label_names: list[str]) -> list[TextExample]:
-    """A ``text,category`` CSV file (Banking77's format); every category must be a known label."""
+    """A ``text,category`` CSV file (Banking77's format); every category must be a
+    known label."""
     index = {name: i for i, name in enumerate(label_names)}
     examples = []
     with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.reader(f)                  # texts may be quoted and contain commas or newlines
+        # texts may be quoted and contain commas or newlines
+        reader = csv.reader(f)
         header = next(reader, None)
         if header != ["text", "category"]:
-            raise ValueError(f"{path}: expected the header ['text', 'category'], got {header}")
+            raise ValueError(
+                f"{path}: expected the header ['text', 'category'], got {header}"
+            )
         for row in reader:
             if len(row) != 2:
-                raise ValueError(f"{path}, line {reader.line_num}: expected 2 columns, got {row}")
+                raise ValueError(
+                    f"{path}, line {reader.line_num}: expected 2 columns, got {row}"
+                )
             text, category = row
             if category not in index:
-                raise ValueError(f"{path}, line {reader.line_num}: the label {category!r} is not one "
-                                 f"of the {len(index)} known labels (such as {label_names[0]!r})")
+                raise ValueError(
+                    f"{path}, line {reader.line_num}: the label "
+                    f"{category!r} is not one of the {len(index)} known "
+                    f"labels (such as {label_names[0]!r})"
+                )
             examples.append(TextExample(text, index[category]))
     return examples
 
 
 def read_banking77(split: str) -> tuple[list[TextExample], list[str]]:
-    """Banking77's "train" or "test" examples and its 77 label names (from categories.json)."""
+    """Banking77's "train" or "test" examples and its 77 label names (from
+    categories.json)."""
     if split not in ("train", "test"):
-        raise ValueError(f"Banking77 has the splits 'train' and 'test' (hold a validation set out "
-                         f"of train with holdout_split), got {split!r}")
+        raise ValueError(
+            f"Banking77 has the splits 'train' and 'test' (hold a "
+            f"validation set out of train with holdout_split), "
+            f"got {split!r}"
+        )
     label_names = json.loads(fetch("banking77/categories").read_text(encoding="utf-8"))
     return read_labelled_csv(fetch(f"banking77/{split}"), label_names), label_names
 
 
 def holdout_split(examples: list[TextExample], every: int = 10) -> tuple[list, list]:
-    """Hold out a validation set, deterministically and per label: the k-th example of each
-    label (k = 0, 1, 2, ... in file order) goes to validation when k % every == every - 1."""
+    """Hold out a validation set, deterministically and per label: the k-th example of
+    each label (k = 0, 1, 2, ... in file order) goes to validation when k % every ==
+    every - 1."""
     if every < 2:
-        raise ValueError(f"every must be at least 2 (1 would hold out everything), got {every}")
+        raise ValueError(
+            f"every must be at least 2 (1 would hold out everything), got {every}"
+        )
     seen, kept, held_out = Counter(), [], []
     for example in examples:
         (held_out if seen[example.label] % every == every - 1 else kept).append(example)
@@ -664,9 +842,11 @@ def holdout_split(examples: list[TextExample], every: int = 10) -> tuple[list, l
 
 
 def evenly_spaced(items: list, n: int | None) -> list:
-    """``n`` items spread evenly through the list, first included, in order (all for None).
+    """``n`` items spread evenly through the list, first included, in order
+    (all for None).
 
-    A subset of a file sorted by label keeps every label this way, without any randomness."""
+    A subset of a file sorted by label keeps every label this way, without any
+    randomness."""
     if n is None or n >= len(items):
         return list(items)
     if n < 0:
@@ -675,23 +855,32 @@ def evenly_spaced(items: list, n: int | None) -> list:
 
 
 def per_label(examples: list, k: int) -> list:
-    """``k`` examples of every label (evenly spread through that label's examples), in file
-    order: the few-shot training sets of the transfer ladder. Labels with fewer keep all."""
+    """``k`` examples of every label (evenly spread through that label's examples), in
+    file order: the few-shot training sets of the transfer ladder. Labels with fewer
+    keep all."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     by_label: dict[int, list[int]] = {}
     for i, example in enumerate(examples):
         by_label.setdefault(example.label, []).append(i)
-    return [examples[i] for i in sorted(j for ids in by_label.values() for j in evenly_spaced(ids, k))]
+    return [
+        examples[i]
+        for i in sorted(j for ids in by_label.values() for j in evenly_spaced(ids, k))
+    ]
 
 
 # %%
 banking_train_all, intents = read_banking77("train")
 banking_test, _ = read_banking77("test")
 banking_train, banking_valid = holdout_split(banking_train_all)
-per_intent = torch.bincount(torch.tensor([e.label for e in banking_train]), minlength=len(intents))
-print(f"{len(intents)} intents; train {len(banking_train):,}, validation {len(banking_valid):,}, "
-      f"test {len(banking_test):,}; training examples per intent: {per_intent.min()} to {per_intent.max()}")
+per_intent = torch.bincount(
+    torch.tensor([e.label for e in banking_train]), minlength=len(intents)
+)
+print(
+    f"{len(intents)} intents; train {len(banking_train):,}, validation "
+    f"{len(banking_valid):,}, test {len(banking_test):,}; training examples per "
+    f"intent: {per_intent.min()} to {per_intent.max()}"
+)
 for example in banking_train[:3]:
     print(f"  {intents[example.label]:<14} {example.text}")
 assert len(banking_train) + len(banking_valid) == len(banking_train_all) == 10_003
@@ -704,7 +893,9 @@ assert len(intents) == 77 and len(banking_test) == 3_080
 # %%
 with tempfile.TemporaryDirectory() as folder:
     bad_file = Path(folder) / "bad.csv"
-    bad_file.write_text('text,category\nWhere is my card?,card_arrival\n"Pizza, please",order_pizza\n')
+    bad_file.write_text(
+        'text,category\nWhere is my card?,card_arrival\n"Pizza, please",order_pizza\n'
+    )
     try:
         read_labelled_csv(bad_file, intents)
     except ValueError as error:
@@ -735,17 +926,21 @@ from tinybert.models.bert_heads import IGNORE_INDEX
 
 # %% tags=["export:finetuning.metrics"]
 def _labelled(predictions, labels) -> tuple[torch.Tensor, torch.Tensor]:
-    """The predictions and labels at the positions whose label is not IGNORE_INDEX, flattened."""
+    """The predictions and labels at the positions whose label is not IGNORE_INDEX,
+    flattened."""
     predictions, labels = torch.as_tensor(predictions), torch.as_tensor(labels)
     if predictions.shape != labels.shape:
-        raise ValueError(f"predictions and labels must have the same shape, got "
-                         f"{tuple(predictions.shape)} and {tuple(labels.shape)}")
+        raise ValueError(
+            f"predictions and labels must have the same shape, got "
+            f"{tuple(predictions.shape)} and {tuple(labels.shape)}"
+        )
     keep = labels != IGNORE_INDEX
     return predictions[keep], labels[keep]
 
 
 def accuracy(predictions, labels) -> float:
-    """The fraction of labelled positions that are predicted correctly (-100 labels are skipped)."""
+    """The fraction of labelled positions that are predicted correctly (-100 labels are
+    skipped)."""
     predictions, labels = _labelled(predictions, labels)
     if labels.numel() == 0:
         raise ValueError("accuracy of nothing: there are no labels other than -100")
@@ -757,22 +952,36 @@ def confusion_matrix(predictions, labels, n_classes: int) -> torch.Tensor:
     predictions, labels = _labelled(predictions, labels)
     for name, values in (("predictions", predictions), ("labels", labels)):
         if values.numel() and (values.min() < 0 or values.max() >= n_classes):
-            raise ValueError(f"{name} must be class indices in 0..{n_classes - 1} (labels may also "
-                             f"be -100), got values from {values.min().item()} to {values.max().item()}")
-    flat = labels.long() * n_classes + predictions.long()                    # (N,) row-major cell index
-    return torch.bincount(flat, minlength=n_classes * n_classes).view(n_classes, n_classes)
+            raise ValueError(
+                f"{name} must be class indices in 0..{n_classes - 1} "
+                f"(labels may also be -100), got values from "
+                f"{values.min().item()} to {values.max().item()}"
+            )
+    # (N,) row-major cell index
+    flat = labels.long() * n_classes + predictions.long()
+    return torch.bincount(flat, minlength=n_classes * n_classes).view(
+        n_classes, n_classes
+    )
 
 
 def per_class_accuracy(confusion: torch.Tensor) -> torch.Tensor:
-    """For each true class, the fraction predicted correctly (its recall); NaN for an absent class."""
-    return confusion.diagonal().double() / confusion.sum(dim=1).double()   # 0 / 0 = nan
+    """For each true class, the fraction predicted correctly (its recall); NaN for an
+    absent class."""
+    return confusion.diagonal().double() / confusion.sum(dim=1).double()  # 0 / 0 = nan
 
 
 # %%
-predictions, labels = torch.tensor([0, 2, 1, 1, 0, 2]), torch.tensor([0, 1, 1, 1, 2, -100])
+predictions, labels = (
+    torch.tensor([0, 2, 1, 1, 0, 2]),
+    torch.tensor([0, 1, 1, 1, 2, -100]),
+)
 counts = confusion_matrix(predictions, labels, 3)
-print(counts.tolist(), f"accuracy {accuracy(predictions, labels):.2f}",
-      "per class", per_class_accuracy(counts).tolist())
+print(
+    counts.tolist(),
+    f"accuracy {accuracy(predictions, labels):.2f}",
+    "per class",
+    per_class_accuracy(counts).tolist(),
+)
 assert counts.tolist() == [[1, 0, 0], [0, 2, 1], [1, 0, 0]]
 assert accuracy(predictions, labels) == 3 / 5
 assert per_class_accuracy(counts).tolist() == [1.0, 2 / 3, 0.0]
@@ -789,11 +998,13 @@ assert per_class_accuracy(counts).tolist() == [1.0, 2 / 3, 0.0]
 # model, so we train for more, with the smaller of the paper's batch sizes, 16.
 
 # %%
-N_TRAIN = pick(quick=16, full=4 * len(intents))      # 4 per intent; the full set has about 117
-N_VALID = pick(quick=16, full=6 * len(intents))      # to compare settings
-N_TEST = pick(quick=16, full=None)                   # None = the whole test set
+# 4 per intent; the full set has about 117
+N_TRAIN = pick(quick=16, full=4 * len(intents))
+N_VALID = pick(quick=16, full=6 * len(intents))  # to compare settings
+N_TEST = pick(quick=16, full=None)  # None = the whole test set
 EPOCHS, BATCH_SIZE, LR = pick(quick=1, full=8), pick(quick=8, full=16), 3e-4
-POOLING = "mean"        # the checkpoint learned MLM alone: its pooler was never trained (chapter 9)
+# the checkpoint learned MLM alone: its pooler was never trained (chapter 9)
+POOLING = "mean"
 
 banking_subset = evenly_spaced(banking_train, N_TRAIN)
 valid_subset = evenly_spaced(banking_valid, N_VALID)
@@ -804,39 +1015,78 @@ test_features = encode_sentences(tokenizer, test_subset)
 valid_labels = torch.tensor([e.label for e in valid_subset])
 test_labels = torch.tensor([e.label for e in test_subset])
 lengths = torch.tensor([len(f["input_ids"]) for f in train_features]).float()
-print(f"training on {len(train_features):,} examples ({len(train_features) / len(intents):.1f} per intent) "
-      f"for {EPOCHS} epoch(s); {len(valid_features):,} validation and {len(test_features):,} test examples; "
-      f"{lengths.mean():.1f} tokens per example on average, at most {lengths.max():.0f}")
+print(
+    f"training on {len(train_features):,} examples "
+    f"({len(train_features) / len(intents):.1f} per intent) for {EPOCHS} epoch(s); "
+    f"{len(valid_features):,} validation and {len(test_features):,} test examples; "
+    f"{lengths.mean():.1f} tokens per example on average, at most "
+    f"{lengths.max():.0f}"
+)
 
 
 def padding_share(batch_list) -> float:
-    return sum((~b["attention_mask"]).sum().item() for b in batch_list) / sum(b["attention_mask"].numel() for b in batch_list)
+    return sum((~b["attention_mask"]).sum().item() for b in batch_list) / sum(
+        b["attention_mask"].numel() for b in batch_list
+    )
 
 
-in_random_order = [pad_features([train_features[i] for i in chunk.tolist()], PAD)
-                   for chunk in torch.randperm(len(train_features), generator=torch.Generator().manual_seed(0)).split(BATCH_SIZE)]
-grouped = list(batches(train_features, BATCH_SIZE, PAD, shuffle=True, generator=torch.Generator().manual_seed(0)))
-print(f"share of padding: {padding_share(in_random_order):.0%} in random batches, "
-      f"{padding_share(grouped):.0%} in length-grouped ones")
+in_random_order = [
+    pad_features([train_features[i] for i in chunk.tolist()], PAD)
+    for chunk in torch.randperm(
+        len(train_features), generator=torch.Generator().manual_seed(0)
+    ).split(BATCH_SIZE)
+]
+grouped = list(
+    batches(
+        train_features,
+        BATCH_SIZE,
+        PAD,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(0),
+    )
+)
+print(
+    f"share of padding: {padding_share(in_random_order):.0%} in random batches, "
+    f"{padding_share(grouped):.0%} in length-grouped ones"
+)
 
 
-def banking_run(encoder: torch.nn.Module, *, n_layers: int | None = None, lr: float = LR,
-                desc: str | None = None):
-    """Fine-tune a new classifier over ``encoder`` on the training subset; score it on validation."""
+def banking_run(
+    encoder: torch.nn.Module,
+    *,
+    n_layers: int | None = None,
+    lr: float = LR,
+    desc: str | None = None,
+):
+    """Fine-tune a new classifier over ``encoder`` on the training subset; score it on
+    validation."""
     seed_everything(0)
     model = SequenceClassifier(encoder, len(intents), pooling=POOLING).to(device)
     set_trainable_layers(model, n_layers)
-    result = finetune(model, train_features, pad_id=PAD, epochs=EPOCHS, batch_size=BATCH_SIZE,
-                      lr=lr, desc=desc)
+    result = finetune(
+        model,
+        train_features,
+        pad_id=PAD,
+        epochs=EPOCHS,
+        batch_size=BATCH_SIZE,
+        lr=lr,
+        desc=desc,
+    )
     predictions = torch.stack(predict(model, valid_features, pad_id=PAD)).argmax(dim=-1)
     return model, result, accuracy(predictions, valid_labels)
 
 
-banking_model, banking_result, banking_accuracy = banking_run(fresh_encoder(), desc="Banking77")
-test_logits = torch.stack(predict(banking_model, test_features, pad_id=PAD))         # (N, 77)
+banking_model, banking_result, banking_accuracy = banking_run(
+    fresh_encoder(), desc="Banking77"
+)
+# (N, 77)
+test_logits = torch.stack(predict(banking_model, test_features, pad_id=PAD))
 test_accuracy = accuracy(test_logits.argmax(dim=-1), test_labels)
-print(f"{banking_result.seconds:.0f} s of training; validation accuracy {banking_accuracy:.1%}, "
-      f"test accuracy {test_accuracy:.1%} (guessing: {1 / len(intents):.1%})")
+print(
+    f"{banking_result.seconds:.0f} s of training; validation accuracy "
+    f"{banking_accuracy:.1%}, test accuracy {test_accuracy:.1%} (guessing: "
+    f"{1 / len(intents):.1%})"
+)
 
 # %% [markdown]
 # Grouping features of similar length into the same batch (see `batches`) is free accuracy-wise
@@ -846,7 +1096,9 @@ print(f"{banking_result.seconds:.0f} s of training; validation accuracy {banking
 # %%
 fig, (ax_loss, ax_lr) = plt.subplots(1, 2, figsize=(9, 3))
 ax_loss.plot(banking_result.losses, lw=1)
-ax_loss.set(xlabel="step", ylabel="training loss", title="Banking77, pretrained bert-mini")
+ax_loss.set(
+    xlabel="step", ylabel="training loss", title="Banking77, pretrained bert-mini"
+)
 ax_lr.plot(banking_result.learning_rates)
 ax_lr.set(xlabel="step", ylabel="learning rate", title="linear warm-up and decay")
 plt.tight_layout()
@@ -869,14 +1121,22 @@ for count, index in zip(top.values.tolist(), top.indices.tolist()):
     true, predicted = divmod(index, len(intents))
     print(f"  {count:3d} x {intents[true]} -> {intents[predicted]}")
 per_intent_accuracy = per_class_accuracy(confusion)
-order = per_intent_accuracy.nan_to_num(2.0).argsort()                  # intents absent from the subset last
-print("lowest accuracy:", ", ".join(f"{intents[i]} {per_intent_accuracy[i]:.0%}" for i in order[:4].tolist()))
+# intents absent from the subset last
+order = per_intent_accuracy.nan_to_num(2.0).argsort()
+print(
+    "lowest accuracy:",
+    ", ".join(f"{intents[i]} {per_intent_accuracy[i]:.0%}" for i in order[:4].tolist()),
+)
 probabilities = test_logits.softmax(dim=-1)
-confidence = probabilities.max(dim=-1).values.masked_fill(test_predictions == test_labels, -1.0)
+confidence = probabilities.max(dim=-1).values.masked_fill(
+    test_predictions == test_labels, -1.0
+)
 print("most confident mistakes:")
 for i in confidence.topk(min(3, len(confidence))).indices.tolist():
-    print(f"  {probabilities[i].max():.0%} {intents[test_predictions[i]]!r} for {test_subset[i].text!r} "
-          f"(true: {intents[test_labels[i]]!r})")
+    print(
+        f"  {probabilities[i].max():.0%} {intents[test_predictions[i]]!r} for "
+        f"{test_subset[i].text!r} (true: {intents[test_labels[i]]!r})"
+    )
 
 plt.figure(figsize=(4.5, 4))
 plt.imshow(confusion / confusion.sum(dim=1, keepdim=True).clamp(min=1), cmap="Greys")
@@ -897,14 +1157,21 @@ plt.show()
 # rate.
 
 # %%
-approach_rows = [("update everything", LR, banking_model, banking_result, banking_accuracy)]
+approach_rows = [
+    ("update everything", LR, banking_model, banking_result, banking_accuracy)
+]
 for name, n_layers, lr in [("top 2 layers + head", 2, LR), ("head only", 0, 10 * LR)]:
-    model, result, valid_accuracy = banking_run(fresh_encoder(), n_layers=n_layers, lr=lr)
+    model, result, valid_accuracy = banking_run(
+        fresh_encoder(), n_layers=n_layers, lr=lr
+    )
     approach_rows.append((name, lr, model, result, valid_accuracy))
 
-# The cost of one training step (forward and backward on the same batch), timed in interleaved
+# The cost of one training step (forward and backward on the same batch), timed
+# in interleaved
 # rounds so that a slow moment of the machine does not favour one approach.
-step_batch = {k: v.to(device) for k, v in pad_features(train_features[:BATCH_SIZE], PAD).items()}
+step_batch = {
+    k: v.to(device) for k, v in pad_features(train_features[:BATCH_SIZE], PAD).items()
+}
 step_seconds = {name: [] for name, *_ in approach_rows}
 for _ in range(pick(quick=2, full=10)):
     for name, _, model, _, _ in approach_rows:
@@ -913,12 +1180,19 @@ for _ in range(pick(quick=2, full=10)):
         model(**step_batch).loss.backward()
         step_seconds[name].append(time.perf_counter() - start)
         model.zero_grad(set_to_none=True)
-step_time = {name: torch.tensor(times).median().item() for name, times in step_seconds.items()}
+step_time = {
+    name: torch.tensor(times).median().item() for name, times in step_seconds.items()
+}
 
-print(f"{'approach':<22}{'lr':>7}{'trainable':>12}{'time per step':>15}{'accuracy':>10}")
+print(
+    f"{'approach':<22}{'lr':>7}{'trainable':>12}{'time per step':>15}{'accuracy':>10}"
+)
 for name, lr, model, result, valid_accuracy in approach_rows:
-    print(f"{name:<22}{lr:>7.0e}{result.trainable_parameters:>12,}"
-          f"{step_time[name] / step_time['update everything']:>14.2f}x{valid_accuracy:>10.1%}")
+    print(
+        f"{name:<22}{lr:>7.0e}{result.trainable_parameters:>12,}"
+        f"{step_time[name] / step_time['update everything']:>14.2f}x"
+        f"{valid_accuracy:>10.1%}"
+    )
 
 # %% [markdown]
 # Time per step is relative to updating everything, measured in the same run. Freezing saves the
@@ -947,24 +1221,31 @@ from dataclasses import asdict
 
 from tinybert.finetuning.recipes import LADDER
 
-sweep = json.loads((Path(tinybert.__file__).parent.parent / "experiments"
-                    / "transfer_sweep.json").read_text())
+sweep = json.loads(
+    (
+        Path(tinybert.__file__).parent.parent / "experiments" / "transfer_sweep.json"
+    ).read_text()
+)
 print("\n".join(sweep["commands"]))
-if not is_quick():     # the sweep ran with the ladder's settings of sec-ft-gain
+if not is_quick():  # the sweep ran with the ladder's settings of sec-ft-gain
     ladder_settings = {task: asdict(s) for task, s in LADDER.items()}
     assert sweep["settings"] == ladder_settings, sweep["settings"]
 fig, axes = plt.subplots(1, 2, figsize=(9, 3), sharey=False)
 for ax, task in zip(axes, ["banking77", "ud_pos"]):
     for arm, by_lr in sweep[task].items():
         rates = sorted(by_lr, key=float)
-        ax.semilogx([float(r) for r in rates], [100 * by_lr[r] for r in rates], "o-", label=arm)
+        ax.semilogx(
+            [float(r) for r in rates], [100 * by_lr[r] for r in rates], "o-", label=arm
+        )
     ax.axvspan(2e-5, 5e-5, color="0.9", label="the BERT paper's grid")
     ax.set(xlabel="peak learning rate", ylabel="validation accuracy (%)", title=task)
 axes[0].legend(fontsize=8)
 plt.tight_layout()
 plt.show()
-best_rates = {task: {arm: float(max(by_lr, key=by_lr.get)) for arm, by_lr in sweep[task].items()}
-              for task in ["banking77", "ud_pos"]}
+best_rates = {
+    task: {arm: float(max(by_lr, key=by_lr.get)) for arm, by_lr in sweep[task].items()}
+    for task in ["banking77", "ud_pos"]
+}
 best_lr = best_rates["banking77"]["course checkpoint"]
 for task, rates in best_rates.items():
     print(task + ": " + ", ".join(f"{arm} {lr:.0e}" for arm, lr in rates.items()))
@@ -990,33 +1271,55 @@ for task, rates in best_rates.items():
 # that annotators added for elided words. We keep the syntactic words and skip both.
 
 # %% tags=["export:finetuning.tasks"]
-UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
-             "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X")        # the 17 universal POS tags
+UPOS_TAGS = (
+    "ADJ",
+    "ADP",
+    "ADV",
+    "AUX",
+    "CCONJ",
+    "DET",
+    "INTJ",
+    "NOUN",
+    "NUM",
+    "PART",
+    "PRON",
+    # the 17 universal POS tags
+    "PROPN",
+    "PUNCT",
+    "SCONJ",
+    "SYM",
+    "VERB",
+    "X",
+)
 
 
 @dataclass
 class TaggedSentence:
-    """A sentence as words, and for each word the index of its tag in the task's tag list
-    (UPOS_TAGS for parts of speech, NER_TAGS for named entities)."""
+    """A sentence as words, and for each word the index of its tag in the task's tag
+    list (UPOS_TAGS for parts of speech, NER_TAGS for named entities)."""
 
     words: list[str]
     tags: list[int]
 
 
 def read_conllu(path: str | Path, limit: int | None = None) -> list[TaggedSentence]:
-    """The words and UPOS tags of a CoNLL-U file (the first ``limit`` sentences, or all).
+    """The words and UPOS tags of a CoNLL-U file (the first ``limit``
+    sentences, or all).
 
-    Multiword-token lines (ID ``3-4``: "don't" written once, split into do + n't) and empty
-    nodes (ID ``8.1``: words the annotators restored) carry no UPOS of a written word: skipped.
+    Multiword-token lines (ID ``3-4``: "don't" written once, split into do + n't) and
+    empty nodes (ID ``8.1``: words the annotators restored) carry no UPOS of a written
+    word: skipped.
     """
     index = {tag: i for i, tag in enumerate(UPOS_TAGS)}
     sentences, words, tags = [], [], []
     with open(path, encoding="utf-8") as f:
         for line_number, line in enumerate(f, start=1):
             line = line.rstrip("\n")
-            if line.startswith("#"):                                   # sent_id, text, newdoc ...
+            # sent_id, text, newdoc ...
+            if line.startswith("#"):
                 continue
-            if not line:                                               # a blank line ends a sentence
+            # a blank line ends a sentence
+            if not line:
                 if words:
                     sentences.append(TaggedSentence(words, tags))
                     words, tags = [], []
@@ -1025,16 +1328,21 @@ def read_conllu(path: str | Path, limit: int | None = None) -> list[TaggedSenten
                 continue
             columns = line.split("\t")
             if len(columns) != 10:
-                raise ValueError(f"{path}, line {line_number}: a CoNLL-U word line has 10 "
-                                 f"tab-separated columns, got {len(columns)}")
+                raise ValueError(
+                    f"{path}, line {line_number}: a CoNLL-U word line has "
+                    f"10 tab-separated columns, got {len(columns)}"
+                )
             token_id, form, upos = columns[0], columns[1], columns[3]
             if "-" in token_id or "." in token_id:
                 continue
             if upos not in index:
-                raise ValueError(f"{path}, line {line_number}: {upos!r} is not a UPOS tag")
+                raise ValueError(
+                    f"{path}, line {line_number}: {upos!r} is not a UPOS tag"
+                )
             words.append(form)
             tags.append(index[upos])
-    if words:                                                          # no blank line at the end
+    # no blank line at the end
+    if words:
         sentences.append(TaggedSentence(words, tags))
     return sentences[:limit]
 
@@ -1042,11 +1350,16 @@ def read_conllu(path: str | Path, limit: int | None = None) -> list[TaggedSenten
 # %%
 pos_train_all = read_conllu(fetch("ud_ewt/train"))
 pos_dev_all = read_conllu(fetch("ud_ewt/dev"))
-print(f"train {len(pos_train_all):,} sentences, {sum(len(s.words) for s in pos_train_all):,} words; "
-      f"dev {len(pos_dev_all):,} sentences, {sum(len(s.words) for s in pos_dev_all):,} words")
+print(
+    f"train {len(pos_train_all):,} sentences, "
+    f"{sum(len(s.words) for s in pos_train_all):,} words; dev {len(pos_dev_all):,} "
+    f"sentences, {sum(len(s.words) for s in pos_dev_all):,} words"
+)
 sentence = next(s for s in pos_train_all if "n't" in s.words and len(s.words) < 12)
 print(" ".join(f"{w}/{UPOS_TAGS[t]}" for w, t in zip(sentence.words, sentence.tags)))
-assert len(pos_train_all) == 12_544 and sum(len(s.words) for s in pos_train_all) == 204_577
+assert (
+    len(pos_train_all) == 12_544 and sum(len(s.words) for s in pos_train_all) == 204_577
+)
 
 
 # %% [markdown]
@@ -1060,37 +1373,50 @@ assert len(pos_train_all) == 12_544 and sum(len(s.words) for s in pos_train_all)
 # says how many.
 
 # %% tags=["export"]
-def first_piece_labels(word_pieces: list[list[int]],
-                       word_labels: list[int]) -> tuple[list[int], list[int]]:
-    """Flatten the pieces of every word; each word's label goes on its first piece, -100 on
-    the others."""
+def first_piece_labels(
+    word_pieces: list[list[int]], word_labels: list[int]
+) -> tuple[list[int], list[int]]:
+    """Flatten the pieces of every word; each word's label goes on its first piece, -100
+    on the others."""
     if len(word_pieces) != len(word_labels):
-        raise ValueError(f"one label per word: got {len(word_pieces)} words and "
-                         f"{len(word_labels)} labels")
+        raise ValueError(
+            f"one label per word: got {len(word_pieces)} words and "
+            f"{len(word_labels)} labels"
+        )
     ids, labels = [], []
     for pieces, label in zip(word_pieces, word_labels):
         if not pieces:
-            raise ValueError("every word needs at least one piece (use [UNK] for a word that "
-                             "tokenizes to nothing)")
+            raise ValueError(
+                "every word needs at least one piece (use [UNK] for a "
+                "word that tokenizes to nothing)"
+            )
         ids += pieces
         labels += [label] + [IGNORE_INDEX] * (len(pieces) - 1)
     return ids, labels
 
 
-def encode_tagged(tokenizer, sentences, *, max_len: int = 128) -> tuple[list[dict], int]:
-    """Features for token classification, and how many words were cut because their sentence
-    had more than max_len - 2 pieces (they get no label)."""
+def encode_tagged(
+    tokenizer, sentences, *, max_len: int = 128
+) -> tuple[list[dict], int]:
+    """Features for token classification, and how many words were cut because their
+    sentence had more than max_len - 2 pieces (they get no label)."""
     unk = special_token_id(tokenizer, "[UNK]")
     features, words_cut = [], 0
     for sentence in sentences:
         word_pieces = [tokenizer.encode(word).ids or [unk] for word in sentence.words]
         ids, labels = first_piece_labels(word_pieces, sentence.tags)
         if len(ids) > max_len - 2:
-            words_cut += sum(label != IGNORE_INDEX for label in labels[max_len - 2:])
+            words_cut += sum(label != IGNORE_INDEX for label in labels[max_len - 2 :])
             ids, labels = ids[: max_len - 2], labels[: max_len - 2]
         input_ids, token_type_ids = pack_pair(tokenizer, ids)
-        features.append({"input_ids": input_ids, "token_type_ids": token_type_ids,
-                         "labels": [IGNORE_INDEX, *labels, IGNORE_INDEX]})   # none on [CLS], [SEP]
+        features.append(
+            {
+                "input_ids": input_ids,
+                "token_type_ids": token_type_ids,
+                # none on [CLS], [SEP]
+                "labels": [IGNORE_INDEX, *labels, IGNORE_INDEX],
+            }
+        )
     return features, words_cut
 
 
@@ -1098,7 +1424,12 @@ def encode_tagged(tokenizer, sentences, *, max_len: int = 128) -> tuple[list[dic
 long_word = max(sentence.words, key=lambda w: len(tokenizer.encode(w)))
 (feature,), _ = encode_tagged(tokenizer, [sentence])
 pieces = [tokenizer.id_to_token[i] for i in feature["input_ids"]]
-print(" ".join(f"{p}/{UPOS_TAGS[l] if l >= 0 else '-'}" for p, l in zip(pieces, feature["labels"])))
+print(
+    " ".join(
+        f"{p}/{UPOS_TAGS[l] if l >= 0 else '-'}"
+        for p, l in zip(pieces, feature["labels"])
+    )
+)
 assert sum(l != -100 for l in feature["labels"]) == len(sentence.words)
 
 # %% [markdown]
@@ -1109,7 +1440,9 @@ assert sum(l != -100 for l in feature["labels"]) == len(sentence.words)
 # %%
 pos_train = evenly_spaced(pos_train_all, pick(quick=16, full=400))
 pos_dev = evenly_spaced(pos_dev_all, pick(quick=8, full=500))
-pos_train_features, cut_train = encode_tagged(tokenizer, pos_train, max_len=config.max_len)
+pos_train_features, cut_train = encode_tagged(
+    tokenizer, pos_train, max_len=config.max_len
+)
 pos_dev_features, cut_dev = encode_tagged(tokenizer, pos_dev, max_len=config.max_len)
 dev_labels = torch.tensor([t for s in pos_dev for t in s.tags])
 
@@ -1118,34 +1451,61 @@ for s in pos_train:
     for word, tag in zip(s.words, s.tags):
         tag_counts.setdefault(word.lower(), Counter())[tag] += 1
 overall = Counter(t for s in pos_train for t in s.tags).most_common(1)[0][0]
-baseline = torch.tensor([tag_counts[w.lower()].most_common(1)[0][0] if w.lower() in tag_counts else overall
-                         for s in pos_dev for w in s.words])
+baseline = torch.tensor(
+    [
+        tag_counts[w.lower()].most_common(1)[0][0]
+        if w.lower() in tag_counts
+        else overall
+        for s in pos_dev
+        for w in s.words
+    ]
+)
 baseline_accuracy = accuracy(baseline, dev_labels)
-print(f"{len(pos_train)} training sentences ({cut_train} words cut), {len(pos_dev)} dev sentences "
-      f"({cut_dev} cut); most-frequent-tag baseline: {baseline_accuracy:.1%} on dev")
+print(
+    f"{len(pos_train)} training sentences ({cut_train} words cut), {len(pos_dev)} "
+    f"dev sentences ({cut_dev} cut); most-frequent-tag baseline: "
+    f"{baseline_accuracy:.1%} on dev"
+)
 
 # %%
 seed_everything(0)
 tagger = TokenClassifier(fresh_encoder(), len(UPOS_TAGS)).to(device)
-pos_lr = best_rates["ud_pos"]["course checkpoint"]            # chosen on validation
-tagger_result = finetune(tagger, pos_train_features, pad_id=PAD,
-                         epochs=pick(quick=1, full=6), batch_size=BATCH_SIZE, lr=pos_lr,
-                         desc="UD POS")
-dev_logits = predict(tagger, pos_dev_features, pad_id=PAD)                 # (T_i, 17) each
+pos_lr = best_rates["ud_pos"]["course checkpoint"]  # chosen on validation
+tagger_result = finetune(
+    tagger,
+    pos_train_features,
+    pad_id=PAD,
+    epochs=pick(quick=1, full=6),
+    batch_size=BATCH_SIZE,
+    lr=pos_lr,
+    desc="UD POS",
+)
+# (T_i, 17) each
+dev_logits = predict(tagger, pos_dev_features, pad_id=PAD)
 first_pieces = [torch.tensor(f["labels"]) != -100 for f in pos_dev_features]
-word_predictions = torch.cat([logits.argmax(dim=-1)[keep] for logits, keep in zip(dev_logits, first_pieces)])
-kept_labels = torch.cat([torch.tensor(f["labels"])[keep] for f, keep in zip(pos_dev_features, first_pieces)])
+word_predictions = torch.cat(
+    [logits.argmax(dim=-1)[keep] for logits, keep in zip(dev_logits, first_pieces)]
+)
+kept_labels = torch.cat(
+    [torch.tensor(f["labels"])[keep] for f, keep in zip(pos_dev_features, first_pieces)]
+)
 pos_accuracy = accuracy(word_predictions, kept_labels)
-print(f"{tagger_result.seconds:.0f} s of training at lr {pos_lr:.0e}; "
-      f"dev accuracy {pos_accuracy:.1%} (baseline {baseline_accuracy:.1%})")
+print(
+    f"{tagger_result.seconds:.0f} s of training at lr {pos_lr:.0e}; "
+    f"dev accuracy {pos_accuracy:.1%} (baseline {baseline_accuracy:.1%})"
+)
 
 pos_confusion = confusion_matrix(word_predictions, kept_labels, len(UPOS_TAGS))
 per_tag = per_class_accuracy(pos_confusion).nan_to_num(0)
-baseline_per_tag = per_class_accuracy(confusion_matrix(baseline, dev_labels, len(UPOS_TAGS))).nan_to_num(0)
+baseline_per_tag = per_class_accuracy(
+    confusion_matrix(baseline, dev_labels, len(UPOS_TAGS))
+).nan_to_num(0)
 support = pos_confusion.sum(dim=1).tolist()
 x = torch.arange(len(UPOS_TAGS)).float()
 plt.figure(figsize=(9, 3))
-plt.bar(x - 0.2, 100 * baseline_per_tag, width=0.4, label="most frequent tag", color="0.7")
+plt.bar(
+    x - 0.2, 100 * baseline_per_tag, width=0.4, label="most frequent tag", color="0.7"
+)
 plt.bar(x + 0.2, 100 * per_tag, width=0.4, label="fine-tuned bert-mini")
 plt.xticks(x, [f"{tag}\n{n}" for tag, n in zip(UPOS_TAGS, support)], fontsize=7)
 plt.ylabel("accuracy (%)")
@@ -1180,13 +1540,16 @@ plt.show()
 # BIO tag on each line, so the reader gives the same `TaggedSentence`.
 
 # %% tags=["export:finetuning.tasks"]
-NER_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")   # Universal NER
+NER_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")  # Universal NER
 
 
-def read_iob2(path: str | Path, tags: tuple[str, ...] = NER_TAGS) -> list[TaggedSentence]:
-    """The words and entity tags (indices into ``tags``) of an IOB2 file such as Universal
-    NER's: comment lines start with #, each word line holds tab-separated columns (index,
-    word, tag, then annotator columns), and a blank line ends a sentence."""
+def read_iob2(
+    path: str | Path, tags: tuple[str, ...] = NER_TAGS
+) -> list[TaggedSentence]:
+    """The words and entity tags (indices into ``tags``) of an IOB2 file such as
+    Universal NER's: comment lines start with #, each word line holds tab-separated
+    columns (index, word, tag, then annotator columns), and a blank line ends a
+    sentence."""
     index = {tag: i for i, tag in enumerate(tags)}
     sentences, words, word_tags = [], [], []
     with open(path, encoding="utf-8") as f:
@@ -1201,11 +1564,15 @@ def read_iob2(path: str | Path, tags: tuple[str, ...] = NER_TAGS) -> list[Tagged
                 continue
             columns = line.split("\t")
             if len(columns) < 3:
-                raise ValueError(f"{path}, line {line_number}: expected index, word and tag "
-                                 f"separated by tabs, got {line!r}")
+                raise ValueError(
+                    f"{path}, line {line_number}: expected index, word "
+                    f"and tag separated by tabs, got {line!r}"
+                )
             if columns[2] not in index:
-                raise ValueError(f"{path}, line {line_number}: {columns[2]!r} is not one of "
-                                 f"the tags {', '.join(tags)}")
+                raise ValueError(
+                    f"{path}, line {line_number}: {columns[2]!r} is not "
+                    f"one of the tags {', '.join(tags)}"
+                )
             words.append(columns[1])
             word_tags.append(index[columns[2]])
     if words:
@@ -1214,14 +1581,24 @@ def read_iob2(path: str | Path, tags: tuple[str, ...] = NER_TAGS) -> list[Tagged
 
 
 # %%
-ner_train_all = read_iob2(fetch("uner_ewt/dev"))       # UNER's dev file: our training data
+# UNER's dev file: our training data
+ner_train_all = read_iob2(fetch("uner_ewt/dev"))
 ner_test_all = read_iob2(fetch("uner_ewt/test"))
 example = next(s for s in ner_train_all if "B-LOC" in [NER_TAGS[t] for t in s.tags])
-print(" ".join(w if t == 0 else f"{w}/{NER_TAGS[t]}" for w, t in zip(example.words, example.tags)))
+print(
+    " ".join(
+        w if t == 0 else f"{w}/{NER_TAGS[t]}"
+        for w, t in zip(example.words, example.tags)
+    )
+)
 for name, data in (("training (UNER dev)", ner_train_all), ("test", ner_test_all)):
-    begins = Counter(NER_TAGS[t][2:] for s in data for t in s.tags if NER_TAGS[t][0] == "B")
-    print(f"{name}: {len(data):,} sentences, {sum(begins.values())} entities "
-          f"({', '.join(f'{k} {v}' for k, v in sorted(begins.items()))})")
+    begins = Counter(
+        NER_TAGS[t][2:] for s in data for t in s.tags if NER_TAGS[t][0] == "B"
+    )
+    print(
+        f"{name}: {len(data):,} sentences, {sum(begins.values())} entities "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(begins.items()))})"
+    )
 assert len(ner_train_all) == 2_001 and len(ner_test_all) == 2_077
 
 
@@ -1238,14 +1615,16 @@ assert len(ner_train_all) == 2_001 and len(ner_test_all) == 2_077
 def entity_spans(tags: list[str]) -> set[tuple[str, int, int]]:
     """The entities in one sentence's IOB2 tags, as (type, first word, last word + 1).
 
-    An entity starts at B-X, or at an I-X that does not continue an X (as the CoNLL script
-    reads it), and takes in the I-X that follow."""
+    An entity starts at B-X, or at an I-X that does not continue an X (as the CoNLL
+    script reads it), and takes in the I-X that follow."""
     spans, start, kind = set(), None, None
-    for i, tag in enumerate([*tags, "O"]):                  # the final O ends the last entity
+    # the final O ends the last entity
+    for i, tag in enumerate([*tags, "O"]):
         prefix, _, label = tag.partition("-")
         if tag != "O" and (prefix not in ("B", "I") or not label):
-            raise ValueError(f"IOB2 tags are 'O', 'B-TYPE' or 'I-TYPE', got {tag!r} "
-                             f"at position {i}")
+            raise ValueError(
+                f"IOB2 tags are 'O', 'B-TYPE' or 'I-TYPE', got {tag!r} at position {i}"
+            )
         if start is not None and (prefix != "I" or label != kind):
             spans.add((kind, start, i))
             start = None
@@ -1261,35 +1640,56 @@ def _prf(correct: int, predicted: int, gold: int) -> dict[str, float]:
     return {"precision": precision, "recall": recall, "f1": f1, "support": gold}
 
 
-def entity_scores(gold: list[list[str]],
-                  predicted: list[list[str]]) -> dict[str, dict[str, float]]:
+def entity_scores(
+    gold: list[list[str]], predicted: list[list[str]]
+) -> dict[str, dict[str, float]]:
     """Entity-level precision, recall, F1 and support (gold entities) for every entity
     type, and pooled over all types under "overall" (micro-averaged)."""
     if len(gold) != len(predicted):
-        raise ValueError(f"one predicted sequence per gold one: got {len(gold)} gold and "
-                         f"{len(predicted)} predicted")
-    counts: dict[str, list[int]] = {}                  # type -> [correct, predicted, gold]
+        raise ValueError(
+            f"one predicted sequence per gold one: got {len(gold)} gold "
+            f"and {len(predicted)} predicted"
+        )
+    # type -> [correct, predicted, gold]
+    counts: dict[str, list[int]] = {}
     for i, (gold_tags, predicted_tags) in enumerate(zip(gold, predicted)):
         if len(gold_tags) != len(predicted_tags):
-            raise ValueError(f"sentence {i}: {len(gold_tags)} gold tags but "
-                             f"{len(predicted_tags)} predicted")
-        gold_spans, predicted_spans = entity_spans(gold_tags), entity_spans(predicted_tags)
-        for column, spans in enumerate((gold_spans & predicted_spans, predicted_spans,
-                                        gold_spans)):
+            raise ValueError(
+                f"sentence {i}: {len(gold_tags)} gold tags but "
+                f"{len(predicted_tags)} predicted"
+            )
+        gold_spans, predicted_spans = (
+            entity_spans(gold_tags),
+            entity_spans(predicted_tags),
+        )
+        for column, spans in enumerate(
+            (gold_spans & predicted_spans, predicted_spans, gold_spans)
+        ):
             for kind, _, _ in spans:
                 counts.setdefault(kind, [0, 0, 0])[column] += 1
     overall = [sum(c[column] for c in counts.values()) for column in range(3)]
-    return {**{kind: _prf(*counts[kind]) for kind in sorted(counts)},
-            "overall": _prf(*overall)}
+    return {
+        **{kind: _prf(*counts[kind]) for kind in sorted(counts)},
+        "overall": _prf(*overall),
+    }
 
 
 # %%
 gold = [["B-PER", "I-PER", "O", "B-LOC"], ["O", "B-ORG", "I-ORG", "O"]]
 predicted = [["B-PER", "I-PER", "O", "B-ORG"], ["O", "I-ORG", "I-ORG", "O"]]
 scores = entity_scores(gold, predicted)
-print(sorted(entity_spans(predicted[1])), {k: round(v["f1"], 2) for k, v in scores.items()})
-assert entity_spans(predicted[1]) == {("ORG", 1, 3)}      # a leading I- starts an entity
-assert scores["overall"] == {"precision": 2 / 3, "recall": 2 / 3, "f1": 2 / 3, "support": 3}
+print(
+    sorted(entity_spans(predicted[1])),
+    {k: round(v["f1"], 2) for k, v in scores.items()},
+)
+# a leading I- starts an entity
+assert entity_spans(predicted[1]) == {("ORG", 1, 3)}
+assert scores["overall"] == {
+    "precision": 2 / 3,
+    "recall": 2 / 3,
+    "f1": 2 / 3,
+    "support": 3,
+}
 assert scores["LOC"]["recall"] == 0.0 and scores["ORG"]["precision"] == 0.5
 
 
@@ -1320,8 +1720,8 @@ class QAExample:
     id: str
     question: str
     context: str
-    answers: list[str]          # reference answer texts (dev questions have 1 to 6)
-    answer_starts: list[int]    # character offset of each answer in the context
+    answers: list[str]  # reference answer texts (dev questions have 1 to 6)
+    answer_starts: list[int]  # character offset of each answer in the context
     title: str = ""
 
 
@@ -1332,13 +1732,18 @@ def split_squad(squad: dict, every: int = 6) -> tuple[dict, dict]:
         raise ValueError("expected a SQuAD object {'data': [articles], 'version': ...}")
     articles = squad["data"]
     train = [article for i, article in enumerate(articles) if i % every != every - 1]
-    evaluation = [article for i, article in enumerate(articles) if i % every == every - 1]
-    return ({"data": train, "version": squad.get("version")},
-            {"data": evaluation, "version": squad.get("version")})
+    evaluation = [
+        article for i, article in enumerate(articles) if i % every == every - 1
+    ]
+    return (
+        {"data": train, "version": squad.get("version")},
+        {"data": evaluation, "version": squad.get("version")},
+    )
 
 
 def load_squad_dev_split() -> tuple[dict, dict]:
-    """The course's SQuAD v1.1 split: the official dev file, 40 articles to train, 8 to eval."""
+    """The course's SQuAD v1.1 split: the official dev file, 40 articles to train,
+    8 to eval."""
     return split_squad(json.loads(fetch("squad1.1/dev").read_text(encoding="utf-8")))
 
 
@@ -1349,12 +1754,21 @@ def read_squad(squad: dict) -> list[QAExample]:
         for paragraph in article["paragraphs"]:
             for qa in paragraph["qas"]:
                 if not qa["answers"]:
-                    raise ValueError(f"question {qa['id']} has no answer; SQuAD v1.1 questions "
-                                     "all have one (v2.0 files add unanswerable questions)")
-                examples.append(QAExample(
-                    qa["id"], qa["question"], paragraph["context"],
-                    [answer["text"] for answer in qa["answers"]],
-                    [answer["answer_start"] for answer in qa["answers"]], article["title"]))
+                    raise ValueError(
+                        f"question {qa['id']} has no answer; SQuAD v1.1 "
+                        f"questions all have one (v2.0 files add "
+                        "unanswerable questions)"
+                    )
+                examples.append(
+                    QAExample(
+                        qa["id"],
+                        qa["question"],
+                        paragraph["context"],
+                        [answer["text"] for answer in qa["answers"]],
+                        [answer["answer_start"] for answer in qa["answers"]],
+                        article["title"],
+                    )
+                )
     return examples
 
 
@@ -1363,15 +1777,29 @@ import hashlib
 import json
 
 squad_train_data, squad_eval_data = load_squad_dev_split()
-for data, published in [(squad_train_data, "f556449b475a70374155ad55a3c5ef9298c985325b78d2c519ead0fa42fd7024"),
-                        (squad_eval_data, "3153e6e45edf6fdd9dc3087fcf8f8285a49973dfcc84427784575aa550231c72")]:
+for data, published in [
+    (
+        squad_train_data,
+        ("f556449b475a70374155ad55a3c5ef9298c985325b78d2c519ead0fa42fd7024"),
+    ),
+    (
+        squad_eval_data,
+        "3153e6e45edf6fdd9dc3087fcf8f8285a49973dfcc84427784575aa550231c72",
+    ),
+]:
     assert hashlib.sha256(json.dumps(data).encode("utf-8")).hexdigest() == published
 squad_train, squad_eval = read_squad(squad_train_data), read_squad(squad_eval_data)
-print(f"train: {len(squad_train_data['data'])} articles, {len(squad_train):,} questions; eval: "
-      f"{len(squad_eval_data['data'])} articles ({', '.join(a['title'] for a in squad_eval_data['data'])}), "
-      f"{len(squad_eval):,} questions; both identical to the published split")
+print(
+    f"train: {len(squad_train_data['data'])} articles, {len(squad_train):,} "
+    f"questions; eval: {len(squad_eval_data['data'])} articles "
+    f"({', '.join(a['title'] for a in squad_eval_data['data'])}), "
+    f"{len(squad_eval):,} questions; both identical to the published split"
+)
 example = squad_eval[0]
-print(f"{example.question!r} -> {example.answers} in a {len(example.context)}-character paragraph")
+print(
+    f"{example.question!r} -> {example.answers} in a "
+    f"{len(example.context)}-character paragraph"
+)
 
 # %% [markdown]
 # (sec-ft-windows)=
@@ -1407,30 +1835,45 @@ from tinybert.finetuning.tasks import QAExample
 
 # %% tags=["export:finetuning.qa"]
 def window_starts(n_tokens: int, window: int, stride: int) -> list[int]:
-    """Where each window of ``window`` tokens starts, ``stride`` apart, until one reaches the end."""
+    """Where each window of ``window`` tokens starts, ``stride`` apart, until one
+    reaches the end."""
     if not 1 <= stride <= window:
-        raise ValueError(f"the stride must be in 1..window = {window} (a larger one would skip "
-                         f"tokens), got {stride}")
+        raise ValueError(
+            f"the stride must be in 1..window = {window} (a larger one "
+            f"would skip tokens), got {stride}"
+        )
     starts = [0]
     while starts[-1] + window < n_tokens:
         starts.append(starts[-1] + stride)
     return starts
 
 
-def answer_token_span(offsets: list[tuple[int, int]], start_char: int,
-                      end_char: int) -> tuple[int, int] | None:
-    """The first and last token overlapping the characters [start_char, end_char), or None."""
-    inside = [i for i, (start, end) in enumerate(offsets) if start < end_char and end > start_char]
+def answer_token_span(
+    offsets: list[tuple[int, int]], start_char: int, end_char: int
+) -> tuple[int, int] | None:
+    """The first and last token overlapping the characters [start_char,
+    end_char), or None."""
+    inside = [
+        i
+        for i, (start, end) in enumerate(offsets)
+        if start < end_char and end > start_char
+    ]
     return (inside[0], inside[-1]) if inside else None
 
 
-def make_qa_features(tokenizer, examples: list[QAExample], *, max_len: int = 128,
-                     doc_stride: int = 64, max_query_len: int = 32,
-                     with_answers: bool = True) -> tuple[list[dict], Counter]:
-    """One feature per window: [CLS] question [SEP] paragraph window [SEP]; its offsets (None
-    outside the paragraph); where an answer may start (first piece of a paragraph word) and end
-    (last piece); the index of its example; and, with_answers, its labels. Returns the features
-    and a Counter of what was cut, skipped or labelled [CLS]."""
+def make_qa_features(
+    tokenizer,
+    examples: list[QAExample],
+    *,
+    max_len: int = 128,
+    doc_stride: int = 64,
+    max_query_len: int = 32,
+    with_answers: bool = True,
+) -> tuple[list[dict], Counter]:
+    """One feature per window: [CLS] question [SEP] paragraph window [SEP]; its offsets
+    (None outside the paragraph); where an answer may start (first piece of a paragraph
+    word) and end (last piece); the index of its example; and, with_answers, its labels.
+    Returns the features and a Counter of what was cut, skipped or labelled [CLS]."""
     stats = Counter()
     features = []
     for example_index, example in enumerate(examples):
@@ -1438,13 +1881,18 @@ def make_qa_features(tokenizer, examples: list[QAExample], *, max_len: int = 128
         if len(question) > max_query_len:
             stats["questions cut to max_query_len"] += 1
             question = question[:max_query_len]
-        window = max_len - len(question) - 3                 # room for [CLS], [SEP] and [SEP]
+        # room for [CLS], [SEP] and [SEP]
+        window = max_len - len(question) - 3
         if window < 1:
-            raise ValueError(f"max_len = {max_len} leaves no room for the paragraph after a "
-                             f"question of {len(question)} tokens")
+            raise ValueError(
+                f"max_len = {max_len} leaves no room for the paragraph "
+                f"after a question of {len(question)} tokens"
+            )
         context = tokenizer.encode(example.context)
         n = len(context.ids)
-        word_start = [not t.startswith(tokenizer.continuing_prefix) for t in context.tokens]
+        word_start = [
+            not t.startswith(tokenizer.continuing_prefix) for t in context.tokens
+        ]
         word_end = [i + 1 == n or word_start[i + 1] for i in range(n)]
         if with_answers:
             start_char, text = example.answer_starts[0], example.answers[0]
@@ -1459,22 +1907,27 @@ def make_qa_features(tokenizer, examples: list[QAExample], *, max_len: int = 128
                 stats["skipped: answer longer than a window"] += 1
                 continue
         for start in window_starts(n, window, doc_stride):
-            piece = context.ids[start:start + window]
+            piece = context.ids[start : start + window]
             input_ids, token_type_ids = pack_pair(tokenizer, question, piece)
-            first = len(question) + 2                        # position of the first paragraph token
-            outside = [None] * first, [None]                 # [CLS] question [SEP] and the last [SEP]
+            # position of the first paragraph token
+            first = len(question) + 2
+            # [CLS] question [SEP] and the last [SEP]
+            outside = [None] * first, [None]
             inside = slice(start, start + len(piece))
-            feature = {"input_ids": input_ids, "token_type_ids": token_type_ids,
-                       "offsets": outside[0] + context.offsets[inside] + outside[1],
-                       "can_start": [False] * first + word_start[inside] + [False],
-                       "can_end": [False] * first + word_end[inside] + [False],
-                       "example_index": example_index}
+            feature = {
+                "input_ids": input_ids,
+                "token_type_ids": token_type_ids,
+                "offsets": outside[0] + context.offsets[inside] + outside[1],
+                "can_start": [False] * first + word_start[inside] + [False],
+                "can_end": [False] * first + word_end[inside] + [False],
+                "example_index": example_index,
+            }
             if with_answers:
                 if start <= span[0] and span[1] < start + len(piece):
                     feature["start_positions"] = first + span[0] - start
                     feature["end_positions"] = first + span[1] - start
                 else:
-                    feature["start_positions"] = feature["end_positions"] = 0   # [CLS]
+                    feature["start_positions"] = feature["end_positions"] = 0  # [CLS]
                     stats["windows without the answer, labelled [CLS]"] += 1
             features.append(feature)
     stats["windows"] = len(features)
@@ -1487,18 +1940,38 @@ def make_qa_features(tokenizer, examples: list[QAExample], *, max_len: int = 128
 
 # %%
 QA_LEN, DOC_STRIDE, MAX_QUERY_LEN = config.max_len, 64, 32
-long_example = next(e for e in squad_eval if 1000 < len(e.context) < 1300 and e.answer_starts[0] > 700)
-windows, stats = make_qa_features(tokenizer, [long_example], max_len=QA_LEN, doc_stride=DOC_STRIDE,
-                                  max_query_len=MAX_QUERY_LEN)
+long_example = next(
+    e for e in squad_eval if 1000 < len(e.context) < 1300 and e.answer_starts[0] > 700
+)
+windows, stats = make_qa_features(
+    tokenizer,
+    [long_example],
+    max_len=QA_LEN,
+    doc_stride=DOC_STRIDE,
+    max_query_len=MAX_QUERY_LEN,
+)
 n_context = len(tokenizer.encode(long_example.context))
-print(f"{n_context} paragraph tokens; question {long_example.question!r}; {len(windows)} windows:")
+print(
+    f"{n_context} paragraph tokens; question {long_example.question!r}; "
+    f"{len(windows)} windows:"
+)
 for w in windows:
     spans = [o for o in w["offsets"] if o is not None]
-    label = f"answer at positions {w['start_positions']}-{w['end_positions']}" if w["start_positions"] else "[CLS]"
+    label = (
+        (f"answer at positions {w['start_positions']}-{w['end_positions']}")
+        if w["start_positions"]
+        else "[CLS]"
+    )
     print(f"  characters {spans[0][0]:4d} to {spans[-1][1]:4d}: {label}")
 labelled = next(w for w in windows if w["start_positions"])
-first, last = labelled["offsets"][labelled["start_positions"]][0], labelled["offsets"][labelled["end_positions"]][1]
-print(f"the labelled span is {long_example.context[first:last]!r}; the reference {long_example.answers[0]!r}")
+first, last = (
+    labelled["offsets"][labelled["start_positions"]][0],
+    labelled["offsets"][labelled["end_positions"]][1],
+)
+print(
+    f"the labelled span is {long_example.context[first:last]!r}; the reference "
+    f"{long_example.answers[0]!r}"
+)
 assert long_example.context[first:last] == long_example.answers[0]
 
 
@@ -1517,54 +1990,91 @@ assert long_example.context[first:last] == long_example.answers[0]
 # the answer out of the original paragraph, with its original case and punctuation.
 
 # %% tags=["export:finetuning.qa"]
-def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, can_start: torch.Tensor,
-              can_end: torch.Tensor, max_answer_len: int = 30) -> tuple[int, int, float]:
-    """The (start, end) maximising start_logits[start] + end_logits[end] with start <= end <
-    start + max_answer_len, can_start[start] and can_end[end]; and its score. Inputs are (T,)."""
+def best_span(
+    start_logits: torch.Tensor,
+    end_logits: torch.Tensor,
+    can_start: torch.Tensor,
+    can_end: torch.Tensor,
+    max_answer_len: int = 30,
+) -> tuple[int, int, float]:
+    """The (start, end) maximising start_logits[start] + end_logits[end] with start <=
+    end < start + max_answer_len, can_start[start] and can_end[end]; and its score.
+    Inputs are (T,)."""
     T = start_logits.shape[0]
-    scores = start_logits[:, None] + end_logits[None, :]                   # (T, T) row start, column end
+    # (T, T) row start, column end
+    scores = start_logits[:, None] + end_logits[None, :]
     position = torch.arange(T)
-    length = position[None, :] - position[:, None] + 1                      # (T, T) end - start + 1
-    valid = (length >= 1) & (length <= max_answer_len) & can_start[:, None] & can_end[None, :]
+    # (T, T) end - start + 1
+    length = position[None, :] - position[:, None] + 1
+    valid = (
+        (length >= 1)
+        & (length <= max_answer_len)
+        & can_start[:, None]
+        & can_end[None, :]
+    )
     if not bool(valid.any()):
         raise ValueError("no span to choose from: no position is allowed")
-    scores = scores.masked_fill(~valid, float("-inf"))                     # argmax never picks these
+    # argmax never picks these
+    scores = scores.masked_fill(~valid, float("-inf"))
     start, end = divmod(int(scores.argmax()), T)
     return start, end, scores[start, end].item()
 
 
 @dataclass
 class Answer:
-    text: str           # the answer as it is written in the paragraph
-    start: int          # character offsets: text == context[start:end]
+    text: str  # the answer as it is written in the paragraph
+    start: int  # character offsets: text == context[start:end]
     end: int
-    score: float        # start score + end score of its span
+    score: float  # start score + end score of its span
 
 
-def predict_answers(logits: list[torch.Tensor], features: list[dict], examples: list[QAExample],
-                    *, max_answer_len: int = 30) -> list[Answer | None]:
-    """The best answer of every example over all its windows; logits as ``predict`` returns
-    them, (T, 2) per window."""
+def predict_answers(
+    logits: list[torch.Tensor],
+    features: list[dict],
+    examples: list[QAExample],
+    *,
+    max_answer_len: int = 30,
+) -> list[Answer | None]:
+    """The best answer of every example over all its windows; logits as ``predict``
+    returns them, (T, 2) per window."""
     best: dict[int, Answer] = {}
     for window_logits, feature in zip(logits, features, strict=True):
         offsets = feature["offsets"]
-        start, end, score = best_span(window_logits[:, 0], window_logits[:, 1], torch.tensor(feature["can_start"]),
-                                      torch.tensor(feature["can_end"]), max_answer_len)
+        start, end, score = best_span(
+            window_logits[:, 0],
+            window_logits[:, 1],
+            torch.tensor(feature["can_start"]),
+            torch.tensor(feature["can_end"]),
+            max_answer_len,
+        )
         index = feature["example_index"]
         if index not in best or score > best[index].score:
             first, last = offsets[start][0], offsets[end][1]
-            best[index] = Answer(examples[index].context[first:last], first, last, score)
+            best[index] = Answer(
+                examples[index].context[first:last], first, last, score
+            )
     return [best.get(i) for i in range(len(examples))]
 
 
-def answer_question(model, tokenizer, question: str, context: str, *, max_len: int = 128,
-                    doc_stride: int = 64, max_answer_len: int = 30) -> Answer:
+def answer_question(
+    model,
+    tokenizer,
+    question: str,
+    context: str,
+    *,
+    max_len: int = 128,
+    doc_stride: int = 64,
+    max_answer_len: int = 30,
+) -> Answer:
     """Ask one question of one paragraph."""
     example = QAExample("question", question, context, [], [])
-    features, _ = make_qa_features(tokenizer, [example], max_len=max_len, doc_stride=doc_stride,
-                                   with_answers=False)
+    features, _ = make_qa_features(
+        tokenizer, [example], max_len=max_len, doc_stride=doc_stride, with_answers=False
+    )
     logits = predict(model, features, pad_id=special_token_id(tokenizer, "[PAD]"))
-    return predict_answers(logits, features, [example], max_answer_len=max_answer_len)[0]
+    return predict_answers(logits, features, [example], max_answer_len=max_answer_len)[
+        0
+    ]
 
 
 # %% [markdown]
@@ -1575,13 +2085,23 @@ def answer_question(model, tokenizer, question: str, context: str, *, max_len: i
 # %%
 start_scores = torch.tensor([9.0, 1.0, 5.0, 0.0, 2.0])
 end_scores = torch.tensor([9.0, 6.0, 0.0, 3.0, 1.0])
-allowed = torch.tensor([False, True, True, True, True])        # position 0 is [CLS]
-print(best_span(start_scores, end_scores, allowed, allowed),
-      best_span(start_scores, end_scores, allowed, allowed, max_answer_len=1))
-assert best_span(start_scores, end_scores, allowed, allowed)[:2] == (2, 3)                    # 5 + 3 beats 1 + 6
-assert best_span(start_scores, end_scores, allowed, allowed, max_answer_len=1)[:2] == (1, 1)  # 1 + 6 beats 5 + 0
-ends_word = torch.tensor([False, False, True, True, True])     # as if position 1 were "can" of "can ##ad ##a"
-assert best_span(start_scores, end_scores, allowed, ends_word, max_answer_len=1)[:2] == (2, 2)
+allowed = torch.tensor([False, True, True, True, True])  # position 0 is [CLS]
+print(
+    best_span(start_scores, end_scores, allowed, allowed),
+    best_span(start_scores, end_scores, allowed, allowed, max_answer_len=1),
+)
+# 5 + 3 beats 1 + 6
+assert best_span(start_scores, end_scores, allowed, allowed)[:2] == (2, 3)
+# 1 + 6 beats 5 + 0
+assert best_span(start_scores, end_scores, allowed, allowed, max_answer_len=1)[:2] == (
+    1,
+    1,
+)
+# as if position 1 were "can" of "can ##ad ##a"
+ends_word = torch.tensor([False, False, True, True, True])
+assert best_span(start_scores, end_scores, allowed, ends_word, max_answer_len=1)[
+    :2
+] == (2, 2)
 
 # %% [markdown]
 # (sec-ft-squad-metrics)=
@@ -1602,8 +2122,8 @@ _PUNCTUATION = frozenset(string.punctuation)
 
 
 def normalize_answer(text: str) -> str:
-    """SQuAD v1.1's normalisation, in the official script's order: lower-case, remove ASCII
-    punctuation, remove the articles a/an/the, collapse runs of whitespace."""
+    """SQuAD v1.1's normalisation, in the official script's order: lower-case, remove
+    ASCII punctuation, remove the articles a/an/the, collapse runs of whitespace."""
     text = text.lower()
     text = "".join(ch for ch in text if ch not in _PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
@@ -1612,19 +2132,29 @@ def normalize_answer(text: str) -> str:
 
 def _check_references(references: list[str]) -> None:
     if isinstance(references, str) or len(references) == 0:
-        raise ValueError("references must be a non-empty list of answer strings "
-                         f"(SQuAD v1.1 gives every question at least one), got {references!r}")
+        raise ValueError(
+            "references must be a non-empty list of answer strings "
+            f"(SQuAD v1.1 gives every question at least one), got "
+            f"{references!r}"
+        )
 
 
 def squad_exact_match(prediction: str, references: list[str]) -> float:
-    """1.0 when the normalised prediction equals one of the normalised references, else 0.0."""
+    """1.0 when the normalised prediction equals one of the normalised references,
+    else 0.0."""
     _check_references(references)
-    return max(float(normalize_answer(prediction) == normalize_answer(r)) for r in references)
+    return max(
+        float(normalize_answer(prediction) == normalize_answer(r)) for r in references
+    )
 
 
 def _bag_of_words_f1(prediction: str, reference: str) -> float:
-    predicted, gold = normalize_answer(prediction).split(), normalize_answer(reference).split()
-    common = sum((Counter(predicted) & Counter(gold)).values())   # words in both, with multiplicity
+    predicted, gold = (
+        normalize_answer(prediction).split(),
+        normalize_answer(reference).split(),
+    )
+    # words in both, with multiplicity
+    common = sum((Counter(predicted) & Counter(gold)).values())
     if common == 0:
         return 0.0
     precision, recall = common / len(predicted), common / len(gold)
@@ -1637,9 +2167,11 @@ def squad_f1(prediction: str, references: list[str]) -> float:
     return max(_bag_of_words_f1(prediction, r) for r in references)
 
 
-def squad_evaluate(predictions: dict[str, str], references: dict[str, list[str]]) -> dict:
-    """Exact match and F1 in percent over every question of ``references``, as the official
-    v1.1 script computes them: a question without a prediction counts as 0."""
+def squad_evaluate(
+    predictions: dict[str, str], references: dict[str, list[str]]
+) -> dict:
+    """Exact match and F1 in percent over every question of ``references``, as the
+    official v1.1 script computes them: a question without a prediction counts as 0."""
     if not references:
         raise ValueError("no questions to evaluate")
     exact = f1 = 0.0
@@ -1649,8 +2181,12 @@ def squad_evaluate(predictions: dict[str, str], references: dict[str, list[str]]
             f1 += squad_f1(predictions[question_id], answers)
     unanswered = sum(question_id not in predictions for question_id in references)
     n = len(references)
-    return {"exact_match": 100 * exact / n, "f1": 100 * f1 / n, "questions": n,
-            "unanswered": unanswered}
+    return {
+        "exact_match": 100 * exact / n,
+        "f1": 100 * f1 / n,
+        "questions": n,
+        "unanswered": unanswered,
+    }
 
 
 # %% [markdown]
@@ -1659,17 +2195,25 @@ def squad_evaluate(predictions: dict[str, str], references: dict[str, list[str]]
 # "New York" shares two words (one "new" is extra): precision 2/3, recall 1, F1 0.8.
 
 # %%
-cases = [("The  Eiffel-Tower!", ["eiffeltower"], 1.0, 1.0),    # case, hyphen, article, spaces
-         ("in Paris, France", ["Paris"], 0.0, 0.5),
-         ("new new york", ["New York"], 0.0, 0.8),
-         ("Denver Broncos", ["Broncos", "the Denver Broncos", "Denver"], 1.0, 1.0),   # best reference
-         ("Carolina Panthers", ["Denver Broncos"], 0.0, 0.0),
-         ("theatre", ["the atre"], 0.0, 0.0)]                   # "the" only as a whole word
+# case, hyphen, article, spaces
+cases = [
+    ("The  Eiffel-Tower!", ["eiffeltower"], 1.0, 1.0),
+    ("in Paris, France", ["Paris"], 0.0, 0.5),
+    ("new new york", ["New York"], 0.0, 0.8),
+    # best reference
+    ("Denver Broncos", ["Broncos", "the Denver Broncos", "Denver"], 1.0, 1.0),
+    ("Carolina Panthers", ["Denver Broncos"], 0.0, 0.0),
+    # "the" only as a whole word
+    ("theatre", ["the atre"], 0.0, 0.0),
+]
 for prediction, references, exact, f1 in cases:
     got = squad_exact_match(prediction, references), squad_f1(prediction, references)
     print(f"{prediction!r:<22} vs {references}: EM {got[0]:.0f}, F1 {got[1]:.2f}")
     assert got[0] == exact and abs(got[1] - f1) < 1e-12
-scores = squad_evaluate({"q1": "Paris", "q2": "in Paris, France"}, {"q1": ["Paris"], "q2": ["Paris"], "q3": ["x"]})
+scores = squad_evaluate(
+    {"q1": "Paris", "q2": "in Paris, France"},
+    {"q1": ["Paris"], "q2": ["Paris"], "q3": ["x"]},
+)
 print(scores)
 assert scores == {"exact_match": 100 / 3, "f1": 50.0, "questions": 3, "unanswered": 1}
 
@@ -1684,39 +2228,72 @@ assert scores == {"exact_match": 100 / 3, "f1": 50.0, "questions": 3, "unanswere
 # %%
 qa_train = evenly_spaced(squad_train, pick(quick=4, full=200))
 qa_eval = evenly_spaced(squad_eval, pick(quick=4, full=200))
-qa_train_features, train_stats = make_qa_features(tokenizer, qa_train, max_len=QA_LEN,
-                                                  doc_stride=DOC_STRIDE, max_query_len=MAX_QUERY_LEN)
-qa_eval_features, eval_stats = make_qa_features(tokenizer, qa_eval, max_len=QA_LEN, doc_stride=DOC_STRIDE,
-                                                max_query_len=MAX_QUERY_LEN, with_answers=False)
+qa_train_features, train_stats = make_qa_features(
+    tokenizer,
+    qa_train,
+    max_len=QA_LEN,
+    doc_stride=DOC_STRIDE,
+    max_query_len=MAX_QUERY_LEN,
+)
+qa_eval_features, eval_stats = make_qa_features(
+    tokenizer,
+    qa_eval,
+    max_len=QA_LEN,
+    doc_stride=DOC_STRIDE,
+    max_query_len=MAX_QUERY_LEN,
+    with_answers=False,
+)
 print(f"train: {len(qa_train)} questions -> {dict(train_stats)}")
 print(f"eval: {len(qa_eval)} questions -> {dict(eval_stats)}")
 
 seed_everything(0)
 qa_model = QuestionAnswerer(fresh_encoder()).to(device)
-qa_result = finetune(qa_model, qa_train_features, pad_id=PAD, epochs=pick(quick=1, full=2),
-                     batch_size=BATCH_SIZE, lr=best_lr, desc="SQuAD")
+qa_result = finetune(
+    qa_model,
+    qa_train_features,
+    pad_id=PAD,
+    epochs=pick(quick=1, full=2),
+    batch_size=BATCH_SIZE,
+    lr=best_lr,
+    desc="SQuAD",
+)
 qa_logits = predict(qa_model, qa_eval_features, pad_id=PAD)
 qa_answers = predict_answers(qa_logits, qa_eval_features, qa_eval)
-qa_scores = squad_evaluate({e.id: a.text for e, a in zip(qa_eval, qa_answers)},
-                           {e.id: e.answers for e in qa_eval})
-print(f"{qa_result.seconds:.0f} s of training; exact match {qa_scores['exact_match']:.1f}, "
-      f"F1 {qa_scores['f1']:.1f} on {qa_scores['questions']} evaluation questions")
+qa_scores = squad_evaluate(
+    {e.id: a.text for e, a in zip(qa_eval, qa_answers)},
+    {e.id: e.answers for e in qa_eval},
+)
+print(
+    f"{qa_result.seconds:.0f} s of training; exact match "
+    f"{qa_scores['exact_match']:.1f}, F1 {qa_scores['f1']:.1f} on "
+    f"{qa_scores['questions']} evaluation questions"
+)
 
 # %% [markdown]
 # The slides' demo, asked of our model (whatever it answers):
 
 # %%
-matt = answer_question(qa_model, tokenizer, "Where does Matt live?",
-                       "Matt lives in Canada and Sinan lives in California")
+matt = answer_question(
+    qa_model,
+    tokenizer,
+    "Where does Matt live?",
+    "Matt lives in Canada and Sinan lives in California",
+)
 print(f"Where does Matt live? -> {matt.text!r} (score {matt.score:.2f})")
 
 # %% [markdown]
 # And the evaluation questions it got most confidently and completely wrong (F1 = 0):
 
 # %%
-wrong = [(a.score, e, a) for e, a in zip(qa_eval, qa_answers) if squad_f1(a.text, e.answers) == 0]
+wrong = [
+    (a.score, e, a)
+    for e, a in zip(qa_eval, qa_answers)
+    if squad_f1(a.text, e.answers) == 0
+]
 for score, e, a in sorted(wrong, key=lambda item: -item[0])[:3]:
-    print(f"{e.question!r}\n    predicted {a.text!r}, references {sorted(set(e.answers))}")
+    print(
+        f"{e.question!r}\n    predicted {a.text!r}, references {sorted(set(e.answers))}"
+    )
 
 # %% [markdown]
 # (sec-ft-scale)=
@@ -1732,10 +2309,16 @@ for score, e, a in sorted(wrong, key=lambda item: -item[0])[:3]:
 
 # %%
 n_params = n_encoder + sum(p.numel() for p in qa_model.span.parameters())
-rows = [("BERT-base (paper, full SQuAD train)", "110M", "80.8", "88.5"),
-        ("BERT-large (paper, full SQuAD train)", "340M", "84.1", "90.9"),
-        (f"our bert-mini ({len(qa_train):,} questions)", f"{n_params / 1e6:.1f}M",
-         f"{qa_scores['exact_match']:.1f}", f"{qa_scores['f1']:.1f}")]
+rows = [
+    ("BERT-base (paper, full SQuAD train)", "110M", "80.8", "88.5"),
+    ("BERT-large (paper, full SQuAD train)", "340M", "84.1", "90.9"),
+    (
+        f"our bert-mini ({len(qa_train):,} questions)",
+        f"{n_params / 1e6:.1f}M",
+        f"{qa_scores['exact_match']:.1f}",
+        f"{qa_scores['f1']:.1f}",
+    ),
+]
 print(f"{'SQuAD v1.1, single model':<40}{'parameters':>11}{'EM':>7}{'F1':>7}")
 for name, size, em, f1 in rows:
     print(f"{name:<40}{size:>11}{em:>7}{f1:>7}")
@@ -1767,18 +2350,33 @@ from torch import nn
 
 from tinybert.data import fetch
 from tinybert.finetuning.loop import FinetuneResult, finetune, predict
-from tinybert.finetuning.features import (encode_sentences, encode_tagged,
-                                          special_token_id)
-from tinybert.finetuning.heads import (QuestionAnswerer, SequenceClassifier,
-                                       TokenClassifier, set_trainable_layers)
+from tinybert.finetuning.features import (
+    encode_sentences,
+    encode_tagged,
+    special_token_id,
+)
+from tinybert.finetuning.heads import (
+    QuestionAnswerer,
+    SequenceClassifier,
+    TokenClassifier,
+    set_trainable_layers,
+)
 from tinybert.finetuning.metrics import accuracy, squad_evaluate
 from tinybert.finetuning.qa import make_qa_features, predict_answers
 from tinybert.models.bert import BertModel
 from tinybert.runtime import get_device, pick
-from tinybert.finetuning.tasks import (POEM_LABELS, UPOS_TAGS, evenly_spaced,
-                                       holdout_split, load_squad_dev_split, per_label,
-                                       read_banking77, read_conllu, read_poem_sentiment,
-                                       read_squad)
+from tinybert.finetuning.tasks import (
+    POEM_LABELS,
+    UPOS_TAGS,
+    evenly_spaced,
+    holdout_split,
+    load_squad_dev_split,
+    per_label,
+    read_banking77,
+    read_conllu,
+    read_poem_sentiment,
+    read_squad,
+)
 
 # %% tags=["export:finetuning.recipes"]
 TASKS = ("banking77", "poem_sentiment", "ud_pos", "squad")
@@ -1788,7 +2386,9 @@ def task_data(task: str, split: str) -> tuple[list, list[str] | None]:
     """A task's examples for split "train", "validation" or "test", and its label names
     (None for SQuAD, whose validation and test are both the evaluation articles)."""
     if split not in ("train", "validation", "test"):
-        raise ValueError(f"split must be 'train', 'validation' or 'test', got {split!r}")
+        raise ValueError(
+            f"split must be 'train', 'validation' or 'test', got {split!r}"
+        )
     file_split = "dev" if split == "validation" else split
     if task == "banking77":
         if split == "test":
@@ -1809,32 +2409,57 @@ def task_data(task: str, split: str) -> tuple[list, list[str] | None]:
 @dataclass
 class TaskRun:
     task: str
-    metrics: dict[str, float]        # on the evaluation split
-    result: FinetuneResult           # losses, learning rates, seconds, trainable parameters
-    model: nn.Module                 # the fine-tuned head with its encoder
+    metrics: dict[str, float]  # on the evaluation split
+    # losses, learning rates, seconds, trainable parameters
+    result: FinetuneResult
+    model: nn.Module  # the fine-tuned head with its encoder
 
 
-def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: int | None = None,
-                  eval_examples: int | None = None, eval_split: str = "validation",
-                  epochs: int = 3, lr: float = 1e-4, batch_size: int = 32,
-                  trainable_layers: int | None = None, seed: int = 0, pooling: str = "pooler",
-                  train_per_label: int | None = None, desc: str | None = None) -> TaskRun:
-    """Fine-tune a new head over ``encoder`` on ``task`` and score it. The example counts pick
-    evenly spread subsets (None = everything); ``train_per_label`` instead takes that many
-    training examples of every label (sentence tasks); ``pooling`` is the sentence classifiers'
-    summary (see SequenceClassifier)."""
+def finetune_task(
+    task: str,
+    encoder: nn.Module,
+    tokenizer,
+    *,
+    train_examples: int | None = None,
+    eval_examples: int | None = None,
+    eval_split: str = "validation",
+    epochs: int = 3,
+    lr: float = 1e-4,
+    batch_size: int = 32,
+    trainable_layers: int | None = None,
+    seed: int = 0,
+    pooling: str = "pooler",
+    train_per_label: int | None = None,
+    desc: str | None = None,
+) -> TaskRun:
+    """Fine-tune a new head over ``encoder`` on ``task`` and score it. The example
+    counts pick evenly spread subsets (None = everything); ``train_per_label`` instead
+    takes that many training examples of every label (sentence tasks); ``pooling`` is
+    the sentence classifiers' summary (see SequenceClassifier)."""
     train, labels = task_data(task, "train")
     evaluation, _ = task_data(task, eval_split)
-    train, evaluation = evenly_spaced(train, train_examples), evenly_spaced(evaluation, eval_examples)
+    train, evaluation = (
+        evenly_spaced(train, train_examples),
+        evenly_spaced(evaluation, eval_examples),
+    )
     if train_per_label is not None:
         train = per_label(train, train_per_label)
     pad = special_token_id(tokenizer, "[PAD]")
-    max_len = getattr(encoder.config, "max_tokens", encoder.config.max_len)   # RoBERTa reads max_len - pad - 1
+    # RoBERTa reads max_len - pad - 1
+    max_len = getattr(encoder.config, "max_tokens", encoder.config.max_len)
     if task == "squad":
-        model, (features, _) = QuestionAnswerer(encoder), make_qa_features(tokenizer, train, max_len=max_len)
-        eval_features, _ = make_qa_features(tokenizer, evaluation, max_len=max_len, with_answers=False)
+        model, (features, _) = (
+            QuestionAnswerer(encoder),
+            make_qa_features(tokenizer, train, max_len=max_len),
+        )
+        eval_features, _ = make_qa_features(
+            tokenizer, evaluation, max_len=max_len, with_answers=False
+        )
     elif task == "ud_pos":
-        model, (features, _) = TokenClassifier(encoder, len(labels)), encode_tagged(tokenizer, train, max_len=max_len)
+        model, (features, _) = (
+            TokenClassifier(encoder, len(labels)),
+            encode_tagged(tokenizer, train, max_len=max_len),
+        )
         eval_features, _ = encode_tagged(tokenizer, evaluation, max_len=max_len)
     else:
         model = SequenceClassifier(encoder, len(labels), pooling=pooling)
@@ -1842,19 +2467,38 @@ def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: i
         eval_features = encode_sentences(tokenizer, evaluation, max_len=max_len)
     model = model.to(next(encoder.parameters()).device)
     set_trainable_layers(model, trainable_layers)
-    torch.manual_seed(seed)                                           # dropout
-    result = finetune(model, features, pad_id=pad, epochs=epochs, batch_size=batch_size, lr=lr,
-                      seed=seed, desc=desc)
+    torch.manual_seed(seed)  # dropout
+    result = finetune(
+        model,
+        features,
+        pad_id=pad,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        desc=desc,
+    )
     logits = predict(model, eval_features, pad_id=pad)
     if task == "squad":
         answers = predict_answers(logits, eval_features, evaluation)
-        metrics = squad_evaluate({e.id: a.text for e, a in zip(evaluation, answers)},
-                                 {e.id: e.answers for e in evaluation})
+        metrics = squad_evaluate(
+            {e.id: a.text for e, a in zip(evaluation, answers)},
+            {e.id: e.answers for e in evaluation},
+        )
     elif task == "ud_pos":
         gold = [torch.tensor(f["labels"]) for f in eval_features]
-        metrics = {"accuracy": accuracy(torch.cat([x.argmax(-1) for x in logits]), torch.cat(gold))}
+        metrics = {
+            "accuracy": accuracy(
+                torch.cat([x.argmax(-1) for x in logits]), torch.cat(gold)
+            )
+        }
     else:
-        metrics = {"accuracy": accuracy(torch.stack(logits).argmax(-1), torch.tensor([e.label for e in evaluation]))}
+        metrics = {
+            "accuracy": accuracy(
+                torch.stack(logits).argmax(-1),
+                torch.tensor([e.label for e in evaluation]),
+            )
+        }
     return TaskRun(task, metrics, result, model)
 
 
@@ -1870,32 +2514,43 @@ def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: i
 # %% tags=["export:finetuning.recipes"]
 @dataclass(frozen=True)
 class LadderTask:
-    train_examples: int | None   # evenly spread over the training split (None: per_label decides)
-    eval_examples: int           # evenly spread over the validation or test split
-    epochs: int                  # enough passes for few-shot data
-    per_label: int | None = None # few-shot: this many training examples of every label
+    # evenly spread over the training split (None: per_label decides)
+    train_examples: int | None
+    eval_examples: int  # evenly spread over the validation or test split
+    epochs: int  # enough passes for few-shot data
+    per_label: int | None = None  # few-shot: this many training examples of every label
     batch_size: int = 16
 
 
-LADDER = {"banking77": LadderTask(None, pick(quick=16, full=500), pick(quick=1, full=16),
-                                  per_label=pick(quick=1, full=2)),
-          "ud_pos": LadderTask(pick(quick=8, full=150), pick(quick=8, full=300),
-                               pick(quick=1, full=12))}
-LADDER_LRS = (1e-4, 3e-4, 1e-3, 3e-3)     # one grid for every arm; each picks its best on validation
+LADDER = {
+    "banking77": LadderTask(
+        None,
+        pick(quick=16, full=500),
+        pick(quick=1, full=16),
+        per_label=pick(quick=1, full=2),
+    ),
+    "ud_pos": LadderTask(
+        pick(quick=8, full=150), pick(quick=8, full=300), pick(quick=1, full=12)
+    ),
+}
+# one grid for every arm; each picks its best on validation
+LADDER_LRS = (1e-4, 3e-4, 1e-3, 3e-3)
 
 
 @dataclass
 class LadderArm:
-    make_encoder: Callable[[int], nn.Module]   # seed -> a fresh encoder
+    make_encoder: Callable[[int], nn.Module]  # seed -> a fresh encoder
     tokenizer: object
-    pooling: str                               # SequenceClassifier's summary
+    pooling: str  # SequenceClassifier's summary
 
 
 def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
-    """The three encoders of the ladder. The course checkpoint was trained by MLM alone (no NSP),
-    like all-MiniLM-L6-v2, so both (and the random start) summarise a sentence by the mean."""
+    """The three encoders of the ladder. The course checkpoint was trained by MLM alone
+    (no NSP), like all-MiniLM-L6-v2, so both (and the random start) summarise a sentence
+    by the mean."""
     # chapter 8: the real encoder, offline
     from tinybert.models.convert import load_minilm
+
     # chapter 9: the course's checkpoint
     from tinybert.checkpoint.pretrained import load_pretrained
 
@@ -1913,21 +2568,41 @@ def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
         encoder.load_state_dict(weights)
         return encoder
 
-    return {"random init": LadderArm(random_init, course.tokenizer, "mean"),
-            "course checkpoint": LadderArm(course_checkpoint, course.tokenizer, "mean"),
-            "all-MiniLM-L6-v2": LadderArm(lambda seed: copy.deepcopy(real.model), real.tokenizer,
-                                          "mean")}
+    return {
+        "random init": LadderArm(random_init, course.tokenizer, "mean"),
+        "course checkpoint": LadderArm(course_checkpoint, course.tokenizer, "mean"),
+        "all-MiniLM-L6-v2": LadderArm(
+            lambda seed: copy.deepcopy(real.model), real.tokenizer, "mean"
+        ),
+    }
 
 
-def ladder_score(task: str, arm: LadderArm, *, lr: float, seed: int, split: str = "validation",
-                 pooling: str | None = None) -> float:
-    """Fine-tune arm's fresh encoder on ``task`` with the ladder's settings; the accuracy."""
+def ladder_score(
+    task: str,
+    arm: LadderArm,
+    *,
+    lr: float,
+    seed: int,
+    split: str = "validation",
+    pooling: str | None = None,
+) -> float:
+    """Fine-tune arm's fresh encoder on ``task`` with the ladder's settings; the
+    accuracy."""
     settings = LADDER[task]
-    run = finetune_task(task, arm.make_encoder(seed).to(get_device()), arm.tokenizer,
-                        train_examples=settings.train_examples, eval_examples=settings.eval_examples,
-                        eval_split=split, epochs=settings.epochs, lr=lr,
-                        batch_size=settings.batch_size, seed=seed, pooling=pooling or arm.pooling,
-                        train_per_label=settings.per_label)
+    run = finetune_task(
+        task,
+        arm.make_encoder(seed).to(get_device()),
+        arm.tokenizer,
+        train_examples=settings.train_examples,
+        eval_examples=settings.eval_examples,
+        eval_split=split,
+        epochs=settings.epochs,
+        lr=lr,
+        batch_size=settings.batch_size,
+        seed=seed,
+        pooling=pooling or arm.pooling,
+        train_per_label=settings.per_label,
+    )
     return run.metrics["accuracy"]
 
 
@@ -1939,22 +2614,32 @@ def ladder_score(task: str, arm: LadderArm, *, lr: float, seed: int, split: str 
 # frequent training label every time.
 
 # %% tags=["export:finetuning.tasks"]
-POEM_LABELS = ("negative", "no_impact", "positive", "mixed")   # the file's labels -1, 0, 1, 2
+# the file's labels -1, 0, 1, 2
+POEM_LABELS = ("negative", "no_impact", "positive", "mixed")
 
 
 def read_poem_sentiment(split: str, *, keep_mixed: bool = False) -> list[TextExample]:
-    """Poem Sentiment's "train", "dev" or "test" verses, labels indexing POEM_LABELS. The "mixed"
-    verses are dropped unless asked for: only train has any, so no split could evaluate them."""
+    """Poem Sentiment's "train", "dev" or "test" verses, labels indexing POEM_LABELS.
+    The "mixed" verses are dropped unless asked for: only train has any, so no split
+    could evaluate them."""
     if split not in ("train", "dev", "test"):
-        raise ValueError(f"Poem Sentiment has the splits 'train', 'dev' and 'test', got {split!r}")
+        raise ValueError(
+            f"Poem Sentiment has the splits 'train', 'dev' and 'test', got {split!r}"
+        )
     path = fetch(f"poem_sentiment/{split}")
     examples = []
-    for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for line_number, line in enumerate(
+        path.read_text(encoding="utf-8").splitlines(), start=1
+    ):
         fields = line.split("\t")
         if len(fields) != 3 or fields[2] not in ("-1", "0", "1", "2"):
-            raise ValueError(f"{path}, line {line_number}: expected id<TAB>verse<TAB>label with a "
-                             f"label in -1, 0, 1, 2, got {line!r}")
-        label = int(fields[2]) + 1                                     # -1, 0, 1, 2 -> 0, 1, 2, 3
+            raise ValueError(
+                f"{path}, line {line_number}: expected "
+                f"id<TAB>verse<TAB>label with a label in -1, 0, 1, 2, "
+                f"got {line!r}"
+            )
+        # -1, 0, 1, 2 -> 0, 1, 2, 3
+        label = int(fields[2]) + 1
         if keep_mixed or POEM_LABELS[label] != "mixed":
             examples.append(TextExample(fields[1], label))
     return examples
@@ -1965,13 +2650,25 @@ poem_train = read_poem_sentiment("train")
 poem_dev = read_poem_sentiment("dev")
 dropped = len(read_poem_sentiment("train", keep_mixed=True)) - len(poem_train)
 majority = Counter(e.label for e in poem_train).most_common(1)[0][0]
-majority_accuracy = accuracy(torch.full((len(poem_dev),), majority), torch.tensor([e.label for e in poem_dev]))
-poem = finetune_task("poem_sentiment", fresh_encoder(), tokenizer, train_examples=pick(quick=16, full=None),
-                     eval_examples=pick(quick=16, full=None), epochs=pick(quick=1, full=3), lr=best_lr,
-                     batch_size=BATCH_SIZE)
-print(f"{len(poem_train)} training verses ({dropped} 'mixed' dropped), {len(poem_dev)} dev verses; "
-      f"{poem.result.seconds:.0f} s of training; dev accuracy {poem.metrics['accuracy']:.1%} "
-      f"(always {POEM_LABELS[majority]!r}: {majority_accuracy:.1%})")
+majority_accuracy = accuracy(
+    torch.full((len(poem_dev),), majority), torch.tensor([e.label for e in poem_dev])
+)
+poem = finetune_task(
+    "poem_sentiment",
+    fresh_encoder(),
+    tokenizer,
+    train_examples=pick(quick=16, full=None),
+    eval_examples=pick(quick=16, full=None),
+    epochs=pick(quick=1, full=3),
+    lr=best_lr,
+    batch_size=BATCH_SIZE,
+)
+print(
+    f"{len(poem_train)} training verses ({dropped} 'mixed' dropped), {len(poem_dev)} "
+    f"dev verses; {poem.result.seconds:.0f} s of training; dev accuracy "
+    f"{poem.metrics['accuracy']:.1%} (always {POEM_LABELS[majority]!r}: "
+    f"{majority_accuracy:.1%})"
+)
 
 # %% [markdown]
 # On the command line, `tinybert finetune TASK` does the same with the shipped checkpoint, for
@@ -2042,10 +2739,13 @@ def ladder_data(task: str):
 
 def bag_of_words_centroids(train, test, n_labels: int) -> float:
     """Accuracy of the nearest centroid of L2-normalised word-count vectors (cosine)."""
+
     def words(text: str) -> list[str]:
         return re.findall(r"[a-z0-9']+", text.lower())
 
-    vocab = {w: i for i, w in enumerate(sorted({w for e in train for w in words(e.text)}))}
+    vocab = {
+        w: i for i, w in enumerate(sorted({w for e in train for w in words(e.text)}))
+    }
 
     def vectors(examples) -> torch.Tensor:
         x = torch.zeros(len(examples), len(vocab))
@@ -2056,21 +2756,26 @@ def bag_of_words_centroids(train, test, n_labels: int) -> float:
         return F.normalize(x, dim=1)
 
     train_x, labels = vectors(train), torch.tensor([e.label for e in train])
-    centroids = F.normalize(torch.stack([train_x[labels == c].mean(0) for c in range(n_labels)]), dim=1)
+    centroids = F.normalize(
+        torch.stack([train_x[labels == c].mean(0) for c in range(n_labels)]), dim=1
+    )
     predictions = (vectors(test) @ centroids.T).argmax(dim=1)
     return accuracy(predictions, torch.tensor([e.label for e in test]))
 
 
 def most_frequent_tag(train, test) -> float:
-    """Accuracy of tagging each word with its most frequent training tag (unknown words: the
-    most frequent tag overall)."""
+    """Accuracy of tagging each word with its most frequent training tag (unknown words:
+    the most frequent tag overall)."""
     by_word = defaultdict(Counter)
     for sentence in train:
         for word, tag in zip(sentence.words, sentence.tags):
             by_word[word.lower()][tag] += 1
     overall = Counter(t for s in train for t in s.tags).most_common(1)[0][0]
-    guesses = [by_word[w.lower()].most_common(1)[0][0] if w.lower() in by_word else overall
-               for s in test for w in s.words]
+    guesses = [
+        by_word[w.lower()].most_common(1)[0][0] if w.lower() in by_word else overall
+        for s in test
+        for w in s.words
+    ]
     gold = [t for s in test for t in s.tags]
     return sum(g == t for g, t in zip(guesses, gold)) / len(gold)
 
@@ -2081,15 +2786,21 @@ for task in LADDER:
     if task == "ud_pos":
         gold = [t for s in test for t in s.tags]
         majority = Counter(t for s in train for t in s.tags).most_common(1)[0][0]
-        baselines[task] = {"majority tag": gold.count(majority) / len(gold),
-                           "most frequent tag per word": most_frequent_tag(train, test)}
+        baselines[task] = {
+            "majority tag": gold.count(majority) / len(gold),
+            "most frequent tag per word": most_frequent_tag(train, test),
+        }
     else:
         majority = Counter(e.label for e in train).most_common(1)[0][0]
         gold = torch.tensor([e.label for e in test])
-        baselines[task] = {"majority class": accuracy(torch.full_like(gold, majority), gold),
-                           "bag-of-words centroids": bag_of_words_centroids(train, test, len(labels))}
-    print(f"{task}: {len(train)} training and {len(test)} test examples; "
-          + ", ".join(f"{name} {value:.1%}" for name, value in baselines[task].items()))
+        baselines[task] = {
+            "majority class": accuracy(torch.full_like(gold, majority), gold),
+            "bag-of-words centroids": bag_of_words_centroids(train, test, len(labels)),
+        }
+    print(
+        f"{task}: {len(train)} training and {len(test)} test examples; "
+        + ", ".join(f"{name} {value:.1%}" for name, value in baselines[task].items())
+    )
 
 # %% [markdown]
 # Now the nine fine-tuning runs per task. Each prints nothing; the table follows.
@@ -2101,10 +2812,13 @@ start = time.perf_counter()
 for task in LADDER:
     for arm_name, arm in arms.items():
         lr = best_rates[task][arm_name]
-        ladder[task, arm_name] = [ladder_score(task, arm, lr=lr, seed=seed, split="test")
-                                  for seed in SEEDS]
-print(f"{len(ladder) * len(SEEDS)} fine-tuning runs in {time.perf_counter() - start:.0f} s; "
-      f"test accuracy over seeds {SEEDS}:")
+        ladder[task, arm_name] = [
+            ladder_score(task, arm, lr=lr, seed=seed, split="test") for seed in SEEDS
+        ]
+print(
+    f"{len(ladder) * len(SEEDS)} fine-tuning runs in "
+    f"{time.perf_counter() - start:.0f} s; test accuracy over seeds {SEEDS}:"
+)
 print(f"{'':<20}" + "".join(f"{arm:>30}" for arm in arms))
 for task in LADDER:
     cells = []
@@ -2121,8 +2835,10 @@ for ax, task in zip(axes, LADDER):
     means += [100 * torch.tensor(ladder[task, a]).mean().item() for a in arms]
     low = [0.0] * len(baselines[task]) + [100 * min(ladder[task, a]) for a in arms]
     high = [0.0] * len(baselines[task]) + [100 * max(ladder[task, a]) for a in arms]
-    errors = [[max(0.0, m - lo) for m, lo in zip(means, low)],
-              [max(0.0, hi - m) for m, hi in zip(means, high)]]
+    errors = [
+        [max(0.0, m - lo) for m, lo in zip(means, low)],
+        [max(0.0, hi - m) for m, hi in zip(means, high)],
+    ]
     colours = ["0.75"] * len(baselines[task]) + ["C3", "C1", "C2"]
     ax.barh(range(len(names)), means, xerr=errors, color=colours, capsize=3)
     ax.set_yticks(range(len(names)), names, fontsize=8)
@@ -2148,8 +2864,10 @@ REAL, COURSE, RANDOM = "all-MiniLM-L6-v2", "course checkpoint", "random init"
 for task in LADDER:
     for upper, lower in [(COURSE, RANDOM), (REAL, COURSE), (REAL, RANDOM)]:
         points, spread = gap(task, upper, lower)
-        print(f"{task}: {upper} vs {lower}: {points:+.1f} points "
-              f"(seeds' spread {spread:.1f})")
+        print(
+            f"{task}: {upper} vs {lower}: {points:+.1f} points "
+            f"(seeds' spread {spread:.1f})"
+        )
     best_baseline = 100 * max(baselines[task].values())
     print(f"{task}: best baseline without a model {best_baseline:.1f}%")
 
@@ -2160,23 +2878,27 @@ def verdict(task: str) -> str:
         return f"beats random init by {points:.1f} points"
     if points < -spread:
         return f"falls {-points:.1f} points behind random init"
-    return (f"is level with random init ({points:+.1f} points, within the seeds' "
-            f"spread of {spread:.1f})")
+    return (
+        f"is level with random init ({points:+.1f} points, within the seeds' "
+        f"spread of {spread:.1f})"
+    )
 
 
 print()
 for task in LADDER:
     real_lead = gap(task, REAL, RANDOM)[0]
-    print(f"{task}: the real encoder beats random init by {real_lead:.1f} points and "
-          f"every baseline; the course checkpoint {verdict(task)}.")
+    print(
+        f"{task}: the real encoder beats random init by {real_lead:.1f} points and "
+        f"every baseline; the course checkpoint {verdict(task)}."
+    )
 if not is_quick():
     for task in LADDER:
         real = torch.tensor(ladder[task, REAL])
-        for arm in (RANDOM, COURSE):                            # the real encoder leads
+        for arm in (RANDOM, COURSE):  # the real encoder leads
             assert real.min() > max(ladder[task, arm]), (task, arm)  # past every seed,
         assert real.min() > max(baselines[task].values()), task  # and every baseline
     assert gap("ud_pos", COURSE, RANDOM)[0] > gap("ud_pos", COURSE, RANDOM)[1]
-    for task in LADDER:                      # the course checkpoint: every seed ahead
+    for task in LADDER:  # the course checkpoint: every seed ahead
         assert min(ladder[task, COURSE]) > max(ladder[task, RANDOM]), task
 
 # %% [markdown]
@@ -2212,8 +2934,10 @@ seen = defaultdict(Counter)
 for s in ner_train:
     for word, tag in zip(s.words, s.tags):
         seen[word][tag] += 1
-memorised = [[NER_TAGS[seen[w].most_common(1)[0][0]] if w in seen else "O"
-              for w in s.words] for s in ner_test]
+memorised = [
+    [NER_TAGS[seen[w].most_common(1)[0][0]] if w in seen else "O" for w in s.words]
+    for s in ner_test
+]
 ner_baseline = entity_scores(gold_tags, memorised)["overall"]["f1"]
 
 
@@ -2224,14 +2948,22 @@ def ner_run(arm, lr: float, seed: int) -> list[list[str]]:
     test_features, _ = encode_tagged(arm.tokenizer, ner_test)
     seed_everything(seed)
     model = TokenClassifier(arm.make_encoder(seed), len(NER_TAGS)).to(device)
-    finetune(model, features, pad_id=pad, epochs=pick(quick=1, full=4), batch_size=16,
-             lr=lr, seed=seed)
+    finetune(
+        model,
+        features,
+        pad_id=pad,
+        epochs=pick(quick=1, full=4),
+        batch_size=16,
+        lr=lr,
+        seed=seed,
+    )
     predicted = []
     logits = predict(model, test_features, pad_id=pad)
     for sentence, feature, scores in zip(ner_test, test_features, logits):
-        first = torch.tensor(feature["labels"]) != -100             # each word's first piece
+        # each word's first piece
+        first = torch.tensor(feature["labels"]) != -100
         tags = [NER_TAGS[i] for i in scores.argmax(-1)[first].tolist()]
-        predicted.append(tags + ["O"] * (len(sentence.words) - len(tags)))   # words cut
+        predicted.append(tags + ["O"] * (len(sentence.words) - len(tags)))  # words cut
     return predicted
 
 
@@ -2243,20 +2975,27 @@ for arm_name, arm in arms.items():
         ner_predictions[arm_name, seed] = predicted
         scores = entity_scores(gold_tags, predicted)
         ner_f1.setdefault(arm_name, []).append(scores["overall"]["f1"])
-print(f"{len(arms) * len(SEEDS)} runs in {time.perf_counter() - start:.0f} s; "
-      f"{len(ner_train)} training, {len(ner_test)} test sentences")
+print(
+    f"{len(arms) * len(SEEDS)} runs in {time.perf_counter() - start:.0f} s; "
+    f"{len(ner_train)} training, {len(ner_test)} test sentences"
+)
 print(f"memorised names (baseline): entity F1 {ner_baseline:.1%}")
 for arm_name, runs in ner_f1.items():
     runs = torch.tensor(runs)
     per_type = entity_scores(gold_tags, ner_predictions[arm_name, SEEDS[0]])
-    kinds = ", ".join(f"{k} {v['f1']:.0%}" for k, v in per_type.items() if k != "overall")
-    print(f"{arm_name:>18}: entity F1 {runs.mean():.1%} [{runs.min():.1%}, {runs.max():.1%}]"
-          f"  (seed {SEEDS[0]}: {kinds})")
+    kinds = ", ".join(
+        f"{k} {v['f1']:.0%}" for k, v in per_type.items() if k != "overall"
+    )
+    print(
+        f"{arm_name:>18}: entity F1 {runs.mean():.1%} [{runs.min():.1%}, "
+        f"{runs.max():.1%}]  (seed {SEEDS[0]}: {kinds})"
+    )
 
 
 # %%
 def ner_gap(upper: str, lower: str) -> tuple[float, float]:
-    """Mean F1 of ``upper`` minus ``lower`` in points, and the larger spread over seeds."""
+    """Mean F1 of ``upper`` minus ``lower`` in points, and the larger spread
+    over seeds."""
     runs = {arm: 100 * torch.tensor(ner_f1[arm]) for arm in (upper, lower)}
     spread = max((r.max() - r.min()).item() for r in runs.values())
     return (runs[upper].mean() - runs[lower].mean()).item(), spread
@@ -2264,19 +3003,27 @@ def ner_gap(upper: str, lower: str) -> tuple[float, float]:
 
 for upper, lower in [(COURSE, RANDOM), (REAL, COURSE), (REAL, RANDOM)]:
     points, spread = ner_gap(upper, lower)
-    print(f"named entities: {upper} vs {lower}: {points:+.1f} points "
-          f"(seeds' spread {spread:.1f})")
+    print(
+        f"named entities: {upper} vs {lower}: {points:+.1f} points "
+        f"(seeds' spread {spread:.1f})"
+    )
 points, spread = ner_gap(COURSE, RANDOM)
-course_verdict = ("beats random init" if points > spread else
-                  "falls behind random init" if points < -spread else
-                  "is level with random init, within the seeds' spread")
-print(f"The real encoder leads by {ner_gap(REAL, RANDOM)[0]:.1f} points over random init "
-      f"and is {100 * (min(ner_f1[REAL]) - ner_baseline):.1f} points above the baseline on "
-      f"its worst seed; the course checkpoint {course_verdict}.")
+course_verdict = (
+    "beats random init"
+    if points > spread
+    else "falls behind random init"
+    if points < -spread
+    else "is level with random init, within the seeds' spread"
+)
+print(
+    f"The real encoder leads by {ner_gap(REAL, RANDOM)[0]:.1f} points over random "
+    f"init and is {100 * (min(ner_f1[REAL]) - ner_baseline):.1f} points above the "
+    f"baseline on its worst seed; the course checkpoint {course_verdict}."
+)
 if not is_quick():
     for arm in (RANDOM, COURSE):
-        assert min(ner_f1[REAL]) > max(ner_f1[arm]), arm        # past every seed
-    assert min(ner_f1[REAL]) > ner_baseline + 0.1                 # and the baseline
+        assert min(ner_f1[REAL]) > max(ner_f1[arm]), arm  # past every seed
+    assert min(ner_f1[REAL]) > ner_baseline + 0.1  # and the baseline
 for arm in (RANDOM, COURSE):
     reached = "reaches" if min(ner_f1[arm]) > ner_baseline else "does not reach"
     print(f"{arm} {reached} the baseline that memorises names on every seed")
@@ -2304,24 +3051,33 @@ def error_kinds(gold: list[str], predicted: list[str]) -> list[tuple[str, tuple]
             errors.append(("wrong boundaries", p))
         else:
             errors.append(("spurious", p))
-    errors += [("missed", g) for g in gold_spans - predicted_spans
-               if not any(overlaps(g, p) for p in predicted_spans)]
+    errors += [
+        ("missed", g)
+        for g in gold_spans - predicted_spans
+        if not any(overlaps(g, p) for p in predicted_spans)
+    ]
     return errors
 
 
 real_predictions = ner_predictions[REAL, SEEDS[0]]
-by_kind = Counter(kind for g, p in zip(gold_tags, real_predictions)
-                  for kind, _ in error_kinds(g, p))
+by_kind = Counter(
+    kind for g, p in zip(gold_tags, real_predictions) for kind, _ in error_kinds(g, p)
+)
 print(dict(by_kind.most_common()))
 shown = set()
 for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
     for kind, (label, first, last) in error_kinds(g, p):
         if kind not in shown and len(sentence.words) <= 20:
             shown.add(kind)
-            gold_here = sorted(e for e in entity_spans(g) if e[1] < last and first < e[2])
-            print(f"{kind:>16}: {' '.join(sentence.words[first:last])!r} as {label}; "
-                  f"gold {[(t, ' '.join(sentence.words[a:b])) for t, a, b in gold_here]}\n"
-                  f"{'':>18}{' '.join(sentence.words)}")
+            gold_here = sorted(
+                e for e in entity_spans(g) if e[1] < last and first < e[2]
+            )
+            print(
+                f"{kind:>16}: {' '.join(sentence.words[first:last])!r} as {label}; "
+                f"gold "
+                f"{[(t, ' '.join(sentence.words[a:b])) for t, a, b in gold_here]}\n"
+                f"{'':>18}{' '.join(sentence.words)}"
+            )
 
 
 # %% [markdown]
@@ -2395,7 +3151,9 @@ for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
 # (`None`) and continuation tokens get -100.
 
 # %% tags=["solution"]
-def labels_from_word_ids(word_ids: list[int | None], word_labels: list[int]) -> list[int]:
+def labels_from_word_ids(
+    word_ids: list[int | None], word_labels: list[int]
+) -> list[int]:
     ### BEGIN SOLUTION
     labels, previous = [], None
     for word in word_ids:
@@ -2603,10 +3361,14 @@ check_compare_rungs(compare_rungs)
 # possible and cuts where there is most to spare.
 
 # %% tags=["solution"]
-def truncate_pair(a: list[int], b: list[int], max_len: int) -> tuple[list[int], list[int]]:
+def truncate_pair(
+    a: list[int], b: list[int], max_len: int
+) -> tuple[list[int], list[int]]:
     ### BEGIN SOLUTION
     if max_len < 3:
-        raise ValueError(f"max_len must leave room for [CLS] and two [SEP], got {max_len}")
+        raise ValueError(
+            f"max_len must leave room for [CLS] and two [SEP], got {max_len}"
+        )
     a, b = list(a), list(b)
     while len(a) + len(b) + 3 > max_len:
         if len(a) > len(b):
@@ -2659,12 +3421,16 @@ check_truncate_pair(truncate_pair)
 from tinybert.models.bert import BertConfig
 
 with torch.device("meta"):
-    bert_base = SequenceClassifier(BertModel(BertConfig.preset("bert-base-uncased")), 77)
+    bert_base = SequenceClassifier(
+        BertModel(BertConfig.preset("bert-base-uncased")), 77
+    )
 layer = 4 * 768**2 + 4 * 768 + 2 * 768 * 3072 + 3072 + 768 + 4 * 768
 total = set_trainable_layers(bert_base, None)
-for name, n_layers, expected in [("everything", None, total),
-                                 ("top 2 + pooler + head", 2, 2 * layer + 768**2 + 768 + 768 * 77 + 77),
-                                 ("head only", 0, 768 * 77 + 77)]:
+for name, n_layers, expected in [
+    ("everything", None, total),
+    ("top 2 + pooler + head", 2, 2 * layer + 768**2 + 768 + 768 * 77 + 77),
+    ("head only", 0, 768 * 77 + 77),
+]:
     got = set_trainable_layers(bert_base, n_layers)
     print(f"{name:<22} {got:>12,} ({got / total:.2%})")
     assert got == expected
@@ -2703,8 +3469,13 @@ for name, n_layers, expected in [("everything", None, total),
 # %%
 from tinybert.finetuning.qa import window_starts
 
-for n, w, s in [(1000, 368, 128), (1000, 112, 64), (50, 112, 64), (112, 112, 64),
-                (113, 112, 64)]:
+for n, w, s in [
+    (1000, 368, 128),
+    (1000, 112, 64),
+    (50, 112, 64),
+    (112, 112, 64),
+    (113, 112, 64),
+]:
     formula = 1 + -(-max(0, n - w) // s)
     print(f"n={n:5d} w={w} s={s}: {formula} windows")
     assert len(window_starts(n, w, s)) == formula
@@ -2755,30 +3526,67 @@ for n, w, s in [(1000, 368, 128), (1000, 112, 64), (50, 112, 64), (112, 112, 64)
 from tinybert.exercises.quiz import Quiz, choice, number
 from tinybert.finetuning.qa import window_starts
 
-quiz = Quiz("ch10", [
-    choice("In token classification, which word piece carries the word's label?",
-           ["every piece", "the first; the others get -100", "the last",
-            "the [CLS] token"], answer="b",
-           explain="The loss ignores the label -100."),
-    choice("A window of a long paragraph that does not contain the answer is labelled",
-           ["with the nearest span", "at position 0, [CLS]", "not at all: dropped",
-            "with a random span"], answer="b",
-           explain="The model learns to score such windows low."),
-    number("How many windows does a 1000-token paragraph need with windows of 112 "
-           "tokens whose starts are 48 apart?",
-           answer=len(window_starts(1000, 112, 48)), decimals=0,
-           explain="1 + ⌈(1000 − 112) / 48⌉."),
-    choice("SQuAD's F1 compares",
-           ["characters", "normalised words, best over the references", "token ids",
-            "sentence vectors"], answer="b",
-           explain="Lower case, no punctuation or articles, shared words."),
-    choice("In the transfer ladder, on which tasks does every seed of the course "
-           "checkpoint beat every seed of random initialisation?",
-           ["Banking77 intents", "part-of-speech tags", "both", "neither"], answer="c",
-           explain="The chapter asserts it for both; the lead is largest on tags."),
-    choice("BERT's fine-tuning recipe chooses the learning rate",
-           ["by copying the paper's", "on the validation split", "on the test split",
-            "as the largest that does not diverge"], answer="b",
-           explain="The test split is for the final score only."),
-])
+quiz = Quiz(
+    "ch10",
+    [
+        choice(
+            "In token classification, which word piece carries the word's label?",
+            [
+                "every piece",
+                "the first; the others get -100",
+                "the last",
+                "the [CLS] token",
+            ],
+            answer="b",
+            explain="The loss ignores the label -100.",
+        ),
+        choice(
+            "A window of a long paragraph that does not contain the answer is labelled",
+            [
+                "with the nearest span",
+                "at position 0, [CLS]",
+                "not at all: dropped",
+                "with a random span",
+            ],
+            answer="b",
+            explain="The model learns to score such windows low.",
+        ),
+        number(
+            "How many windows does a 1000-token paragraph need with windows of 112 "
+            "tokens whose starts are 48 apart?",
+            answer=len(window_starts(1000, 112, 48)),
+            decimals=0,
+            explain="1 + ⌈(1000 − 112) / 48⌉.",
+        ),
+        choice(
+            "SQuAD's F1 compares",
+            [
+                "characters",
+                "normalised words, best over the references",
+                "token ids",
+                "sentence vectors",
+            ],
+            answer="b",
+            explain="Lower case, no punctuation or articles, shared words.",
+        ),
+        choice(
+            "In the transfer ladder, on which tasks does every seed of the course "
+            "checkpoint beat every seed of random initialisation?",
+            ["Banking77 intents", "part-of-speech tags", "both", "neither"],
+            answer="c",
+            explain="The chapter asserts it for both; the lead is largest on tags.",
+        ),
+        choice(
+            "BERT's fine-tuning recipe chooses the learning rate",
+            [
+                "by copying the paper's",
+                "on the validation split",
+                "on the test split",
+                "as the largest that does not diverge",
+            ],
+            answer="b",
+            explain="The test split is for the final score only.",
+        ),
+    ],
+)
 quiz

@@ -79,8 +79,13 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.convert import (bert_config_from_hf, bert_config_to_hf,
-                                     bert_encoder_names, load_renamed, register)
+from tinybert.models.convert import (
+    bert_config_from_hf,
+    bert_config_to_hf,
+    bert_encoder_names,
+    load_renamed,
+    register,
+)
 from tinybert.models.bert import BertConfig, BertEmbeddings, BertModel
 from tinybert.models.bert_heads import BertForMaskedLM
 
@@ -105,7 +110,8 @@ from tinybert.blocks.feedforward import count_parameters
 from tinybert.models.bert_heads import BertForPreTraining
 from tinybert.runtime import get_device, is_quick, pick, seed_everything
 
-with warnings.catch_warnings():                      # transformers' progress bars warn about widgets
+# transformers' progress bars warn about widgets
+with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import transformers
 
@@ -153,43 +159,59 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # %% tags=["export"]
 @dataclass
 class RobertaConfig(BertConfig):
-    """BERT's configuration with the released roberta-base as defaults; every field means the same."""
+    """BERT's configuration with the released roberta-base as defaults; every field
+    means the same."""
 
-    vocab_size: int = 50265           # byte-level BPE: GPT-2's tokens and RoBERTa's special tokens
-    max_len: int = 514                # position rows: 512 usable ones + pad_token_id + 1 that real tokens skip
-    type_vocab_size: int = 1          # one segment: without NSP there is no sentence B
-    layer_norm_eps: float = 1e-5      # fairseq's default (Google's BERT: 1e-12)
-    pad_token_id: int = 1             # <s> = 0, <pad> = 1, </s> = 2, <unk> = 3 in fairseq's vocabulary
+    # byte-level BPE: GPT-2's tokens and RoBERTa's special tokens
+    vocab_size: int = 50265
+    # position rows: 512 usable ones + pad_token_id + 1 that real tokens skip
+    max_len: int = 514
+    type_vocab_size: int = 1  # one segment: without NSP there is no sentence B
+    layer_norm_eps: float = 1e-5  # fairseq's default (Google's BERT: 1e-12)
+    # <s> = 0, <pad> = 1, </s> = 2, <unk> = 3 in fairseq's vocabulary
+    pad_token_id: int = 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.max_len < self.pad_token_id + 2:
-            raise ValueError(f"RobertaConfig: max_len = {self.max_len} leaves no position for a real token "
-                             f"(positions start at pad_token_id + 1 = {self.pad_token_id + 1})")
+            raise ValueError(
+                f"RobertaConfig: max_len = {self.max_len} leaves no "
+                f"position for a real token (positions start at "
+                f"pad_token_id + 1 = {self.pad_token_id + 1})"
+            )
 
     @property
     def max_tokens(self) -> int:
-        """The longest input: rows 0 .. pad_token_id of the position table are never used by real tokens."""
+        """The longest input: rows 0 .. pad_token_id of the position table are never
+        used by real tokens."""
         return self.max_len - self.pad_token_id - 1
 
     @classmethod
     def preset(cls, name: str, **overrides) -> RobertaConfig:
         """A released size by name (see ROBERTA_PRESETS), with any field overridden."""
         if name not in ROBERTA_PRESETS:
-            raise ValueError(f"unknown RoBERTa preset {name!r}; known presets: {', '.join(ROBERTA_PRESETS)}")
+            raise ValueError(
+                f"unknown RoBERTa preset {name!r}; known presets: "
+                f"{', '.join(ROBERTA_PRESETS)}"
+            )
         return cls(**{**ROBERTA_PRESETS[name], **overrides})
 
 
 ROBERTA_PRESETS = {
-    "roberta-base": dict(),                                                    # N=12, D=768, H=12
-    "roberta-large": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),  # N=24, D=1024, H=16
+    # N=12, D=768, H=12
+    "roberta-base": dict(),
+    # N=24, D=1024, H=16
+    "roberta-large": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
 }
 
 # %% [markdown]
 # The whole difference between the two base models, field by field:
 
 # %%
-bert_base, roberta_base = BertConfig.preset("bert-base-uncased"), RobertaConfig.preset("roberta-base")
+bert_base, roberta_base = (
+    BertConfig.preset("bert-base-uncased"),
+    RobertaConfig.preset("roberta-base"),
+)
 print(f"{'field':<16} {'bert-base-uncased':>18} {'roberta-base':>14}")
 changed = []
 for field in fields(BertConfig):
@@ -197,7 +219,13 @@ for field in fields(BertConfig):
     if a != b:
         changed.append(field.name)
         print(f"{field.name:<16} {a!s:>18} {b!s:>14}")
-assert changed == ["vocab_size", "max_len", "type_vocab_size", "layer_norm_eps", "pad_token_id"]
+assert changed == [
+    "vocab_size",
+    "max_len",
+    "type_vocab_size",
+    "layer_norm_eps",
+    "pad_token_id",
+]
 assert isinstance(roberta_base, BertConfig) and roberta_base.max_tokens == 512
 
 
@@ -220,30 +248,41 @@ assert isinstance(roberta_base, BertConfig) and roberta_base.max_tokens == 512
 
 # %% tags=["export"]
 def roberta_position_ids(input_ids: torch.Tensor, pad_token_id: int) -> torch.Tensor:
-    """Position of every token, counting real tokens only and starting at pad_token_id + 1; padding
-    gets pad_token_id. (B, T) -> (B, T); with pad 1: [[<s>, a, b, </s>, <pad>]] -> [[2, 3, 4, 5, 1]]."""
-    real = (input_ids != pad_token_id).long()                  # (B, T) 1 at real tokens
-    return torch.cumsum(real, dim=1) * real + pad_token_id     # (B, T)
+    """Position of every token, counting real tokens only and starting at pad_token_id +
+    1; padding gets pad_token_id. (B, T) -> (B, T); with pad 1: [[<s>, a, b, </s>,
+    <pad>]] -> [[2, 3, 4, 5, 1]]."""
+    real = (input_ids != pad_token_id).long()  # (B, T) 1 at real tokens
+    return torch.cumsum(real, dim=1) * real + pad_token_id  # (B, T)
 
 
 class RobertaEmbeddings(BertEmbeddings):
-    """BertEmbeddings with roberta_position_ids in place of 0, 1, ..., T - 1 (the only difference)."""
+    """BertEmbeddings with roberta_position_ids in place of 0, 1, ..., T - 1 (the only
+    difference)."""
 
     def __init__(self, config: RobertaConfig):
         super().__init__(config)
         self.pad_token_id = config.pad_token_id
-        self.position_embeddings.padding_idx = config.pad_token_id      # the padding row: zero, never trained
+        # the padding row: zero, never trained
+        self.position_embeddings.padding_idx = config.pad_token_id
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
         B, T = input_ids.shape
         usable = self.position_embeddings.num_embeddings - self.pad_token_id - 1
         if T > usable:
-            raise ValueError(f"input_ids: RoBERTa reads at most max_len - pad_token_id - 1 = {usable} tokens, "
-                             f"got length {T}")
-        positions = roberta_position_ids(input_ids, self.pad_token_id)                   # (B, T)
-        x = self.token_embeddings(input_ids) + self.segment_embeddings(token_type_ids)   # (B, T, D)
-        x = x + self.position_embeddings(positions)                                      # (B, T, D), per row
-        return self.dropout(self.norm(x))                                                # (B, T, D)
+            raise ValueError(
+                f"input_ids: RoBERTa reads at most max_len - pad_token_id "
+                f"- 1 = {usable} tokens, got length {T}"
+            )
+        # (B, T)
+        positions = roberta_position_ids(input_ids, self.pad_token_id)
+        # (B, T, D)
+        x = self.token_embeddings(input_ids) + self.segment_embeddings(token_type_ids)
+        # (B, T, D), per row
+        x = x + self.position_embeddings(positions)
+        # (B, T, D)
+        return self.dropout(self.norm(x))
 
 
 # %% [markdown]
@@ -251,10 +290,15 @@ class RobertaEmbeddings(BertEmbeddings):
 
 # %%
 pad = 1
-right = torch.tensor([[0, 31, 32, 33, 2, pad, pad]])                   # <s> a b c </s> <pad> <pad>
-left = torch.tensor([[pad, pad, 0, 31, 32, 33, 2]])                    # <pad> <pad> <s> a b c </s>
+# <s> a b c </s> <pad> <pad>
+right = torch.tensor([[0, 31, 32, 33, 2, pad, pad]])
+# <pad> <pad> <s> a b c </s>
+left = torch.tensor([[pad, pad, 0, 31, 32, 33, 2]])
 for name, ids in [("right-padded", right), ("left-padded", left)]:
-    print(f"{name:<13} ids {ids[0].tolist()}  positions {roberta_position_ids(ids, pad)[0].tolist()}")
+    print(
+        f"{name:<13} ids {ids[0].tolist()}  positions "
+        f"{roberta_position_ids(ids, pad)[0].tolist()}"
+    )
 assert roberta_position_ids(right, pad)[0].tolist() == [2, 3, 4, 5, 6, 1, 1]
 assert roberta_position_ids(left, pad)[0].tolist() == [1, 1, 2, 3, 4, 5, 6]
 
@@ -281,7 +325,8 @@ assert roberta_position_ids(left, pad)[0].tolist() == [1, 1, 2, 3, 4, 5, 6]
 
 # %% tags=["export"]
 class RobertaModel(BertModel):
-    """BertModel with RobertaEmbeddings; layers, pooler, input checks and outputs are BERT's."""
+    """BertModel with RobertaEmbeddings; layers, pooler, input checks and outputs
+    are BERT's."""
 
     config_class = RobertaConfig
     embeddings_class = RobertaEmbeddings
@@ -291,11 +336,13 @@ class RobertaForMaskedLM(BertForMaskedLM):
     """BertForMaskedLM over a RobertaModel: the same tied head and the same forward."""
 
     config_class = RobertaConfig
-    model_class = RobertaModel        # built as self.bert, so code for BertForMaskedLM works as is
+    # built as self.bert, so code for BertForMaskedLM works as is
+    model_class = RobertaModel
 
 
 for _cls in (RobertaModel, RobertaForMaskedLM):
-    register_model_class(_cls)                               # tinybert.checkpoint.files.load_model can rebuild them
+    # tinybert.checkpoint.files.load_model can rebuild them
+    register_model_class(_cls)
 
 # %% [markdown]
 # The padding check promised above, on a small random model with a batch that pads the same
@@ -304,15 +351,19 @@ for _cls in (RobertaModel, RobertaForMaskedLM):
 
 # %%
 seed_everything(0)
-tiny_config = RobertaConfig(vocab_size=99, d_model=32, n_layers=2, n_heads=4, d_ff=37, max_len=20)
+tiny_config = RobertaConfig(
+    vocab_size=99, d_model=32, n_layers=2, n_heads=4, d_ff=37, max_len=20
+)
 tiny_roberta = RobertaModel(tiny_config).eval()
 tiny_bert = BertModel(BertConfig(**{**tiny_config.to_dict(), "max_len": 20})).eval()
-tiny_bert.load_state_dict(tiny_roberta.state_dict())                   # the very same weights
-both = torch.cat([right, left])                                         # (2, 7)
-mask = both != pad                                                      # (2, 7) True at real tokens
+# the very same weights
+tiny_bert.load_state_dict(tiny_roberta.state_dict())
+both = torch.cat([right, left])  # (2, 7)
+# (2, 7) True at real tokens
+mask = both != pad
 with torch.no_grad():
     for name, model in [("RoBERTa", tiny_roberta), ("BERT", tiny_bert)]:
-        h = model(both, attention_mask=mask).last_hidden_state          # (2, 7, D)
+        h = model(both, attention_mask=mask).last_hidden_state  # (2, 7, D)
         gap = (h[0][mask[0]] - h[1][mask[1]]).abs().max().item()
         print(f"{name:<8} right- vs left-padded, real tokens: max difference {gap:.1e}")
         assert (gap < 1e-5) == (name == "RoBERTa")
@@ -330,18 +381,33 @@ with torch.device("meta"):
     for name in ROBERTA_PRESETS:
         config = RobertaConfig.preset(name)
         ours_count = count_parameters(RobertaModel(config))
-        hf_count = count_parameters(transformers.RobertaModel(transformers.RobertaConfig(
-            vocab_size=config.vocab_size, hidden_size=config.d_model, num_hidden_layers=config.n_layers,
-            num_attention_heads=config.n_heads, intermediate_size=config.d_ff, max_position_embeddings=514,
-            type_vocab_size=1, layer_norm_eps=1e-5)))
+        hf_count = count_parameters(
+            transformers.RobertaModel(
+                transformers.RobertaConfig(
+                    vocab_size=config.vocab_size,
+                    hidden_size=config.d_model,
+                    num_hidden_layers=config.n_layers,
+                    num_attention_heads=config.n_heads,
+                    intermediate_size=config.d_ff,
+                    max_position_embeddings=514,
+                    type_vocab_size=1,
+                    layer_norm_eps=1e-5,
+                )
+            )
+        )
         bert_name = name.replace("roberta", "bert") + "-uncased"
         bert_count = count_parameters(BertModel(BertConfig.preset(bert_name)))
-        print(f"{name:<14} ours {ours_count:>12,}  Hugging Face {hf_count:>12,}  "
-              f"{bert_name} {bert_count:>12,}  ({ours_count / bert_count - 1:+.1%})")
+        print(
+            f"{name:<14} ours {ours_count:>12,}  Hugging Face {hf_count:>12,}  "
+            f"{bert_name} {bert_count:>12,}  ({ours_count / bert_count - 1:+.1%})"
+        )
         assert ours_count == hf_count
 extra = (roberta_base.vocab_size - bert_base.vocab_size) * bert_base.d_model
-print(f"the larger vocabulary alone: {roberta_base.vocab_size - bert_base.vocab_size:,} more rows of "
-      f"{bert_base.d_model} = {extra:,} parameters")
+print(
+    f"the larger vocabulary alone: "
+    f"{roberta_base.vocab_size - bert_base.vocab_size:,} more rows of "
+    f"{bert_base.d_model} = {extra:,} parameters"
+)
 
 # %% [markdown]
 # The difference is almost entirely the vocabulary: 20 thousand more rows of 768 numbers. The
@@ -359,14 +425,26 @@ print(f"the larger vocabulary alone: {roberta_base.vocab_size - bert_base.vocab_
 # so we convert through chapter 8's functions.
 
 # %% tags=["export"]
-_HF_CONFIG_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                     "max_position_embeddings", "type_vocab_size", "hidden_dropout_prob",
-                     "attention_probs_dropout_prob", "layer_norm_eps", "initializer_range", "pad_token_id",
-                     "hidden_act")
+_HF_CONFIG_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "layer_norm_eps",
+    "initializer_range",
+    "pad_token_id",
+    "hidden_act",
+)
 
 
 def roberta_config_from_hf(hf_config) -> RobertaConfig:
-    """transformers.RobertaConfig -> ours (the same fields as BERT's, read by bert_config_from_hf)."""
+    """transformers.RobertaConfig -> ours (the same fields as BERT's, read by
+    bert_config_from_hf)."""
     return RobertaConfig(**bert_config_from_hf(hf_config).to_dict())
 
 
@@ -375,17 +453,28 @@ def roberta_config_to_hf(config: RobertaConfig):
     import transformers
 
     bert = bert_config_to_hf(config)
-    return transformers.RobertaConfig(**{name: getattr(bert, name) for name in _HF_CONFIG_FIELDS})
+    return transformers.RobertaConfig(
+        **{name: getattr(bert, name) for name in _HF_CONFIG_FIELDS}
+    )
 
 
 def roberta_weight_names(model: nn.Module) -> dict[str, str]:
     """Every tensor name of our RobertaModel / RobertaForMaskedLM -> Hugging Face's."""
     if isinstance(model, RobertaModel):
-        return bert_encoder_names(model.config.n_layers, pooler=model.pooler is not None)
+        return bert_encoder_names(
+            model.config.n_layers, pooler=model.pooler is not None
+        )
     names = bert_encoder_names(model.config.n_layers, "bert.", "roberta.", pooler=False)
-    names.update({"mlm_head.dense.weight": "lm_head.dense.weight", "mlm_head.dense.bias": "lm_head.dense.bias",
-                  "mlm_head.norm.weight": "lm_head.layer_norm.weight", "mlm_head.norm.bias": "lm_head.layer_norm.bias",
-                  "mlm_head.decoder.bias": "lm_head.bias"})     # decoder.weight: tied to the token table
+    names.update(
+        {
+            "mlm_head.dense.weight": "lm_head.dense.weight",
+            "mlm_head.dense.bias": "lm_head.dense.bias",
+            "mlm_head.norm.weight": "lm_head.layer_norm.weight",
+            "mlm_head.norm.bias": "lm_head.layer_norm.bias",
+            # decoder.weight: tied to the token table
+            "mlm_head.decoder.bias": "lm_head.bias",
+        }
+    )
     return names
 
 
@@ -402,9 +491,17 @@ def _roberta_from_hf(hf_model) -> nn.Module:
 def _roberta_to_hf(model: nn.Module):
     import transformers
 
-    kwargs = {"add_pooling_layer": model.pooler is not None} if isinstance(model, RobertaModel) else {}
-    hf_model = getattr(transformers, type(model).__name__)(roberta_config_to_hf(model.config), **kwargs)
-    theirs_to_ours = {theirs: ours for ours, theirs in roberta_weight_names(model).items()}
+    kwargs = (
+        {"add_pooling_layer": model.pooler is not None}
+        if isinstance(model, RobertaModel)
+        else {}
+    )
+    hf_model = getattr(transformers, type(model).__name__)(
+        roberta_config_to_hf(model.config), **kwargs
+    )
+    theirs_to_ours = {
+        theirs: ours for ours, theirs in roberta_weight_names(model).items()
+    }
     load_renamed(hf_model, model.state_dict(), theirs_to_ours)
     return hf_model.to(next(model.parameters()).device).train(model.training)
 
@@ -422,9 +519,16 @@ for _cls in (RobertaModel, RobertaForMaskedLM):
 from tinybert.models.convert import from_hf, to_hf
 
 seed_everything(1)
-hf_config = transformers.RobertaConfig(vocab_size=99, hidden_size=32, num_attention_heads=4, num_hidden_layers=3,
-                                       intermediate_size=37, max_position_embeddings=12, type_vocab_size=1,
-                                       layer_norm_eps=1e-5)
+hf_config = transformers.RobertaConfig(
+    vocab_size=99,
+    hidden_size=32,
+    num_attention_heads=4,
+    num_hidden_layers=3,
+    intermediate_size=37,
+    max_position_embeddings=12,
+    type_vocab_size=1,
+    layer_norm_eps=1e-5,
+)
 hf_model = transformers.RobertaForMaskedLM(hf_config).eval()
 with torch.no_grad():
     for p in hf_model.parameters():
@@ -432,19 +536,25 @@ with torch.no_grad():
 ours = from_hf(hf_model)
 B_, T_ = 13, 7
 lengths = torch.randint(2, T_ + 1, (B_,))
-real = torch.arange(T_)[None, :] < lengths[:, None]                    # (B, T) True at real tokens
-ids = torch.randint(3, 99, (B_, T_)).masked_fill(~real, 1)             # padding holds <pad> = 1
+# (B, T) True at real tokens
+real = torch.arange(T_)[None, :] < lengths[:, None]
+# padding holds <pad> = 1
+ids = torch.randint(3, 99, (B_, T_)).masked_fill(~real, 1)
 labels = torch.where((torch.rand(B_, T_) < 0.3) & real, ids, -100)
 labels[0, 0] = ids[0, 0]
 with torch.no_grad():
     theirs = hf_model(input_ids=ids, attention_mask=real.long(), labels=labels)
     mine = ours(ids, attention_mask=real)
     mine_loss = ours(ids, attention_mask=real, labels=labels).loss
-    theirs_base = hf_model.roberta(input_ids=ids, attention_mask=real.long()).last_hidden_state
+    theirs_base = hf_model.roberta(
+        input_ids=ids, attention_mask=real.long()
+    ).last_hidden_state
     mine_base = ours.bert(ids, attention_mask=real).last_hidden_state
-parity = {"last hidden state": (mine_base[real] - theirs_base[real]).abs().max(),
-          "MLM logits": (mine.logits[real] - theirs.logits[real]).abs().max(),
-          "MLM loss": (mine_loss - theirs.loss).abs()}
+parity = {
+    "last hidden state": (mine_base[real] - theirs_base[real]).abs().max(),
+    "MLM logits": (mine.logits[real] - theirs.logits[real]).abs().max(),
+    "MLM loss": (mine_loss - theirs.loss).abs(),
+}
 for what, error in parity.items():
     print(f"{what:<18} max |ours - Hugging Face| = {error.item():.1e}")
 assert all(error < 1e-5 for error in parity.values())
@@ -499,28 +609,44 @@ print(f"to_hf(from_hf(model)): all {len(a)} tensors reproduced exactly")
 
 # %%
 from tinybert.checkpoint.pretrained import shipped_checkpoint
-from tinybert.pretraining.corpus import (course_documents, tokenize_documents,
-                                         vocabulary_texts)
+from tinybert.pretraining.corpus import (
+    course_documents,
+    tokenize_documents,
+    vocabulary_texts,
+)
 from tinybert.tokenizers.byte_level import train_byte_level_bpe
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
-n_documents = pick(quick=4, full=30)                       # the first WikiText-2 validation articles
+# the first WikiText-2 validation articles
+n_documents = pick(quick=4, full=30)
 documents = course_documents("train", max_documents=n_documents)
 vocab_file = shipped_checkpoint() / "vocab.txt"
 if vocab_file.is_file():
-    wordpiece = WordPieceTokenizer.from_file(vocab_file, lowercase=True)   # chapter 9's bert-mini vocabulary
+    # chapter 9's bert-mini vocabulary
+    wordpiece = WordPieceTokenizer.from_file(vocab_file, lowercase=True)
 else:
-    print("no checkpoints/bert-mini/vocab.txt: training a small WordPiece vocabulary instead")
-    wordpiece = train_wordpiece_tokenizer(vocabulary_texts(documents), 4096, min_count=10)
-texts = vocabulary_texts(documents)[:pick(quick=2, full=8)]
+    print(
+        "no checkpoints/bert-mini/vocab.txt: training a small WordPiece "
+        "vocabulary instead"
+    )
+    wordpiece = train_wordpiece_tokenizer(
+        vocabulary_texts(documents), 4096, min_count=10
+    )
+texts = vocabulary_texts(documents)[: pick(quick=2, full=8)]
 byte_level = train_byte_level_bpe(texts, vocab_size=pick(quick=400, full=1000))
 sample = "Zoë's café served crème brûlée 😋 for €5 — naïve, but ∑ delicious."
 wp = wordpiece.encode(sample).tokens
 bl = byte_level.encode(sample)
-print(f"WordPiece ({len(wordpiece):,} tokens):      {len(wp)} pieces, {wp.count('[UNK]')} [UNK]:", " ".join(wp))
-print(f"byte-level BPE ({len(byte_level):,} tokens): {len(bl.ids)} pieces, decoded back exactly: "
-      f"{byte_level.decode(bl.ids) == sample}")
+print(
+    f"WordPiece ({len(wordpiece):,} tokens):      {len(wp)} pieces, "
+    f"{wp.count('[UNK]')} [UNK]:",
+    " ".join(wp),
+)
+print(
+    f"byte-level BPE ({len(byte_level):,} tokens): {len(bl.ids)} pieces, decoded "
+    f"back exactly: {byte_level.decode(bl.ids) == sample}"
+)
 print("  ", " ".join(bl.tokens))
 assert byte_level.decode(bl.ids) == sample and "[UNK]" in wp
 
@@ -559,16 +685,23 @@ assert byte_level.decode(bl.ids) == sample and "[UNK]" in wp
 # FULL-SENTENCES. It is a simple greedy packing:
 
 # %% tags=["export:pretraining.roberta_data"]
-def pack_full_sentences(documents: Sequence[Sequence[list[int]]], max_tokens: int,
-                        separator: int) -> list[list[int]]:
-    """RoBERTa's FULL-SENTENCES inputs: consecutive sentences packed up to ``max_tokens`` tokens,
-    crossing from one document into the next with ``separator`` between them.
+def pack_full_sentences(
+    documents: Sequence[Sequence[list[int]]], max_tokens: int, separator: int
+) -> list[list[int]]:
+    """RoBERTa's FULL-SENTENCES inputs: consecutive sentences packed up to
+    ``max_tokens`` tokens, crossing from one document into the next with ``separator``
+    between them.
 
-    ``documents`` are lists of sentences, each a list of token ids. A sentence that does not fit
-    starts the next input; a sentence longer than ``max_tokens`` is cut into pieces. Nothing is
-    dropped: the inputs, joined, are the documents joined with separators at the crossings.
+    ``documents`` are lists of sentences, each a list of token ids. A sentence that does
+    not fit starts the next input; a sentence longer than ``max_tokens`` is cut into
+    pieces. Nothing is dropped: the inputs, joined, are the documents joined with
+    separators at the crossings.
     """
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 2:
+    if (
+        isinstance(max_tokens, bool)
+        or not isinstance(max_tokens, int)
+        or max_tokens < 2
+    ):
         raise ValueError(f"max_tokens must be an int of at least 2, got {max_tokens!r}")
     inputs, current = [], []
     for document in documents:
@@ -576,10 +709,11 @@ def pack_full_sentences(documents: Sequence[Sequence[list[int]]], max_tokens: in
         if not sentences:
             continue
         if current and len(current) < max_tokens:
-            current.append(separator)                     # the input runs on into a new document
+            # the input runs on into a new document
+            current.append(separator)
         for sentence in sentences:
             for start in range(0, len(sentence), max_tokens):
-                piece = list(sentence[start:start + max_tokens])
+                piece = list(sentence[start : start + max_tokens])
                 if len(current) + len(piece) > max_tokens:
                     inputs.append(current)
                     current = []
@@ -589,14 +723,21 @@ def pack_full_sentences(documents: Sequence[Sequence[list[int]]], max_tokens: in
     return [x for x in inputs if x]
 
 
-def full_sentence_examples(documents: Sequence[Sequence[list[int]]], special: SpecialTokens,
-                           max_len: int) -> list[PretrainingExample]:
-    """FULL-SENTENCES inputs as chapter 9's examples: [CLS] sentences [SEP], one segment, no NSP label.
+def full_sentence_examples(
+    documents: Sequence[Sequence[list[int]]], special: SpecialTokens, max_len: int
+) -> list[PretrainingExample]:
+    """FULL-SENTENCES inputs as chapter 9's examples: [CLS] sentences [SEP], one
+    segment, no NSP label.
 
-    The documents are separated by [SEP] (RoBERTa's </s>); ``nsp_label`` is -100 (ignored).
+    The documents are separated by [SEP] (RoBERTa's </s>); ``nsp_label`` is
+    -100 (ignored).
     """
-    return [PretrainingExample([special.cls, *ids, special.sep], [0] * (len(ids) + 2), IGNORE_INDEX)
-            for ids in pack_full_sentences(documents, max_len - 2, special.sep)]
+    return [
+        PretrainingExample(
+            [special.cls, *ids, special.sep], [0] * (len(ids) + 2), IGNORE_INDEX
+        )
+        for ids in pack_full_sentences(documents, max_len - 2, special.sep)
+    ]
 
 
 # %% [markdown]
@@ -605,11 +746,19 @@ def full_sentence_examples(documents: Sequence[Sequence[list[int]]], special: Sp
 # separator:
 
 # %%
-toy = [[[11, 11, 11], [12, 12], [13, 13, 13, 13]], [[21, 21, 21, 21, 21]], [[31, 31], [32, 32, 32]]]
+toy = [
+    [[11, 11, 11], [12, 12], [13, 13, 13, 13]],
+    [[21, 21, 21, 21, 21]],
+    [[31, 31], [32, 32, 32]],
+]
 for x in pack_full_sentences(toy, max_tokens=8, separator=0):
     print(x)
-assert pack_full_sentences(toy, 8, 0) == [[11, 11, 11, 12, 12], [13, 13, 13, 13, 0], [21, 21, 21, 21, 21, 0, 31, 31],
-                                          [32, 32, 32]]
+assert pack_full_sentences(toy, 8, 0) == [
+    [11, 11, 11, 12, 12],
+    [13, 13, 13, 13, 0],
+    [21, 21, 21, 21, 21, 0, 31, 31],
+    [32, 32, 32],
+]
 
 # %% [markdown]
 # On the course corpus with the WordPiece vocabulary, the two formats side by side. NSP pairs are
@@ -627,18 +776,32 @@ special = SpecialTokens.from_vocab(wordpiece.vocab)
 start = time.perf_counter()
 token_documents = tokenize_documents(documents, wordpiece)
 n_tokens = sum(len(s) for d in token_documents for s in d)
-pair_examples = make_examples(token_documents, special, max_len, seeded_generator(0, "pairs"))
+pair_examples = make_examples(
+    token_documents, special, max_len, seeded_generator(0, "pairs")
+)
 full_examples = full_sentence_examples(token_documents, special, max_len)
-print(f"{len(documents)} documents, {n_tokens:,} tokens (tokenized in {time.perf_counter() - start:.1f} s)")
-for name, examples in [("SEGMENT-PAIR", pair_examples), ("FULL-SENTENCES", full_examples)]:
+print(
+    f"{len(documents)} documents, {n_tokens:,} tokens (tokenized in "
+    f"{time.perf_counter() - start:.1f} s)"
+)
+for name, examples in [
+    ("SEGMENT-PAIR", pair_examples),
+    ("FULL-SENTENCES", full_examples),
+]:
     lengths = torch.tensor([len(e.input_ids) for e in examples], dtype=torch.float)
-    print(f"{name:<15} {len(examples):>6,} inputs, mean length {lengths.mean():5.1f} of {max_len} "
-          f"({lengths.mean() / max_len:.0%} full), {lengths.sum():>9,.0f} tokens in all")
+    print(
+        f"{name:<15} {len(examples):>6,} inputs, mean length {lengths.mean():5.1f} "
+        f"of {max_len} ({lengths.mean() / max_len:.0%} full), {lengths.sum():>9,.0f} "
+        f"tokens in all"
+    )
 long_inputs = pack_full_sentences(token_documents, 510, special.sep)
-print(f"FULL-SENTENCES at 512 tokens: {len(long_inputs):,} inputs, "
-      f"{sum(map(len, long_inputs)) / (510 * len(long_inputs)):.0%} full")
+print(
+    f"FULL-SENTENCES at 512 tokens: {len(long_inputs):,} inputs, "
+    f"{sum(map(len, long_inputs)) / (510 * len(long_inputs)):.0%} full"
+)
 packed = [t for e in full_examples for t in e.input_ids[1:-1] if t != special.sep]
-assert packed == [t for d in token_documents for s in d for t in s if t != special.sep]   # nothing lost
+# nothing lost
+assert packed == [t for d in token_documents for s in d for t in s if t != special.sep]
 
 
 # %% [markdown]
@@ -660,20 +823,41 @@ assert packed == [t for d in token_documents for s in d for t in s if t != speci
 # the seed of its random numbers changes.
 
 # %% tags=["export:pretraining.roberta_data"]
-def mask_for_epoch(input_ids: torch.Tensor, special: SpecialTokens, *, seed: int, epoch: int, index: int,
-                   copies: int | None = None, **mask_options) -> tuple[torch.Tensor, torch.Tensor]:
-    """The MLM corruption of sequence ``index`` (or a batch) in ``epoch``: (corrupted ids, labels).
+def mask_for_epoch(
+    input_ids: torch.Tensor,
+    special: SpecialTokens,
+    *,
+    seed: int,
+    epoch: int,
+    index: int,
+    copies: int | None = None,
+    **mask_options,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The MLM corruption of sequence ``index`` (or a batch) in ``epoch``: (corrupted
+    ids, labels).
 
-    ``copies`` None is dynamic masking (RoBERTa): a new mask in every epoch. ``copies`` k is static
-    masking with k copies of the data (BERT wrote 10): epoch e reuses mask e mod k; k = 1 never
-    changes the mask. The mask is chapter 9's mask_tokens; ``mask_options`` go to it.
+    ``copies`` None is dynamic masking (RoBERTa): a new mask in every epoch. ``copies``
+    k is static masking with k copies of the data (BERT wrote 10): epoch e reuses mask e
+    mod k; k = 1 never changes the mask. The mask is chapter 9's mask_tokens;
+    ``mask_options`` go to it.
     """
-    if copies is not None and (isinstance(copies, bool) or not isinstance(copies, int) or copies < 1):
-        raise ValueError(f"copies must be None (dynamic masking) or a positive int, got {copies!r}")
+    if copies is not None and (
+        isinstance(copies, bool) or not isinstance(copies, int) or copies < 1
+    ):
+        raise ValueError(
+            f"copies must be None (dynamic masking) or a positive int, got {copies!r}"
+        )
     if epoch < 0 or index < 0:
-        raise ValueError(f"epoch and index must be non-negative, got epoch={epoch}, index={index}")
+        raise ValueError(
+            f"epoch and index must be non-negative, got epoch={epoch}, index={index}"
+        )
     version = epoch if copies is None else epoch % copies
-    return mask_tokens(input_ids, special, seeded_generator(seed, "mask", index, version), **mask_options)
+    return mask_tokens(
+        input_ids,
+        special,
+        seeded_generator(seed, "mask", index, version),
+        **mask_options,
+    )
 
 
 # %% [markdown]
@@ -681,15 +865,27 @@ def mask_for_epoch(input_ids: torch.Tensor, special: SpecialTokens, *, seed: int
 # often each position ends up as a prediction target.
 
 # %%
-sequence = torch.tensor([full_examples[0].input_ids])                     # (1, T) one FULL-SENTENCES input
+# (1, T) one FULL-SENTENCES input
+sequence = torch.tensor([full_examples[0].input_ids])
 epochs = 40
 print(f"one sequence of {sequence.shape[1]} tokens, {epochs} epochs:")
-for name, copies in [("static, 1 copy", 1), ("BERT, 10 copies", 10), ("dynamic (RoBERTa)", None)]:
-    masks = [mask_for_epoch(sequence, special, seed=0, epoch=e, index=0, copies=copies)[1] != -100
-             for e in range(epochs)]
+for name, copies in [
+    ("static, 1 copy", 1),
+    ("BERT, 10 copies", 10),
+    ("dynamic (RoBERTa)", None),
+]:
+    masks = [
+        mask_for_epoch(sequence, special, seed=0, epoch=e, index=0, copies=copies)[1]
+        != -100
+        for e in range(epochs)
+    ]
     distinct = len({tuple(m[0].tolist()) for m in masks})
-    targeted = torch.stack(masks).any(dim=0).float().mean()               # share of positions ever predicted
-    print(f"  {name:<18} {distinct:>2} distinct masks; {targeted:.0%} of the positions are a target at least once")
+    # share of positions ever predicted
+    targeted = torch.stack(masks).any(dim=0).float().mean()
+    print(
+        f"  {name:<18} {distinct:>2} distinct masks; {targeted:.0%} of the positions "
+        f"are a target at least once"
+    )
 
 # %% [markdown]
 # With one fixed mask, the model is asked about the same 15% of the tokens every time, and the rest
@@ -698,16 +894,31 @@ for name, copies in [("static, 1 copy", 1), ("BERT, 10 copies", 10), ("dynamic (
 # many sequences, the 15% / 80% / 10% / 10% of {doc}`09_pretraining`:
 
 # %%
-batch_ids = torch.tensor([e.input_ids for e in full_examples if len(e.input_ids) == max_len][:200])  # (N, T)
+# (N, T)
+batch_ids = torch.tensor(
+    [e.input_ids for e in full_examples if len(e.input_ids) == max_len][:200]
+)
 corrupted, labels = mask_for_epoch(batch_ids, special, seed=0, epoch=3, index=0)
 chosen = labels != -100
 maskable = ~torch.isin(batch_ids, torch.tensor(special.ids))
-rates = {"chosen / maskable": chosen.sum() / maskable.sum(),
-         "[MASK] / chosen": (corrupted[chosen] == special.mask).float().mean(),
-         "random / chosen": ((corrupted[chosen] != special.mask) & (corrupted[chosen] != batch_ids[chosen])).float().mean(),
-         "unchanged / chosen": (corrupted[chosen] == batch_ids[chosen]).float().mean()}
-print(", ".join(f"{name} {rate:.3f}" for name, rate in rates.items()), f"over {int(chosen.sum()):,} targets")
-assert abs(rates["chosen / maskable"] - 0.15) < 0.02 and abs(rates["[MASK] / chosen"] - 0.8) < 0.04
+rates = {
+    "chosen / maskable": chosen.sum() / maskable.sum(),
+    "[MASK] / chosen": (corrupted[chosen] == special.mask).float().mean(),
+    "random / chosen": (
+        (corrupted[chosen] != special.mask) & (corrupted[chosen] != batch_ids[chosen])
+    )
+    .float()
+    .mean(),
+    "unchanged / chosen": (corrupted[chosen] == batch_ids[chosen]).float().mean(),
+}
+print(
+    ", ".join(f"{name} {rate:.3f}" for name, rate in rates.items()),
+    f"over {int(chosen.sum()):,} targets",
+)
+assert (
+    abs(rates["chosen / maskable"] - 0.15) < 0.02
+    and abs(rates["[MASK] / chosen"] - 0.8) < 0.04
+)
 
 # %% [markdown]
 # In the paper, dynamic masking did about as well as static masking with 10 copies (slightly
@@ -732,26 +943,34 @@ assert abs(rates["chosen / maskable"] - 0.15) < 0.02 and abs(rates["[MASK] / cho
 # %%
 # The paper's Table 3: batch size, steps, peak learning rate, ppl, MNLI-m, SST-2
 # (2K and 8K are 2,048 and 8,192, the sizes that keep batch x steps nearly equal).
-batch_table = [(256, 1_000_000, 1e-4, 3.99, 84.7, 92.7),
-               (2_048, 125_000, 7e-4, 3.68, 85.2, 92.9),
-               (8_192, 31_000, 1e-3, 3.77, 84.6, 92.8)]
-bert_batch, bert_steps, bert_lr = batch_table[0][:3]                # BERT's recipe
+batch_table = [
+    (256, 1_000_000, 1e-4, 3.99, 84.7, 92.7),
+    (2_048, 125_000, 7e-4, 3.68, 85.2, 92.9),
+    (8_192, 31_000, 1e-3, 3.77, 84.6, 92.8),
+]
+bert_batch, bert_steps, bert_lr = batch_table[0][:3]  # BERT's recipe
 for batch, steps, lr, ppl, mnli, sst2 in batch_table:
     sequences = batch * steps
-    k = batch / bert_batch                              # how many times BERT's batch
-    print(f"batch {batch:>5} x {steps:>9,} steps = {sequences / 1e6:3.0f}M sequences; "
-          f"lr {lr / bert_lr:4.1f} x BERT's for {k:2.0f} x the batch "
-          f"(square-root rule {math.sqrt(k):3.1f}, linear rule {k:2.0f})")
-    assert abs(sequences / (bert_batch * bert_steps) - 1) < 0.01     # the same data
-    assert math.sqrt(k) <= lr / bert_lr <= k                # between sqrt and linear
+    k = batch / bert_batch  # how many times BERT's batch
+    print(
+        f"batch {batch:>5} x {steps:>9,} steps = {sequences / 1e6:3.0f}M sequences; "
+        f"lr {lr / bert_lr:4.1f} x BERT's for {k:2.0f} x the batch "
+        f"(square-root rule {math.sqrt(k):3.1f}, linear rule {k:2.0f})"
+    )
+    assert abs(sequences / (bert_batch * bert_steps) - 1) < 0.01  # the same data
+    assert math.sqrt(k) <= lr / bert_lr <= k  # between sqrt and linear
 base, mid, large = batch_table
-print(f"2K against 256: ppl {mid[3] - base[3]:+.2f}, MNLI-m {mid[4] - base[4]:+.1f}, "
-      f"SST-2 {mid[5] - base[5]:+.1f}")
-print(f"8K against 2K:  ppl {large[3] - mid[3]:+.2f}, MNLI-m {large[4] - mid[4]:+.1f}, "
-      f"SST-2 {large[5] - mid[5]:+.1f}")
-assert mid[3] < base[3] and mid[4] > base[4] and mid[5] > base[5]    # 2K beats 256
+print(
+    f"2K against 256: ppl {mid[3] - base[3]:+.2f}, MNLI-m {mid[4] - base[4]:+.1f}, "
+    f"SST-2 {mid[5] - base[5]:+.1f}"
+)
+print(
+    f"8K against 2K:  ppl {large[3] - mid[3]:+.2f}, MNLI-m {large[4] - mid[4]:+.1f}, "
+    f"SST-2 {large[5] - mid[5]:+.1f}"
+)
+assert mid[3] < base[3] and mid[4] > base[4] and mid[5] > base[5]  # 2K beats 256
 assert large[3] > mid[3] and large[4] < mid[4] and large[5] < mid[5]  # 8K trails 2K
-assert large[3] < base[3]                 # but its perplexity still beats 256's
+assert large[3] < base[3]  # but its perplexity still beats 256's
 print(f"one step of the final RoBERTa: 8K x 512 = {8_192 * 512 / 1e6:.1f}M tokens")
 
 # %% [markdown]
@@ -798,13 +1017,15 @@ print(f"one step of the final RoBERTa: 8K x 512 = {8_192 * 512 / 1e6:.1f}M token
 
 # %%
 # The paper's Table 4: (name, GB, batch, steps, SQuAD 1.1, SQuAD 2.0, MNLI-m, SST-2).
-data_table = [("RoBERTa, books + wiki", 16, 8_192, 100_000, 93.6, 87.3, 89.0, 95.3),
-              ("+ additional data", 160, 8_192, 100_000, 94.0, 87.7, 89.3, 95.6),
-              ("+ pretrain longer", 160, 8_192, 300_000, 94.4, 88.7, 90.0, 96.1),
-              ("+ pretrain even longer", 160, 8_192, 500_000, 94.6, 89.4, 90.2, 96.4),
-              ("BERT-large", 13, 256, 1_000_000, 90.9, 81.8, 86.6, 93.7),
-              ("XLNet-large", 13, 256, 1_000_000, 94.0, 87.8, 88.4, 94.4),
-              ("XLNet-large + data", 126, 2_048, 500_000, 94.5, 88.8, 89.8, 95.6)]
+data_table = [
+    ("RoBERTa, books + wiki", 16, 8_192, 100_000, 93.6, 87.3, 89.0, 95.3),
+    ("+ additional data", 160, 8_192, 100_000, 94.0, 87.7, 89.3, 95.6),
+    ("+ pretrain longer", 160, 8_192, 300_000, 94.4, 88.7, 90.0, 96.1),
+    ("+ pretrain even longer", 160, 8_192, 500_000, 94.6, 89.4, 90.2, 96.4),
+    ("BERT-large", 13, 256, 1_000_000, 90.9, 81.8, 86.6, 93.7),
+    ("XLNet-large", 13, 256, 1_000_000, 94.0, 87.8, 88.4, 94.4),
+    ("XLNet-large + data", 126, 2_048, 500_000, 94.5, 88.8, 89.8, 95.6),
+]
 tasks = ["SQuAD 1.1", "SQuAD 2.0", "MNLI-m", "SST-2"]
 rows = {row[0]: row for row in data_table}
 bert_sequences = 256 * 1_000_000
@@ -821,19 +1042,21 @@ def show(label, diffs):
 
 print(f"{'':<24}{'sequences':>10} " + "".join(f"{t:>10}" for t in tasks))
 for name, gb, batch, steps, *scores in data_table:
-    print(f"{name:<24}{batch * steps / bert_sequences:>9.1f}x "
-          + "".join(f"{s:>10.1f}" for s in scores))
+    print(
+        f"{name:<24}{batch * steps / bert_sequences:>9.1f}x "
+        + "".join(f"{s:>10.1f}" for s in scores)
+    )
 print()
 roberta = data_table[:4]
 added = [gains(after, before) for before, after in zip(roberta, roberta[1:])]
 for row, gain in zip(roberta[1:], added):
     show(row[0], gain)
-    assert all(g > 0 for g in gain)                     # each change helps each task
+    assert all(g > 0 for g in gain)  # each change helps each task
 more_data, longer = added[0], added[1]
 assert all(g_long >= g_data for g_long, g_data in zip(longer, more_data))
 first, final = roberta[0], roberta[-1]
-assert min(gains(first, rows["BERT-large"])) > 0        # beats BERT-large everywhere...
-assert first[2] * first[3] / bert_sequences > 3         # ...on 3 x BERT's sequences
+assert min(gains(first, rows["BERT-large"])) > 0  # beats BERT-large everywhere...
+assert first[2] * first[3] / bert_sequences > 3  # ...on 3 x BERT's sequences
 margins = gains(final, rows["XLNet-large + data"])
 show("final against XLNet+data", margins)
 assert min(margins) == 0.1 and max(margins) == 0.8
@@ -875,24 +1098,43 @@ from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 
 STEPS = pick(quick=6, full=200)
 BATCH = pick(quick=8, full=32)
-LR = 1e-3                                             # chapter 9's peak for small models
-small = BertConfig(vocab_size=len(wordpiece), max_len=max_len, pad_token_id=special.pad,
-                   **pick(quick=dict(d_model=32, n_layers=1, n_heads=2, d_ff=64),
-                          full=dict(d_model=64, n_layers=2, n_heads=2, d_ff=256)))
+# chapter 9's peak for small models
+LR = 1e-3
+small = BertConfig(
+    vocab_size=len(wordpiece),
+    max_len=max_len,
+    pad_token_id=special.pad,
+    **pick(
+        quick=dict(d_model=32, n_layers=1, n_heads=2, d_ff=64),
+        full=dict(d_model=64, n_layers=2, n_heads=2, d_ff=256),
+    ),
+)
 
 
-def pretrain_small(examples, *, nsp: bool, dynamic: bool, seed: int = 0) -> tuple[nn.Module, dict]:
-    """Pretrain a fresh small BertForPreTraining on ``examples`` for STEPS steps; MLM (+ NSP if ``nsp``)."""
+def pretrain_small(
+    examples, *, nsp: bool, dynamic: bool, seed: int = 0
+) -> tuple[nn.Module, dict]:
+    """Pretrain a fresh small BertForPreTraining on ``examples`` for STEPS steps; MLM (+
+    NSP if ``nsp``)."""
     seed_everything(seed)
     model = BertForPreTraining(small).to(device).train()
-    batches = PretrainingBatches(examples, special, BATCH, seed=seed, dynamic_masking=dynamic)
+    batches = PretrainingBatches(
+        examples, special, BATCH, seed=seed, dynamic_masking=dynamic
+    )
     optimizer = make_optimizer(model, LR)
-    scheduler = linear_warmup_decay(optimizer, warmup_steps=STEPS // 20, total_steps=STEPS)
+    scheduler = linear_warmup_decay(
+        optimizer, warmup_steps=STEPS // 20, total_steps=STEPS
+    )
     real_tokens, train_losses, start = 0, [], time.perf_counter()
     for step in range(STEPS):
         batch = {k: v.to(device) for k, v in batches(step).items()}
-        out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                    mlm_labels=batch["mlm_labels"], nsp_labels=batch["nsp_labels"] if nsp else None)
+        out = model(
+            batch["input_ids"],
+            batch["token_type_ids"],
+            batch["attention_mask"],
+            mlm_labels=batch["mlm_labels"],
+            nsp_labels=batch["nsp_labels"] if nsp else None,
+        )
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -900,47 +1142,77 @@ def pretrain_small(examples, *, nsp: bool, dynamic: bool, seed: int = 0) -> tupl
         scheduler.step()
         real_tokens += int(batch["attention_mask"].sum())
         train_losses.append(out.mlm_loss.item())
-    info = {"seconds": time.perf_counter() - start, "real tokens": real_tokens,
-            "epochs": STEPS / batches.steps_per_epoch, "last train MLM": sum(train_losses[-20:]) / len(train_losses[-20:])}
+    info = {
+        "seconds": time.perf_counter() - start,
+        "real tokens": real_tokens,
+        "epochs": STEPS / batches.steps_per_epoch,
+        "last train MLM": sum(train_losses[-20:]) / len(train_losses[-20:]),
+    }
     return model.eval(), info
 
 
 @torch.no_grad()
 def heldout_mlm_loss(model: nn.Module, batches: list[dict]) -> float:
-    """Mean cross-entropy over the masked tokens of fixed held-out batches (the masks never change)."""
+    """Mean cross-entropy over the masked tokens of fixed held-out batches (the masks
+    never change)."""
     total, count = 0.0, 0
     for batch in batches:
         batch = {k: v.to(device) for k, v in batch.items()}
-        out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], mlm_labels=batch["mlm_labels"])
+        out = model(
+            batch["input_ids"],
+            batch["token_type_ids"],
+            batch["attention_mask"],
+            mlm_labels=batch["mlm_labels"],
+        )
         n = int((batch["mlm_labels"] != IGNORE_INDEX).sum())
         total, count = total + out.mlm_loss.item() * n, count + n
     return total / count
 
 
-heldout_docs = tokenize_documents(course_documents("heldout", max_documents=pick(quick=3, full=10)), wordpiece)
-heldout = {"pairs": make_examples(heldout_docs, special, max_len, seeded_generator(1, "held-out pairs")),
-           "full": full_sentence_examples(heldout_docs, special, max_len)}
+heldout_docs = tokenize_documents(
+    course_documents("heldout", max_documents=pick(quick=3, full=10)), wordpiece
+)
+heldout = {
+    "pairs": make_examples(
+        heldout_docs, special, max_len, seeded_generator(1, "held-out pairs")
+    ),
+    "full": full_sentence_examples(heldout_docs, special, max_len),
+}
 heldout_batches = {}
 for name, examples in heldout.items():
-    fixed = PretrainingBatches(examples, special, BATCH, seed=1, dynamic_masking=False)   # masks fixed once
-    heldout_batches[name] = [fixed(i) for i in range(min(pick(quick=1, full=8), fixed.steps_per_epoch))]
-print(f"{STEPS} steps x {BATCH} sequences of at most {max_len} tokens per run; held-out: "
-      + ", ".join(f"{sum(len(b['input_ids']) for b in bs)} {name} inputs" for name, bs in heldout_batches.items()))
+    # masks fixed once
+    fixed = PretrainingBatches(examples, special, BATCH, seed=1, dynamic_masking=False)
+    heldout_batches[name] = [
+        fixed(i) for i in range(min(pick(quick=1, full=8), fixed.steps_per_epoch))
+    ]
+print(
+    f"{STEPS} steps x {BATCH} sequences of at most {max_len} tokens per run; held-out: "
+    + ", ".join(
+        f"{sum(len(b['input_ids']) for b in bs)} {name} inputs"
+        for name, bs in heldout_batches.items()
+    )
+)
 
 # %%
-arms = {"SEGMENT-PAIR + NSP, static": (pair_examples, True, False),
-        "SEGMENT-PAIR + NSP, dynamic": (pair_examples, True, True),
-        "FULL-SENTENCES, static": (full_examples, False, False),
-        "FULL-SENTENCES, dynamic": (full_examples, False, True)}
+arms = {
+    "SEGMENT-PAIR + NSP, static": (pair_examples, True, False),
+    "SEGMENT-PAIR + NSP, dynamic": (pair_examples, True, True),
+    "FULL-SENTENCES, static": (full_examples, False, False),
+    "FULL-SENTENCES, dynamic": (full_examples, False, True),
+}
 results = {}
 for name, (examples, nsp, dynamic) in arms.items():
     model, info = pretrain_small(examples, nsp=nsp, dynamic=dynamic)
     info["held-out MLM, pairs"] = heldout_mlm_loss(model, heldout_batches["pairs"])
     info["held-out MLM, full"] = heldout_mlm_loss(model, heldout_batches["full"])
     results[name] = (model, info)
-    print(f"{name:<28} {info['seconds']:5.1f} s, {info['epochs']:4.1f} epochs, {info['real tokens']:>9,} real tokens; "
-          f"MLM loss: last training steps {info['last train MLM']:.3f}, held-out pairs "
-          f"{info['held-out MLM, pairs']:.3f}, held-out full {info['held-out MLM, full']:.3f}")
+    print(
+        f"{name:<28} {info['seconds']:5.1f} s, {info['epochs']:4.1f} epochs, "
+        f"{info['real tokens']:>9,} real tokens; MLM loss: last training steps "
+        f"{info['last train MLM']:.3f}, held-out pairs "
+        f"{info['held-out MLM, pairs']:.3f}, held-out full "
+        f"{info['held-out MLM, full']:.3f}"
+    )
 print(f"(a uniform guess over the vocabulary: ln V = {math.log(len(wordpiece)):.3f})")
 
 # %% [markdown]
@@ -955,17 +1227,34 @@ from tinybert.finetuning.recipes import finetune_task
 
 seed_everything(0)
 untrained = BertForPreTraining(small).to(device).eval()
-results["no pretraining"] = (untrained, {"held-out MLM, pairs": heldout_mlm_loss(untrained, heldout_batches["pairs"]),
-                                         "held-out MLM, full": heldout_mlm_loss(untrained, heldout_batches["full"])})
+results["no pretraining"] = (
+    untrained,
+    {
+        "held-out MLM, pairs": heldout_mlm_loss(untrained, heldout_batches["pairs"]),
+        "held-out MLM, full": heldout_mlm_loss(untrained, heldout_batches["full"]),
+    },
+)
 for name, (model, info) in results.items():
-    run = finetune_task("banking77", model.bert, wordpiece, train_examples=pick(quick=16, full=20 * 77),
-                        eval_examples=pick(quick=16, full=5 * 77), epochs=pick(quick=1, full=5), lr=2e-3,
-                        batch_size=BATCH)
+    run = finetune_task(
+        "banking77",
+        model.bert,
+        wordpiece,
+        train_examples=pick(quick=16, full=20 * 77),
+        eval_examples=pick(quick=16, full=5 * 77),
+        epochs=pick(quick=1, full=5),
+        lr=2e-3,
+        batch_size=BATCH,
+    )
     info["Banking77 accuracy"] = run.metrics["accuracy"]
-print(f"{'run':<28} {'held-out MLM (pairs)':>21} {'held-out MLM (full)':>20} {'Banking77 acc.':>15}")
+print(
+    f"{'run':<28} {'held-out MLM (pairs)':>21} {'held-out MLM (full)':>20} "
+    f"{'Banking77 acc.':>15}"
+)
 for name, (_, info) in results.items():
-    print(f"{name:<28} {info['held-out MLM, pairs']:>21.3f} {info['held-out MLM, full']:>20.3f} "
-          f"{info['Banking77 accuracy']:>15.1%}")
+    print(
+        f"{name:<28} {info['held-out MLM, pairs']:>21.3f} "
+        f"{info['held-out MLM, full']:>20.3f} {info['Banking77 accuracy']:>15.1%}"
+    )
 
 # %% [markdown]
 # The same held-out losses as a figure, with the uniform guess for scale:
@@ -975,13 +1264,27 @@ import matplotlib.pyplot as plt
 
 names = list(results)
 fig, ax = plt.subplots(figsize=(9, 3.2))
-for offset, (column, label) in zip((-0.2, 0.2), [("held-out MLM, pairs", "held-out segment pairs"),
-                                                 ("held-out MLM, full", "held-out full sentences")]):
-    ax.bar([i + offset for i in range(len(names))], [results[n][1][column] for n in names], width=0.4,
-           label=label)
-ax.axhline(math.log(len(wordpiece)), color="0.5", linestyle=":", label="uniform guess, ln V")
+for offset, (column, label) in zip(
+    (-0.2, 0.2),
+    [
+        ("held-out MLM, pairs", "held-out segment pairs"),
+        ("held-out MLM, full", "held-out full sentences"),
+    ],
+):
+    ax.bar(
+        [i + offset for i in range(len(names))],
+        [results[n][1][column] for n in names],
+        width=0.4,
+        label=label,
+    )
+ax.axhline(
+    math.log(len(wordpiece)), color="0.5", linestyle=":", label="uniform guess, ln V"
+)
 ax.set_xticks(range(len(names)), [n.replace(", ", ",\n") for n in names], fontsize=8)
-ax.set(ylabel="MLM cross-entropy (nats)", title="Held-out MLM loss after equal compute (lower is better)")
+ax.set(
+    ylabel="MLM cross-entropy (nats)",
+    title=("Held-out MLM loss after equal compute (lower is better)"),
+)
 ax.legend(fontsize=8)
 plt.show()
 
@@ -1065,7 +1368,7 @@ def pack_doc_sentences(documents, max_tokens):
         current = []
         for sentence in document:
             for start in range(0, len(sentence), max_tokens):
-                piece = list(sentence[start:start + max_tokens])
+                piece = list(sentence[start : start + max_tokens])
                 if current and len(current) + len(piece) > max_tokens:
                     inputs.append(current)
                     current = []
@@ -1121,7 +1424,9 @@ def accumulate_gradients(model, loss_fn, batch, micro_batch_size):
     n = len(next(iter(batch.values())))
     model.zero_grad(set_to_none=True)
     for start in range(0, n, micro_batch_size):
-        part = {key: value[start:start + micro_batch_size] for key, value in batch.items()}
+        part = {
+            key: value[start : start + micro_batch_size] for key, value in batch.items()
+        }
         size = len(next(iter(part.values())))
         (loss_fn(model, part) * size / n).backward()
     ### END SOLUTION
@@ -1199,7 +1504,10 @@ check_accumulate_gradients(accumulate_gradients)
 
 # %%
 for k in (1, 10, 40):
-    print(f"{k:>2} different masks: never chosen {0.85 ** k:.2%}, chosen at least once {1 - 0.85 ** k:.2%}")
+    print(
+        f"{k:>2} different masks: never chosen {0.85**k:.2%}, chosen at least once "
+        f"{1 - 0.85**k:.2%}"
+    )
 
 # %% [markdown]
 # ::::{solution-end}
@@ -1257,26 +1565,62 @@ for k in (1, 10, 40):
 # %% tags=["quiz", "remove-input"]
 from tinybert.exercises.quiz import Quiz, choice, number
 
-quiz = Quiz("ch11", [
-    choice("Which of these is not part of RoBERTa's recipe?",
-           ["dynamic masking", "next-sentence prediction", "larger batches",
-            "byte-level BPE"], answer="b",
-           explain="RoBERTa drops NSP and packs FULL-SENTENCES."),
-    number("How many rows does RoBERTa's position table have for 512 tokens?",
-           answer=514, decimals=0, explain="Positions start after the padding id, 1."),
-    choice("At which row does the first real token of a RoBERTa input read its "
-           "position?", ["0", "1", "the padding id + 1", "512"], answer="c",
-           explain="Padding never moves a token's position."),
-    choice("FULL-SENTENCES packs",
-           ["one sentence per input",
-            "consecutive sentences up to the maximum length, across documents",
-            "random pairs of sentences", "the first sentence of each document"],
-           answer="b", explain="With a separator between documents."),
-    number("With 10 static masks choosing 15% of tokens each, what percentage of a "
-           "sequence's tokens is never chosen? (0 decimals)", answer=100 * 0.85 ** 10,
-           decimals=0, explain="0.85¹⁰; dynamic masking over 40 epochs: 0.85⁴⁰."),
-    choice("Why does RoBERTa-base have more parameters than BERT-base?",
-           ["more layers", "a larger token table", "a wider feed-forward block",
-            "two poolers"], answer="b", explain="50k byte-level BPE tokens."),
-])
+quiz = Quiz(
+    "ch11",
+    [
+        choice(
+            "Which of these is not part of RoBERTa's recipe?",
+            [
+                "dynamic masking",
+                "next-sentence prediction",
+                "larger batches",
+                "byte-level BPE",
+            ],
+            answer="b",
+            explain="RoBERTa drops NSP and packs FULL-SENTENCES.",
+        ),
+        number(
+            "How many rows does RoBERTa's position table have for 512 tokens?",
+            answer=514,
+            decimals=0,
+            explain="Positions start after the padding id, 1.",
+        ),
+        choice(
+            "At which row does the first real token of a RoBERTa input read its "
+            "position?",
+            ["0", "1", "the padding id + 1", "512"],
+            answer="c",
+            explain="Padding never moves a token's position.",
+        ),
+        choice(
+            "FULL-SENTENCES packs",
+            [
+                "one sentence per input",
+                "consecutive sentences up to the maximum length, across documents",
+                "random pairs of sentences",
+                "the first sentence of each document",
+            ],
+            answer="b",
+            explain="With a separator between documents.",
+        ),
+        number(
+            "With 10 static masks choosing 15% of tokens each, what percentage of a "
+            "sequence's tokens is never chosen? (0 decimals)",
+            answer=100 * 0.85**10,
+            decimals=0,
+            explain="0.85¹⁰; dynamic masking over 40 epochs: 0.85⁴⁰.",
+        ),
+        choice(
+            "Why does RoBERTa-base have more parameters than BERT-base?",
+            [
+                "more layers",
+                "a larger token table",
+                "a wider feed-forward block",
+                "two poolers",
+            ],
+            answer="b",
+            explain="50k byte-level BPE tokens.",
+        ),
+    ],
+)
 quiz

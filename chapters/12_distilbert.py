@@ -72,8 +72,13 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.convert import (ACTIVATIONS_FROM_HF, ACTIVATIONS_TO_HF,
-                                     bert_encoder_names, load_renamed, register)
+from tinybert.models.convert import (
+    ACTIVATIONS_FROM_HF,
+    ACTIVATIONS_TO_HF,
+    bert_encoder_names,
+    load_renamed,
+    register,
+)
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import BertForMaskedLM
 
@@ -102,7 +107,8 @@ from tinybert.blocks.feedforward import count_parameters
 from tinybert.models.bert_heads import BertForPreTraining
 from tinybert.runtime import get_device, is_quick, pick, seed_everything
 
-with warnings.catch_warnings():                      # transformers' progress bars warn about widgets
+# transformers' progress bars warn about widgets
+with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import transformers
 
@@ -147,7 +153,9 @@ print(f"{'T':>4}  " + "  ".join(f"{w:>6}" for w in words) + "   entropy (nats)")
 for T in (0.5, 1.0, 2.0, 5.0):
     p = torch.softmax(logits / T, dim=-1)
     entropy = -(p * p.log()).sum()
-    print(f"{T:>4}  " + "  ".join(f"{x:>6.3f}" for x in p.tolist()) + f"   {entropy:.3f}")
+    print(
+        f"{T:>4}  " + "  ".join(f"{x:>6.3f}" for x in p.tolist()) + f"   {entropy:.3f}"
+    )
 
 
 # %% [markdown]
@@ -190,45 +198,74 @@ for T in (0.5, 1.0, 2.0, 5.0):
 # %% tags=["export:pretraining.distillation"]
 @dataclass
 class DistillationLoss:
-    loss: torch.Tensor                 # alpha * kl + beta * mlm + gamma * cosine (the terms that were computed)
-    kl: torch.Tensor                   # T² · KL(teacher ‖ student) at temperature T, mean over the N positions
-    mlm: torch.Tensor | None           # the student's cross-entropy with the true tokens (T = 1)
-    cosine: torch.Tensor | None        # mean over the M positions of 1 - cos(student hidden, teacher hidden)
+    # alpha * kl + beta * mlm + gamma * cosine (the terms that were computed)
+    loss: torch.Tensor
+    # T² · KL(teacher ‖ student) at temperature T, mean over the N positions
+    kl: torch.Tensor
+    # the student's cross-entropy with the true tokens (T = 1)
+    mlm: torch.Tensor | None
+    # mean over the M positions of 1 - cos(student hidden, teacher hidden)
+    cosine: torch.Tensor | None
 
 
-def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, *, temperature: float = 2.0,
-                      labels: torch.Tensor | None = None, student_hidden: torch.Tensor | None = None,
-                      teacher_hidden: torch.Tensor | None = None, alpha: float = 5.0, beta: float = 2.0,
-                      gamma: float = 1.0) -> DistillationLoss:
-    """DistilBERT's loss, alpha · T² KL(teacher ‖ student) + beta · MLM + gamma · cosine.
+def distillation_loss(
+    student_logits: torch.Tensor,
+    teacher_logits: torch.Tensor,
+    *,
+    temperature: float = 2.0,
+    labels: torch.Tensor | None = None,
+    student_hidden: torch.Tensor | None = None,
+    teacher_hidden: torch.Tensor | None = None,
+    alpha: float = 5.0,
+    beta: float = 2.0,
+    gamma: float = 1.0,
+) -> DistillationLoss:
+    """DistilBERT's loss, alpha · T² KL(teacher ‖ student) + beta · MLM +
+    gamma · cosine.
 
-    Logits are (N, V) at the N positions distilled, ``labels`` (N,) the true tokens there (-100 =
-    none), hidden states (M, D) at the M positions aligned. The teacher's tensors are detached.
+    Logits are (N, V) at the N positions distilled, ``labels`` (N,) the true tokens
+    there (-100 = none), hidden states (M, D) at the M positions aligned. The teacher's
+    tensors are detached.
     """
     if not temperature > 0:
         raise ValueError(f"temperature must be positive, got {temperature!r}")
     if student_logits.dim() != 2 or student_logits.shape != teacher_logits.shape:
-        raise ValueError(f"expected student and teacher logits of the same shape (N, V), got "
-                         f"{tuple(student_logits.shape)} and {tuple(teacher_logits.shape)}")
+        raise ValueError(
+            f"expected student and teacher logits of the same shape (N, "
+            f"V), got {tuple(student_logits.shape)} and "
+            f"{tuple(teacher_logits.shape)}"
+        )
     T = temperature
-    log_p_student = F.log_softmax(student_logits / T, dim=-1)                  # (N, V)
-    log_p_teacher = F.log_softmax(teacher_logits.detach() / T, dim=-1)         # (N, V)
+    log_p_student = F.log_softmax(student_logits / T, dim=-1)  # (N, V)
+    log_p_teacher = F.log_softmax(teacher_logits.detach() / T, dim=-1)  # (N, V)
     kl = (log_p_teacher.exp() * (log_p_teacher - log_p_student)).sum(-1).mean() * T**2
     loss, mlm, cosine = alpha * kl, None, None
     if labels is not None:
         if tuple(labels.shape) != tuple(student_logits.shape[:1]):
-            raise ValueError(f"labels: expected shape ({student_logits.shape[0]},), got {tuple(labels.shape)}")
-        labelled = labels != IGNORE_INDEX                                      # (N,)
-        mlm = F.cross_entropy(student_logits[labelled], labels[labelled]) if labelled.any() \
-            else student_logits.sum() * 0.0                                    # no label: no MLM term
+            raise ValueError(
+                f"labels: expected shape ({student_logits.shape[0]},), got "
+                f"{tuple(labels.shape)}"
+            )
+        labelled = labels != IGNORE_INDEX  # (N,)
+        # no label: no MLM term
+        mlm = (
+            F.cross_entropy(student_logits[labelled], labels[labelled])
+            if labelled.any()
+            else student_logits.sum() * 0.0
+        )
         loss = loss + beta * mlm
     if (student_hidden is None) != (teacher_hidden is None):
         raise ValueError("give both student_hidden and teacher_hidden, or neither")
     if student_hidden is not None:
         if student_hidden.dim() != 2 or student_hidden.shape != teacher_hidden.shape:
-            raise ValueError(f"expected hidden states of the same shape (M, D), got "
-                             f"{tuple(student_hidden.shape)} and {tuple(teacher_hidden.shape)}")
-        cosine = (1 - F.cosine_similarity(student_hidden, teacher_hidden.detach(), dim=-1)).mean()
+            raise ValueError(
+                f"expected hidden states of the same shape (M, D), got "
+                f"{tuple(student_hidden.shape)} and "
+                f"{tuple(teacher_hidden.shape)}"
+            )
+        cosine = (
+            1 - F.cosine_similarity(student_hidden, teacher_hidden.detach(), dim=-1)
+        ).mean()
         loss = loss + gamma * cosine
     return DistillationLoss(loss=loss, kl=kl, mlm=mlm, cosine=cosine)
 
@@ -239,20 +276,41 @@ def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor
 
 # %%
 seed_everything(0)
-s_logits, t_logits = torch.randn(5, 11, requires_grad=True), (3 * torch.randn(5, 11)).requires_grad_(True)
+s_logits, t_logits = (
+    torch.randn(5, 11, requires_grad=True),
+    (3 * torch.randn(5, 11)).requires_grad_(True),
+)
 s_hidden, t_hidden = torch.randn(9, 16, requires_grad=True), torch.randn(9, 16)
 labels = torch.tensor([3, -100, 7, 0, -100])
-out = distillation_loss(s_logits, t_logits, temperature=2.0, labels=labels, student_hidden=s_hidden,
-                        teacher_hidden=t_hidden)
-kl = F.kl_div(F.log_softmax(s_logits / 2, -1), F.log_softmax(t_logits / 2, -1), reduction="batchmean",
-              log_target=True) * 4
-mlm = F.cross_entropy(s_logits, labels)                                          # -100 is ignored
+out = distillation_loss(
+    s_logits,
+    t_logits,
+    temperature=2.0,
+    labels=labels,
+    student_hidden=s_hidden,
+    teacher_hidden=t_hidden,
+)
+kl = (
+    F.kl_div(
+        F.log_softmax(s_logits / 2, -1),
+        F.log_softmax(t_logits / 2, -1),
+        reduction="batchmean",
+        log_target=True,
+    )
+    * 4
+)
+# -100 is ignored
+mlm = F.cross_entropy(s_logits, labels)
 cos = F.cosine_embedding_loss(s_hidden, t_hidden, torch.ones(9))
-print(f"KL {out.kl.item():.5f} (kl_div: {kl.item():.5f}), MLM {out.mlm.item():.5f} ({mlm.item():.5f}), "
-      f"cosine {out.cosine.item():.5f} ({cos.item():.5f}), total {out.loss.item():.5f}")
+print(
+    f"KL {out.kl.item():.5f} (kl_div: {kl.item():.5f}), MLM {out.mlm.item():.5f} "
+    f"({mlm.item():.5f}), cosine {out.cosine.item():.5f} ({cos.item():.5f}), total "
+    f"{out.loss.item():.5f}"
+)
 assert torch.allclose(out.loss, 5 * kl + 2 * mlm + cos, atol=1e-5)
 out.loss.backward()
-assert t_logits.grad is None and s_logits.grad is not None                     # only the student learns
+# only the student learns
+assert t_logits.grad is None and s_logits.grad is not None
 
 # %% [markdown]
 # And the reason for $T^2$, measured: the size of the gradient that the KL term sends to the
@@ -269,9 +327,20 @@ for T in (1.0, 2.0, 4.0, 8.0, 16.0):
     distillation_loss(z, z_teacher, temperature=T).kl.backward()
     norms[T] = z.grad.norm().item()
     print(f"{T:>5.0f} {norms[T]:>15.5f} {norms[T] / T**2:>12.5f}")
-limit = ((z_student - z_student.mean(-1, keepdim=True)) - (z_teacher - z_teacher.mean(-1, keepdim=True))) / 100 / 64
-print(f"limit (z_student - z_teacher) / (V N), logits centred: {limit.norm().item():.5f}")
-assert abs(norms[16.0] / limit.norm().item() - 1) < 0.05 and norms[16.0] / norms[4.0] < 1.2
+limit = (
+    (
+        (z_student - z_student.mean(-1, keepdim=True))
+        - (z_teacher - z_teacher.mean(-1, keepdim=True))
+    )
+    / 100
+    / 64
+)
+print(
+    f"limit (z_student - z_teacher) / (V N), logits centred: {limit.norm().item():.5f}"
+)
+assert (
+    abs(norms[16.0] / limit.norm().item() - 1) < 0.05 and norms[16.0] / norms[4.0] < 1.2
+)
 
 
 # %% [markdown]
@@ -300,58 +369,77 @@ assert abs(norms[16.0] / limit.norm().item() - 1) < 0.05 and norms[16.0] / norms
 # %% tags=["export"]
 @dataclass
 class DistilBertConfig(BertConfig):
-    """BERT's configuration with distilbert-base-uncased's defaults: BERT-base with half the layers."""
+    """BERT's configuration with distilbert-base-uncased's defaults: BERT-base with half
+    the layers."""
 
-    n_layers: int = 6                 # BERT-base's 12, halved
-    type_vocab_size: int = 1          # one segment and no segment table: token_type_ids must be all 0
+    n_layers: int = 6  # BERT-base's 12, halved
+    # one segment and no segment table: token_type_ids must be all 0
+    type_vocab_size: int = 1
 
     @classmethod
     def preset(cls, name: str, **overrides) -> DistilBertConfig:
-        """A released size by name (see DISTILBERT_PRESETS), with any field overridden."""
+        """A released size by name (see DISTILBERT_PRESETS), with any field
+        overridden."""
         if name not in DISTILBERT_PRESETS:
-            raise ValueError(f"unknown DistilBERT preset {name!r}; known presets: {', '.join(DISTILBERT_PRESETS)}")
+            raise ValueError(
+                f"unknown DistilBERT preset {name!r}; known presets: "
+                f"{', '.join(DISTILBERT_PRESETS)}"
+            )
         return cls(**{**DISTILBERT_PRESETS[name], **overrides})
 
 
 DISTILBERT_PRESETS = {
-    "distilbert-base-uncased": dict(),                      # N=6, D=768, H=12
+    "distilbert-base-uncased": dict(),  # N=6, D=768, H=12
     "distilbert-base-cased": dict(vocab_size=28996),
 }
 
 
 class DistilBertEmbeddings(nn.Module):
-    """BERT's embeddings without the segment table: Dropout(LayerNorm(E_token[w_t] + E_position[t]))."""
+    """BERT's embeddings without the segment table: Dropout(LayerNorm(E_token[w_t] +
+    E_position[t]))."""
 
     def __init__(self, config: DistilBertConfig):
         super().__init__()
         D = config.d_model
-        self.token_embeddings = nn.Embedding(config.vocab_size, D, padding_idx=config.pad_token_id)
+        self.token_embeddings = nn.Embedding(
+            config.vocab_size, D, padding_idx=config.pad_token_id
+        )
         self.position_embeddings = nn.Embedding(config.max_len, D)
         self.norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        # token_type_ids: passed by BertModel.forward, which has checked that they are all 0; unused
-        positions = torch.arange(input_ids.shape[1], device=input_ids.device)             # (T,)
-        x = self.token_embeddings(input_ids) + self.position_embeddings(positions)        # (B, T, D)
-        return self.dropout(self.norm(x))                                                 # (B, T, D)
+    def forward(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        # token_type_ids: passed by BertModel.forward, which has checked that they are
+        # all 0; unused
+        # (T,)
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        # (B, T, D)
+        x = self.token_embeddings(input_ids) + self.position_embeddings(positions)
+        # (B, T, D)
+        return self.dropout(self.norm(x))
 
 
 class DistilBertModel(BertModel):
-    """BertModel with DistilBertEmbeddings and no pooler; layers, checks and outputs are BERT's."""
+    """BertModel with DistilBertEmbeddings and no pooler; layers, checks and outputs
+    are BERT's."""
 
     config_class = DistilBertConfig
     embeddings_class = DistilBertEmbeddings
 
     def __init__(self, config: DistilBertConfig, add_pooler: bool = False):
         if add_pooler:
-            raise ValueError("DistilBertModel has no pooler (DistilBERT drops BERT's), "
-                             "got add_pooler=True")
+            raise ValueError(
+                "DistilBertModel has no pooler (DistilBERT drops BERT's), "
+                "got add_pooler=True"
+            )
         super().__init__(config, add_pooler=False)
 
 
 class DistilBertForMaskedLM(BertForMaskedLM):
-    """BertForMaskedLM over a DistilBertModel: the same tied head and the same forward."""
+    """BertForMaskedLM over a DistilBertModel: the same tied head and the
+    same forward."""
 
     config_class = DistilBertConfig
     model_class = DistilBertModel
@@ -369,14 +457,25 @@ for _cls in (DistilBertModel, DistilBertForMaskedLM):
 
 # %%
 with torch.device("meta"):
-    distil_count = count_parameters(DistilBertModel(DistilBertConfig.preset("distilbert-base-uncased")))
-    hf_count = count_parameters(transformers.DistilBertModel(transformers.DistilBertConfig()))
+    distil_count = count_parameters(
+        DistilBertModel(DistilBertConfig.preset("distilbert-base-uncased"))
+    )
+    hf_count = count_parameters(
+        transformers.DistilBertModel(transformers.DistilBertConfig())
+    )
     bert_count = count_parameters(BertModel(BertConfig.preset("bert-base-uncased")))
-    layer_count = count_parameters(BertModel(BertConfig.preset("bert-base-uncased")).encoder.layers[0])
+    layer_count = count_parameters(
+        BertModel(BertConfig.preset("bert-base-uncased")).encoder.layers[0]
+    )
 print(f"distilbert-base-uncased: ours {distil_count:,}, Hugging Face {hf_count:,}")
-print(f"bert-base-uncased:       {bert_count:,}; DistilBERT has {1 - distil_count / bert_count:.1%} fewer")
-print(f"one layer {layer_count:,}; embeddings {distil_count - 6 * layer_count:,} "
-      f"({(distil_count - 6 * layer_count) / distil_count:.0%} of DistilBERT)")
+print(
+    f"bert-base-uncased:       {bert_count:,}; DistilBERT has "
+    f"{1 - distil_count / bert_count:.1%} fewer"
+)
+print(
+    f"one layer {layer_count:,}; embeddings {distil_count - 6 * layer_count:,} "
+    f"({(distil_count - 6 * layer_count) / distil_count:.0%} of DistilBERT)"
+)
 assert distil_count == hf_count
 
 # %% [markdown]
@@ -398,58 +497,108 @@ assert distil_count == hf_count
 # mode the two compute the same function.
 
 # %% tags=["export"]
-_BERT_TO_DISTILBERT_NAMES = (                               # Hugging Face's BERT names -> its DistilBERT names
-    ("encoder.layer.", "transformer.layer."), ("attention.self.query", "attention.q_lin"),
-    ("attention.self.key", "attention.k_lin"), ("attention.self.value", "attention.v_lin"),
-    ("attention.output.dense", "attention.out_lin"), ("attention.output.LayerNorm", "sa_layer_norm"),
-    ("intermediate.dense", "ffn.lin1"), ("output.dense", "ffn.lin2"), ("output.LayerNorm", "output_layer_norm"))
+# Hugging Face's BERT names -> its DistilBERT names
+_BERT_TO_DISTILBERT_NAMES = (
+    ("encoder.layer.", "transformer.layer."),
+    ("attention.self.query", "attention.q_lin"),
+    ("attention.self.key", "attention.k_lin"),
+    ("attention.self.value", "attention.v_lin"),
+    ("attention.output.dense", "attention.out_lin"),
+    ("attention.output.LayerNorm", "sa_layer_norm"),
+    ("intermediate.dense", "ffn.lin1"),
+    ("output.dense", "ffn.lin2"),
+    ("output.LayerNorm", "output_layer_norm"),
+)
 
 
 def distilbert_config_from_hf(hf_config) -> DistilBertConfig:
-    """transformers.DistilBertConfig (dim, hidden_dim, ...) -> ours (d_model, d_ff, ...)."""
+    """transformers.DistilBertConfig (dim, hidden_dim, ...) -> ours (d_model,
+    d_ff, ...)."""
     if getattr(hf_config, "sinusoidal_pos_embds", False):
-        raise ValueError("only learned position embeddings are supported (sinusoidal_pos_embds=False)")
+        raise ValueError(
+            "only learned position embeddings are supported "
+            "(sinusoidal_pos_embds=False)"
+        )
     if hf_config.activation not in ACTIVATIONS_FROM_HF:
-        raise ValueError(f"unsupported activation {hf_config.activation!r}; supported: {sorted(ACTIVATIONS_FROM_HF)}")
-    return DistilBertConfig(vocab_size=hf_config.vocab_size, d_model=hf_config.dim, n_layers=hf_config.n_layers,
-                            n_heads=hf_config.n_heads, d_ff=hf_config.hidden_dim,
-                            max_len=hf_config.max_position_embeddings, dropout=hf_config.dropout,
-                            attention_dropout=hf_config.attention_dropout, layer_norm_eps=1e-12,
-                            initializer_range=hf_config.initializer_range, pad_token_id=hf_config.pad_token_id or 0,
-                            activation=ACTIVATIONS_FROM_HF[hf_config.activation])
+        raise ValueError(
+            f"unsupported activation {hf_config.activation!r}; supported: "
+            f"{sorted(ACTIVATIONS_FROM_HF)}"
+        )
+    return DistilBertConfig(
+        vocab_size=hf_config.vocab_size,
+        d_model=hf_config.dim,
+        n_layers=hf_config.n_layers,
+        n_heads=hf_config.n_heads,
+        d_ff=hf_config.hidden_dim,
+        max_len=hf_config.max_position_embeddings,
+        dropout=hf_config.dropout,
+        attention_dropout=hf_config.attention_dropout,
+        layer_norm_eps=1e-12,
+        initializer_range=hf_config.initializer_range,
+        pad_token_id=hf_config.pad_token_id or 0,
+        activation=ACTIVATIONS_FROM_HF[hf_config.activation],
+    )
 
 
 def distilbert_config_to_hf(config: DistilBertConfig):
-    """Our DistilBertConfig -> transformers.DistilBertConfig (whose LayerNorms have ε = 1e-12, fixed)."""
+    """Our DistilBertConfig -> transformers.DistilBertConfig (whose LayerNorms have ε =
+    1e-12, fixed)."""
     import transformers
 
     if config.layer_norm_eps != 1e-12 or config.activation not in ACTIVATIONS_TO_HF:
-        raise ValueError(f"Hugging Face's DistilBERT needs layer_norm_eps = 1e-12 and an activation in "
-                         f"{sorted(ACTIVATIONS_TO_HF)}, got {config.layer_norm_eps} and {config.activation!r}")
+        raise ValueError(
+            f"Hugging Face's DistilBERT needs layer_norm_eps = 1e-12 and "
+            f"an activation in {sorted(ACTIVATIONS_TO_HF)}, got "
+            f"{config.layer_norm_eps} and {config.activation!r}"
+        )
     return transformers.DistilBertConfig(
-        vocab_size=config.vocab_size, dim=config.d_model, n_layers=config.n_layers, n_heads=config.n_heads,
-        hidden_dim=config.d_ff, max_position_embeddings=config.max_len, dropout=config.dropout,
-        attention_dropout=config.attention_dropout, initializer_range=config.initializer_range,
-        pad_token_id=config.pad_token_id, activation=ACTIVATIONS_TO_HF[config.activation])
+        vocab_size=config.vocab_size,
+        dim=config.d_model,
+        n_layers=config.n_layers,
+        n_heads=config.n_heads,
+        hidden_dim=config.d_ff,
+        max_position_embeddings=config.max_len,
+        dropout=config.dropout,
+        attention_dropout=config.attention_dropout,
+        initializer_range=config.initializer_range,
+        pad_token_id=config.pad_token_id,
+        activation=ACTIVATIONS_TO_HF[config.activation],
+    )
 
 
 def distilbert_weight_names(model: nn.Module) -> dict[str, str]:
-    """Every tensor name of our DistilBertModel / DistilBertForMaskedLM -> Hugging Face's."""
+    """Every tensor name of our DistilBertModel / DistilBertForMaskedLM ->
+    Hugging Face's."""
     ours = "" if isinstance(model, DistilBertModel) else "bert."
-    names = bert_encoder_names(model.config.n_layers, ours, "" if ours == "" else "distilbert.", pooler=False)
-    del names[f"{ours}embeddings.segment_embeddings.weight"]                  # no segment table
+    names = bert_encoder_names(
+        model.config.n_layers, ours, "" if ours == "" else "distilbert.", pooler=False
+    )
+    # no segment table
+    del names[f"{ours}embeddings.segment_embeddings.weight"]
     if ours:
-        names.update({"mlm_head.dense.weight": "vocab_transform.weight", "mlm_head.dense.bias": "vocab_transform.bias",
-                      "mlm_head.norm.weight": "vocab_layer_norm.weight", "mlm_head.norm.bias": "vocab_layer_norm.bias",
-                      "mlm_head.decoder.bias": "vocab_projector.bias"})      # decoder.weight: tied to the token table
-    for bert_name, distilbert_name in _BERT_TO_DISTILBERT_NAMES:              # in order: the longer names first
+        names.update(
+            {
+                "mlm_head.dense.weight": "vocab_transform.weight",
+                "mlm_head.dense.bias": "vocab_transform.bias",
+                "mlm_head.norm.weight": "vocab_layer_norm.weight",
+                "mlm_head.norm.bias": "vocab_layer_norm.bias",
+                # decoder.weight: tied to the token table
+                "mlm_head.decoder.bias": "vocab_projector.bias",
+            }
+        )
+    # in order: the longer names first
+    for bert_name, distilbert_name in _BERT_TO_DISTILBERT_NAMES:
         names = {o: t.replace(bert_name, distilbert_name) for o, t in names.items()}
     return names
 
 
 def _distilbert_from_hf(hf_model) -> nn.Module:
     config = distilbert_config_from_hf(hf_model.config)
-    model = DistilBertModel(config) if type(hf_model).__name__ == "DistilBertModel" else DistilBertForMaskedLM(config)
+    model = (
+        DistilBertModel(config)
+        if type(hf_model).__name__ == "DistilBertModel"
+        else DistilBertForMaskedLM(config)
+    )
     load_renamed(model, hf_model.state_dict(), distilbert_weight_names(model))
     return model.to(next(hf_model.parameters()).device).train(hf_model.training)
 
@@ -457,8 +606,12 @@ def _distilbert_from_hf(hf_model) -> nn.Module:
 def _distilbert_to_hf(model: nn.Module):
     import transformers
 
-    hf_model = getattr(transformers, type(model).__name__)(distilbert_config_to_hf(model.config))
-    theirs_to_ours = {theirs: ours for ours, theirs in distilbert_weight_names(model).items()}
+    hf_model = getattr(transformers, type(model).__name__)(
+        distilbert_config_to_hf(model.config)
+    )
+    theirs_to_ours = {
+        theirs: ours for ours, theirs in distilbert_weight_names(model).items()
+    }
     load_renamed(hf_model, model.state_dict(), theirs_to_ours)
     return hf_model.to(next(model.parameters()).device).train(model.training)
 
@@ -474,26 +627,39 @@ for _cls in (DistilBertModel, DistilBertForMaskedLM):
 from tinybert.models.convert import from_hf, to_hf
 
 seed_everything(2)
-hf_model = transformers.DistilBertForMaskedLM(transformers.DistilBertConfig(
-    vocab_size=99, dim=32, n_layers=3, n_heads=4, hidden_dim=37, max_position_embeddings=23)).eval()
+hf_model = transformers.DistilBertForMaskedLM(
+    transformers.DistilBertConfig(
+        vocab_size=99,
+        dim=32,
+        n_layers=3,
+        n_heads=4,
+        hidden_dim=37,
+        max_position_embeddings=23,
+    )
+).eval()
 with torch.no_grad():
     for p in hf_model.parameters():
         p.add_(0.1 * torch.randn_like(p))
 ours = from_hf(hf_model)
 B_, T_ = 13, 7
-real = torch.arange(T_)[None, :] < torch.randint(2, T_ + 1, (B_,))[:, None]   # (B, T) True at real tokens
+# (B, T) True at real tokens
+real = torch.arange(T_)[None, :] < torch.randint(2, T_ + 1, (B_,))[:, None]
 ids = torch.randint(1, 99, (B_, T_)).masked_fill(~real, 0)
 labels = torch.where((torch.rand(B_, T_) < 0.3) & real, ids, -100)
 labels[0, 0] = ids[0, 0]
 with torch.no_grad():
     theirs = hf_model(input_ids=ids, attention_mask=real.long(), labels=labels)
-    theirs_hidden = hf_model.distilbert(input_ids=ids, attention_mask=real.long()).last_hidden_state
+    theirs_hidden = hf_model.distilbert(
+        input_ids=ids, attention_mask=real.long()
+    ).last_hidden_state
     mine_hidden = ours.bert(ids, attention_mask=real).last_hidden_state
     mine = ours(ids, attention_mask=real)
     mine_loss = ours(ids, attention_mask=real, labels=labels).loss
-parity = {"last hidden state": (mine_hidden[real] - theirs_hidden[real]).abs().max(),
-          "MLM logits": (mine.logits[real] - theirs.logits[real]).abs().max(),
-          "MLM loss": (mine_loss - theirs.loss).abs()}
+parity = {
+    "last hidden state": (mine_hidden[real] - theirs_hidden[real]).abs().max(),
+    "MLM logits": (mine.logits[real] - theirs.logits[real]).abs().max(),
+    "MLM loss": (mine_loss - theirs.loss).abs(),
+}
 for what, error in parity.items():
     print(f"{what:<18} max |ours - Hugging Face| = {error.item():.1e}")
 assert all(error < 1e-5 for error in parity.values())
@@ -522,35 +688,64 @@ print(f"to_hf(from_hf(model)): all {len(a)} tensors reproduced exactly")
 # adapt).
 
 # %% tags=["export:pretraining.distillation"]
-def student_from_teacher(teacher: nn.Module, layers: Sequence[int] | None = None) -> DistilBertForMaskedLM:
-    """A DistilBERT student built from a BERT teacher (BertForMaskedLM or BertForPreTraining), copied.
+def student_from_teacher(
+    teacher: nn.Module, layers: Sequence[int] | None = None
+) -> DistilBertForMaskedLM:
+    """A DistilBERT student built from a BERT teacher (BertForMaskedLM or
+    BertForPreTraining), copied.
 
-    It gets the teacher's token table, position table (plus the segment-A vector, so that on
-    single-segment inputs its embeddings equal the teacher's), embedding LayerNorm, MLM head, and
-    the encoder layers listed in ``layers``, in that order (default: every other one, 0, 2, 4, ...).
+    It gets the teacher's token table, position table (plus the segment-A vector, so
+    that on single-segment inputs its embeddings equal the teacher's), embedding
+    LayerNorm, MLM head, and the encoder layers listed in ``layers``, in that order
+    (default: every other one, 0, 2, 4, ...).
     """
     bert = getattr(teacher, "bert", None)
-    if not hasattr(teacher, "mlm_head") or type(getattr(bert, "embeddings", None)) is not BertEmbeddings:
-        raise ValueError(f"student_from_teacher: expected a BERT with an MLM head (BertForMaskedLM or "
-                         f"BertForPreTraining), got {type(teacher).__name__}")
+    if (
+        not hasattr(teacher, "mlm_head")
+        or type(getattr(bert, "embeddings", None)) is not BertEmbeddings
+    ):
+        raise ValueError(
+            f"student_from_teacher: expected a BERT with an MLM head "
+            f"(BertForMaskedLM or BertForPreTraining), got "
+            f"{type(teacher).__name__}"
+        )
     n = teacher.config.n_layers
     layers = list(range(0, n, 2)) if layers is None else list(layers)
-    if not layers or len(set(layers)) != len(layers) or \
-            not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n for i in layers):
-        raise ValueError(f"layers: expected distinct layer indices in [0, {n}), got {layers}")
-    config = DistilBertConfig(**{**teacher.config.to_dict(), "n_layers": len(layers), "type_vocab_size": 1})
+    if (
+        not layers
+        or len(set(layers)) != len(layers)
+        or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n
+            for i in layers
+        )
+    ):
+        raise ValueError(
+            f"layers: expected distinct layer indices in [0, {n}), got {layers}"
+        )
+    config = DistilBertConfig(
+        **{**teacher.config.to_dict(), "n_layers": len(layers), "type_vocab_size": 1}
+    )
     student = DistilBertForMaskedLM(config).to(next(teacher.parameters()).device)
     source, target = bert.embeddings, student.bert.embeddings
     with torch.no_grad():
         target.token_embeddings.weight.copy_(source.token_embeddings.weight)
-        target.position_embeddings.weight.copy_(source.position_embeddings.weight
-                                                + source.segment_embeddings.weight[0])   # (P, D) + (D,)
+        target.position_embeddings.weight.copy_(
+            source.position_embeddings.weight
+            # (P, D) + (D,)
+            + source.segment_embeddings.weight[0]
+        )
         target.norm.load_state_dict(source.norm.state_dict())
         for k, i in enumerate(layers):
-            student.bert.encoder.layers[k].load_state_dict(bert.encoder.layers[i].state_dict())
-        if bert.encoder.final_norm is not None:                          # a pre-LN teacher's last norm
-            student.bert.encoder.final_norm.load_state_dict(bert.encoder.final_norm.state_dict())
-        student.mlm_head.load_state_dict(teacher.mlm_head.state_dict())     # its decoder is the (copied) token table
+            student.bert.encoder.layers[k].load_state_dict(
+                bert.encoder.layers[i].state_dict()
+            )
+        # a pre-LN teacher's last norm
+        if bert.encoder.final_norm is not None:
+            student.bert.encoder.final_norm.load_state_dict(
+                bert.encoder.final_norm.state_dict()
+            )
+        # its decoder is the (copied) token table
+        student.mlm_head.load_state_dict(teacher.mlm_head.state_dict())
     return student.train(teacher.training)
 
 
@@ -561,25 +756,33 @@ def student_from_teacher(teacher: nn.Module, layers: Sequence[int] | None = None
 
 # %%
 seed_everything(3)
-small_teacher = BertForPreTraining(BertConfig(vocab_size=99, d_model=32, n_layers=4, n_heads=4, d_ff=37,
-                                              max_len=16)).eval()
+small_teacher = BertForPreTraining(
+    BertConfig(vocab_size=99, d_model=32, n_layers=4, n_heads=4, d_ff=37, max_len=16)
+).eval()
 student = student_from_teacher(small_teacher, layers=[0, 2]).eval()
 ids = torch.randint(5, 99, (3, 9))
 with torch.no_grad():
-    x = small_teacher.bert.embeddings(ids, torch.zeros_like(ids))                 # (B, T, D), segment A
+    # (B, T, D), segment A
+    x = small_teacher.bert.embeddings(ids, torch.zeros_like(ids))
     for i in (0, 2):
         x = small_teacher.bert.encoder.layers[i](x)
-    by_hand = small_teacher.mlm_head(x)                                          # (B, T, V)
+    # (B, T, V)
+    by_hand = small_teacher.mlm_head(x)
     gap = (student(ids).logits - by_hand).abs().max().item()
     whole = student_from_teacher(small_teacher, layers=[0, 1, 2, 3]).eval()
     gap_all = (whole(ids).logits - small_teacher(ids).mlm_logits).abs().max().item()
-print(f"student (layers 0, 2) vs the teacher's layers 0, 2 by hand: max difference {gap:.1e}; "
-      f"all four layers vs the teacher: {gap_all:.1e}")
+print(
+    f"student (layers 0, 2) vs the teacher's layers 0, 2 by hand: max difference "
+    f"{gap:.1e}; all four layers vs the teacher: {gap_all:.1e}"
+)
 assert gap < 1e-5 and gap_all < 1e-5
 with torch.no_grad():
-    student.bert.encoder.layers[0].attention.query.weight.add_(1.0)              # the copies are independent
-assert not torch.equal(student.bert.encoder.layers[0].attention.query.weight,
-                       small_teacher.bert.encoder.layers[0].attention.query.weight)
+    # the copies are independent
+    student.bert.encoder.layers[0].attention.query.weight.add_(1.0)
+assert not torch.equal(
+    student.bert.encoder.layers[0].attention.query.weight,
+    small_teacher.bert.encoder.layers[0].attention.query.weight,
+)
 
 # %% [markdown]
 # (sec-distil-run)=
@@ -602,68 +805,122 @@ from tinybert.pretraining.corpus import course_documents, tokenize_documents
 from tinybert.pretraining.roberta_data import full_sentence_examples
 from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 
-pretrained = load_pretrained()                       # checkpoints/bert-mini (chapter 09)
+# checkpoints/bert-mini (chapter 09)
+pretrained = load_pretrained()
 teacher, tokenizer = pretrained.model.to(device).eval(), pretrained.tokenizer
 special = SpecialTokens.from_vocab(tokenizer.vocab)
-print(f"teacher: {pretrained.directory}, {teacher.config.n_layers} layers of width {teacher.config.d_model}")
+print(
+    f"teacher: {pretrained.directory}, {teacher.config.n_layers} layers of width "
+    f"{teacher.config.d_model}"
+)
 
 max_len = pick(quick=32, full=64)
-documents = tokenize_documents(course_documents("train", max_documents=pick(quick=3, full=40)), tokenizer)
+documents = tokenize_documents(
+    course_documents("train", max_documents=pick(quick=3, full=40)), tokenizer
+)
 examples = full_sentence_examples(documents, special, max_len)
 BATCH = pick(quick=4, full=16)
-batches = PretrainingBatches(examples, special, BATCH, seed=0)          # dynamic masking, a new mask per batch
-print(f"{len(examples):,} FULL-SENTENCES inputs of at most {max_len} tokens, batches of {BATCH}")
+# dynamic masking, a new mask per batch
+batches = PretrainingBatches(examples, special, BATCH, seed=0)
+print(
+    f"{len(examples):,} FULL-SENTENCES inputs of at most {max_len} tokens, "
+    f"batches of {BATCH}"
+)
 
 
 # %%
-def distill(student: nn.Module, teacher: nn.Module, steps: int, *, lr: float = 5e-4, temperature: float = 2.0,
-            alpha: float = 5.0, beta: float = 2.0, gamma: float = 1.0) -> list[dict]:
-    """Train ``student`` to imitate ``teacher`` for ``steps`` batches; the history of the loss and its parts."""
+def distill(
+    student: nn.Module,
+    teacher: nn.Module,
+    steps: int,
+    *,
+    lr: float = 5e-4,
+    temperature: float = 2.0,
+    alpha: float = 5.0,
+    beta: float = 2.0,
+    gamma: float = 1.0,
+) -> list[dict]:
+    """Train ``student`` to imitate ``teacher`` for ``steps`` batches; the history of
+    the loss and its parts."""
     teacher.eval()
     student.to(device).train()
     optimizer = make_optimizer(student, lr)
-    scheduler = linear_warmup_decay(optimizer, warmup_steps=steps // 10, total_steps=steps)
+    scheduler = linear_warmup_decay(
+        optimizer, warmup_steps=steps // 10, total_steps=steps
+    )
     history = []
     for step in range(steps):
         batch = {k: v.to(device) for k, v in batches(step).items()}
-        ids, real, labels = batch["input_ids"], batch["attention_mask"], batch["mlm_labels"]
-        masked = labels != IGNORE_INDEX                                           # (B, T)
+        ids, real, labels = (
+            batch["input_ids"],
+            batch["attention_mask"],
+            batch["mlm_labels"],
+        )
+        # (B, T)
+        masked = labels != IGNORE_INDEX
         with torch.no_grad():
-            t_hidden = teacher.bert(ids, attention_mask=real).last_hidden_state   # (B, T, D)
-            t_logits = teacher.mlm_head(t_hidden[masked])                         # (N, V)
-        s_hidden = student.bert(ids, attention_mask=real).last_hidden_state       # (B, T, D)
-        s_logits = student.mlm_head(s_hidden[masked])                             # (N, V)
-        out = distillation_loss(s_logits, t_logits, temperature=temperature, labels=labels[masked],
-                                student_hidden=s_hidden[real], teacher_hidden=t_hidden[real],
-                                alpha=alpha, beta=beta, gamma=gamma)
+            # (B, T, D)
+            t_hidden = teacher.bert(ids, attention_mask=real).last_hidden_state
+            # (N, V)
+            t_logits = teacher.mlm_head(t_hidden[masked])
+        # (B, T, D)
+        s_hidden = student.bert(ids, attention_mask=real).last_hidden_state
+        # (N, V)
+        s_logits = student.mlm_head(s_hidden[masked])
+        out = distillation_loss(
+            s_logits,
+            t_logits,
+            temperature=temperature,
+            labels=labels[masked],
+            student_hidden=s_hidden[real],
+            teacher_hidden=t_hidden[real],
+            alpha=alpha,
+            beta=beta,
+            gamma=gamma,
+        )
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(student.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         scheduler.step()
-        history.append({k: getattr(out, k).item() for k in ("loss", "kl", "mlm", "cosine")})
+        history.append(
+            {k: getattr(out, k).item() for k in ("loss", "kl", "mlm", "cosine")}
+        )
     return history
 
 
 STEPS = pick(quick=4, full=120)
-truncated = student_from_teacher(teacher, layers=[0, 2])           # initialised, not distilled: a baseline
+# initialised, not distilled: a baseline
+truncated = student_from_teacher(teacher, layers=[0, 2])
 distilled = student_from_teacher(teacher, layers=[0, 2])
 start = time.perf_counter()
 history = distill(distilled, teacher, STEPS)
-print(f"{STEPS} distillation steps in {time.perf_counter() - start:.0f} s; first and last: "
-      + "; ".join(f"{k} {history[0][k]:.3f} -> {history[-1][k]:.3f}" for k in history[0]))
+print(
+    f"{STEPS} distillation steps in {time.perf_counter() - start:.0f} s; "
+    f"first and last: "
+    + "; ".join(f"{k} {history[0][k]:.3f} -> {history[-1][k]:.3f}" for k in history[0])
+)
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(11, 2.8))
 for ax, part in zip(axes, ("kl", "mlm", "cosine")):
     values = [h[part] for h in history]
     window = max(1, len(values) // 20)
-    smooth = [sum(values[max(0, i - window + 1):i + 1]) / len(values[max(0, i - window + 1):i + 1])
-              for i in range(len(values))]
+    smooth = [
+        sum(values[max(0, i - window + 1) : i + 1])
+        / len(values[max(0, i - window + 1) : i + 1])
+        for i in range(len(values))
+    ]
     ax.plot(values, alpha=0.3)
     ax.plot(smooth)
-    ax.set(title={"kl": "T² KL(teacher ‖ student)", "mlm": "MLM cross-entropy", "cosine": "1 - cos(hidden)"}[part],
-           xlabel="step")
+    ax.set(
+        title={
+            "kl": "T² KL(teacher ‖ student)",
+            "mlm": "MLM cross-entropy",
+            "cosine": "1 - cos(hidden)",
+        }[part],
+        xlabel="step",
+    )
 fig.tight_layout()
 plt.show()
 
@@ -687,16 +944,29 @@ plt.show()
 # %%
 from tinybert.finetuning.recipes import finetune_task
 
-encoders = {"teacher (bert-mini)": teacher.bert, "student, not distilled": truncated.bert,
-            "student, distilled": distilled.bert}
+encoders = {
+    "teacher (bert-mini)": teacher.bert,
+    "student, not distilled": truncated.bert,
+    "student, distilled": distilled.bert,
+}
 accuracies = {}
 for name, encoder in encoders.items():
-    run = finetune_task("banking77", copy.deepcopy(encoder).to(device), tokenizer,
-                        train_examples=pick(quick=16, full=10 * 77), eval_examples=pick(quick=16, full=5 * 77),
-                        epochs=pick(quick=1, full=8), lr=pick(quick=1e-3, full=5e-4), batch_size=pick(quick=8, full=32),
-                        pooling="mean")
+    run = finetune_task(
+        "banking77",
+        copy.deepcopy(encoder).to(device),
+        tokenizer,
+        train_examples=pick(quick=16, full=10 * 77),
+        eval_examples=pick(quick=16, full=5 * 77),
+        epochs=pick(quick=1, full=8),
+        lr=pick(quick=1e-3, full=5e-4),
+        batch_size=pick(quick=8, full=32),
+        pooling="mean",
+    )
     accuracies[name] = run.metrics["accuracy"]
-    print(f"{name:<24} Banking77 validation accuracy {accuracies[name]:.1%} ({run.result.seconds:.0f} s of fine-tuning)")
+    print(
+        f"{name:<24} Banking77 validation accuracy {accuracies[name]:.1%} "
+        f"({run.result.seconds:.0f} s of fine-tuning)"
+    )
 
 
 # %% [markdown]
@@ -706,10 +976,11 @@ for name, encoder in encoders.items():
 
 # %%
 def seconds_per_batch(encoder: nn.Module, ids: torch.Tensor, repeats: int) -> float:
-    """The fastest of ``repeats`` forward passes: other programs on the machine only ever add time."""
+    """The fastest of ``repeats`` forward passes: other programs on the machine only
+    ever add time."""
     times = []
     with torch.inference_mode():
-        encoder(ids)                                                    # warm-up
+        encoder(ids)  # warm-up
         for _ in range(repeats):
             start = time.perf_counter()
             encoder(ids)
@@ -717,13 +988,20 @@ def seconds_per_batch(encoder: nn.Module, ids: torch.Tensor, repeats: int) -> fl
     return min(times)
 
 
-cpu_encoders = {name: copy.deepcopy(e).cpu().eval() for name, e in encoders.items() if name != "student, not distilled"}
+cpu_encoders = {
+    name: copy.deepcopy(e).cpu().eval()
+    for name, e in encoders.items()
+    if name != "student, not distilled"
+}
 speed_ids = torch.randint(5, len(tokenizer), pick(quick=(4, 24), full=(32, 24)))
 rounds = pick(quick=2, full=5)
 timings = {name: [] for name in cpu_encoders}
-for _ in range(rounds):                                                  # alternate teacher and student
+# alternate teacher and student
+for _ in range(rounds):
     for name, encoder in cpu_encoders.items():
-        timings[name].append(seconds_per_batch(encoder, speed_ids, repeats=pick(quick=2, full=10)))
+        timings[name].append(
+            seconds_per_batch(encoder, speed_ids, repeats=pick(quick=2, full=10))
+        )
 seconds = {name: min(ts) for name, ts in timings.items()}
 for name, s in seconds.items():
     print(f"{name:<24} {s * 1e3:7.2f} ms per batch of {tuple(speed_ids.shape)}")
@@ -737,12 +1015,34 @@ for name, s in seconds.items():
 teacher_params = count_parameters(teacher.bert)
 student_params = count_parameters(distilled.bert)
 speedup = seconds["teacher (bert-mini)"] / seconds["student, distilled"]
-kept = accuracies["student, distilled"] / accuracies["teacher (bert-mini)"] if accuracies["teacher (bert-mini)"] else float("nan")
-kept_plain = accuracies["student, not distilled"] / accuracies["teacher (bert-mini)"] if accuracies["teacher (bert-mini)"] else float("nan")
-rows = [("parameters", "40% fewer (66M vs 110M)",
-         f"{1 - student_params / teacher_params:.0%} fewer ({student_params / 1e6:.1f}M vs {teacher_params / 1e6:.1f}M)"),
-        ("CPU inference", "60% faster (x1.6)", f"{speedup - 1:.0%} faster (x{speedup:.2f})"),
-        ("accuracy kept", "97% (GLUE)", f"{kept:.0%} (Banking77; {kept_plain:.0%} without distillation)")]
+kept = (
+    accuracies["student, distilled"] / accuracies["teacher (bert-mini)"]
+    if accuracies["teacher (bert-mini)"]
+    else float("nan")
+)
+kept_plain = (
+    accuracies["student, not distilled"] / accuracies["teacher (bert-mini)"]
+    if accuracies["teacher (bert-mini)"]
+    else float("nan")
+)
+rows = [
+    (
+        "parameters",
+        "40% fewer (66M vs 110M)",
+        f"{1 - student_params / teacher_params:.0%} fewer "
+        f"({student_params / 1e6:.1f}M vs {teacher_params / 1e6:.1f}M)",
+    ),
+    (
+        "CPU inference",
+        "60% faster (x1.6)",
+        (f"{speedup - 1:.0%} faster (x{speedup:.2f})"),
+    ),
+    (
+        "accuracy kept",
+        "97% (GLUE)",
+        (f"{kept:.0%} (Banking77; {kept_plain:.0%} without distillation)"),
+    ),
+]
 print(f"{'':<15} {'DistilBERT (slides)':<26} {'ours: 2-layer student of bert-mini'}")
 for row in rows:
     print(f"{row[0]:<15} {row[1]:<26} {row[2]}")
@@ -824,8 +1124,14 @@ import math
 def spread_layers(n_teacher, n_student):
     ### BEGIN SOLUTION
     if not 2 <= n_student <= n_teacher:
-        raise ValueError(f"need 2 <= n_student <= n_teacher, got n_student={n_student}, n_teacher={n_teacher}")
-    return [math.floor(k * (n_teacher - 1) / (n_student - 1) + 0.5) for k in range(n_student)]
+        raise ValueError(
+            f"need 2 <= n_student <= n_teacher, got n_student={n_student}, "
+            f"n_teacher={n_teacher}"
+        )
+    return [
+        math.floor(k * (n_teacher - 1) / (n_student - 1) + 0.5)
+        for k in range(n_student)
+    ]
     ### END SOLUTION
 
 
@@ -872,8 +1178,8 @@ import torch.nn.functional as F
 def soft_cross_entropy(student_logits, teacher_logits, temperature):
     ### BEGIN SOLUTION
     T = temperature
-    targets = F.softmax(teacher_logits.detach() / T, dim=-1)                 # (N, V)
-    log_p_student = F.log_softmax(student_logits / T, dim=-1)                # (N, V)
+    targets = F.softmax(teacher_logits.detach() / T, dim=-1)  # (N, V)
+    log_p_student = F.log_softmax(student_logits / T, dim=-1)  # (N, V)
     return -(targets * log_p_student).sum(dim=-1).mean() * T**2
     ### END SOLUTION
 
@@ -964,9 +1270,14 @@ for name in ("bert-base-uncased", "bert-mini"):
     with torch.device("meta"):
         total = count_parameters(BertModel(c))
         layers = sum(count_parameters(layer) for layer in BertModel(c).encoder.layers)
-        thin = count_parameters(BertModel(BertConfig.preset(name, d_model=c.d_model // 2, d_ff=c.d_ff // 2)))
-    print(f"{name:<18} embeddings and pooler {1 - layers / total:.0%}, layers {layers / total:.0%}; "
-          f"half the layers saves {layers / 2 / total:.0%}, half the width saves {1 - thin / total:.0%}")
+        thin = count_parameters(
+            BertModel(BertConfig.preset(name, d_model=c.d_model // 2, d_ff=c.d_ff // 2))
+        )
+    print(
+        f"{name:<18} embeddings and pooler {1 - layers / total:.0%}, layers "
+        f"{layers / total:.0%}; half the layers saves {layers / 2 / total:.0%}, half "
+        f"the width saves {1 - thin / total:.0%}"
+    )
 
 # %% [markdown]
 # ::::{solution-end}
@@ -985,29 +1296,67 @@ from tinybert.pretraining.distillation import distillation_loss
 from tinybert.exercises.quiz import Quiz, choice, number
 
 defaults = inspect.signature(distillation_loss).parameters
-quiz = Quiz("ch12", [
-    choice("Why is the KL term multiplied by T²?",
-           ["its gradient shrinks like 1/T²", "to make the loss positive",
-            "because T is squared inside the softmax", "to give it the MLM's units"],
-           answer="a", explain="T² keeps its weight when T changes."),
-    number("Which temperature does distillation_loss use by default, as DistilBERT's "
-           "released script does?", answer=defaults["temperature"].default, decimals=0,
-           explain="With α = 5, β = 2, γ = 1."),
-    choice("What does the DistilBERT student lack, compared with BERT?",
-           ["attention", "half the layers, the segment table and the pooler",
-            "the feed-forward blocks", "the MLM head"], answer="b",
-           explain="It is built from BERT's parts."),
-    choice("student_from_teacher initialises the student with",
-           ["random weights",
-            "the teacher's embeddings, MLM head and every other layer",
-            "the teacher's first half of layers", "a smaller pretrained model"],
-           answer="b", explain="It computes exactly those layers of the teacher."),
-    number("By what percentage has distilbert-base-uncased fewer parameters than "
-           "BERT-base? (0 decimals)", answer=40, decimals=0,
-           explain="Its layers are halved; its embeddings are not."),
-    choice("As T goes to 0, the distillation term becomes",
-           ["logit matching", "a cross-entropy on the teacher's top token", "zero",
-            "a distance between hidden states"], answer="b",
-           explain="High T is the limit that amounts to logit matching."),
-])
+quiz = Quiz(
+    "ch12",
+    [
+        choice(
+            "Why is the KL term multiplied by T²?",
+            [
+                "its gradient shrinks like 1/T²",
+                "to make the loss positive",
+                "because T is squared inside the softmax",
+                "to give it the MLM's units",
+            ],
+            answer="a",
+            explain="T² keeps its weight when T changes.",
+        ),
+        number(
+            "Which temperature does distillation_loss use by default, as DistilBERT's "
+            "released script does?",
+            answer=defaults["temperature"].default,
+            decimals=0,
+            explain="With α = 5, β = 2, γ = 1.",
+        ),
+        choice(
+            "What does the DistilBERT student lack, compared with BERT?",
+            [
+                "attention",
+                "half the layers, the segment table and the pooler",
+                "the feed-forward blocks",
+                "the MLM head",
+            ],
+            answer="b",
+            explain="It is built from BERT's parts.",
+        ),
+        choice(
+            "student_from_teacher initialises the student with",
+            [
+                "random weights",
+                "the teacher's embeddings, MLM head and every other layer",
+                "the teacher's first half of layers",
+                "a smaller pretrained model",
+            ],
+            answer="b",
+            explain="It computes exactly those layers of the teacher.",
+        ),
+        number(
+            "By what percentage has distilbert-base-uncased fewer parameters than "
+            "BERT-base? (0 decimals)",
+            answer=40,
+            decimals=0,
+            explain="Its layers are halved; its embeddings are not.",
+        ),
+        choice(
+            "As T goes to 0, the distillation term becomes",
+            [
+                "logit matching",
+                "a cross-entropy on the teacher's top token",
+                "zero",
+                "a distance between hidden states",
+            ],
+            answer="b",
+            explain="High T is the limit that amounts to logit matching.",
+        ),
+    ],
+)
 quiz

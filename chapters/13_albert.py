@@ -88,10 +88,20 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.bert import (BertConfig, BertEmbeddings, BertLayer, BertModel,
-                                  tuple_or_none, init_bert_weights)
-from tinybert.models.bert_heads import (BertMLMHead, MaskedLMOutput, check_labels,
-                                        masked_lm_logits_and_loss)
+from tinybert.models.bert import (
+    BertConfig,
+    BertEmbeddings,
+    BertLayer,
+    BertModel,
+    tuple_or_none,
+    init_bert_weights,
+)
+from tinybert.models.bert_heads import (
+    BertMLMHead,
+    MaskedLMOutput,
+    check_labels,
+    masked_lm_logits_and_loss,
+)
 
 # %%
 import statistics
@@ -104,7 +114,8 @@ import matplotlib.pyplot as plt
 from tinybert.blocks.feedforward import count_parameters
 from tinybert.runtime import get_device, is_quick, pick, seed_everything
 
-with warnings.catch_warnings():                              # transformers' progress bars warn about widgets
+# transformers' progress bars warn about widgets
+with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import transformers
 
@@ -134,61 +145,93 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # %% tags=["export"]
 @dataclass
 class AlbertConfig(BertConfig):
-    """BERT's configuration with ALBERT's defaults (albert-base-v2) and four more fields.
+    """BERT's configuration with ALBERT's defaults (albert-base-v2) and four
+    more fields.
 
-    d_model is the width D of the layers; embedding_size the width E of the embedding tables.
-    Hugging Face's names are in tinybert.models.convert_albert.
+    d_model is the width D of the layers; embedding_size the width E of the embedding
+    tables. Hugging Face's names are in tinybert.models.convert_albert.
     """
 
-    vocab_size: int = 30000           # V, ALBERT's SentencePiece vocabulary
-    dropout: float = 0.0              # the v2 models were trained without dropout
+    vocab_size: int = 30000  # V, ALBERT's SentencePiece vocabulary
+    dropout: float = 0.0  # the v2 models were trained without dropout
     attention_dropout: float = 0.0
-    activation: str = "gelu_tanh"     # the tanh GELU: "gelu" in Google's ALBERT code, "gelu_new" in HF's
-    embedding_size: int = 128         # E, width of the token, segment and position tables
-    n_groups: int = 1                 # G, distinct sets of layer weights; depth i uses set i·G // N
-    inner_group_num: int = 1          # layers inside one set, applied one after the other
-    classifier_dropout: float = 0.1   # before the sentence-order head (HF classifier_dropout_prob)
+    # the tanh GELU: "gelu" in Google's ALBERT code, "gelu_new" in HF's
+    activation: str = "gelu_tanh"
+    # E, width of the token, segment and position tables
+    embedding_size: int = 128
+    # G, distinct sets of layer weights; depth i uses set i·G // N
+    n_groups: int = 1
+    # layers inside one set, applied one after the other
+    inner_group_num: int = 1
+    # before the sentence-order head (HF classifier_dropout_prob)
+    classifier_dropout: float = 0.1
 
     def __post_init__(self) -> None:
-        super().__post_init__()                              # BERT's checks
+        super().__post_init__()  # BERT's checks
         for name in ("embedding_size", "n_groups", "inner_group_num"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"AlbertConfig.{name}: expected a positive int, got {value!r}")
+                raise ValueError(
+                    f"AlbertConfig.{name}: expected a positive int, got {value!r}"
+                )
         if self.n_groups > self.n_layers:
-            raise ValueError(f"AlbertConfig: n_groups = {self.n_groups} exceeds n_layers = {self.n_layers}; "
-                             "a group that no depth uses would never be trained")
+            raise ValueError(
+                f"AlbertConfig: n_groups = {self.n_groups} exceeds "
+                f"n_layers = {self.n_layers}; a group that no depth uses "
+                f"would never be trained"
+            )
         if not 0.0 <= self.classifier_dropout < 1.0:
-            raise ValueError(f"AlbertConfig.classifier_dropout: expected a probability in [0, 1), "
-                             f"got {self.classifier_dropout!r}")
+            raise ValueError(
+                f"AlbertConfig.classifier_dropout: expected a probability "
+                f"in [0, 1), got {self.classifier_dropout!r}"
+            )
 
     @classmethod
     def preset(cls, name: str, **overrides) -> AlbertConfig:
         """A published size by name (see ALBERT_PRESETS), with any field overridden."""
         if name not in ALBERT_PRESETS:
-            raise ValueError(f"unknown ALBERT preset {name!r}; known presets: {', '.join(ALBERT_PRESETS)}")
+            raise ValueError(
+                f"unknown ALBERT preset {name!r}; known presets: "
+                f"{', '.join(ALBERT_PRESETS)}"
+            )
         return cls(**{**ALBERT_PRESETS[name], **overrides})
 
     def embedding_config(self) -> BertConfig:
-        """The BertConfig of ALBERT's embedding block: BERT's block at width E (heads play no part there)."""
+        """The BertConfig of ALBERT's embedding block: BERT's block at width E (heads
+        play no part there)."""
         shared = {f.name: getattr(self, f.name) for f in fields(BertConfig)}
         return BertConfig(**{**shared, "d_model": self.embedding_size, "n_heads": 1})
 
 
 ALBERT_PRESETS = {
-    "albert-base-v2": dict(),                                                       # N=12, D=768, H=12, E=128
-    "albert-large-v2": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),     # N=24, D=1024, H=16
-    "albert-xxlarge-v2": dict(d_model=4096, n_layers=12, n_heads=64, d_ff=16384),  # N=12, D=4096, H=64
-    "albert-mini": dict(vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128),  # this course's
+    # N=12, D=768, H=12, E=128
+    "albert-base-v2": dict(),
+    # N=24, D=1024, H=16
+    "albert-large-v2": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
+    # N=12, D=4096, H=64
+    "albert-xxlarge-v2": dict(d_model=4096, n_layers=12, n_heads=64, d_ff=16384),
+    # this course's
+    "albert-mini": dict(
+        vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128
+    ),
 }
 
 # %%
-print(f"{'preset':<18} {'V':>6} {'E':>4} {'D':>5} {'N':>3} {'G':>2} {'H':>3} {'F':>6} {'activation':>10}")
+print(
+    f"{'preset':<18} {'V':>6} {'E':>4} {'D':>5} {'N':>3} {'G':>2} {'H':>3} {'F':>6} "
+    f"{'activation':>10}"
+)
 for name in ALBERT_PRESETS:
     c = AlbertConfig.preset(name)
-    print(f"{name:<18} {c.vocab_size:>6} {c.embedding_size:>4} {c.d_model:>5} {c.n_layers:>3} {c.n_groups:>2} "
-          f"{c.n_heads:>3} {c.d_ff:>6} {c.activation:>10}")
-assert isinstance(AlbertConfig(), BertConfig) and AlbertConfig.from_dict(AlbertConfig().to_dict()) == AlbertConfig()
+    print(
+        f"{name:<18} {c.vocab_size:>6} {c.embedding_size:>4} {c.d_model:>5} "
+        f"{c.n_layers:>3} {c.n_groups:>2} {c.n_heads:>3} {c.d_ff:>6} "
+        f"{c.activation:>10}"
+    )
+assert (
+    isinstance(AlbertConfig(), BertConfig)
+    and AlbertConfig.from_dict(AlbertConfig().to_dict()) == AlbertConfig()
+)
 
 
 # %% [markdown]
@@ -223,18 +266,24 @@ assert isinstance(AlbertConfig(), BertConfig) and AlbertConfig.from_dict(AlbertC
 
 # %% tags=["export"]
 class AlbertEmbeddings(BertEmbeddings):
-    """BERT's embeddings at width E, then one linear map to width D: (B, T) ids -> (B, T, D).
+    """BERT's embeddings at width E, then one linear map to width D: (B, T) ids
+    -> (B, T, D).
 
-    The three tables are (V, E), (2, E) and (max_len, E); the projection adds E·D + D parameters.
+    The three tables are (V, E), (2, E) and (max_len, E); the projection adds E·D +
+    D parameters.
     """
 
     def __init__(self, config: AlbertConfig):
-        super().__init__(config.embedding_config())                         # tables, LayerNorm(E), dropout
-        self.projection = nn.Linear(config.embedding_size, config.d_model)   # E -> D, shared by every token
+        # tables, LayerNorm(E), dropout
+        super().__init__(config.embedding_config())
+        # E -> D, shared by every token
+        self.projection = nn.Linear(config.embedding_size, config.d_model)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
-        x = super().forward(input_ids, token_type_ids)                       # (B, T, E)
-        return self.projection(x)                                            # (B, T, D)
+    def forward(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
+        x = super().forward(input_ids, token_type_ids)  # (B, T, E)
+        return self.projection(x)  # (B, T, D)
 
 
 # %% [markdown]
@@ -242,17 +291,28 @@ class AlbertEmbeddings(BertEmbeddings):
 # difference in width:
 
 # %%
-albert_base, bert_base = AlbertConfig.preset("albert-base-v2"), BertConfig.preset("bert-base-uncased")
+albert_base, bert_base = (
+    AlbertConfig.preset("albert-base-v2"),
+    BertConfig.preset("bert-base-uncased"),
+)
 with torch.device("meta"):
     embeddings = AlbertEmbeddings(albert_base)
     bert_embeddings = BertModel(bert_base).embeddings
-for name, module in [("token table", embeddings.token_embeddings), ("projection", embeddings.projection),
-                     ("all ALBERT embeddings", embeddings), ("all BERT-base embeddings", bert_embeddings)]:
+for name, module in [
+    ("token table", embeddings.token_embeddings),
+    ("projection", embeddings.projection),
+    ("all ALBERT embeddings", embeddings),
+    ("all BERT-base embeddings", bert_embeddings),
+]:
     shapes = ", ".join(str(tuple(p.shape)) for p in module.parameters())
     print(f"{name:<25} {count_parameters(module):>11,}  {shapes}")
 V, E, D = albert_base.vocab_size, albert_base.embedding_size, albert_base.d_model
 print(f"V·D = {V * D:,} against V·E + E·D + D = {V * E + E * D + D:,}")
-assert count_parameters(embeddings.token_embeddings) + count_parameters(embeddings.projection) == V * E + E * D + D
+assert (
+    count_parameters(embeddings.token_embeddings)
+    + count_parameters(embeddings.projection)
+    == V * E + E * D + D
+)
 
 
 # %% [markdown]
@@ -278,28 +338,38 @@ assert count_parameters(embeddings.token_embeddings) + count_parameters(embeddin
 
 # %% tags=["export"]
 class AlbertEncoder(nn.Module):
-    """N layers deep with only G sets of weights: depth i runs group i·G // N. (B, T, D) -> (B, T, D).
+    """N layers deep with only G sets of weights: depth i runs group i·G // N. (B, T, D)
+    -> (B, T, D).
 
-    With G = 1, ALBERT's default, one BertLayer is applied N times. A group may hold several
-    layers (inner_group_num), applied one after the other each time the group runs.
+    With G = 1, ALBERT's default, one BertLayer is applied N times. A group may hold
+    several layers (inner_group_num), applied one after the other each time
+    the group runs.
     """
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
         self.n_layers = config.n_layers
-        self.groups = nn.ModuleList(nn.ModuleList(BertLayer(config) for _ in range(config.inner_group_num))
-                                    for _ in range(config.n_groups))
+        self.groups = nn.ModuleList(
+            nn.ModuleList(BertLayer(config) for _ in range(config.inner_group_num))
+            for _ in range(config.n_groups)
+        )
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                output_hidden_states: bool = False, output_attentions: bool = False
-                ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
-        hidden_states = [x] if output_hidden_states else None       # the projected embeddings come first
-        attentions = [] if output_attentions else None   # (B, H, T, T) at every depth
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
+        # the projected embeddings come first
+        hidden_states = [x] if output_hidden_states else None
+        attentions = [] if output_attentions else None  # (B, H, T, T) at every depth
         G = len(self.groups)
         for depth in range(self.n_layers):
-            for layer in self.groups[depth * G // self.n_layers]:    # the same modules at several depths
+            # the same modules at several depths
+            for layer in self.groups[depth * G // self.n_layers]:
                 if attentions is None:
-                    x = layer(x, mask)                               # (B, T, D)
+                    x = layer(x, mask)  # (B, T, D)
                 else:
                     x, weights = layer(x, mask, output_attentions=True)
                     attentions.append(weights)
@@ -328,8 +398,11 @@ with torch.device("meta"):
     unshared = BertModel(bert_base).encoder
 depth_to_group = [depth * 3 // 12 for depth in range(12)]
 print(f"group used at each depth with G = 3: {depth_to_group}")
-for name, encoder in [("ALBERT-base encoder, G = 1", shared), ("ALBERT-base encoder, G = 3", grouped),
-                      ("BERT-base encoder (G = N)", unshared)]:
+for name, encoder in [
+    ("ALBERT-base encoder, G = 1", shared),
+    ("ALBERT-base encoder, G = 3", grouped),
+    ("BERT-base encoder (G = N)", unshared),
+]:
     print(f"{name:<28} {count_parameters(encoder):>12,} parameters")
 assert count_parameters(shared) * 12 == count_parameters(unshared)
 
@@ -368,11 +441,14 @@ class AlbertModel(BertModel):
 
 # %% tags=["export"]
 class AlbertMLMHead(BertMLMHead):
-    """BERT's MLM head at width E: dense D -> E, activation, LayerNorm(E), then the (V, E) token table + bias."""
+    """BERT's MLM head at width E: dense D -> E, activation, LayerNorm(E), then the (V,
+    E) token table + bias."""
 
     def __init__(self, config: AlbertConfig, token_embeddings: nn.Embedding):
-        super().__init__(config.embedding_config(), token_embeddings)   # LayerNorm(E), decoder tied to (V, E)
-        self.dense = nn.Linear(config.d_model, config.embedding_size)   # the one change: D -> E instead of E -> E
+        # LayerNorm(E), decoder tied to (V, E)
+        super().__init__(config.embedding_config(), token_embeddings)
+        # the one change: D -> E instead of E -> E
+        self.dense = nn.Linear(config.d_model, config.embedding_size)
         init_bert_weights(self.dense, config.initializer_range)
 
 
@@ -387,10 +463,19 @@ class AlbertForMaskedLM(nn.Module):
         self.albert = AlbertModel(config, add_pooler=False)
         self.mlm_head = AlbertMLMHead(config, self.albert.embeddings.token_embeddings)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> MaskedLMOutput:
-        hidden = self.albert(input_ids, token_type_ids, attention_mask).last_hidden_state   # (B, T, D)
-        logits, loss = masked_lm_logits_and_loss(self.mlm_head, hidden, labels, self.config.vocab_size)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> MaskedLMOutput:
+        hidden = self.albert(
+            input_ids, token_type_ids, attention_mask
+        ).last_hidden_state  # (B, T, D)
+        logits, loss = masked_lm_logits_and_loss(
+            self.mlm_head, hidden, labels, self.config.vocab_size
+        )
         return MaskedLMOutput(loss=loss, logits=logits)
 
 
@@ -404,14 +489,17 @@ class AlbertForMaskedLM(nn.Module):
 # %% tags=["export"]
 @dataclass
 class AlbertPreTrainingOutput:
-    loss: torch.Tensor | None          # mlm_loss + sop_loss, the sum of those whose labels were given
+    # mlm_loss + sop_loss, the sum of those whose labels were given
+    loss: torch.Tensor | None
     mlm_loss: torch.Tensor | None
     sop_loss: torch.Tensor | None
-    mlm_logits: torch.Tensor           # (B, T, V); with mlm_labels only the labelled positions, (N, V)
-    sop_logits: torch.Tensor           # (B, 2); class 0 = segments in order, 1 = swapped
+    # (B, T, V); with mlm_labels only the labelled positions, (N, V)
+    mlm_logits: torch.Tensor
+    # (B, 2); class 0 = segments in order, 1 = swapped
+    sop_logits: torch.Tensor
 
     @property
-    def pair_loss(self) -> torch.Tensor | None:     # what chapter 9's loop reads
+    def pair_loss(self) -> torch.Tensor | None:  # what chapter 9's loop reads
         return self.sop_loss
 
     @property
@@ -420,10 +508,11 @@ class AlbertPreTrainingOutput:
 
 
 class AlbertForPreTraining(nn.Module):
-    """ALBERT with both pretraining heads: masked language model and sentence-order prediction."""
+    """ALBERT with both pretraining heads: masked language model and sentence-order
+    prediction."""
 
     config_class = AlbertConfig
-    pair_labels = "sop_labels"          # what forward calls the sentence-pair labels
+    pair_labels = "sop_labels"  # what forward calls the sentence-pair labels
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
@@ -431,27 +520,40 @@ class AlbertForPreTraining(nn.Module):
         self.albert = AlbertModel(config, add_pooler=True)
         self.mlm_head = AlbertMLMHead(config, self.albert.embeddings.token_embeddings)
         self.sop_dropout = nn.Dropout(config.classifier_dropout)
-        self.sop_head = nn.Linear(config.d_model, 2)          # reads the pooled [CLS] vector
+        # reads the pooled [CLS] vector
+        self.sop_head = nn.Linear(config.d_model, 2)
         init_bert_weights(self.sop_head, config.initializer_range)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, mlm_labels: torch.Tensor | None = None,
-                sop_labels: torch.Tensor | None = None) -> AlbertPreTrainingOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        mlm_labels: torch.Tensor | None = None,
+        sop_labels: torch.Tensor | None = None,
+    ) -> AlbertPreTrainingOutput:
         out = self.albert(input_ids, token_type_ids, attention_mask)
-        mlm_logits, mlm_loss = masked_lm_logits_and_loss(self.mlm_head, out.last_hidden_state, mlm_labels,
-                                                         self.config.vocab_size)
-        sop_logits = self.sop_head(self.sop_dropout(out.pooler_output))     # (B, 2)
+        mlm_logits, mlm_loss = masked_lm_logits_and_loss(
+            self.mlm_head, out.last_hidden_state, mlm_labels, self.config.vocab_size
+        )
+        sop_logits = self.sop_head(self.sop_dropout(out.pooler_output))  # (B, 2)
         sop_loss = None
         if sop_labels is not None:
             check_labels("sop_labels", sop_labels, (input_ids.shape[0],), 2)
             sop_loss = F.cross_entropy(sop_logits, sop_labels)
         losses = [loss for loss in (mlm_loss, sop_loss) if loss is not None]
-        return AlbertPreTrainingOutput(loss=sum(losses) if losses else None, mlm_loss=mlm_loss,
-                                       sop_loss=sop_loss, mlm_logits=mlm_logits, sop_logits=sop_logits)
+        return AlbertPreTrainingOutput(
+            loss=sum(losses) if losses else None,
+            mlm_loss=mlm_loss,
+            sop_loss=sop_loss,
+            mlm_logits=mlm_logits,
+            sop_logits=sop_logits,
+        )
 
 
 for _cls in (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining):
-    register_model_class(_cls)        # tinybert.checkpoint.files.save_model / load_model know them now
+    # tinybert.checkpoint.files.save_model / load_model know them now
+    register_model_class(_cls)
 
 # %% [markdown]
 # A forward pass through a small random ALBERT, with padding and both segments, and the usual
@@ -459,19 +561,31 @@ for _cls in (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining):
 
 # %%
 seed_everything(0)
-small = AlbertConfig(vocab_size=99, embedding_size=16, d_model=32, n_layers=3, n_heads=4, d_ff=37, max_len=23)
+small = AlbertConfig(
+    vocab_size=99,
+    embedding_size=16,
+    d_model=32,
+    n_layers=3,
+    n_heads=4,
+    d_ff=37,
+    max_len=23,
+)
 model = AlbertForPreTraining(small).eval()
 ids = torch.randint(5, 99, (2, 7))
 segments = torch.tensor([[0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 1, 1]])
-padded_ids = torch.cat([ids, torch.zeros(2, 3, dtype=torch.long)], dim=1)           # 3 [PAD] at the end
+# 3 [PAD] at the end
+padded_ids = torch.cat([ids, torch.zeros(2, 3, dtype=torch.long)], dim=1)
 padded_segments = torch.cat([segments, torch.ones(2, 3, dtype=torch.long)], dim=1)
 mask = torch.cat([torch.ones(2, 7), torch.zeros(2, 3)], dim=1).long()
 with torch.no_grad():
     out = model(ids, segments)
     out_padded = model(padded_ids, padded_segments, mask)
-print(f"mlm_logits {tuple(out.mlm_logits.shape)}, sop_logits {tuple(out.sop_logits.shape)}; "
-      f"{count_parameters(model):,} parameters")
-assert model.mlm_head.decoder.weight is model.albert.embeddings.token_embeddings.weight   # (V, E), tied
+print(
+    f"mlm_logits {tuple(out.mlm_logits.shape)}, sop_logits "
+    f"{tuple(out.sop_logits.shape)}; {count_parameters(model):,} parameters"
+)
+# (V, E), tied
+assert model.mlm_head.decoder.weight is model.albert.embeddings.token_embeddings.weight
 assert out.mlm_logits.shape == (2, 7, 99) and out.sop_logits.shape == (2, 2)
 assert torch.allclose(out.mlm_logits, out_padded.mlm_logits[:, :7], atol=1e-5)
 assert torch.allclose(out.sop_logits, out_padded.sop_logits, atol=1e-5)
@@ -488,8 +602,11 @@ with tempfile.TemporaryDirectory() as directory:
     loaded = load_model(directory)
 with torch.no_grad():
     assert torch.equal(loaded(ids, segments).mlm_logits, out.mlm_logits)
-print(f"reloaded a {type(loaded).__name__} with {type(loaded.config).__name__}(embedding_size="
-      f"{loaded.config.embedding_size}, d_model={loaded.config.d_model}); same logits")
+print(
+    f"reloaded a {type(loaded).__name__} with "
+    f"{type(loaded.config).__name__}(embedding_size={loaded.config.embedding_size}, "
+    f"d_model={loaded.config.d_model}); same logits"
+)
 
 # %% [markdown]
 # Fine-tuning needs nothing new either. The heads of {doc}`10_finetuning` read only an encoder's
@@ -500,7 +617,11 @@ from tinybert.finetuning.heads import SequenceClassifier
 
 classifier = SequenceClassifier(AlbertModel(small), n_labels=3).eval()
 with torch.no_grad():
-    print("sentence classifier on ALBERT:", tuple(classifier(ids, segments).logits.shape), "logits")
+    print(
+        "sentence classifier on ALBERT:",
+        tuple(classifier(ids, segments).logits.shape),
+        "logits",
+    )
 
 # %% [markdown]
 # (sec-albert-convert)=
@@ -520,17 +641,32 @@ from __future__ import annotations
 
 from torch import nn
 
-from tinybert.models.convert import (ACTIVATIONS_TO_HF, bert_config_from_hf,
-                                     bert_encoder_names, load_renamed, register)
-from tinybert.models.albert import AlbertConfig, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel
+from tinybert.models.convert import (
+    ACTIVATIONS_TO_HF,
+    bert_config_from_hf,
+    bert_encoder_names,
+    load_renamed,
+    register,
+)
+from tinybert.models.albert import (
+    AlbertConfig,
+    AlbertForMaskedLM,
+    AlbertForPreTraining,
+    AlbertModel,
+)
 
 
 def albert_config_from_hf(hf_config) -> AlbertConfig:
-    """Hugging Face's AlbertConfig -> ours: BERT's fields (same names in HF) plus ALBERT's four."""
+    """Hugging Face's AlbertConfig -> ours: BERT's fields (same names in HF) plus
+    ALBERT's four."""
     shared = bert_config_from_hf(hf_config).to_dict()
-    return AlbertConfig(**shared, embedding_size=hf_config.embedding_size, n_groups=hf_config.num_hidden_groups,
-                        inner_group_num=hf_config.inner_group_num,
-                        classifier_dropout=hf_config.classifier_dropout_prob)
+    return AlbertConfig(
+        **shared,
+        embedding_size=hf_config.embedding_size,
+        n_groups=hf_config.num_hidden_groups,
+        inner_group_num=hf_config.inner_group_num,
+        classifier_dropout=hf_config.classifier_dropout_prob,
+    )
 
 
 def albert_config_to_hf(config: AlbertConfig):
@@ -538,54 +674,102 @@ def albert_config_to_hf(config: AlbertConfig):
     import transformers
 
     if config.activation not in ACTIVATIONS_TO_HF:
-        raise ValueError(f"Hugging Face's ALBERT has no activation {config.activation!r}")
-    hidden_act = "gelu_new" if config.activation == "gelu_tanh" else ACTIVATIONS_TO_HF[config.activation]
+        raise ValueError(
+            f"Hugging Face's ALBERT has no activation {config.activation!r}"
+        )
+    hidden_act = (
+        "gelu_new"
+        if config.activation == "gelu_tanh"
+        else ACTIVATIONS_TO_HF[config.activation]
+    )
     return transformers.AlbertConfig(
-        vocab_size=config.vocab_size, embedding_size=config.embedding_size, hidden_size=config.d_model,
-        num_hidden_layers=config.n_layers, num_hidden_groups=config.n_groups, num_attention_heads=config.n_heads,
-        intermediate_size=config.d_ff, inner_group_num=config.inner_group_num, hidden_act=hidden_act,
-        hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.attention_dropout,
-        max_position_embeddings=config.max_len, type_vocab_size=config.type_vocab_size,
-        initializer_range=config.initializer_range, layer_norm_eps=config.layer_norm_eps,
-        classifier_dropout_prob=config.classifier_dropout, pad_token_id=config.pad_token_id)
+        vocab_size=config.vocab_size,
+        embedding_size=config.embedding_size,
+        hidden_size=config.d_model,
+        num_hidden_layers=config.n_layers,
+        num_hidden_groups=config.n_groups,
+        num_attention_heads=config.n_heads,
+        intermediate_size=config.d_ff,
+        inner_group_num=config.inner_group_num,
+        hidden_act=hidden_act,
+        hidden_dropout_prob=config.dropout,
+        attention_probs_dropout_prob=config.attention_dropout,
+        max_position_embeddings=config.max_len,
+        type_vocab_size=config.type_vocab_size,
+        initializer_range=config.initializer_range,
+        layer_norm_eps=config.layer_norm_eps,
+        classifier_dropout_prob=config.classifier_dropout,
+        pad_token_id=config.pad_token_id,
+    )
 
 
-_LAYER_NAMES = [("attention.query", "attention.query"), ("attention.key", "attention.key"),
-                ("attention.value", "attention.value"), ("attention.output", "attention.dense"),
-                ("attention_norm", "attention.LayerNorm"), ("feed_forward.expand", "ffn"),
-                ("feed_forward.contract", "ffn_output"), ("feed_forward_norm", "full_layer_layer_norm")]
+_LAYER_NAMES = [
+    ("attention.query", "attention.query"),
+    ("attention.key", "attention.key"),
+    ("attention.value", "attention.value"),
+    ("attention.output", "attention.dense"),
+    ("attention_norm", "attention.LayerNorm"),
+    ("feed_forward.expand", "ffn"),
+    ("feed_forward.contract", "ffn_output"),
+    ("feed_forward_norm", "full_layer_layer_norm"),
+]
 
 
 def albert_weight_names(model: nn.Module) -> dict[str, str]:
-    """Every tensor name of our AlbertModel / AlbertForMaskedLM / AlbertForPreTraining -> Hugging Face's."""
+    """Every tensor name of our AlbertModel / AlbertForMaskedLM / AlbertForPreTraining
+    -> Hugging Face's."""
     base = model if isinstance(model, AlbertModel) else model.albert
-    prefix = "" if base is model else "albert."                      # the same prefix on both sides
+    # the same prefix on both sides
+    prefix = "" if base is model else "albert."
     c = model.config
-    names = bert_encoder_names(0, prefix, prefix, pooler=False)      # the three tables and their LayerNorm
+    # the three tables and their LayerNorm
+    names = bert_encoder_names(0, prefix, prefix, pooler=False)
     pairs = [("embeddings.projection", "encoder.embedding_hidden_mapping_in")]
     for g in range(c.n_groups):
         for i in range(c.inner_group_num):
-            pairs += [(f"encoder.groups.{g}.{i}.{ours}", f"encoder.albert_layer_groups.{g}.albert_layers.{i}.{theirs}")
-                      for ours, theirs in _LAYER_NAMES]
+            pairs += [
+                (
+                    f"encoder.groups.{g}.{i}.{ours}",
+                    (f"encoder.albert_layer_groups.{g}.albert_layers.{i}.{theirs}"),
+                )
+                for ours, theirs in _LAYER_NAMES
+            ]
     if base.pooler is not None:
         pairs.append(("pooler.dense", "pooler"))
-    names |= {f"{prefix}{ours}.{w}": f"{prefix}{theirs}.{w}" for ours, theirs in pairs for w in ("weight", "bias")}
-    if base is not model:                                            # the MLM head; its decoder weight is tied
-        names |= {f"mlm_head.{ours}.{w}": f"predictions.{theirs}.{w}"
-                  for ours, theirs in [("dense", "dense"), ("norm", "LayerNorm")] for w in ("weight", "bias")}
+    names |= {
+        f"{prefix}{ours}.{w}": f"{prefix}{theirs}.{w}"
+        for ours, theirs in pairs
+        for w in ("weight", "bias")
+    }
+    # the MLM head; its decoder weight is tied
+    if base is not model:
+        names |= {
+            f"mlm_head.{ours}.{w}": f"predictions.{theirs}.{w}"
+            for ours, theirs in [("dense", "dense"), ("norm", "LayerNorm")]
+            for w in ("weight", "bias")
+        }
         names["mlm_head.decoder.bias"] = "predictions.bias"
     if isinstance(model, AlbertForPreTraining):
-        names |= {f"sop_head.{w}": f"sop_classifier.classifier.{w}" for w in ("weight", "bias")}
+        names |= {
+            f"sop_head.{w}": f"sop_classifier.classifier.{w}"
+            for w in ("weight", "bias")
+        }
     return names
 
 
-_ALBERT_CLASSES = {cls.__name__: cls for cls in (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining)}
+_ALBERT_CLASSES = {
+    cls.__name__: cls for cls in (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining)
+}
 
 
 def _albert_from_hf(hf_model) -> nn.Module:
     config = albert_config_from_hf(hf_model.config)
     cls = _ALBERT_CLASSES[type(hf_model).__name__]
-    model = AlbertModel(config, add_pooler=hf_model.pooler is not None) if cls is AlbertModel else cls(config)
+    model = (
+        AlbertModel(config, add_pooler=hf_model.pooler is not None)
+        if cls is AlbertModel
+        else cls(config)
+    )
     load_renamed(model, hf_model.state_dict(), albert_weight_names(model))
     return model.to(next(hf_model.parameters()).device).train(hf_model.training)
 
@@ -593,10 +777,17 @@ def _albert_from_hf(hf_model) -> nn.Module:
 def _albert_to_hf(model: nn.Module):
     import transformers
 
-    hf_class = getattr(transformers, type(model).__name__)            # the same class names as ours
-    kwargs = {"add_pooling_layer": model.pooler is not None} if isinstance(model, AlbertModel) else {}
+    # the same class names as ours
+    hf_class = getattr(transformers, type(model).__name__)
+    kwargs = (
+        {"add_pooling_layer": model.pooler is not None}
+        if isinstance(model, AlbertModel)
+        else {}
+    )
     hf_model = hf_class(albert_config_to_hf(model.config), **kwargs)
-    theirs_to_ours = {theirs: ours for ours, theirs in albert_weight_names(model).items()}
+    theirs_to_ours = {
+        theirs: ours for ours, theirs in albert_weight_names(model).items()
+    }
     load_renamed(hf_model, model.state_dict(), theirs_to_ours)
     return hf_model.to(next(model.parameters()).device).train(model.training)
 
@@ -614,34 +805,61 @@ for _name, _cls in _ALBERT_CLASSES.items():
 from tinybert.models.convert import from_hf, to_hf
 
 seed_everything(5)
-hf_config = transformers.AlbertConfig(vocab_size=99, embedding_size=24, hidden_size=32, num_attention_heads=4,
-                                      num_hidden_layers=3, intermediate_size=37, max_position_embeddings=23)
+hf_config = transformers.AlbertConfig(
+    vocab_size=99,
+    embedding_size=24,
+    hidden_size=32,
+    num_attention_heads=4,
+    num_hidden_layers=3,
+    intermediate_size=37,
+    max_position_embeddings=23,
+)
 hf_model = transformers.AlbertForPreTraining(hf_config).eval()
 with torch.no_grad():
     for p in hf_model.parameters():
         p.add_(0.1 * torch.randn_like(p))
 tiny = from_hf(hf_model)
-print(f"{type(hf_model).__name__} ({hf_config.hidden_act}) -> {type(tiny).__module__}.{type(tiny).__name__} "
-      f"(activation {tiny.config.activation!r}, E={tiny.config.embedding_size}, D={tiny.config.d_model})")
+print(
+    f"{type(hf_model).__name__} ({hf_config.hidden_act}) -> "
+    f"{type(tiny).__module__}.{type(tiny).__name__} (activation "
+    f"{tiny.config.activation!r}, E={tiny.config.embedding_size}, "
+    f"D={tiny.config.d_model})"
+)
 
 B_, T_ = 13, 7
 tiny_ids = torch.randint(1, 99, (B_, T_))
-tiny_segments = (torch.arange(T_) >= 4).long().expand(B_, T_)              # A A A A B B B
+# A A A A B B B
+tiny_segments = (torch.arange(T_) >= 4).long().expand(B_, T_)
 lengths = torch.randint(2, T_ + 1, (B_,))
-tiny_mask = (torch.arange(T_)[None, :] < lengths[:, None]).long()         # (B, T) 1 = real token
+# (B, T) 1 = real token
+tiny_mask = (torch.arange(T_)[None, :] < lengths[:, None]).long()
 tiny_labels = torch.where((torch.rand(B_, T_) < 0.3) & (tiny_mask == 1), tiny_ids, -100)
-tiny_labels[0, 0] = tiny_ids[0, 0]                                         # at least one label
+# at least one label
+tiny_labels[0, 0] = tiny_ids[0, 0]
 tiny_sop = torch.randint(0, 2, (B_,))
 with torch.no_grad():
-    theirs_base = hf_model.albert(input_ids=tiny_ids, token_type_ids=tiny_segments, attention_mask=tiny_mask)
-    theirs = hf_model(input_ids=tiny_ids, token_type_ids=tiny_segments, attention_mask=tiny_mask,
-                      labels=tiny_labels, sentence_order_label=tiny_sop)
+    theirs_base = hf_model.albert(
+        input_ids=tiny_ids, token_type_ids=tiny_segments, attention_mask=tiny_mask
+    )
+    theirs = hf_model(
+        input_ids=tiny_ids,
+        token_type_ids=tiny_segments,
+        attention_mask=tiny_mask,
+        labels=tiny_labels,
+        sentence_order_label=tiny_sop,
+    )
     mine_base = tiny.albert(tiny_ids, tiny_segments, tiny_mask)
     mine = tiny(tiny_ids, tiny_segments, tiny_mask)
-    mine_loss = tiny(tiny_ids, tiny_segments, tiny_mask, mlm_labels=tiny_labels, sop_labels=tiny_sop).loss
+    mine_loss = tiny(
+        tiny_ids, tiny_segments, tiny_mask, mlm_labels=tiny_labels, sop_labels=tiny_sop
+    ).loss
 real = tiny_mask.bool()
 parity = {
-    "last hidden state": (mine_base.last_hidden_state[real] - theirs_base.last_hidden_state[real]).abs().max(),
+    "last hidden state": (
+        mine_base.last_hidden_state[real] - theirs_base.last_hidden_state[real]
+    )
+    .abs()
+    .max(),
     "pooler output": (mine_base.pooler_output - theirs_base.pooler_output).abs().max(),
     "MLM logits": (mine.mlm_logits[real] - theirs.prediction_logits[real]).abs().max(),
     "SOP logits": (mine.sop_logits - theirs.sop_logits).abs().max(),
@@ -661,9 +879,17 @@ a, b = hf_model.state_dict(), back.state_dict()
 assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 assert back.predictions.decoder.weight is back.albert.embeddings.word_embeddings.weight
 names = albert_weight_names(tiny)
-print(f"{len(a)} Hugging Face tensors reproduced exactly; {len(names)} names in the table, e.g.")
-for ours_name in ["albert.embeddings.projection.weight", "albert.encoder.groups.0.0.attention.output.weight",
-                  "albert.encoder.groups.0.0.feed_forward_norm.weight", "mlm_head.dense.weight", "sop_head.weight"]:
+print(
+    f"{len(a)} Hugging Face tensors reproduced exactly; {len(names)} names in "
+    f"the table, e.g."
+)
+for ours_name in [
+    "albert.embeddings.projection.weight",
+    "albert.encoder.groups.0.0.attention.output.weight",
+    "albert.encoder.groups.0.0.feed_forward_norm.weight",
+    "mlm_head.dense.weight",
+    "sop_head.weight",
+]:
     print(f"  {ours_name:<50} <-> {names[ours_name]}")
 
 
@@ -685,20 +911,35 @@ for ours_name in ["albert.embeddings.projection.weight", "albert.encoder.groups.
 
 # %%
 def parts(model: nn.Module) -> dict[str, int]:
-    return {"embeddings": count_parameters(model.embeddings), "encoder": count_parameters(model.encoder),
-            "pooler": count_parameters(model.pooler)}
+    return {
+        "embeddings": count_parameters(model.embeddings),
+        "encoder": count_parameters(model.encoder),
+        "pooler": count_parameters(model.pooler),
+    }
 
 
-pairs_to_compare = [("bert-base-uncased", "albert-base-v2"), ("bert-large-uncased", "albert-large-v2"),
-                    ("bert-mini", "albert-mini")]
+pairs_to_compare = [
+    ("bert-base-uncased", "albert-base-v2"),
+    ("bert-large-uncased", "albert-large-v2"),
+    ("bert-mini", "albert-mini"),
+]
 counts = {}
 with torch.device("meta"):
     for bert_name, albert_name in pairs_to_compare:
         albert_config = AlbertConfig.preset(albert_name)
         ours = AlbertModel(albert_config)
-        hf_count = count_parameters(transformers.AlbertModel(albert_config_to_hf(albert_config)))
-        assert count_parameters(ours) == hf_count, (albert_name, count_parameters(ours), hf_count)
-        counts[bert_name, albert_name] = (parts(BertModel(BertConfig.preset(bert_name))), parts(ours))
+        hf_count = count_parameters(
+            transformers.AlbertModel(albert_config_to_hf(albert_config))
+        )
+        assert count_parameters(ours) == hf_count, (
+            albert_name,
+            count_parameters(ours),
+            hf_count,
+        )
+        counts[bert_name, albert_name] = (
+            parts(BertModel(BertConfig.preset(bert_name))),
+            parts(ours),
+        )
     xxlarge = count_parameters(AlbertModel(AlbertConfig.preset("albert-xxlarge-v2")))
 
 print(f"{'BERT vs ALBERT':<34} {'part':<11} {'BERT':>12} {'ALBERT':>12} {'fewer':>7}")
@@ -713,11 +954,19 @@ print(f"albert-xxlarge-v2 (D = 4096): {xxlarge:,} parameters")
 totals = {key: (sum(b.values()), sum(a.values())) for key, (b, a) in counts.items()}
 reduction = {key: 1 - a / b for key, (b, a) in totals.items()}
 base_key, large_key, mini_key = list(counts)
-assert round(totals[base_key][1] / 1e6) == 12 and round(totals[large_key][1] / 1e6) == 18      # the slides' 12M, 18M
-assert 0.85 < reduction[base_key] < 0.95 and reduction[large_key] > reduction[base_key] > reduction[mini_key]
-for (b, a) in counts.values():                      # the encoder saves more than the embeddings
+# the slides' 12M, 18M
+assert (
+    round(totals[base_key][1] / 1e6) == 12 and round(totals[large_key][1] / 1e6) == 18
+)
+assert (
+    0.85 < reduction[base_key] < 0.95
+    and reduction[large_key] > reduction[base_key] > reduction[mini_key]
+)
+# the encoder saves more than the embeddings
+for b, a in counts.values():
     assert b["encoder"] - a["encoder"] > b["embeddings"] - a["embeddings"]
-assert xxlarge > totals[base_key][0]                # albert-xxlarge-v2 is bigger than BERT-base
+# albert-xxlarge-v2 is bigger than BERT-base
+assert xxlarge > totals[base_key][0]
 
 # %% [markdown]
 # The totals of the released configurations round to the slides' 12M and 18M, and Hugging Face's
@@ -758,17 +1007,23 @@ batch_size, seq_len = pick(quick=(1, 16), full=(16, 128))
 speed_ids = torch.randint(5, 8192, (batch_size, seq_len))
 times = {"bert-mini": [], "albert-mini": []}
 with torch.inference_mode():
-    for _ in range(pick(quick=2, full=6)):                         # the first round warms up
+    # the first round warms up
+    for _ in range(pick(quick=2, full=6)):
         for name, m in [("bert-mini", bert_mini), ("albert-mini", albert_mini)]:
             start = time.perf_counter()
             m(speed_ids)
             times[name].append(time.perf_counter() - start)
 median = {name: statistics.median(ts[1:]) for name, ts in times.items()}
 for name, m in [("bert-mini", bert_mini), ("albert-mini", albert_mini)]:
-    print(f"{name:<12} {count_parameters(m):>10,} parameters, forward {median[name] * 1e3:7.1f} ms "
-          f"for a ({batch_size}, {seq_len}) batch")
-print(f"ALBERT / BERT: {count_parameters(albert_mini) / count_parameters(bert_mini):.2f} of the parameters, "
-      f"{median['albert-mini'] / median['bert-mini']:.2f} of the time")
+    print(
+        f"{name:<12} {count_parameters(m):>10,} parameters, forward "
+        f"{median[name] * 1e3:7.1f} ms for a ({batch_size}, {seq_len}) batch"
+    )
+print(
+    f"ALBERT / BERT: "
+    f"{count_parameters(albert_mini) / count_parameters(bert_mini):.2f} of the "
+    f"parameters, {median['albert-mini'] / median['bert-mini']:.2f} of the time"
+)
 
 # %% [markdown]
 # The parameters drop by the factor in the table, while the time should stay close to BERT's; on
@@ -813,38 +1068,58 @@ from tinybert.pretraining.examples import PretrainingExample, SegmentPair, encod
 from tinybert.pretraining.corpus import make_segments
 
 
-def sample_sop_pairs(documents: Sequence[Sequence[list[int]]], generator: torch.Generator, *,
-                     p_in_order: float = 0.5) -> list[SegmentPair]:
-    """One pair for every two consecutive segments of a document, for sentence-order prediction.
+def sample_sop_pairs(
+    documents: Sequence[Sequence[list[int]]],
+    generator: torch.Generator,
+    *,
+    p_in_order: float = 0.5,
+) -> list[SegmentPair]:
+    """One pair for every two consecutive segments of a document, for
+    sentence-order prediction.
 
-    With probability ``p_in_order`` the pair keeps the text's order (label 0, as NSP's IsNext);
-    otherwise the same two segments are swapped (label 1). Both come from one document, so
-    topic and vocabulary cannot tell the classes apart. Every draw comes from ``generator``.
+    With probability ``p_in_order`` the pair keeps the text's order (label 0, as NSP's
+    IsNext); otherwise the same two segments are swapped (label 1). Both come from one
+    document, so topic and vocabulary cannot tell the classes apart. Every draw comes
+    from ``generator``.
     """
     if not 0.0 <= p_in_order <= 1.0:
-        raise ValueError(f"p_in_order: expected a probability in [0, 1], got {p_in_order!r}")
+        raise ValueError(
+            f"p_in_order: expected a probability in [0, 1], got {p_in_order!r}"
+        )
     if not any(len(segments) >= 2 for segments in documents):
-        raise ValueError("sentence-order prediction needs a document with at least two segments; "
-                         f"got {len(documents)} documents with at most one")
+        raise ValueError(
+            f"sentence-order prediction needs a document with at least "
+            f"two segments; got {len(documents)} documents "
+            f"with at most one"
+        )
     pairs = []
     for segments in documents:
-        for first, second in zip(segments, segments[1:]):          # consecutive segments (i, i + 1)
+        # consecutive segments (i, i + 1)
+        for first, second in zip(segments, segments[1:]):
             if float(torch.rand(1, generator=generator)) < p_in_order:
-                pairs.append(SegmentPair(first, second, 0))          # in order
+                pairs.append(SegmentPair(first, second, 0))  # in order
             else:
-                pairs.append(SegmentPair(second, first, 1))          # swapped
+                pairs.append(SegmentPair(second, first, 1))  # swapped
     return pairs
 
 
-def make_sop_examples(documents: Sequence[Sequence[list[int]]], special: SpecialTokens, max_len: int,
-                      generator: torch.Generator) -> list[PretrainingExample]:
-    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> SOP pairs -> examples.
+def make_sop_examples(
+    documents: Sequence[Sequence[list[int]]],
+    special: SpecialTokens,
+    max_len: int,
+    generator: torch.Generator,
+) -> list[PretrainingExample]:
+    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> SOP pairs
+    -> examples.
 
-    The sentence-order twin of chapter 9's make_examples; PretrainingBatches batches and masks them.
+    The sentence-order twin of chapter 9's make_examples; PretrainingBatches batches
+    and masks them.
     """
     segmented = [make_segments(document, (max_len - 3) // 2) for document in documents]
-    return [PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
-            for p in sample_sop_pairs(segmented, generator)]
+    return [
+        PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
+        for p in sample_sop_pairs(segmented, generator)
+    ]
 
 
 # %% [markdown]
@@ -853,9 +1128,13 @@ def make_sop_examples(documents: Sequence[Sequence[list[int]]], special: Special
 # %%
 from tinybert.pretraining.masking import seeded_generator
 
-toy = [[[10], [11], [12], [13]], [[20]], [[30], [31]]]           # the middle document has one segment
+# the middle document has one segment
+toy = [[[10], [11], [12], [13]], [[20]], [[30], [31]]]
 for pair in sample_sop_pairs(toy, seeded_generator(4, "toy")):
-    print(f"A = {pair.a}, B = {pair.b}, label {pair.nsp_label} ({'in order' if pair.nsp_label == 0 else 'swapped'})")
+    print(
+        f"A = {pair.a}, B = {pair.b}, label {pair.nsp_label} "
+        f"({'in order' if pair.nsp_label == 0 else 'swapped'})"
+    )
 many = sample_sop_pairs([[[i] for i in range(1000)]] * 5, seeded_generator(0, "many"))
 print(f"{len(many)} pairs, {sum(p.nsp_label for p in many) / len(many):.1%} swapped")
 assert abs(sum(p.nsp_label for p in many) / len(many) - 0.5) < 0.03
@@ -884,30 +1163,61 @@ from tinybert.checkpoint.pretrained import shipped_checkpoint
 from tinybert.pretraining.corpus import course_documents, tokenize_documents
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
-tokenizer = WordPieceTokenizer.from_file(shipped_checkpoint() / "vocab.txt", lowercase=True)
+tokenizer = WordPieceTokenizer.from_file(
+    shipped_checkpoint() / "vocab.txt", lowercase=True
+)
 special = SpecialTokens.from_vocab(tokenizer.vocab)
 max_len = 64
 start = time.perf_counter()
-train_documents = tokenize_documents(course_documents("train", max_documents=pick(quick=3, full=200)), tokenizer)
-heldout_documents = tokenize_documents(course_documents("heldout", max_documents=pick(quick=2, full=20)), tokenizer)
-train_sets = {"NSP": make_examples(train_documents, special, max_len, seeded_generator(0, "nsp pairs")),
-              "SOP": make_sop_examples(train_documents, special, max_len, seeded_generator(0, "sop pairs"))}
-heldout_sets = {"NSP": make_examples(heldout_documents, special, max_len, seeded_generator(0, "held-out nsp")),
-                "SOP": make_sop_examples(heldout_documents, special, max_len, seeded_generator(0, "held-out sop"))}
-print(f"{len(train_documents)} training documents, {len(heldout_documents)} held-out; pairs per task: "
-      f"{len(train_sets['NSP']):,} training, {len(heldout_sets['NSP']):,} held-out "
-      f"({time.perf_counter() - start:.1f} s)")
+train_documents = tokenize_documents(
+    course_documents("train", max_documents=pick(quick=3, full=200)), tokenizer
+)
+heldout_documents = tokenize_documents(
+    course_documents("heldout", max_documents=pick(quick=2, full=20)), tokenizer
+)
+train_sets = {
+    "NSP": make_examples(
+        train_documents, special, max_len, seeded_generator(0, "nsp pairs")
+    ),
+    "SOP": make_sop_examples(
+        train_documents, special, max_len, seeded_generator(0, "sop pairs")
+    ),
+}
+heldout_sets = {
+    "NSP": make_examples(
+        heldout_documents, special, max_len, seeded_generator(0, "held-out nsp")
+    ),
+    "SOP": make_sop_examples(
+        heldout_documents, special, max_len, seeded_generator(0, "held-out sop")
+    ),
+}
+print(
+    f"{len(train_documents)} training documents, {len(heldout_documents)} held-out; "
+    f"pairs per task: {len(train_sets['NSP']):,} training, "
+    f"{len(heldout_sets['NSP']):,} held-out ({time.perf_counter() - start:.1f} s)"
+)
 for task in ("NSP", "SOP"):
     e = heldout_sets[task][0]
-    print(f"{task} example, label {e.nsp_label}: {' '.join(tokenizer.id_to_token[i] for i in e.input_ids)[:150]} ...")
+    print(
+        f"{task} example, label {e.nsp_label}: "
+        f"{' '.join(tokenizer.id_to_token[i] for i in e.input_ids)[:150]} ..."
+    )
 assert len(train_sets["NSP"]) == len(train_sets["SOP"])
 
 batch_size = pick(quick=8, full=32)
-heldout_batches = {}                                  # fixed masks, so both models see the same test
+# fixed masks, so both models see the same test
+heldout_batches = {}
 for task, examples in heldout_sets.items():
-    held = PretrainingBatches(examples, special, batch_size, seed=0, dynamic_masking=False)
-    heldout_batches[task] = [held(i) for i in range(min(pick(quick=2, full=30), held.steps_per_epoch))]
-n_pairs = {task: sum(len(b["nsp_labels"]) for b in batches) for task, batches in heldout_batches.items()}
+    held = PretrainingBatches(
+        examples, special, batch_size, seed=0, dynamic_masking=False
+    )
+    heldout_batches[task] = [
+        held(i) for i in range(min(pick(quick=2, full=30), held.steps_per_epoch))
+    ]
+n_pairs = {
+    task: sum(len(b["nsp_labels"]) for b in batches)
+    for task, batches in heldout_batches.items()
+}
 print(f"held-out test: {n_pairs['NSP']} pairs per task")
 
 
@@ -926,14 +1236,17 @@ def length_rule_accuracy(batches) -> float:
     correct = total = 0
     for batch in batches:
         real = batch["attention_mask"]
-        length_a = ((batch["token_type_ids"] == 0) & real).sum(1) - 2       # [CLS] A [SEP]
-        length_b = ((batch["token_type_ids"] == 1) & real).sum(1) - 1       # B [SEP]
+        # [CLS] A [SEP]
+        length_a = ((batch["token_type_ids"] == 0) & real).sum(1) - 2
+        length_b = ((batch["token_type_ids"] == 1) & real).sum(1) - 1  # B [SEP]
         correct += ((length_a < length_b).long() == batch["nsp_labels"]).sum().item()
         total += len(batch["nsp_labels"])
     return correct / total
 
 
-length_rule = {task: length_rule_accuracy(batches) for task, batches in heldout_batches.items()}
+length_rule = {
+    task: length_rule_accuracy(batches) for task, batches in heldout_batches.items()
+}
 for task, accuracy in length_rule.items():
     print(f"length rule on held-out {task} pairs: {accuracy:.1%} (chance 50%)")
 
@@ -949,11 +1262,21 @@ for task, accuracy in length_rule.items():
 # %%
 from tinybert.pretraining.loop import PretrainingConfig, evaluate_pretraining, pretrain
 
-experiment_config = AlbertConfig.preset("albert-mini", vocab_size=len(tokenizer), pad_token_id=special.pad,
-                                        max_len=max_len, d_model=128, n_heads=4, d_ff=512, embedding_size=64)
+experiment_config = AlbertConfig.preset(
+    "albert-mini",
+    vocab_size=len(tokenizer),
+    pad_token_id=special.pad,
+    max_len=max_len,
+    d_model=128,
+    n_heads=4,
+    d_ff=512,
+    embedding_size=64,
+)
 steps = pick(quick=3, full=500)
-print(f"{steps} steps of {batch_size} pairs per objective; "
-      f"{count_parameters(AlbertForPreTraining(experiment_config)):,} parameters")
+print(
+    f"{steps} steps of {batch_size} pairs per objective; "
+    f"{count_parameters(AlbertForPreTraining(experiment_config)):,} parameters"
+)
 
 # %% [markdown]
 # Both runs start from the same weights (seed 0), see their batches in the same order with the same
@@ -962,13 +1285,23 @@ print(f"{steps} steps of {batch_size} pairs per objective; "
 # %%
 histories, trained = {}, {}
 for objective, examples in train_sets.items():
-    torch.manual_seed(0)                                               # the same initial weights for both
+    # the same initial weights for both
+    torch.manual_seed(0)
     model = AlbertForPreTraining(experiment_config)
     batches = PretrainingBatches(examples, special, batch_size, seed=0)
     start = time.perf_counter()
-    histories[objective] = pretrain(model, batches, PretrainingConfig(steps=steps, lr=1e-3, log_every=max(1, steps // 20),
-                                                                     eval_every=steps, mixed_precision=False),
-                                    device=device)
+    histories[objective] = pretrain(
+        model,
+        batches,
+        PretrainingConfig(
+            steps=steps,
+            lr=1e-3,
+            log_every=max(1, steps // 20),
+            eval_every=steps,
+            mixed_precision=False,
+        ),
+        device=device,
+    )
     trained[objective] = model.cpu().eval()
     print(f"MLM + {objective}: {time.perf_counter() - start:.0f} s")
 
@@ -979,18 +1312,32 @@ for objective, examples in train_sets.items():
 # %%
 results = {}
 for objective, model in trained.items():
-    scores = {task: evaluate_pretraining(model, heldout_batches[task]) for task in ("NSP", "SOP")}
-    results[objective] = {"MLM accuracy": scores["NSP"]["mlm_accuracy"],
-                          "on NSP pairs": scores["NSP"]["nsp_accuracy"], "on SOP pairs": scores["SOP"]["nsp_accuracy"]}
+    scores = {
+        task: evaluate_pretraining(model, heldout_batches[task])
+        for task in ("NSP", "SOP")
+    }
+    results[objective] = {
+        "MLM accuracy": scores["NSP"]["mlm_accuracy"],
+        "on NSP pairs": scores["NSP"]["nsp_accuracy"],
+        "on SOP pairs": scores["SOP"]["nsp_accuracy"],
+    }
 print(f"{'trained with':<14}" + "".join(f"{column:>15}" for column in results["NSP"]))
 for objective, row in results.items():
-    print(f"{'MLM + ' + objective:<14}" + "".join(f"{value:>15.1%}" for value in row.values()))
-print(f"{'length rule':<14}{'':>15}{length_rule['NSP']:>15.1%}{length_rule['SOP']:>15.1%}")
+    print(
+        f"{'MLM + ' + objective:<14}"
+        + "".join(f"{value:>15.1%}" for value in row.values())
+    )
+print(
+    f"{'length rule':<14}{'':>15}{length_rule['NSP']:>15.1%}{length_rule['SOP']:>15.1%}"
+)
 
 fig, ax = plt.subplots(figsize=(6, 3))
 for objective, history in histories.items():
-    ax.plot([r["step"] for r in history["train"]], [r["nsp_loss"] for r in history["train"]],
-            label=f"sentence-pair loss, trained on {objective}")
+    ax.plot(
+        [r["step"] for r in history["train"]],
+        [r["nsp_loss"] for r in history["train"]],
+        label=f"sentence-pair loss, trained on {objective}",
+    )
 ax.axhline(0.6931, color="0.6", linestyle=":", label="chance (ln 2)")
 ax.set(xlabel="step", ylabel="cross-entropy (nats)")
 ax.legend(fontsize=8)
@@ -999,20 +1346,49 @@ plt.show()
 
 # %%
 def versus(label: str, p: float, q: float, n: int) -> None:
-    """Is accuracy p (on n pairs) above q by more than two standard errors of the difference?"""
+    """Is accuracy p (on n pairs) above q by more than two standard errors of the
+    difference?"""
     se = (p * (1 - p) / n + q * (1 - q) / n) ** 0.5
     verdict = "yes" if p - q > 2 * se else "no"
     print(f"{label:<48} {p:6.1%} vs {q:6.1%} (±{se:.1%}): clearly above? {verdict}")
 
 
-versus("NSP head on NSP pairs, above chance", results["NSP"]["on NSP pairs"], 0.5, n_pairs["NSP"])
-versus("NSP head on SOP pairs, above chance", results["NSP"]["on SOP pairs"], 0.5, n_pairs["SOP"])
-versus("SOP head on SOP pairs, above chance", results["SOP"]["on SOP pairs"], 0.5, n_pairs["SOP"])
-versus("SOP head on SOP pairs, above the length rule", results["SOP"]["on SOP pairs"], length_rule["SOP"],
-       n_pairs["SOP"])
-versus("SOP head on NSP pairs, above chance", results["SOP"]["on NSP pairs"], 0.5, n_pairs["NSP"])
-versus("SOP head above NSP head on SOP pairs", results["SOP"]["on SOP pairs"], results["NSP"]["on SOP pairs"],
-       n_pairs["SOP"])
+versus(
+    "NSP head on NSP pairs, above chance",
+    results["NSP"]["on NSP pairs"],
+    0.5,
+    n_pairs["NSP"],
+)
+versus(
+    "NSP head on SOP pairs, above chance",
+    results["NSP"]["on SOP pairs"],
+    0.5,
+    n_pairs["SOP"],
+)
+versus(
+    "SOP head on SOP pairs, above chance",
+    results["SOP"]["on SOP pairs"],
+    0.5,
+    n_pairs["SOP"],
+)
+versus(
+    "SOP head on SOP pairs, above the length rule",
+    results["SOP"]["on SOP pairs"],
+    length_rule["SOP"],
+    n_pairs["SOP"],
+)
+versus(
+    "SOP head on NSP pairs, above chance",
+    results["SOP"]["on NSP pairs"],
+    0.5,
+    n_pairs["NSP"],
+)
+versus(
+    "SOP head above NSP head on SOP pairs",
+    results["SOP"]["on SOP pairs"],
+    results["NSP"]["on SOP pairs"],
+    n_pairs["SOP"],
+)
 
 
 # %% [markdown]
@@ -1072,7 +1448,9 @@ versus("SOP head above NSP head on SOP pairs", results["SOP"]["on SOP pairs"], r
 # $E \le 748$. In practice $E$ is far smaller, since the point is a small table.
 
 # %% tags=["solution"]
-def albert_embedding_parameters(vocab_size, embedding_size, d_model, max_len, type_vocab_size=2):
+def albert_embedding_parameters(
+    vocab_size, embedding_size, d_model, max_len, type_vocab_size=2
+):
     ### BEGIN SOLUTION
     V, E, D = vocab_size, embedding_size, d_model
     tables = (V + max_len + type_vocab_size) * E
@@ -1132,6 +1510,7 @@ class SharedLayers(nn.Module):
         for _ in range(self.n_layers):
             x = self.layer(x, mask)
         return x
+
     ### END SOLUTION
 
 
@@ -1230,14 +1609,32 @@ check_sop_pairs(sop_pairs)
 # %%
 N_, D_, F_, V_, E_ = 24, 1024, 4096, 30000, 128
 per_layer = 4 * D_ * D_ + 2 * D_ * F_
-print(f"one layer: {per_layer / 1e6:.1f}M multiply-adds per token; {N_} layers: {N_ * per_layer / 1e6:.0f}M in both models")
-print(f"MLM head per predicted token: BERT {(D_ * D_ + D_ * V_) / 1e6:.1f}M, ALBERT {(D_ * E_ + E_ * V_) / 1e6:.1f}M")
+print(
+    f"one layer: {per_layer / 1e6:.1f}M multiply-adds per token; {N_} layers: "
+    f"{N_ * per_layer / 1e6:.0f}M in both models"
+)
+print(
+    f"MLM head per predicted token: BERT {(D_ * D_ + D_ * V_) / 1e6:.1f}M, ALBERT "
+    f"{(D_ * E_ + E_ * V_) / 1e6:.1f}M"
+)
 with torch.device("meta"):
-    sizes = {"BERT-large": count_parameters(BertModel(BertConfig.preset("bert-large-uncased"))),
-             "ALBERT-large": count_parameters(AlbertModel(AlbertConfig.preset("albert-large-v2")))}
+    sizes = {
+        "BERT-large": count_parameters(
+            BertModel(BertConfig.preset("bert-large-uncased"))
+        ),
+        "ALBERT-large": count_parameters(
+            AlbertModel(AlbertConfig.preset("albert-large-v2"))
+        ),
+    }
 for name, n in sizes.items():
-    print(f"{name:<13} {n * 16 / 2**30:5.2f} GiB for weights, gradients and Adam's moments")
-print(f"gradients to exchange per step: {sizes['BERT-large'] / sizes['ALBERT-large']:.1f} times fewer for ALBERT-large")
+    print(
+        f"{name:<13} {n * 16 / 2**30:5.2f} GiB for weights, gradients and "
+        f"Adam's moments"
+    )
+print(
+    f"gradients to exchange per step: "
+    f"{sizes['BERT-large'] / sizes['ALBERT-large']:.1f} times fewer for ALBERT-large"
+)
 
 # %% [markdown]
 # ::::{solution-end}
@@ -1294,29 +1691,62 @@ print(f"gradients to exchange per step: {sizes['BERT-large'] / sizes['ALBERT-lar
 # %% tags=["quiz", "remove-input"]
 from tinybert.exercises.quiz import Quiz, choice, number
 
-quiz = Quiz("ch13", [
-    choice("ALBERT's factorised embedding replaces the V × D table by",
-           ["a V × E table and an E × D projection", "two V × D tables",
-            "a D × D table", "character embeddings"], answer="a",
-           explain="A rank-E approximation of the table."),
-    number("For V = 30,000, E = 128 and D = 768, the parameters of the table and the "
-           "projection's weights, in millions? (2 decimals)",
-           answer=(30_000 * 128 + 128 * 768) / 1e6, decimals=2,
-           explain="Against 23.04 million for a V × D table."),
-    choice("Sharing one layer across N layers divides the encoder's parameters by N, "
-           "and its computation by", ["N", "N²", "nothing: it stays the same", "2"],
-           answer="c", explain="The layer still runs N times."),
-    choice("Sentence-order prediction's negative examples are",
-           ["segments of other documents", "two consecutive segments, swapped",
-            "masked segments", "a segment paired with itself"], answer="b",
-           explain="Both segments share a topic, so topic cannot decide."),
-    choice("Why can a head trained on NSP score about 50% on SOP pairs?",
-           ["it relies on topic, which both SOP classes share",
-            "SOP pairs are shorter", "SOP uses another vocabulary",
-            "it was never trained"], answer="a",
-           explain="Topic says 'IsNext' for both orders."),
-    choice("About how many parameters does the released ALBERT-base have?",
-           ["12M", "110M", "18M", "235M"], answer="a",
-           explain="18M is ALBERT-large."),
-])
+quiz = Quiz(
+    "ch13",
+    [
+        choice(
+            "ALBERT's factorised embedding replaces the V × D table by",
+            [
+                "a V × E table and an E × D projection",
+                "two V × D tables",
+                "a D × D table",
+                "character embeddings",
+            ],
+            answer="a",
+            explain="A rank-E approximation of the table.",
+        ),
+        number(
+            "For V = 30,000, E = 128 and D = 768, the parameters of the table and the "
+            "projection's weights, in millions? (2 decimals)",
+            answer=(30_000 * 128 + 128 * 768) / 1e6,
+            decimals=2,
+            explain="Against 23.04 million for a V × D table.",
+        ),
+        choice(
+            "Sharing one layer across N layers divides the encoder's parameters by N, "
+            "and its computation by",
+            ["N", "N²", "nothing: it stays the same", "2"],
+            answer="c",
+            explain="The layer still runs N times.",
+        ),
+        choice(
+            "Sentence-order prediction's negative examples are",
+            [
+                "segments of other documents",
+                "two consecutive segments, swapped",
+                "masked segments",
+                "a segment paired with itself",
+            ],
+            answer="b",
+            explain="Both segments share a topic, so topic cannot decide.",
+        ),
+        choice(
+            "Why can a head trained on NSP score about 50% on SOP pairs?",
+            [
+                "it relies on topic, which both SOP classes share",
+                "SOP pairs are shorter",
+                "SOP uses another vocabulary",
+                "it was never trained",
+            ],
+            answer="a",
+            explain="Topic says 'IsNext' for both orders.",
+        ),
+        choice(
+            "About how many parameters does the released ALBERT-base have?",
+            ["12M", "110M", "18M", "235M"],
+            answer="a",
+            explain="18M is ALBERT-large.",
+        ),
+    ],
+)
 quiz

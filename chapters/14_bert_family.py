@@ -84,8 +84,11 @@ from tinybert.pretraining.distillation import distillation_loss, student_from_te
 from tinybert.blocks.feedforward import count_parameters
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
 from tinybert.models.albert import AlbertConfig, AlbertForPreTraining, AlbertModel
-from tinybert.models.bert_heads import (IGNORE_INDEX, BertForPreTraining,
-                                        PreTrainingOutput)
+from tinybert.models.bert_heads import (
+    IGNORE_INDEX,
+    BertForPreTraining,
+    PreTrainingOutput,
+)
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.distilbert import DistilBertConfig, DistilBertModel
 from tinybert.models.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
@@ -101,7 +104,10 @@ from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 from tinybert.pretraining.optim import make_optimizer
 
 device = get_device()
-print(f"device: {device}, quick mode: {is_quick()}, torch threads: {torch.get_num_threads()}")
+print(
+    f"device: {device}, quick mode: {is_quick()}, torch threads: "
+    f"{torch.get_num_threads()}"
+)
 
 # %% [markdown]
 # (sec-family-published)=
@@ -126,7 +132,8 @@ print(f"device: {device}, quick mode: {is_quick()}, torch threads: {torch.get_nu
 # which records shapes and allocates nothing:
 
 # %%
-published = [  # (family, preset, encoder class, config class, the slides' figure in millions)
+# (family, preset, encoder class, config class, the slides' figure in millions)
+published = [
     ("BERT", "bert-base-uncased", BertModel, BertConfig, 110),
     ("BERT", "bert-large-uncased", BertModel, BertConfig, 340),
     ("RoBERTa", "roberta-base", RobertaModel, RobertaConfig, 125),
@@ -136,15 +143,21 @@ published = [  # (family, preset, encoder class, config class, the slides' figur
     ("ALBERT", "albert-large-v2", AlbertModel, AlbertConfig, 18),
 ]
 published_counts = {}
-print(f"{'preset':<24}{'N / D / H':>14}{'E':>6}{'parameters':>14}{'slides':>9}{'vs BERT-base':>14}")
+print(
+    f"{'preset':<24}{'N / D / H':>14}{'E':>6}{'parameters':>14}{'slides':>9}"
+    f"{'vs BERT-base':>14}"
+)
 for family, preset, model_class, config_class, slides in published:
     config = config_class.preset(preset)
-    with torch.device("meta"):                                  # shapes only, no memory
+    with torch.device("meta"):  # shapes only, no memory
         published_counts[preset] = count_parameters(model_class(config))
     E = getattr(config, "embedding_size", config.d_model)
     ratio = published_counts[preset] / published_counts["bert-base-uncased"]
-    print(f"{preset:<24}{f'{config.n_layers} / {config.d_model} / {config.n_heads}':>14}{E:>6}"
-          f"{published_counts[preset]:>14,}{slides:>8}M{ratio:>13.2f}x")
+    shape = f"{config.n_layers} / {config.d_model} / {config.n_heads}"
+    print(
+        f"{preset:<24}{shape:>14}{E:>6}"
+        f"{published_counts[preset]:>14,}{slides:>8}M{ratio:>13.2f}x"
+    )
 
 # %% [markdown]
 # The slides round the counts to millions and agree with ours. Three differences stand out.
@@ -194,25 +207,41 @@ for family, preset, model_class, config_class, slides in published:
 # compute.
 
 # %%
-tokenizer = WordPieceTokenizer.from_file(shipped_checkpoint() / "vocab.txt", lowercase=True)
+tokenizer = WordPieceTokenizer.from_file(
+    shipped_checkpoint() / "vocab.txt", lowercase=True
+)
 special = SpecialTokens.from_vocab(tokenizer.vocab)
 MAX_LEN = pick(quick=32, full=64)
 STEPS = pick(quick=4, full=200)
 BATCH = pick(quick=8, full=32)
 
 start = time.perf_counter()
-train_documents = tokenize_documents(course_documents("train", max_documents=pick(quick=3, full=200)), tokenizer)
-heldout_documents = tokenize_documents(course_documents("heldout", max_documents=pick(quick=2, full=10)), tokenizer)
+train_documents = tokenize_documents(
+    course_documents("train", max_documents=pick(quick=3, full=200)), tokenizer
+)
+heldout_documents = tokenize_documents(
+    course_documents("heldout", max_documents=pick(quick=2, full=10)), tokenizer
+)
 train_sets = {
-    "pairs": make_examples(train_documents, special, MAX_LEN, seeded_generator(0, "nsp pairs")),
+    "pairs": make_examples(
+        train_documents, special, MAX_LEN, seeded_generator(0, "nsp pairs")
+    ),
     "full": full_sentence_examples(train_documents, special, MAX_LEN),
-    "sop": make_sop_examples(train_documents, special, MAX_LEN, seeded_generator(0, "sop pairs")),
+    "sop": make_sop_examples(
+        train_documents, special, MAX_LEN, seeded_generator(0, "sop pairs")
+    ),
 }
-text_tokens = sum(len(sentence) for document in train_documents for sentence in document)
-print(f"{len(train_documents)} training documents, {text_tokens:,} tokens of text "
-      f"({time.perf_counter() - start:.1f} s to tokenize); inputs: "
-      + ", ".join(f"{len(examples):,} {name}" for name, examples in train_sets.items()))
-print(f"budget per model: {STEPS} steps x {BATCH} sequences of at most {MAX_LEN} tokens")
+text_tokens = sum(
+    len(sentence) for document in train_documents for sentence in document
+)
+print(
+    f"{len(train_documents)} training documents, {text_tokens:,} tokens of text "
+    f"({time.perf_counter() - start:.1f} s to tokenize); inputs: "
+    + ", ".join(f"{len(examples):,} {name}" for name, examples in train_sets.items())
+)
+print(
+    f"budget per model: {STEPS} steps x {BATCH} sequences of at most {MAX_LEN} tokens"
+)
 
 # %% [markdown]
 # The three input formats cut the same text differently. Segment pairs hold two segments of at most
@@ -224,16 +253,29 @@ print(f"budget per model: {STEPS} steps x {BATCH} sequences of at most {MAX_LEN}
 # The four models, from the same seed:
 
 # %%
-size = dict(vocab_size=len(tokenizer), pad_token_id=special.pad,
-            **pick(quick=dict(d_model=32, n_layers=2, n_heads=2, d_ff=64),
-                   full=dict(d_model=128, n_layers=4, n_heads=4, d_ff=512)))
+size = dict(
+    vocab_size=len(tokenizer),
+    pad_token_id=special.pad,
+    **pick(
+        quick=dict(d_model=32, n_layers=2, n_heads=2, d_ff=64),
+        full=dict(d_model=128, n_layers=4, n_heads=4, d_ff=512),
+    ),
+)
 torch.manual_seed(0)
 bert = BertForPreTraining(BertConfig(max_len=MAX_LEN, **size))
 torch.manual_seed(0)
-roberta = RobertaForMaskedLM(RobertaConfig(max_len=MAX_LEN + special.pad + 1, type_vocab_size=1, **size))
+roberta = RobertaForMaskedLM(
+    RobertaConfig(max_len=MAX_LEN + special.pad + 1, type_vocab_size=1, **size)
+)
 torch.manual_seed(0)
-albert = AlbertForPreTraining(AlbertConfig(max_len=MAX_LEN, embedding_size=size["d_model"] // 2, **size))
-for name, model in (("BERT", bert.bert), ("RoBERTa", roberta.bert), ("ALBERT", albert.albert)):
+albert = AlbertForPreTraining(
+    AlbertConfig(max_len=MAX_LEN, embedding_size=size["d_model"] // 2, **size)
+)
+for name, model in (
+    ("BERT", bert.bert),
+    ("RoBERTa", roberta.bert),
+    ("ALBERT", albert.albert),
+):
     print(f"{name:<8} encoder: {count_parameters(model):>9,} parameters")
 
 
@@ -260,10 +302,12 @@ for name, model in (("BERT", bert.bert), ("RoBERTa", roberta.bert), ("ALBERT", a
 
 # %%
 class Objective(nn.Module):
-    """A family's pretraining objective behind chapter 9's interface: objective(**batch) -> PreTrainingOutput.
+    """A family's pretraining objective behind chapter 9's interface: objective(**batch)
+    -> PreTrainingOutput.
 
-    kind "nsp": BERT, MLM + next sentence; "mlm": RoBERTa, MLM alone on one segment; "sop": ALBERT,
-    MLM + sentence order (labels in nsp_labels); "distil": DistilBERT's triple loss against ``teacher``.
+    kind "nsp": BERT, MLM + next sentence; "mlm": RoBERTa, MLM alone on one segment;
+    "sop": ALBERT, MLM + sentence order (labels in nsp_labels); "distil": DistilBERT's
+    triple loss against ``teacher``.
     """
 
     KINDS = ("nsp", "mlm", "sop", "distil")
@@ -273,46 +317,94 @@ class Objective(nn.Module):
         if kind not in self.KINDS:
             raise ValueError(f"kind: expected one of {self.KINDS}, got {kind!r}")
         if (kind == "distil") != (teacher is not None):
-            raise ValueError(f"a teacher is needed for kind 'distil' and only for it; got kind {kind!r} "
-                             f"and teacher {type(teacher).__name__}")
+            raise ValueError(
+                f"a teacher is needed for kind 'distil' and only for it; "
+                f"got kind {kind!r} and teacher {type(teacher).__name__}"
+            )
         self.model, self.kind, self.teacher = model, kind, teacher
         if teacher is not None:
-            teacher.requires_grad_(False)                 # make_optimizer skips frozen parameters
+            # make_optimizer skips frozen parameters
+            teacher.requires_grad_(False)
         self.tokens_seen = 0
 
     def train(self, mode: bool = True) -> "Objective":
         super().train(mode)
         if self.teacher is not None:
-            self.teacher.eval()                          # the teacher never uses dropout
+            # the teacher never uses dropout
+            self.teacher.eval()
         return self
 
-    def mlm_logits(self, input_ids, token_type_ids, attention_mask, mlm_labels) -> torch.Tensor:
-        """The model's own scores at the masked positions: (N, V), in the order of mlm_labels != -100."""
+    def mlm_logits(
+        self, input_ids, token_type_ids, attention_mask, mlm_labels
+    ) -> torch.Tensor:
+        """The model's own scores at the masked positions: (N, V), in the order of
+        mlm_labels != -100."""
         if self.kind in ("nsp", "sop"):
-            return self.model(input_ids, token_type_ids, attention_mask, mlm_labels=mlm_labels).mlm_logits
-        return self.model(input_ids, attention_mask=attention_mask, labels=mlm_labels).logits
+            return self.model(
+                input_ids, token_type_ids, attention_mask, mlm_labels=mlm_labels
+            ).mlm_logits
+        return self.model(
+            input_ids, attention_mask=attention_mask, labels=mlm_labels
+        ).logits
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None, nsp_labels=None):
+    def forward(
+        self,
+        input_ids,
+        token_type_ids=None,
+        attention_mask=None,
+        mlm_labels=None,
+        nsp_labels=None,
+    ):
         if self.training:
             self.tokens_seen += int(attention_mask.sum())
         if self.kind == "nsp":
-            return self.model(input_ids, token_type_ids, attention_mask, mlm_labels=mlm_labels, nsp_labels=nsp_labels)
+            return self.model(
+                input_ids,
+                token_type_ids,
+                attention_mask,
+                mlm_labels=mlm_labels,
+                nsp_labels=nsp_labels,
+            )
         if self.kind == "sop":
-            out = self.model(input_ids, token_type_ids, attention_mask, mlm_labels=mlm_labels, sop_labels=nsp_labels)
-            return PreTrainingOutput(out.loss, out.mlm_loss, out.sop_loss, out.mlm_logits, out.sop_logits)
-        no_pairs = input_ids.new_zeros((input_ids.shape[0], 2), dtype=torch.float)   # (B, 2): no pair head
+            out = self.model(
+                input_ids,
+                token_type_ids,
+                attention_mask,
+                mlm_labels=mlm_labels,
+                sop_labels=nsp_labels,
+            )
+            return PreTrainingOutput(
+                out.loss, out.mlm_loss, out.sop_loss, out.mlm_logits, out.sop_logits
+            )
+        # (B, 2): no pair head
+        no_pairs = input_ids.new_zeros((input_ids.shape[0], 2), dtype=torch.float)
         zero = input_ids.new_zeros((), dtype=torch.float)
         if self.kind == "mlm":
-            out = self.model(input_ids, attention_mask=attention_mask, labels=mlm_labels)
+            out = self.model(
+                input_ids, attention_mask=attention_mask, labels=mlm_labels
+            )
             return PreTrainingOutput(out.loss, out.loss, zero, out.logits, no_pairs)
-        masked, real = mlm_labels != IGNORE_INDEX, attention_mask.bool()             # (B, T) each
+        # (B, T) each
+        masked, real = mlm_labels != IGNORE_INDEX, attention_mask.bool()
         with torch.no_grad():
-            t_hidden = self.teacher.bert(input_ids, attention_mask=attention_mask).last_hidden_state  # (B, T, D)
-            t_logits = self.teacher.mlm_head(t_hidden[masked])                                     # (N, V)
-        s_hidden = self.model.bert(input_ids, attention_mask=attention_mask).last_hidden_state      # (B, T, D)
-        s_logits = self.model.mlm_head(s_hidden[masked])                                           # (N, V)
-        out = distillation_loss(s_logits, t_logits, temperature=2.0, labels=mlm_labels[masked],
-                                student_hidden=s_hidden[real], teacher_hidden=t_hidden[real])
+            t_hidden = self.teacher.bert(
+                input_ids, attention_mask=attention_mask
+            ).last_hidden_state  # (B, T, D)
+            # (N, V)
+            t_logits = self.teacher.mlm_head(t_hidden[masked])
+        s_hidden = self.model.bert(
+            input_ids, attention_mask=attention_mask
+        ).last_hidden_state  # (B, T, D)
+        # (N, V)
+        s_logits = self.model.mlm_head(s_hidden[masked])
+        out = distillation_loss(
+            s_logits,
+            t_logits,
+            temperature=2.0,
+            labels=mlm_labels[masked],
+            student_hidden=s_hidden[real],
+            teacher_hidden=t_hidden[real],
+        )
         return PreTrainingOutput(out.loss, out.mlm, zero, s_logits, no_pairs)
 
 
@@ -326,27 +418,49 @@ class Objective(nn.Module):
 
 # %%
 def pretrain_family(objective: Objective, examples, *, dynamic: bool) -> dict:
-    """Pretrain ``objective`` on ``examples`` with the shared budget; seconds, tokens and the loss curve."""
-    batches = PretrainingBatches(examples, special, BATCH, seed=0, dynamic_masking=dynamic)
-    config = PretrainingConfig(steps=STEPS, lr=1e-3, warmup_fraction=0.05, log_every=max(1, STEPS // 25),
-                               mixed_precision=False)
+    """Pretrain ``objective`` on ``examples`` with the shared budget; seconds, tokens
+    and the loss curve."""
+    batches = PretrainingBatches(
+        examples, special, BATCH, seed=0, dynamic_masking=dynamic
+    )
+    config = PretrainingConfig(
+        steps=STEPS,
+        lr=1e-3,
+        warmup_fraction=0.05,
+        log_every=max(1, STEPS // 25),
+        mixed_precision=False,
+    )
     start = time.perf_counter()
     history = pretrain(objective, batches, config, device=device)
-    return {"seconds": time.perf_counter() - start, "tokens": objective.tokens_seen,
-            "curve": [(r["step"], r["mlm_loss"]) for r in history["train"]]}
+    return {
+        "seconds": time.perf_counter() - start,
+        "tokens": objective.tokens_seen,
+        "curve": [(r["step"], r["mlm_loss"]) for r in history["train"]],
+    }
 
 
-objectives = {"BERT": Objective(bert, "nsp"), "RoBERTa": Objective(roberta, "mlm"),
-              "ALBERT": Objective(albert, "sop")}
-runs = {"BERT": pretrain_family(objectives["BERT"], train_sets["pairs"], dynamic=False),
-        "RoBERTa": pretrain_family(objectives["RoBERTa"], train_sets["full"], dynamic=True),
-        "ALBERT": pretrain_family(objectives["ALBERT"], train_sets["sop"], dynamic=True)}
-student = student_from_teacher(bert, layers=[0, 2] if bert.config.n_layers == 4 else [0])
+objectives = {
+    "BERT": Objective(bert, "nsp"),
+    "RoBERTa": Objective(roberta, "mlm"),
+    "ALBERT": Objective(albert, "sop"),
+}
+runs = {
+    "BERT": pretrain_family(objectives["BERT"], train_sets["pairs"], dynamic=False),
+    "RoBERTa": pretrain_family(objectives["RoBERTa"], train_sets["full"], dynamic=True),
+    "ALBERT": pretrain_family(objectives["ALBERT"], train_sets["sop"], dynamic=True),
+}
+student = student_from_teacher(
+    bert, layers=[0, 2] if bert.config.n_layers == 4 else [0]
+)
 objectives["DistilBERT"] = Objective(student, "distil", teacher=copy.deepcopy(bert))
-runs["DistilBERT"] = pretrain_family(objectives["DistilBERT"], train_sets["full"], dynamic=True)
+runs["DistilBERT"] = pretrain_family(
+    objectives["DistilBERT"], train_sets["full"], dynamic=True
+)
 for name, run in runs.items():
-    print(f"{name:<11} {run['seconds']:6.1f} s, {run['tokens']:>9,} real tokens read, "
-          f"training MLM loss {run['curve'][0][1]:.3f} -> {run['curve'][-1][1]:.3f}")
+    print(
+        f"{name:<11} {run['seconds']:6.1f} s, {run['tokens']:>9,} real tokens read, "
+        f"training MLM loss {run['curve'][0][1]:.3f} -> {run['curve'][-1][1]:.3f}"
+    )
 
 
 # %% [markdown]
@@ -357,12 +471,17 @@ for name, run in runs.items():
 
 # %%
 def step_seconds(objectives: dict, inputs: dict, repeats: int) -> dict:
-    """Median seconds of one training step (forward, backward, AdamW) of each objective, timed in rotation."""
+    """Median seconds of one training step (forward, backward, AdamW) of each objective,
+    timed in rotation."""
     copies = {}
     for name, objective in objectives.items():
         model = copy.deepcopy(objective).to(device).train()
         batch = PretrainingBatches(inputs[name], special, BATCH, seed=0)(0)
-        copies[name] = (model, make_optimizer(model, 1e-3), {k: v.to(device) for k, v in batch.items()})
+        copies[name] = (
+            model,
+            make_optimizer(model, 1e-3),
+            {k: v.to(device) for k, v in batch.items()},
+        )
     times = {name: [] for name in copies}
     for repeat in range(repeats + 1):
         for name, (model, optimizer, batch) in copies.items():
@@ -370,16 +489,24 @@ def step_seconds(objectives: dict, inputs: dict, repeats: int) -> dict:
             model(**batch).loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-            if repeat > 0:                                     # the first round warms up
+            # the first round warms up
+            if repeat > 0:
                 times[name].append(time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-inputs = {"BERT": train_sets["pairs"], "RoBERTa": train_sets["full"], "ALBERT": train_sets["sop"],
-          "DistilBERT": train_sets["full"]}
+inputs = {
+    "BERT": train_sets["pairs"],
+    "RoBERTa": train_sets["full"],
+    "ALBERT": train_sets["sop"],
+    "DistilBERT": train_sets["full"],
+}
 step_time = step_seconds(objectives, inputs, repeats=pick(quick=1, full=5))
 for name, value in step_time.items():
-    print(f"{name:<11} {value * 1000:6.0f} ms per training step; {STEPS} steps: {value * STEPS:5.0f} s")
+    print(
+        f"{name:<11} {value * 1000:6.0f} ms per training step; {STEPS} steps: "
+        f"{value * STEPS:5.0f} s"
+    )
 
 # %% [markdown]
 # (sec-family-baseline)=
@@ -395,31 +522,50 @@ for name, value in step_time.items():
 
 # %%
 heldout_examples = full_sentence_examples(heldout_documents, special, MAX_LEN)
-fixed = PretrainingBatches(heldout_examples, special, BATCH, seed=1, dynamic_masking=False)
-heldout_batches = [fixed(i) for i in range(min(pick(quick=2, full=20), fixed.steps_per_epoch))]
-targets = torch.cat([b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX] for b in heldout_batches])   # (N,)
+fixed = PretrainingBatches(
+    heldout_examples, special, BATCH, seed=1, dynamic_masking=False
+)
+heldout_batches = [
+    fixed(i) for i in range(min(pick(quick=2, full=20), fixed.steps_per_epoch))
+]
+# (N,)
+targets = torch.cat(
+    [b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX] for b in heldout_batches]
+)
 
-counts = torch.ones(len(tokenizer))                                # add-one smoothing
-counts += torch.bincount(torch.tensor([i for document in train_documents for sentence in document
-                                       for i in sentence]), minlength=len(tokenizer))
-log_frequencies = (counts / counts.sum()).log()                    # (V,)
-unigram = {"loss": -log_frequencies[targets].mean().item(),
-           "accuracy": (targets == log_frequencies.argmax()).float().mean().item()}
-print(f"{len(targets):,} held-out masked tokens; uniform guess ln V = {math.log(len(tokenizer)):.3f}; "
-      f"token frequencies: loss {unigram['loss']:.3f}, accuracy {unigram['accuracy']:.1%} "
-      f"(always {tokenizer.id_to_token[int(log_frequencies.argmax())]!r})")
+counts = torch.ones(len(tokenizer))  # add-one smoothing
+counts += torch.bincount(
+    torch.tensor(
+        [i for document in train_documents for sentence in document for i in sentence]
+    ),
+    minlength=len(tokenizer),
+)
+log_frequencies = (counts / counts.sum()).log()  # (V,)
+unigram = {
+    "loss": -log_frequencies[targets].mean().item(),
+    "accuracy": (targets == log_frequencies.argmax()).float().mean().item(),
+}
+print(
+    f"{len(targets):,} held-out masked tokens; uniform guess ln V = "
+    f"{math.log(len(tokenizer)):.3f}; token frequencies: loss {unigram['loss']:.3f}, "
+    f"accuracy {unigram['accuracy']:.1%} (always "
+    f"{tokenizer.id_to_token[int(log_frequencies.argmax())]!r})"
+)
 
 
 @torch.no_grad()
 def heldout_mlm(objective: Objective) -> dict:
-    """Cross-entropy and accuracy of the model's own predictions on the held-out masked tokens."""
+    """Cross-entropy and accuracy of the model's own predictions on the held-out
+    masked tokens."""
     objective.eval().to(device)
     loss, correct, n = 0.0, 0, 0
     for batch in heldout_batches:
         batch = {k: v.to(device) for k, v in batch.items()}
         labels = batch["mlm_labels"]
-        logits = objective.mlm_logits(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], labels)
-        truth = labels[labels != IGNORE_INDEX]                                    # (N,)
+        logits = objective.mlm_logits(
+            batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], labels
+        )
+        truth = labels[labels != IGNORE_INDEX]  # (N,)
         loss += F.cross_entropy(logits, truth, reduction="sum").item()
         correct += (logits.argmax(-1) == truth).sum().item()
         n += len(truth)
@@ -429,8 +575,10 @@ def heldout_mlm(objective: Objective) -> dict:
 for name, objective in objectives.items():
     runs[name].update(heldout_mlm(objective))
     verdict = "below" if runs[name]["loss"] < unigram["loss"] else "not below"
-    print(f"{name:<11} held-out MLM loss {runs[name]['loss']:.3f} ({verdict} the frequencies' "
-          f"{unigram['loss']:.3f}), accuracy {runs[name]['accuracy']:.1%}")
+    print(
+        f"{name:<11} held-out MLM loss {runs[name]['loss']:.3f} ({verdict} the "
+        f"frequencies' {unigram['loss']:.3f}), accuracy {runs[name]['accuracy']:.1%}"
+    )
 
 # %% [markdown]
 # The training curves tell the same story over time: every model's loss falls quickly to
@@ -442,8 +590,12 @@ fig, ax = plt.subplots(figsize=(7, 3.2))
 for name, run in runs.items():
     steps, losses = zip(*run["curve"])
     ax.plot(steps, losses, label=f"{name} (training, its own masks)")
-ax.axhline(unigram["loss"], color="0.4", linestyle=":", label="token frequencies (held-out)")
-ax.axhline(math.log(len(tokenizer)), color="0.7", linestyle="--", label="uniform guess, ln V")
+ax.axhline(
+    unigram["loss"], color="0.4", linestyle=":", label="token frequencies (held-out)"
+)
+ax.axhline(
+    math.log(len(tokenizer)), color="0.7", linestyle="--", label="uniform guess, ln V"
+)
 ax.set(xlabel="step", ylabel="MLM cross-entropy (nats)")
 ax.legend(fontsize=7)
 plt.show()
@@ -460,16 +612,32 @@ plt.show()
 # weights, measures what pretraining added at all.
 
 # %%
-encoders = {"BERT": bert.bert, "RoBERTa": roberta.bert, "ALBERT": albert.albert, "DistilBERT": student.bert}
+encoders = {
+    "BERT": bert.bert,
+    "RoBERTa": roberta.bert,
+    "ALBERT": albert.albert,
+    "DistilBERT": student.bert,
+}
 torch.manual_seed(0)
 encoders["no pretraining"] = BertModel(BertConfig(max_len=MAX_LEN, **size))
 accuracy = {}
 for name, encoder in encoders.items():
-    run = finetune_task("banking77", copy.deepcopy(encoder).to(device), tokenizer,
-                        train_examples=pick(quick=16, full=6 * 77), eval_examples=pick(quick=16, full=5 * 77),
-                        epochs=pick(quick=1, full=8), lr=5e-4, batch_size=pick(quick=8, full=32), desc=name)
+    run = finetune_task(
+        "banking77",
+        copy.deepcopy(encoder).to(device),
+        tokenizer,
+        train_examples=pick(quick=16, full=6 * 77),
+        eval_examples=pick(quick=16, full=5 * 77),
+        epochs=pick(quick=1, full=8),
+        lr=5e-4,
+        batch_size=pick(quick=8, full=32),
+        desc=name,
+    )
     accuracy[name] = run.metrics["accuracy"]
-    print(f"{name:<15} Banking77 accuracy {accuracy[name]:.1%} ({run.result.seconds:.0f} s of fine-tuning)")
+    print(
+        f"{name:<15} Banking77 accuracy {accuracy[name]:.1%} ({run.result.seconds:.0f} "
+        f"s of fine-tuning)"
+    )
 
 # %% [markdown]
 # (sec-family-speed)=
@@ -480,20 +648,28 @@ for name, encoder in encoders.items():
 # machine.
 
 # %%
-speed_batch = {k: v for k, v in heldout_batches[0].items() if k in ("input_ids", "attention_mask")}
+speed_batch = {
+    k: v for k, v in heldout_batches[0].items() if k in ("input_ids", "attention_mask")
+}
 cpu_encoders = {name: copy.deepcopy(encoders[name]).cpu().eval() for name in runs}
 times = {name: [] for name in cpu_encoders}
 with torch.inference_mode():
     for repeat in range(pick(quick=2, full=7)):
         for name, encoder in cpu_encoders.items():
             start = time.perf_counter()
-            encoder(speed_batch["input_ids"], attention_mask=speed_batch["attention_mask"])
-            if repeat > 0:                                    # the first pass warms up the kernels
+            encoder(
+                speed_batch["input_ids"], attention_mask=speed_batch["attention_mask"]
+            )
+            # the first pass warms up the kernels
+            if repeat > 0:
                 times[name].append(time.perf_counter() - start)
 seconds = {name: statistics.median(values) for name, values in times.items()}
 for name, value in seconds.items():
-    print(f"{name:<11} {value * 1000:7.1f} ms per batch of {len(speed_batch['input_ids'])}, "
-          f"{seconds['BERT'] / value:4.2f}x BERT's speed")
+    print(
+        f"{name:<11} {value * 1000:7.1f} ms per batch of "
+        f"{len(speed_batch['input_ids'])}, {seconds['BERT'] / value:4.2f}x "
+        f"BERT's speed"
+    )
 
 # %% [markdown]
 # (sec-family-measured)=
@@ -502,8 +678,12 @@ for name, value in seconds.items():
 # %%
 rows = {
     "parameters (encoder)": {n: f"{count_parameters(encoders[n]):,}" for n in runs},
-    "layers / hidden / heads": {n: f"{encoders[n].config.n_layers} / {encoders[n].config.d_model} / "
-                                   f"{encoders[n].config.n_heads}" for n in runs},
+    "layers / hidden / heads": {
+        n: f"{encoders[n].config.n_layers} / "
+        f"{encoders[n].config.d_model} / "
+        f"{encoders[n].config.n_heads}"
+        for n in runs
+    },
     "training step": {n: f"{step_time[n] * 1000:.0f} ms" for n in runs},
     "pretraining run": {n: f"{runs[n]['seconds']:.0f} s" for n in runs},
     "tokens read": {n: f"{runs[n]['tokens']:,}" for n in runs},
@@ -511,17 +691,29 @@ rows = {
     "held-out MLM accuracy": {n: f"{runs[n]['accuracy']:.1%}" for n in runs},
     "Banking77 accuracy": {n: f"{accuracy[n]:.1%}" for n in runs},
     "CPU inference speed": {n: f"{seconds['BERT'] / seconds[n]:.2f}x" for n in runs},
-    "method": {"BERT": "MLM+NSP, static", "RoBERTa": "MLM, full, dynamic",
-               "DistilBERT": "distilled", "ALBERT": "shared, SOP"},
+    "method": {
+        "BERT": "MLM+NSP, static",
+        "RoBERTa": "MLM, full, dynamic",
+        "DistilBERT": "distilled",
+        "ALBERT": "shared, SOP",
+    },
 }
-rows["training step"]["DistilBERT"] = f"{step_time['DistilBERT'] * 1000:.0f} + {step_time['BERT'] * 1000:.0f} ms"
+rows["training step"]["DistilBERT"] = (
+    f"{step_time['DistilBERT'] * 1000:.0f} + {step_time['BERT'] * 1000:.0f} ms"
+)
 rows["pretraining run"]["DistilBERT"] += f" + {runs['BERT']['seconds']:.0f} s"
 print(f"{'':<23}" + "".join(f"{name:>19}" for name in runs))
 for row, values in rows.items():
     print(f"{row:<23}" + "".join(f"{values[name]:>19}" for name in runs))
-print("DistilBERT's time is its own step or run (which also runs the teacher) + its teacher's pretraining")
-print(f"\nthe token frequencies alone: held-out MLM loss {unigram['loss']:.3f}, accuracy {unigram['accuracy']:.1%}; "
-      f"no pretraining: Banking77 accuracy {accuracy['no pretraining']:.1%}")
+print(
+    "DistilBERT's time is its own step or run (which also runs the teacher) + its "
+    "teacher's pretraining"
+)
+print(
+    f"\nthe token frequencies alone: held-out MLM loss {unigram['loss']:.3f}, "
+    f"accuracy {unigram['accuracy']:.1%}; no pretraining: Banking77 accuracy "
+    f"{accuracy['no pretraining']:.1%}"
+)
 
 # %%
 names = list(runs)
@@ -530,16 +722,27 @@ fig, axes = plt.subplots(1, 4, figsize=(13, 3.2))
 axes[0].bar(names, [count_parameters(encoders[n]) / 1e6 for n in names], color=colours)
 axes[0].set(title="parameters (millions)")
 axes[1].bar(names, [step_time[n] * STEPS for n in names], color=colours)
-axes[1].bar(["DistilBERT"], [step_time["BERT"] * STEPS], bottom=[step_time["DistilBERT"] * STEPS],
-            color="C0", alpha=0.35, label="its teacher's pretraining")
+axes[1].bar(
+    ["DistilBERT"],
+    [step_time["BERT"] * STEPS],
+    bottom=[step_time["DistilBERT"] * STEPS],
+    color="C0",
+    alpha=0.35,
+    label="its teacher's pretraining",
+)
 axes[1].set(title=f"pretraining: {STEPS} steps (s)")
 axes[1].legend(fontsize=7)
 axes[2].bar(names, [runs[n]["loss"] for n in names], color=colours)
 axes[2].axhline(unigram["loss"], color="0.4", linestyle=":", label="token frequencies")
-axes[2].set(title="held-out MLM loss", ylim=(min(runs[n]["loss"] for n in names) - 0.5, math.log(len(tokenizer))))
+axes[2].set(
+    title="held-out MLM loss",
+    ylim=(min(runs[n]["loss"] for n in names) - 0.5, math.log(len(tokenizer))),
+)
 axes[2].legend(fontsize=7)
 axes[3].bar(names, [accuracy[n] for n in names], color=colours)
-axes[3].axhline(accuracy["no pretraining"], color="0.4", linestyle=":", label="no pretraining")
+axes[3].axhline(
+    accuracy["no pretraining"], color="0.4", linestyle=":", label="no pretraining"
+)
 axes[3].set(title="Banking77 accuracy")
 axes[3].legend(fontsize=7)
 for ax in axes:
@@ -598,14 +801,21 @@ plt.show()
 
 # %%
 T, S = 6, 5
-patterns = {"encoder (BERT): self-attention": torch.ones(T, T, dtype=torch.bool),
-            "decoder (GPT): causal self-attention": causal_mask(T),
-            "encoder-decoder (T5): cross-attention": torch.ones(T, S, dtype=torch.bool)}
+patterns = {
+    "encoder (BERT): self-attention": torch.ones(T, T, dtype=torch.bool),
+    "decoder (GPT): causal self-attention": causal_mask(T),
+    "encoder-decoder (T5): cross-attention": torch.ones(T, S, dtype=torch.bool),
+}
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
 for ax, (title, mask) in zip(axes, patterns.items()):
     ax.imshow(mask.numpy(), cmap="Blues", vmin=0, vmax=1.4)
-    ax.set(title=title, xlabel="key position", ylabel="query position",
-           xticks=range(mask.shape[1]), yticks=range(mask.shape[0]))
+    ax.set(
+        title=title,
+        xlabel="key position",
+        ylabel="query position",
+        xticks=range(mask.shape[1]),
+        yticks=range(mask.shape[0]),
+    )
     ax.title.set_fontsize(9)
 fig.tight_layout()
 plt.show()
@@ -660,25 +870,34 @@ for title, mask in patterns.items():
 
 # %%
 languages = ["es", "de", "ar", "hi", "vi", "zh"]
-mlqa_f1 = {"mBERT, English only": [64.3, 57.9, 45.7, 43.8, 57.1, 57.5],
-           "translate test": [65.4, 57.9, 33.6, 23.8, 58.2, 44.2],
-           "translate train": [53.9, 62.0, 51.8, 55.0, 62.0, 61.4]}
+mlqa_f1 = {
+    "mBERT, English only": [64.3, 57.9, 45.7, 43.8, 57.1, 57.5],
+    "translate test": [65.4, 57.9, 33.6, 23.8, 58.2, 44.2],
+    "translate train": [53.9, 62.0, 51.8, 55.0, 62.0, 61.4],
+}
 mbert_english = 77.7
 zero_shot = mlqa_f1["mBERT, English only"]
 for name, scores in mlqa_f1.items():
     cells = [f"{lang} {f1:4.1f}" for lang, f1 in zip(languages, scores)]
     print(f"{name:<20}", "  ".join(cells))
 gap = mbert_english - statistics.mean(zero_shot)
-print(f"mBERT: English F1 {mbert_english}, the other six "
-      f"{statistics.mean(zero_shot):.1f} on average ({gap:.1f} points lower)")
+print(
+    f"mBERT: English F1 {mbert_english}, the other six "
+    f"{statistics.mean(zero_shot):.1f} on average ({gap:.1f} points lower)"
+)
 assert all(f1 < mbert_english for f1 in zero_shot) and 20 < gap < 25
 lead = [round(t - z, 1) for z, t in zip(zero_shot, mlqa_f1["translate test"])]
-print("translate test minus zero-shot mBERT:",
-      ", ".join(f"{lang} {d:+.1f}" for lang, d in zip(languages, lead)))
-assert max(lead) <= 1.1                       # mBERT never more than 1.1 points behind
+print(
+    "translate test minus zero-shot mBERT:",
+    ", ".join(f"{lang} {d:+.1f}" for lang, d in zip(languages, lead)),
+)
+assert max(lead) <= 1.1  # mBERT never more than 1.1 points behind
 assert all(d < -10 for lang, d in zip(languages, lead) if lang in {"ar", "hi", "zh"})
-helped = [lang for lang, z, t in zip(languages, zero_shot, mlqa_f1["translate train"])
-          if t > z]
+helped = [
+    lang
+    for lang, z, t in zip(languages, zero_shot, mlqa_f1["translate train"])
+    if t > z
+]
 print("translate train beats zero-shot mBERT on:", ", ".join(helped))
 assert helped == ["de", "ar", "hi", "vi", "zh"]
 
@@ -709,16 +928,25 @@ assert helped == ["de", "ar", "hi", "vi", "zh"]
 
 # %%
 sentence_pairs = [  # (English, Swedish): the Swedish sentences are this course's own
-    ("My sister likes to read books in the evenings, and this weekend she will borrow "
-     "some new ones at the library.",
-     "Min syster läser gärna böcker på kvällarna, och i helgen ska hon låna några nya "
-     "på biblioteket."),
-    ("It rained all day, so we stayed inside and drank hot chocolate.",
-     "Det regnade hela dagen, så vi stannade inne och drack varm choklad."),
-    ("The train to Gothenburg was late because it had snowed during the night.",
-     "Tåget till Göteborg var försenat eftersom det hade snöat under natten.")]
-english_vocabularies = {"bert-base-uncased": load_minilm().tokenizer,
-                        "course checkpoint": load_pretrained().tokenizer}
+    (
+        "My sister likes to read books in the evenings, and this weekend she will "
+        "borrow some new ones at the library.",
+        "Min syster läser gärna böcker på kvällarna, och i helgen ska hon låna några "
+        "nya på biblioteket.",
+    ),
+    (
+        "It rained all day, so we stayed inside and drank hot chocolate.",
+        "Det regnade hela dagen, så vi stannade inne och drack varm choklad.",
+    ),
+    (
+        "The train to Gothenburg was late because it had snowed during the night.",
+        "Tåget till Göteborg var försenat eftersom det hade snöat under natten.",
+    ),
+]
+english_vocabularies = {
+    "bert-base-uncased": load_minilm().tokenizer,
+    "course checkpoint": load_pretrained().tokenizer,
+}
 assert len(english_vocabularies["bert-base-uncased"]) == 30_522
 assert len(english_vocabularies["course checkpoint"]) < 10_000
 
@@ -734,11 +962,13 @@ for name, tokenizer in english_vocabularies.items():
     english = fertility(tokenizer, [en for en, sv in sentence_pairs])
     swedish = fertility(tokenizer, [sv for en, sv in sentence_pairs])
     ratios[name] = swedish / english
-    print(f"{name:<18} ({len(tokenizer):>6,} pieces) pieces per word: English "
-          f"{english:.2f}, Swedish {swedish:.2f} ({swedish / english:.1f} x)")
+    print(
+        f"{name:<18} ({len(tokenizer):>6,} pieces) pieces per word: English "
+        f"{english:.2f}, Swedish {swedish:.2f} ({swedish / english:.1f} x)"
+    )
     assert swedish > 1.4 * english
     if name == "bert-base-uncased":
-        assert english < 1.05                      # almost every word is one piece
+        assert english < 1.05  # almost every word is one piece
 tokenizer = english_vocabularies["bert-base-uncased"]
 print("\n" + " ".join(tokenizer.encode(sentence_pairs[0][1]).tokens))
 assert tokenizer.encode("läser").tokens == tokenizer.encode("laser").tokens
@@ -829,8 +1059,10 @@ def prefix_lm_mask(T, prefix):
     ### BEGIN SOLUTION
     if not 0 <= prefix <= T:
         raise ValueError(f"prefix must be in [0, T] = [0, {T}], got {prefix}")
-    mask = causal_mask(T)                                      # (T, T) True on and below the diagonal
-    mask[:prefix, :prefix] = True                              # the prefix sees itself in both directions
+    # (T, T) True on and below the diagonal
+    mask = causal_mask(T)
+    # the prefix sees itself in both directions
+    mask[:prefix, :prefix] = True
     return mask
     ### END SOLUTION
 
@@ -874,10 +1106,13 @@ check_prefix_lm_mask(prefix_lm_mask)
 # arithmetic; DistilBERT's is about half of BERT's.
 
 # %% tags=["solution"]
-def encoder_flops(n_layers, d_model, d_ff, batch_size, seq_len, pooler=True, embedding_size=None):
+def encoder_flops(
+    n_layers, d_model, d_ff, batch_size, seq_len, pooler=True, embedding_size=None
+):
     ### BEGIN SOLUTION
     B, T, D, F_ = batch_size, seq_len, d_model, d_ff
-    per_layer = 4 * B * T * D * D + 2 * B * T * T * D + 2 * B * T * D * F_      # multiply-adds
+    # multiply-adds
+    per_layer = 4 * B * T * D * D + 2 * B * T * T * D + 2 * B * T * D * F_
     total = n_layers * per_layer
     if pooler:
         total += B * D * D
@@ -972,26 +1207,55 @@ check_encoder_flops(encoder_flops)
 from tinybert.blocks.attention import causal_mask
 from tinybert.exercises.quiz import Quiz, choice, number
 
-quiz = Quiz("ch14", [
-    choice("Which family member is faster per token than BERT of the same width?",
-           ["RoBERTa", "ALBERT", "DistilBERT", "none of them"], answer="c",
-           explain="Only fewer layers means less arithmetic per token."),
-    choice("ALBERT shares weights, but not",
-           ["arithmetic", "memory", "parameters", "its vocabulary"], answer="a",
-           explain="Every layer still computes."),
-    choice("What separates an encoder from a decoder, in this chapter's terms?",
-           ["the attention mask", "the vocabulary", "the number of layers",
-            "the optimizer"], answer="a",
-           explain="Both sides, or the left side only."),
-    choice("Before comparing two pretrained models, compare each with",
-           ["a larger model", "the token frequencies on the same masked tokens",
-            "GPT", "the published table"], answer="b",
-           explain="A baseline that needs no model."),
-    number("How many entries of a causal mask for T = 5 tokens are True?",
-           answer=int(causal_mask(5).sum()), decimals=0,
-           explain="1 + 2 + 3 + 4 + 5."),
-    choice("Which would you start from to write replies rather than classify them?",
-           ["BERT", "DistilBERT", "ALBERT", "a decoder-only or encoder-decoder model"],
-           answer="d", explain="Encoders do not generate left to right."),
-])
+quiz = Quiz(
+    "ch14",
+    [
+        choice(
+            "Which family member is faster per token than BERT of the same width?",
+            ["RoBERTa", "ALBERT", "DistilBERT", "none of them"],
+            answer="c",
+            explain="Only fewer layers means less arithmetic per token.",
+        ),
+        choice(
+            "ALBERT shares weights, but not",
+            ["arithmetic", "memory", "parameters", "its vocabulary"],
+            answer="a",
+            explain="Every layer still computes.",
+        ),
+        choice(
+            "What separates an encoder from a decoder, in this chapter's terms?",
+            [
+                "the attention mask",
+                "the vocabulary",
+                "the number of layers",
+                "the optimizer",
+            ],
+            answer="a",
+            explain="Both sides, or the left side only.",
+        ),
+        choice(
+            "Before comparing two pretrained models, compare each with",
+            [
+                "a larger model",
+                "the token frequencies on the same masked tokens",
+                "GPT",
+                "the published table",
+            ],
+            answer="b",
+            explain="A baseline that needs no model.",
+        ),
+        number(
+            "How many entries of a causal mask for T = 5 tokens are True?",
+            answer=int(causal_mask(5).sum()),
+            decimals=0,
+            explain="1 + 2 + 3 + 4 + 5.",
+        ),
+        choice(
+            "Which would you start from to write replies rather than classify them?",
+            ["BERT", "DistilBERT", "ALBERT", "a decoder-only or encoder-decoder model"],
+            answer="d",
+            explain="Encoders do not generate left to right.",
+        ),
+    ],
+)
 quiz

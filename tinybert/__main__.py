@@ -1,8 +1,9 @@
 """Hand-written: ``python -m tinybert doctor`` — what a student pastes into a question.
 
-Prints the versions that matter, the device the chapters will use, quick mode, and which data
-files are available locally (and where), without downloading anything.
+Prints the versions that matter, the device the chapters will use, quick mode, and which
+data files are available locally (and where), without downloading anything.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,8 @@ def _version(package: str) -> str:
 
 
 def _local_copy(entry) -> str | None:
-    """Where a data file is found without downloading (data dir, then cache), or None."""
+    """Where a data file is found without downloading (data dir, then
+    cache), or None."""
     from tinybert.data import cache_dir, data_dir
 
     for root in (data_dir(), cache_dir()):
@@ -43,7 +45,8 @@ def _data_dir_problem(root) -> str | None:
 
 
 def doctor() -> int:
-    """Print the report; return 0 when everything the chapters need is in place, else 1."""
+    """Print the report; return 0 when everything the chapters need is in
+    place, else 1."""
     import torch
 
     from tinybert import __version__
@@ -53,8 +56,16 @@ def doctor() -> int:
     problems = []
     print(f"tinybert {__version__} (python -m tinybert doctor)")
     print(f"python   {platform.python_version()} on {platform.platform()}")
-    for package in ["torch", "numpy", "matplotlib", "einops", "jupyter-book", "jupytext",
-                    "transformers", "tokenizers"]:
+    for package in [
+        "torch",
+        "numpy",
+        "matplotlib",
+        "einops",
+        "jupyter-book",
+        "jupytext",
+        "transformers",
+        "tokenizers",
+    ]:
         print(f"{package:12s} {_version(package)}")
     try:
         device = get_device()
@@ -64,20 +75,28 @@ def doctor() -> int:
     print(f"device   {device} ({cuda}); torch threads {torch.get_num_threads()}")
     try:
         print(f"quick mode {'on' if is_quick() else 'off'} (TINYBERT_QUICK)")
-    except ValueError as error:            # e.g. TINYBERT_QUICK=maybe
+    except ValueError as error:  # e.g. TINYBERT_QUICK=maybe
         print(f"quick mode error: {error}")
         problems.append("TINYBERT_QUICK")
-    print(f"data dir {data_dir() or '(TINYBERT_DATA_DIR not set)'}; cache {cache_dir()}")
+    print(
+        f"data dir {data_dir() or '(TINYBERT_DATA_DIR not set)'}; cache {cache_dir()}"
+    )
     unusable = _data_dir_problem(data_dir())
     if unusable is not None:
         print(f"data dir error: {unusable}")
         problems.append("TINYBERT_DATA_DIR")
     local = {name for name, entry in REGISTRY.items() if _local_copy(entry) is not None}
     missing = [e for e in REGISTRY.values() if e.name not in local]
-    print(f"data     {len(local)} of {len(REGISTRY)} registered files found locally "
-          "(the others are downloaded, and checked, on first use)")
+    print(
+        f"data     {len(local)} of {len(REGISTRY)} registered files found locally "
+        "(the others are downloaded, and checked, on first use)"
+    )
     for entry in missing:
-        where = "" if entry.offline_copy else "  (download only: not in the offline data folder)"
+        where = (
+            ""
+            if entry.offline_copy
+            else ("  (download only: not in the offline data folder)")
+        )
         print(f"  missing {entry.name:24s} {entry.relpath}{where}")
     missing = [e for e in missing if e.offline_copy]
     if missing and data_dir() is None:
@@ -86,21 +105,33 @@ def doctor() -> int:
     return 1 if problems else 0
 
 
-# Subcommands other than doctor live in hand-written modules under tinybert/commands/, each with
-# ``add_arguments(parser)`` and ``run(args) -> int``; they are imported only when chosen, so that
+# Subcommands other than doctor live in hand-written modules under
+# tinybert/commands/, each with
+# ``add_arguments(parser)`` and ``run(args) -> int``; they are imported only when
+# chosen, so that
 # ``doctor`` works even when the heavier parts of the package cannot be imported.
 COMMANDS = {
-    "pretrain": ("tinybert.commands.pretrain", "pretrain a BERT with MLM + NSP (chapter 09)"),
-    "finetune": ("tinybert.commands.finetune", "fine-tune a pretrained encoder on a task (chapter 10)"),
+    "pretrain": (
+        "tinybert.commands.pretrain",
+        "pretrain a BERT with MLM + NSP (chapter 09)",
+    ),
+    "finetune": (
+        "tinybert.commands.finetune",
+        ("fine-tune a pretrained encoder on a task (chapter 10)"),
+    ),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     import importlib
 
-    parser = argparse.ArgumentParser(prog="tinybert", description="tinybert: the course's command line")
+    parser = argparse.ArgumentParser(
+        prog="tinybert", description="tinybert: the course's command line"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
-    sub.add_parser("doctor", help="report the set-up: versions, device, quick mode, data")
+    sub.add_parser(
+        "doctor", help=("report the set-up: versions, device, quick mode, data")
+    )
     modules, broken = {}, {}
     for name, (module_name, help_text) in COMMANDS.items():
         try:
@@ -109,22 +140,28 @@ def main(argv: list[str] | None = None) -> int:
         except ModuleNotFoundError as error:
             if error.name != module_name:
                 raise
-            continue                                  # a chapter that has not landed yet
-        except ValueError as error:           # e.g. TINYBERT_QUICK=maybe, on import
+            # a chapter that has not landed yet
+            continue
+        except ValueError as error:  # e.g. TINYBERT_QUICK=maybe, on import
             broken[name] = error
             sub.add_parser(name, help=help_text, description=help_text)
             continue
-        modules[name].add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+        modules[name].add_arguments(
+            sub.add_parser(name, help=help_text, description=help_text)
+        )
     args, unknown = parser.parse_known_args(argv)
     if args.command in broken:
-        print(f"tinybert {args.command}: error: {broken[args.command]} "
-              "(`tinybert doctor` checks the set-up)", file=sys.stderr)
+        print(
+            f"tinybert {args.command}: error: {broken[args.command]} "
+            "(`tinybert doctor` checks the set-up)",
+            file=sys.stderr,
+        )
         return 2
     if unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "doctor":
         return doctor()
-    args.argv = list(sys.argv[1:] if argv is None else argv)   # as typed, for messages
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as typed, for messages
     return modules[args.command].run(args)
 
 

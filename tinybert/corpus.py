@@ -5,10 +5,16 @@
 Built in chapter 2 (Words as vectors, and the trouble with recurrence); read it with its
 explanations at chapters/02_word_vectors.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['gutenberg_body', 'gutenberg_ebooks', 'load_gutenberg', 'words',
-           'Vocabulary']
+__all__ = [
+    'gutenberg_body',
+    'gutenberg_ebooks',
+    'load_gutenberg',
+    'words',
+    'Vocabulary',
+]
 
 
 import re
@@ -18,36 +24,57 @@ from collections.abc import Iterable, Mapping
 from tinybert.data import fetch, names
 
 
-_START = re.compile(r"^\*\*\* ?START OF TH(?:IS|E) PROJECT GUTENBERG EBOOK.*$", re.IGNORECASE | re.MULTILINE)
-_END = re.compile(r"^\*\*\* ?END OF TH(?:IS|E) PROJECT GUTENBERG EBOOK.*$", re.IGNORECASE | re.MULTILINE)
-# Paragraphs inside the markers that Project Gutenberg added: the volunteers' credit, an editor's
+_START = re.compile(
+    r"^\*\*\* ?START OF TH(?:IS|E) PROJECT GUTENBERG "
+    r"EBOOK.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_END = re.compile(
+    r"^\*\*\* ?END OF TH(?:IS|E) PROJECT GUTENBERG "
+    r"EBOOK.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+# Paragraphs inside the markers that Project Gutenberg added: the volunteers'
+# credit, an editor's
 # note in brackets, and the closing "End of (the) Project Gutenberg EBook of ..." line.
-_NOT_THE_BOOK = re.compile(r"(?:Produced by |\[Project Gutenberg|End of (?:the )?Project Gutenberg)",
-                           re.IGNORECASE)
+_NOT_THE_BOOK = re.compile(
+    r"(?:Produced by |\[Project Gutenberg|End of (?:the )?Project Gutenberg)",
+    re.IGNORECASE,
+)
 
 
 # Built in chapter 2, section "A corpus of twelve novels":
 # chapters/02_word_vectors.html#a-corpus-of-twelve-novels
 def gutenberg_body(text: str) -> str:
-    """The book inside a Project Gutenberg file: the text between the START and END marker lines.
+    """The book inside a Project Gutenberg file: the text between the START and END
+    marker lines.
 
-    Removes the byte-order mark, turns \\r\\n and \\r into \\n, and drops the paragraphs (blocks
-    separated by blank lines) that Project Gutenberg added inside the markers: the "Produced by"
-    credit, bracketed "[Project Gutenberg ...]" notes and the "End of the Project Gutenberg
-    EBook" line. Raises ValueError if either marker line is missing.
+    Removes the byte-order mark, turns \\r\\n and \\r into \\n, and drops the paragraphs
+    (blocks separated by blank lines) that Project Gutenberg added inside the markers:
+    the "Produced by" credit, bracketed "[Project Gutenberg ...]" notes and the "End of
+    the Project Gutenberg EBook" line. Raises ValueError if either marker
+    line is missing.
     """
     if not isinstance(text, str):
-        raise ValueError(f"gutenberg_body expects the file's text as a str, got {type(text).__name__}")
+        raise ValueError(
+            f"gutenberg_body expects the file's text as a str, got "
+            f"{type(text).__name__}"
+        )
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     start = _START.search(text)
     if start is None:
-        raise ValueError("no '*** START OF THIS PROJECT GUTENBERG EBOOK ... ***' line found: "
-                         "is this a Project Gutenberg plain-text file?")
+        raise ValueError(
+            "no '*** START OF THIS PROJECT GUTENBERG EBOOK ... ***' line "
+            "found: is this a Project Gutenberg plain-text file?"
+        )
     end = _END.search(text, start.end())
     if end is None:
-        raise ValueError("no '*** END OF THIS PROJECT GUTENBERG EBOOK ... ***' line found after "
-                         "the START line: the file may be truncated")
-    paragraphs = re.split(r"\n\s*\n", text[start.end():end.start()])     # blank lines separate paragraphs
+        raise ValueError(
+            "no '*** END OF THIS PROJECT GUTENBERG EBOOK ... ***' line "
+            "found after the START line: the file may be truncated"
+        )
+    # blank lines separate paragraphs
+    paragraphs = re.split(r"\n\s*\n", text[start.end() : end.start()])
     kept = [p for p in paragraphs if not _NOT_THE_BOOK.match(p.lstrip())]
     return "\n\n".join(p.strip("\n").rstrip() for p in kept if p.strip()) + "\n"
 
@@ -55,31 +82,45 @@ def gutenberg_body(text: str) -> str:
 # Built in chapter 2, section "A corpus of twelve novels":
 # chapters/02_word_vectors.html#a-corpus-of-twelve-novels
 def gutenberg_ebooks() -> list[int]:
-    """The Project Gutenberg eBook numbers that the course's data registry knows, in its order."""
+    """The Project Gutenberg eBook numbers that the course's data registry knows, in
+    its order."""
     return [int(name.split("/", 1)[1]) for name in names("gutenberg/")]
 
 
 # Built in chapter 2, section "A corpus of twelve novels":
 # chapters/02_word_vectors.html#a-corpus-of-twelve-novels
 def load_gutenberg(ebook: int | str) -> str:
-    """The body of one of the course's Project Gutenberg books: ``load_gutenberg(1342)``."""
-    if isinstance(ebook, bool) or not isinstance(ebook, (int, str)) or not str(ebook).isdigit():
-        raise ValueError(f"ebook must be a Project Gutenberg eBook number such as 1342, got {ebook!r}")
+    """The body of one of the course's Project Gutenberg books:
+    ``load_gutenberg(1342)``."""
+    if (
+        isinstance(ebook, bool)
+        or not isinstance(ebook, (int, str))
+        or not str(ebook).isdigit()
+    ):
+        raise ValueError(
+            f"ebook must be a Project Gutenberg eBook number such as 1342, "
+            f"got {ebook!r}"
+        )
     if int(ebook) not in gutenberg_ebooks():
-        raise ValueError(f"eBook {ebook} is not in the course's data; known: {gutenberg_ebooks()}")
+        raise ValueError(
+            f"eBook {ebook} is not in the course's data; known: {gutenberg_ebooks()}"
+        )
     return gutenberg_body(fetch(f"gutenberg/{int(ebook)}").read_text(encoding="utf-8"))
 
 
-_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*")   # letters, with inner apostrophes: don't, tellson's
+# letters, with inner apostrophes: don't, tellson's
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*")
 
 
 # Built in chapter 2, section "A corpus of twelve novels":
 # chapters/02_word_vectors.html#a-corpus-of-twelve-novels
 def words(text: str) -> list[str]:
-    """Lower-cased words of ``text``: runs of letters, keeping apostrophes inside a word.
+    """Lower-cased words of ``text``: runs of letters, keeping apostrophes
+    inside a word.
 
-    Drops digits, punctuation, underscores and apostrophes at the edges of words; hyphens and
-    dashes split words ("bank-note" -> "bank", "note"). The curly apostrophe ’ counts as '.
+    Drops digits, punctuation, underscores and apostrophes at the edges of words;
+    hyphens and dashes split words ("bank-note" -> "bank", "note"). The curly apostrophe
+    ’ counts as '.
     """
     if not isinstance(text, str):
         raise ValueError(f"words expects a str, got {type(text).__name__}")
@@ -89,24 +130,32 @@ def words(text: str) -> list[str]:
 # Built in chapter 2, section "A corpus of twelve novels":
 # chapters/02_word_vectors.html#a-corpus-of-twelve-novels
 class Vocabulary:
-    """Words <-> integer ids, most frequent first; id 0 is "<unk>", shared by every word left out.
+    """Words <-> integer ids, most frequent first; id 0 is "<unk>", shared by every
+    word left out.
 
-    ``Vocabulary.from_words(tokens, min_count=5)`` keeps the words seen at least ``min_count``
-    times (ties in order of the words). ``counts[i]`` is how often word ``i`` occurred; for
-    "<unk>" it is the number of tokens it stands for.
+    ``Vocabulary.from_words(tokens, min_count=5)`` keeps the words seen at least
+    ``min_count`` times (ties in order of the words). ``counts[i]`` is how often word
+    ``i`` occurred; for "<unk>" it is the number of tokens it stands for.
     """
 
     UNK = "<unk>"
 
     def __init__(self, counts: Mapping[str, int], min_count: int = 1):
-        if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
+        if (
+            isinstance(min_count, bool)
+            or not isinstance(min_count, int)
+            or min_count < 1
+        ):
             raise ValueError(f"min_count must be a positive int, got {min_count!r}")
         if any(not isinstance(n, int) or n < 0 for n in counts.values()):
             raise ValueError("counts must map words to non-negative ints")
-        kept = sorted((w for w, n in counts.items() if n >= min_count and w != self.UNK),
-                      key=lambda w: (-counts[w], w))
-        self.itos: list[str] = [self.UNK] + kept                  # id -> word
-        self.stoi: dict[str, int] = {w: i for i, w in enumerate(self.itos)}   # word -> id
+        kept = sorted(
+            (w for w, n in counts.items() if n >= min_count and w != self.UNK),
+            key=lambda w: (-counts[w], w),
+        )
+        self.itos: list[str] = [self.UNK] + kept  # id -> word
+        # word -> id
+        self.stoi: dict[str, int] = {w: i for i, w in enumerate(self.itos)}
         self.counts: list[int] = [sum(counts.values()) - sum(counts[w] for w in kept)]
         self.counts += [counts[w] for w in kept]
         self.unk_id = 0

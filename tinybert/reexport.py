@@ -1,9 +1,10 @@
 """Hand-written: the lazy re-export that every subpackage's generated ``__init__`` uses.
 
-``from tinybert.tokenizers import WordPieceTokenizer`` imports the one module that defines
-the name, on first use; importing a subpackage imports none of its modules, so that no
-module's import can pull in its siblings (and no import cycle can start here).
+``from tinybert.tokenizers import WordPieceTokenizer`` imports the one module that
+defines the name, on first use; importing a subpackage imports none of its modules, so
+that no module's import can pull in its siblings (and no import cycle can start here).
 """
+
 from __future__ import annotations
 
 import sys
@@ -11,16 +12,17 @@ from collections.abc import Callable
 from importlib import import_module
 
 
-def lazy_reexports(package: str, owners: dict[str, str]
-                   ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` of ``package`` (PEP 562), for the public names
-    in ``owners`` (name -> the submodule of ``package`` that defines it)."""
+def lazy_reexports(
+    package: str, owners: dict[str, str]
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of ``package`` (PEP 562), for the public
+    names in ``owners`` (name -> the submodule of ``package`` that defines it)."""
 
     def __getattr__(name: str):
         if name not in owners:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(import_module(f"{package}.{owners[name]}"), name)
-        setattr(sys.modules[package], name, value)          # found directly next time
+        setattr(sys.modules[package], name, value)  # found directly next time
         return value
 
     def __dir__() -> list[str]:

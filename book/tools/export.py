@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import subprocess
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
@@ -32,8 +33,8 @@ FUTURE = "from __future__ import annotations"
 WIDTH = 88
 
 
-def _wrap(text: str, prefix: str = "") -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=prefix, subsequent_indent=prefix,
+def _wrap(text: str, prefix: str = "", width: int = WIDTH) -> list[str]:
+    return textwrap.wrap(text, width, initial_indent=prefix, subsequent_indent=prefix,
                          break_long_words=False, break_on_hyphens=False)
 
 
@@ -124,7 +125,7 @@ def render(module: str, pieces: list[Piece]) -> str:
     built = (f"Built in chapter {first.chapter.number} ({first.chapter_title}); read it "
              f"with its explanations at {first.chapter.page}.")
     header = [f"{MARKER} from {', '.join(sources)}:\n# edit the chapter, not this file.",
-              '"""' + "\n".join(_wrap(MODULES[module])) + "\n\n"
+              '"""' + "\n".join(_wrap(MODULES[module], width=WIDTH - 3)) + "\n\n"
               + "\n".join(_wrap(built)) + '\n"""']
     if future:
         header.append(FUTURE)
@@ -157,7 +158,7 @@ def render_package(package: str, modules: dict[str, str]) -> str:
         raise ValueError(f"tinybert.{package} has no docstring in book/tools/layout.py "
                          "(add it to PACKAGES)")
     lines = [f"{MARKER}: edit the chapters and book/tools/layout.py, not this file.",
-             '"""' + "\n".join(_wrap(doc)) + "\n\n"
+             '"""' + "\n".join(_wrap(doc, width=WIDTH - 3)) + "\n\n"
              + "\n".join(_wrap(f"``from tinybert.{package} import NAME`` works for every "
                                "public name of its modules.")) + '\n"""',
              "from tinybert.reexport import lazy_reexports", "",
@@ -167,6 +168,16 @@ def render_package(package: str, modules: dict[str, str]) -> str:
     lines += ["}", _names_line("__all__ = ", sorted(owner)),
               "__getattr__, __dir__ = lazy_reexports(__name__, _MODULES)", ""]
     return "\n".join(lines)
+
+
+def ruff_format(text: str, path: Path) -> str:
+    """``text`` as ``ruff format`` (the project's settings in pyproject.toml) writes it."""
+    done = subprocess.run([sys.executable, "-m", "ruff", "format", "--config",
+                           str(ROOT / "pyproject.toml"), "--stdin-filename", str(path), "-"],
+                          input=text, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"ruff format failed on {_rel(path)}: {done.stderr.strip()}")
+    return done.stdout
 
 
 def expected_files(root: Path = ROOT) -> dict[Path, str]:
@@ -183,7 +194,7 @@ def expected_files(root: Path = ROOT) -> dict[Path, str]:
             raise ValueError(f"{_rel(init)} is hand-written, but chapters export into "
                              f"tinybert.{package}")
         files[init] = render_package(package, modules)
-    return files
+    return {path: ruff_format(text, path) for path, text in files.items()}
 
 
 def generated_on_disk() -> set[Path]:

@@ -5,10 +5,16 @@
 Built in chapter 3 (Attention); read it with its explanations at
 chapters/03_attention.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['masked_softmax', 'scaled_dot_product_attention', 'causal_mask',
-           'padding_mask', 'fast_scaled_dot_product_attention']
+__all__ = [
+    'masked_softmax',
+    'scaled_dot_product_attention',
+    'causal_mask',
+    'padding_mask',
+    'fast_scaled_dot_product_attention',
+]
 
 
 import math
@@ -21,146 +27,210 @@ from tinybert.blocks.checks import shape_of
 
 # Built in chapter 3, section "Scaled dot-product attention":
 # chapters/03_attention.html#scaled-dot-product-attention
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+def masked_softmax(
+    scores: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Softmax over the last axis, counting only the entries where ``mask`` is True.
 
-    ``scores``: (..., T, S); ``mask``: bool, True = may attend, broadcastable to ``scores``.
-    A row with no True entry (a query that may attend to nothing) gets all-zero weights, never
-    NaN: such rows are left unmasked for the softmax, so that nothing divides 0 by 0, and zeroed
-    afterwards.
+    ``scores``: (..., T, S); ``mask``: bool, True = may attend, broadcastable to
+    ``scores``. A row with no True entry (a query that may attend to nothing) gets
+    all-zero weights, never NaN: such rows are left unmasked for the softmax, so that
+    nothing divides 0 by 0, and zeroed afterwards.
     """
     if mask is None:
-        return torch.softmax(scores, dim=-1)                        # (..., T, S)
-    alive = mask.any(dim=-1, keepdim=True)                          # (..., T, 1) rows with a key
-    scores = scores.masked_fill(~mask & alive, float("-inf"))       # (..., T, S) the mask, applied once
-    return torch.softmax(scores, dim=-1).masked_fill(~alive, 0.0)   # (..., T, S)
+        return torch.softmax(scores, dim=-1)  # (..., T, S)
+    # (..., T, 1) rows with a key
+    alive = mask.any(dim=-1, keepdim=True)
+    # (..., T, S) the mask, applied once
+    scores = scores.masked_fill(~mask & alive, float("-inf"))
+    return torch.softmax(scores, dim=-1).masked_fill(~alive, 0.0)  # (..., T, S)
 
 
 # Built in chapter 3, section "Scaled dot-product attention":
 # chapters/03_attention.html#scaled-dot-product-attention
 def _check_attention_inputs(q, k, v, mask, dropout_p) -> tuple[int, ...]:
-    """Raise ValueError unless the inputs fit together; return the scores' shape (..., T, S)."""
+    """Raise ValueError unless the inputs fit together; return the scores' shape
+    (..., T, S)."""
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, torch.Tensor) or x.dim() < 2:
-            raise ValueError(f"{name}: expected a tensor of shape (..., length, features), got {shape_of(x)}")
+            raise ValueError(
+                f"{name}: expected a tensor of shape (..., length, features), got "
+                f"{shape_of(x)}"
+            )
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must share their last axis Dk: expected k of shape (..., S, {q.shape[-1]}) "
-                         f"for q of shape {shape_of(q)}, got k of shape {shape_of(k)}")
+        raise ValueError(
+            f"q and k must share their last axis Dk: expected k of shape "
+            f"(..., S, {q.shape[-1]}) for q of shape {shape_of(q)}, got k "
+            f"of shape {shape_of(k)}"
+        )
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same length S: expected v of shape (..., {k.shape[-2]}, Dv) "
-                         f"for k of shape {shape_of(k)}, got v of shape {shape_of(v)}")
+        raise ValueError(
+            f"k and v must have the same length S: expected v of shape "
+            f"(..., {k.shape[-2]}, Dv) for k of shape {shape_of(k)}, got "
+            f"v of shape {shape_of(v)}"
+        )
     try:
         batch = tuple(torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]))
     except RuntimeError:
-        raise ValueError(f"the leading (batch) axes of q, k and v must broadcast, "
-                         f"got q {shape_of(q)}, k {shape_of(k)}, v {shape_of(v)}") from None
-    scores_shape = (*batch, q.shape[-2], k.shape[-2])                # (..., T, S)
+        raise ValueError(
+            f"the leading (batch) axes of q, k and v must broadcast, "
+            f"got q {shape_of(q)}, k {shape_of(k)}, v "
+            f"{shape_of(v)}"
+        ) from None
+    scores_shape = (*batch, q.shape[-2], k.shape[-2])  # (..., T, S)
     if mask is not None:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
             got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-            raise ValueError(f"mask: expected a bool tensor (True = may attend), got {got}; convert a 1/0 "
-                             "mask with mask.bool() and an additive float mask with mask == 0")
+            raise ValueError(
+                f"mask: expected a bool tensor (True = may attend), got "
+                f"{got}; convert a 1/0 mask with mask.bool() and an "
+                f"additive float mask with mask == 0"
+            )
         try:
-            fits = tuple(torch.broadcast_shapes(mask.shape, scores_shape)) == scores_shape
+            fits = (
+                tuple(torch.broadcast_shapes(mask.shape, scores_shape)) == scores_shape
+            )
         except RuntimeError:
             fits = False
         if not fits:
-            raise ValueError(f"mask: expected a shape that broadcasts to the scores' (..., T, S) = "
-                             f"{scores_shape}, got {shape_of(mask)}")
-    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)) or not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"dropout_p: expected a probability in [0, 1), got {dropout_p!r}")
+            raise ValueError(
+                f"mask: expected a shape that broadcasts to the scores' "
+                f"(..., T, S) = {scores_shape}, got {shape_of(mask)}"
+            )
+    if (
+        isinstance(dropout_p, bool)
+        or not isinstance(dropout_p, (int, float))
+        or not 0.0 <= dropout_p < 1.0
+    ):
+        raise ValueError(
+            f"dropout_p: expected a probability in [0, 1), got {dropout_p!r}"
+        )
     return scores_shape
 
 
 # Built in chapter 3, section "Scaled dot-product attention":
 # chapters/03_attention.html#scaled-dot-product-attention
-def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                                 mask: torch.Tensor | None = None,
-                                 dropout_p: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V, written out step by step.
 
-    Shapes: q (..., T, Dk), k (..., S, Dk), v (..., S, Dv); the leading axes (usually (B, H))
-    broadcast. ``mask``: bool, True = may attend, broadcastable to (..., T, S). Returns
-    ``(output (..., T, Dv), weights (..., T, S))``; a query whose keys are all masked gets zero
-    weights and a zero output. Dropout acts on the weights when ``dropout_p > 0`` (callers pass
-    ``dropout_p if self.training else 0.0``); the returned weights are the ones applied to v.
+    Shapes: q (..., T, Dk), k (..., S, Dk), v (..., S, Dv); the leading axes (usually
+    (B, H)) broadcast. ``mask``: bool, True = may attend, broadcastable to (..., T, S).
+    Returns ``(output (..., T, Dv), weights (..., T, S))``; a query whose keys are all
+    masked gets zero weights and a zero output. Dropout acts on the weights when
+    ``dropout_p > 0`` (callers pass ``dropout_p if self.training else 0.0``); the
+    returned weights are the ones applied to v.
     """
     _check_attention_inputs(q, k, v, mask, dropout_p)
     d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)   # (..., T, Dk) @ (..., Dk, S) -> (..., T, S)
-    weights = masked_softmax(scores, mask)              # (..., T, S) each live row sums to 1
+    # (..., T, Dk) @ (..., Dk, S) -> (..., T, S)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    # (..., T, S) each live row sums to 1
+    weights = masked_softmax(scores, mask)
     if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)       # (..., T, S)
-    output = weights @ v                                # (..., T, S) @ (..., S, Dv) -> (..., T, Dv)
+        weights = F.dropout(weights, p=dropout_p)  # (..., T, S)
+    # (..., T, S) @ (..., S, Dv) -> (..., T, Dv)
+    output = weights @ v
     return output, weights
 
 
 # Built in chapter 3, section "Masks":
 # chapters/03_attention.html#masks
-def causal_mask(T: int, S: int | None = None, device: torch.device | str | None = None) -> torch.Tensor:
+def causal_mask(
+    T: int, S: int | None = None, device: torch.device | str | None = None
+) -> torch.Tensor:
     """Bool (T, S) mask, True where query t may attend to key s: s ≤ t + (S - T).
 
-    With S = T (self-attention) this is the lower triangle, s ≤ t. With S > T the queries are
-    taken to be the *last* T of the S positions (decoding with cached keys), so the last query
-    sees every key; this is the "lower right" alignment of ``torch.nn.attention.bias``, not the
-    "upper left" one of ``F.scaled_dot_product_attention(is_causal=True)``.
+    With S = T (self-attention) this is the lower triangle, s ≤ t. With S > T the
+    queries are taken to be the *last* T of the S positions (decoding with cached keys),
+    so the last query sees every key; this is the "lower right" alignment of
+    ``torch.nn.attention.bias``, not the "upper left" one of
+    ``F.scaled_dot_product_attention(is_causal=True)``.
     """
     S = T if S is None else S
     for name, n in (("T", T), ("S", S)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"{name}: expected a positive int, got {n!r}")
-    t = torch.arange(T, device=device)[:, None]         # (T, 1) query positions
-    s = torch.arange(S, device=device)[None, :]         # (1, S) key positions
-    return s <= t + (S - T)                             # (T, S)
+    t = torch.arange(T, device=device)[:, None]  # (T, 1) query positions
+    s = torch.arange(S, device=device)[None, :]  # (1, S) key positions
+    return s <= t + (S - T)  # (T, S)
 
 
 # Built in chapter 3, section "Masks":
 # chapters/03_attention.html#masks
 def padding_mask(lengths: torch.Tensor, S: int | None = None) -> torch.Tensor:
-    """Bool (B, 1, 1, S) mask, True at real tokens, False at padding; broadcasts to (B, H, T, S).
+    """Bool (B, 1, 1, S) mask, True at real tokens, False at padding; broadcasts to
+    (B, H, T, S).
 
-    ``lengths``: either a 1-D integer tensor (B,) of sequence lengths (S defaults to the longest),
-    or a 2-D bool tensor (B, S), True at real tokens. Convert Hugging Face's 1/0
-    ``attention_mask`` with ``.bool()`` first.
+    ``lengths``: either a 1-D integer tensor (B,) of sequence lengths (S defaults to the
+    longest), or a 2-D bool tensor (B, S), True at real tokens. Convert Hugging Face's
+    1/0 ``attention_mask`` with ``.bool()`` first.
     """
     if not isinstance(lengths, torch.Tensor):
         raise ValueError(f"lengths: expected a tensor, got {type(lengths).__name__}")
     if lengths.dim() == 2 and lengths.dtype == torch.bool:
         if S is not None and S != lengths.shape[1]:
-            raise ValueError(f"S: expected {lengths.shape[1]} for a bool mask of shape {shape_of(lengths)}, got {S}")
-        return lengths[:, None, None, :]                # (B, 1, 1, S)
-    if lengths.dim() != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
-        raise ValueError(f"lengths: expected an integer tensor of shape (B,) or a bool tensor of shape (B, S), "
-                         f"got {lengths.dtype} of shape {shape_of(lengths)} (for a 1/0 mask use .bool())")
+            raise ValueError(
+                f"S: expected {lengths.shape[1]} for a bool mask of shape "
+                f"{shape_of(lengths)}, got {S}"
+            )
+        return lengths[:, None, None, :]  # (B, 1, 1, S)
+    if (
+        lengths.dim() != 1
+        or lengths.dtype.is_floating_point
+        or lengths.dtype == torch.bool
+    ):
+        raise ValueError(
+            f"lengths: expected an integer tensor of shape (B,) or a bool "
+            f"tensor of shape (B, S), got {lengths.dtype} of shape "
+            f"{shape_of(lengths)} (for a 1/0 mask use .bool())"
+        )
     longest = int(lengths.max()) if lengths.numel() else 0
     S = longest if S is None else S
     if (lengths.numel() and int(lengths.min()) < 0) or longest > S:
-        raise ValueError(f"lengths: expected values in [0, S={S}], got {lengths.tolist()}")
+        raise ValueError(
+            f"lengths: expected values in [0, S={S}], got {lengths.tolist()}"
+        )
     positions = torch.arange(S, device=lengths.device)  # (S,)
-    return (positions[None, :] < lengths[:, None])[:, None, None, :]   # (B, 1, 1, S)
+    return (positions[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, S)
 
 
 # Built in chapter 3, section "The fast path":
 # chapters/03_attention.html#the-fast-path
-def fast_scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                                      mask: torch.Tensor | None = None,
-                                      dropout_p: float = 0.0) -> tuple[torch.Tensor, None]:
-    """The same attention on ``torch.nn.functional.scaled_dot_product_attention`` (SDPA).
+def fast_scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> tuple[torch.Tensor, None]:
+    """The same attention on ``torch.nn.functional.scaled_dot_product_attention``
+    (SDPA).
 
     Same signature, validation and fully-masked-row behaviour (zero output, no NaN) as
-    :func:`scaled_dot_product_attention`, but SDPA never materialises the (..., T, S) weights,
-    so the second element of the result is always ``None``. It needs no T×S buffer and is faster
-    on long sequences: the chapter's sections "The fast path" and "The cost of attention"
-    measure the speed-up and the memory in every run, on the reader's own machine.
-    Fully masked rows are opened to every key before SDPA and zeroed after it, so that no
-    backend or version can produce NaN from them.
+    :func:`scaled_dot_product_attention`, but SDPA never materialises the (..., T, S)
+    weights, so the second element of the result is always ``None``. It needs no T×S
+    buffer and is faster on long sequences: the chapter's sections "The fast path" and
+    "The cost of attention" measure the speed-up and the memory in every run, on the
+    reader's own machine. Fully masked rows are opened to every key before SDPA and
+    zeroed after it, so that no backend or version can produce NaN from them.
     """
     _check_attention_inputs(q, k, v, mask, dropout_p)
     alive = None
     if mask is not None:
-        alive = mask.any(dim=-1, keepdim=True)                      # (..., T, 1) rows with a key
-        mask = mask | ~alive                                        # (..., T, S) no empty rows left
-    output = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (..., T, Dv)
+        # (..., T, 1) rows with a key
+        alive = mask.any(dim=-1, keepdim=True)
+        # (..., T, S) no empty rows left
+        mask = mask | ~alive
+    # (..., T, Dv)
+    output = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p
+    )
     if alive is not None:
-        output = output.masked_fill(~alive, 0.0)                    # (..., T, Dv)
+        output = output.masked_fill(~alive, 0.0)  # (..., T, Dv)
     return output, None

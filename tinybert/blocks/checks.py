@@ -5,6 +5,7 @@
 Built in chapter 1 (Feed-forward networks); read it with its explanations at
 chapters/01_feedforward.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['check_positive_int', 'shape_of', 'describe']

@@ -5,6 +5,7 @@
 Built in chapter 6 (The Transformer); read it with its explanations at
 chapters/06_transformer.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['greedy_decode', 'BeamSearchOutput', 'beam_search', 'generate']
@@ -18,7 +19,8 @@ import torch
 # Built in chapter 6, section "Greedy decoding and beam search":
 # chapters/06_transformer.html#greedy-decoding-and-beam-search
 def _pad_id(model, eos_id: int) -> int:
-    """The id written after <eos>: the model's pad_id, or eos_id again when it has none."""
+    """The id written after <eos>: the model's pad_id, or eos_id again when it
+    has none."""
     pad_id = getattr(model.config, "pad_id", None)
     return eos_id if pad_id is None else pad_id
 
@@ -37,20 +39,28 @@ def _check_decoding(src, max_len, beam_size=1) -> None:
 # Built in chapter 6, section "Greedy decoding and beam search":
 # chapters/06_transformer.html#greedy-decoding-and-beam-search
 @torch.no_grad()
-def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int) -> torch.Tensor:
-    """Most probable token at every step. Returns (B, L) ids: <bos>, up to max_len tokens, padding after <eos>.
+def greedy_decode(
+    model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int
+) -> torch.Tensor:
+    """Most probable token at every step. Returns (B, L) ids: <bos>, up to max_len
+    tokens, padding after <eos>.
 
-    model: a Transformer (or anything with encode, decode and source_mask), in eval mode.
+    model: a Transformer (or anything with encode, decode and source_mask),
+    in eval mode.
     """
     _check_decoding(src, max_len)
     pad_id = _pad_id(model, eos_id)
-    memory, memory_mask = model.encode(src), model.source_mask(src)     # (B, S, D), encoded once
-    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)   # (B, 1)
-    done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)             # (B,)
+    # (B, S, D), encoded once
+    memory, memory_mask = model.encode(src), model.source_mask(src)
+    # (B, 1)
+    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+    # (B,)
+    done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
     for _ in range(max_len):
-        logits = model.decode(out, memory, memory_mask)[:, -1]          # (B, V) next token only
-        next_token = logits.argmax(dim=-1).masked_fill(done, pad_id)    # (B,)
-        out = torch.cat([out, next_token[:, None]], dim=1)              # (B, L + 1)
+        # (B, V) next token only
+        logits = model.decode(out, memory, memory_mask)[:, -1]
+        next_token = logits.argmax(dim=-1).masked_fill(done, pad_id)  # (B,)
+        out = torch.cat([out, next_token[:, None]], dim=1)  # (B, L + 1)
         done |= next_token == eos_id
         if done.all():
             break
@@ -61,44 +71,65 @@ def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: i
 # chapters/06_transformer.html#greedy-decoding-and-beam-search
 @dataclass
 class BeamSearchOutput:
-    sequences: torch.Tensor     # (B, K, L) the final beam, best first: <bos>, tokens, padding after <eos>
-    scores: torch.Tensor        # (B, K) summed log-probabilities divided by the length penalty
+    # (B, K, L) the final beam, best first: <bos>, tokens, padding after <eos>
+    sequences: torch.Tensor
+    # (B, K) summed log-probabilities divided by the length penalty
+    scores: torch.Tensor
 
 
 # Built in chapter 6, section "Greedy decoding and beam search":
 # chapters/06_transformer.html#greedy-decoding-and-beam-search
 @torch.no_grad()
-def beam_search(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int, beam_size: int = 4,
-                length_penalty: float = 0.0) -> BeamSearchOutput:
-    """Keep the beam_size best partial outputs by summed log-probability; rank the final ones by
-    score / ((5 + length) / 6) ** length_penalty (Wu et al., 2016; 0 = no length normalisation)."""
+def beam_search(
+    model,
+    src: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    max_len: int,
+    beam_size: int = 4,
+    length_penalty: float = 0.0,
+) -> BeamSearchOutput:
+    """Keep the beam_size best partial outputs by summed log-probability; rank the final
+    ones by score / ((5 + length) / 6) ** length_penalty (Wu et al., 2016; 0 = no length
+    normalisation)."""
     _check_decoding(src, max_len, beam_size)
     B, K, pad_id = src.shape[0], beam_size, _pad_id(model, eos_id)
     memory_mask = model.source_mask(src)
-    memory = model.encode(src).repeat_interleave(K, dim=0)              # (B*K, S, D) one copy per hypothesis
+    # (B*K, S, D) one copy per hypothesis
+    memory = model.encode(src).repeat_interleave(K, dim=0)
     if memory_mask is not None:
-        memory_mask = memory_mask.repeat_interleave(K, dim=0)           # (B*K, 1, 1, S)
-    seqs = torch.full((B * K, 1), bos_id, dtype=torch.long, device=src.device)   # (B*K, 1)
+        memory_mask = memory_mask.repeat_interleave(K, dim=0)  # (B*K, 1, 1, S)
+    # (B*K, 1)
+    seqs = torch.full((B * K, 1), bos_id, dtype=torch.long, device=src.device)
     scores = torch.full((B, K), float("-inf"), device=src.device)
-    scores[:, 0] = 0.0                                                  # at first, one live hypothesis
+    # at first, one live hypothesis
+    scores[:, 0] = 0.0
     done = torch.zeros(B * K, dtype=torch.bool, device=src.device)
     for _ in range(max_len):
-        log_p = model.decode(seqs, memory, memory_mask)[:, -1].log_softmax(dim=-1)   # (B*K, V)
+        # (B*K, V)
+        log_p = model.decode(seqs, memory, memory_mask)[:, -1].log_softmax(dim=-1)
         V = log_p.shape[-1]
         finished = torch.full_like(log_p, float("-inf"))
-        finished[:, pad_id] = 0.0                                       # a finished one only takes padding, free
+        # a finished one only takes padding, free
+        finished[:, pad_id] = 0.0
         log_p = torch.where(done[:, None], finished, log_p)
-        candidates = (scores.view(B * K, 1) + log_p).view(B, K * V)     # (B, K·V) every one-token extension
-        scores, index = candidates.topk(K, dim=-1)                      # (B, K) the best K
-        parent, token = index // V, index % V                           # (B, K) which hypothesis, which token
-        rows = (torch.arange(B, device=src.device)[:, None] * K + parent).view(-1)   # (B*K,)
-        seqs = torch.cat([seqs[rows], token.view(-1, 1)], dim=1)        # (B*K, L + 1)
+        # (B, K·V) every one-token extension
+        candidates = (scores.view(B * K, 1) + log_p).view(B, K * V)
+        # (B, K) the best K
+        scores, index = candidates.topk(K, dim=-1)
+        # (B, K) which hypothesis, which token
+        parent, token = index // V, index % V
+        # (B*K,)
+        rows = (torch.arange(B, device=src.device)[:, None] * K + parent).view(-1)
+        seqs = torch.cat([seqs[rows], token.view(-1, 1)], dim=1)  # (B*K, L + 1)
         done = done[rows] | (token.view(-1) == eos_id)
         if done.all():
             break
-    lengths = (seqs[:, 1:] != pad_id).sum(dim=-1).view(B, K).float()   # generated tokens, <eos> included
-    final = scores / ((5.0 + lengths) / 6.0) ** length_penalty          # (B, K)
-    order = final.argsort(dim=-1, descending=True)                      # (B, K) best first
+    # generated tokens, <eos> included
+    lengths = (seqs[:, 1:] != pad_id).sum(dim=-1).view(B, K).float()
+    final = scores / ((5.0 + lengths) / 6.0) ** length_penalty  # (B, K)
+    # (B, K) best first
+    order = final.argsort(dim=-1, descending=True)
     L = seqs.shape[1]
     sequences = seqs.view(B, K, L).gather(1, order[..., None].expand(B, K, L))
     return BeamSearchOutput(sequences, final.gather(1, order))
@@ -107,28 +138,49 @@ def beam_search(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int
 # Built in chapter 6, section "The model":
 # chapters/06_transformer.html#the-model
 @torch.no_grad()
-def generate(model, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
-             top_k: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Extend prompt (B, T0) by sampling max_new_tokens tokens from a decoder-only model -> (B, T0 + n).
+def generate(
+    model,
+    prompt: torch.Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Extend prompt (B, T0) by sampling max_new_tokens tokens from a decoder-only model
+    -> (B, T0 + n).
 
     generator: a torch.Generator on the model's device, for reproducible samples.
     """
-    if not isinstance(prompt, torch.Tensor) or prompt.dim() != 2 or prompt.shape[1] == 0:
-        got = tuple(prompt.shape) if isinstance(prompt, torch.Tensor) else type(prompt).__name__
-        raise ValueError(f"prompt: expected token ids of shape (B, T0) with T0 >= 1, got {got}")
+    if (
+        not isinstance(prompt, torch.Tensor)
+        or prompt.dim() != 2
+        or prompt.shape[1] == 0
+    ):
+        got = (
+            tuple(prompt.shape)
+            if isinstance(prompt, torch.Tensor)
+            else type(prompt).__name__
+        )
+        raise ValueError(
+            f"prompt: expected token ids of shape (B, T0) with T0 >= 1, got {got}"
+        )
     if not temperature >= 0:
         raise ValueError(f"temperature: expected a number >= 0, got {temperature!r}")
     tokens = prompt
     for _ in range(max_new_tokens):
-        context = tokens[:, -model.config.max_len:]                    # (B, <= max_len)
-        logits = model(context).logits[:, -1]                          # (B, V)
+        context = tokens[:, -model.config.max_len :]  # (B, <= max_len)
+        logits = model(context).logits[:, -1]  # (B, V)
         if temperature == 0:
-            next_token = logits.argmax(dim=-1, keepdim=True)           # (B, 1)
+            next_token = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
         else:
             logits = logits / temperature
             if top_k is not None:
-                kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]   # (B, 1)
+                # (B, 1)
+                kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
                 logits = logits.masked_fill(logits < kth, float("-inf"))
-            next_token = torch.multinomial(logits.softmax(dim=-1), 1, generator=generator)   # (B, 1)
+            # (B, 1)
+            next_token = torch.multinomial(
+                logits.softmax(dim=-1), 1, generator=generator
+            )
         tokens = torch.cat([tokens, next_token], dim=1)
     return tokens

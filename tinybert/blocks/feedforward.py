@@ -5,10 +5,18 @@
 Built in chapter 1 (Feed-forward networks); read it with its explanations at
 chapters/01_feedforward.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['gelu_exact', 'gelu_tanh', 'gelu_sigmoid', 'get_activation',
-           'count_parameters', 'MLP', 'PositionwiseFeedForward']
+__all__ = [
+    'gelu_exact',
+    'gelu_tanh',
+    'gelu_sigmoid',
+    'get_activation',
+    'count_parameters',
+    'MLP',
+    'PositionwiseFeedForward',
+]
 
 
 import math
@@ -17,7 +25,7 @@ import torch
 from torch import nn
 
 
-from tinybert.blocks.checks import check_positive_int   # the module just written
+from tinybert.blocks.checks import check_positive_int  # the module just written
 
 
 # Built in chapter 1, section "Three ways to write GELU":
@@ -31,7 +39,9 @@ def gelu_exact(x: torch.Tensor) -> torch.Tensor:
 # chapters/01_feedforward.html#three-ways-to-write-gelu
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     """The tanh approximation of GELU (Hendrycks & Gimpel, 2016)."""
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    return (
+        0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    )
 
 
 # Built in chapter 1, section "Three ways to write GELU":
@@ -43,8 +53,8 @@ def gelu_sigmoid(x: torch.Tensor) -> torch.Tensor:
 
 _ACTIVATIONS = {
     "relu": nn.ReLU,
-    "gelu": nn.GELU,                                    # exact x·Φ(x), BERT's choice
-    "gelu_tanh": lambda: nn.GELU(approximate="tanh"),   # the tanh approximation
+    "gelu": nn.GELU,  # exact x·Φ(x), BERT's choice
+    "gelu_tanh": lambda: nn.GELU(approximate="tanh"),  # the tanh approximation
     "tanh": nn.Tanh,
     "sigmoid": nn.Sigmoid,
     "elu": lambda: nn.ELU(alpha=1.0),
@@ -54,7 +64,8 @@ _ACTIVATIONS = {
 # Built in chapter 1, section "Choosing an activation by name":
 # chapters/01_feedforward.html#choosing-an-activation-by-name
 def get_activation(name: str) -> nn.Module:
-    """Return a new activation module for ``name``: relu, gelu, gelu_tanh, tanh, sigmoid or elu."""
+    """Return a new activation module for ``name``: relu, gelu, gelu_tanh, tanh,
+    sigmoid or elu."""
     if not isinstance(name, str) or name not in _ACTIVATIONS:
         valid = ", ".join(repr(n) for n in _ACTIVATIONS)
         raise ValueError(f"unknown activation {name!r}; valid names are {valid}")
@@ -64,8 +75,11 @@ def get_activation(name: str) -> nn.Module:
 # Built in chapter 1, section "Counting parameters and stacking layers":
 # chapters/01_feedforward.html#counting-parameters-and-stacking-layers
 def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
-    """Number of scalar parameters in ``module`` (tied tensors once); optionally only trainable ones."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
+    """Number of scalar parameters in ``module`` (tied tensors once); optionally only
+    trainable ones."""
+    return sum(
+        p.numel() for p in module.parameters() if p.requires_grad or not trainable_only
+    )
 
 
 # Built in chapter 1, section "Counting parameters and stacking layers":
@@ -81,45 +95,62 @@ class MLP(nn.Module):
         super().__init__()
         sizes = list(sizes)
         if len(sizes) < 2:
-            raise ValueError(f"sizes needs at least an input and an output size, got {sizes!r}")
+            raise ValueError(
+                f"sizes needs at least an input and an output size, got {sizes!r}"
+            )
         for i, size in enumerate(sizes):
             check_positive_int(f"sizes[{i}]", size)
         self.sizes = sizes
-        self.layers = nn.ModuleList(nn.Linear(n_in, n_out) for n_in, n_out in zip(sizes[:-1], sizes[1:]))
-        self.activation = get_activation(activation)   # stateless, so one module serves every layer
+        self.layers = nn.ModuleList(
+            nn.Linear(n_in, n_out) for n_in, n_out in zip(sizes[:-1], sizes[1:])
+        )
+        # stateless, so one module serves every layer
+        self.activation = get_activation(activation)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         *hidden_layers, output_layer = self.layers
         for layer in hidden_layers:
-            x = self.activation(layer(x))               # (..., hidden)
-        return output_layer(x)                          # (..., sizes[-1])
+            x = self.activation(layer(x))  # (..., hidden)
+        return output_layer(x)  # (..., sizes[-1])
 
 
 # Built in chapter 1, section "The position-wise feed-forward block":
 # chapters/01_feedforward.html#the-position-wise-feed-forward-block
 class PositionwiseFeedForward(nn.Module):
-    """The Transformer's feed-forward block, FFN(x) = W2 g(W1 x + b1) + b2, applied to every position.
+    """The Transformer's feed-forward block, FFN(x) = W2 g(W1 x + b1) + b2, applied to
+    every position.
 
-    Shapes: (B, T, D) -> (B, T, D), with D = d_model; only the last axis is mixed, so any leading
-    axes work. Dropout acts on the hidden activations; the dropout on the block's output belongs
-    to the residual connection around it (Transformer chapter).
+    Shapes: (B, T, D) -> (B, T, D), with D = d_model; only the last axis is mixed, so
+    any leading axes work. Dropout acts on the hidden activations; the dropout on the
+    block's output belongs to the residual connection around it (Transformer chapter).
     """
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0):
+    def __init__(
+        self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0
+    ):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("d_ff", d_ff)
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+        if (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, (int, float))
+            or not 0.0 <= dropout < 1.0
+        ):
+            raise ValueError(
+                f"dropout must be a probability in [0, 1), got {dropout!r}"
+            )
         self.d_model, self.d_ff = d_model, d_ff
-        self.expand = nn.Linear(d_model, d_ff)         # W1, b1: D -> F
+        self.expand = nn.Linear(d_model, d_ff)  # W1, b1: D -> F
         self.activation = get_activation(activation)
         self.dropout = nn.Dropout(dropout)
-        self.contract = nn.Linear(d_ff, d_model)       # W2, b2: F -> D
+        self.contract = nn.Linear(d_ff, d_model)  # W2, b2: F -> D
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.d_model:
-            raise ValueError(f"expected the last axis to be d_model={self.d_model}, got shape {tuple(x.shape)}")
-        h = self.activation(self.expand(x))            # (B, T, F)
-        h = self.dropout(h)                            # (B, T, F)
-        return self.contract(h)                        # (B, T, D)
+            raise ValueError(
+                f"expected the last axis to be d_model={self.d_model}, got shape "
+                f"{tuple(x.shape)}"
+            )
+        h = self.activation(self.expand(x))  # (B, T, F)
+        h = self.dropout(h)  # (B, T, F)
+        return self.contract(h)  # (B, T, D)

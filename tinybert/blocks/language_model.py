@@ -5,6 +5,7 @@
 Built in chapter 6 (The Transformer); read it with its explanations at
 chapters/06_transformer.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['LMOutput', 'DecoderOnlyLM']
@@ -17,8 +18,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.blocks.attention import causal_mask
-from tinybert.blocks.transformer import (TransformerConfig, TransformerEmbedding,
-                                         check_tokens, init_transformer_weights)
+from tinybert.blocks.transformer import (
+    TransformerConfig,
+    TransformerEmbedding,
+    check_tokens,
+    init_transformer_weights,
+)
 from tinybert.blocks.transformer_layers import EncoderLayer, LayerNorm
 
 
@@ -26,18 +31,22 @@ from tinybert.blocks.transformer_layers import EncoderLayer, LayerNorm
 # chapters/06_transformer.html#the-model
 @dataclass
 class LMOutput:
-    logits: torch.Tensor                 # (B, T, V) scores of the next token after each prefix
-    loss: torch.Tensor | None = None     # mean cross-entropy against targets, when they are given
+    # (B, T, V) scores of the next token after each prefix
+    logits: torch.Tensor
+    # mean cross-entropy against targets, when they are given
+    loss: torch.Tensor | None = None
 
 
 # Built in chapter 6, section "The model":
 # chapters/06_transformer.html#the-model
 class DecoderOnlyLM(nn.Module):
-    """A GPT-style language model: embeddings + positions -> N causal layers -> norm -> tied output.
+    """A GPT-style language model: embeddings + positions -> N causal layers -> norm ->
+    tied output.
 
-    Each layer is an EncoderLayer under a causal mask: the Transformer decoder without cross-attention.
-    Uses config.vocab_size, d_model, n_heads, n_layers, d_ff, dropout, max_len (the context),
-    norm_first, final_norm, activation and layer_norm_eps; pad_id is not used.
+    Each layer is an EncoderLayer under a causal mask: the Transformer decoder without
+    cross-attention. Uses config.vocab_size, d_model, n_heads, n_layers, d_ff, dropout,
+    max_len (the context), norm_first, final_norm, activation and layer_norm_eps; pad_id
+    is not used.
     """
 
     def __init__(self, config: TransformerConfig):
@@ -45,20 +54,39 @@ class DecoderOnlyLM(nn.Module):
         c = self.config = config
         self.embed = TransformerEmbedding(c.vocab_size, c.d_model, c.max_len, c.dropout)
         self.layers = nn.ModuleList(
-            EncoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.norm_first, c.layer_norm_eps)
-            for _ in range(c.n_layers))
-        self.norm = LayerNorm(c.d_model, c.layer_norm_eps) if c.uses_final_norm else nn.Identity()
+            EncoderLayer(
+                c.d_model,
+                c.n_heads,
+                c.d_ff,
+                c.dropout,
+                c.activation,
+                c.norm_first,
+                c.layer_norm_eps,
+            )
+            for _ in range(c.n_layers)
+        )
+        self.norm = (
+            LayerNorm(c.d_model, c.layer_norm_eps)
+            if c.uses_final_norm
+            else nn.Identity()
+        )
         self.output = nn.Linear(c.d_model, c.vocab_size, bias=False)
         init_transformer_weights(self, c.d_model)
-        self.output.weight = self.embed.tokens.weight                    # tied, as in GPT-2
+        # tied, as in GPT-2
+        self.output.weight = self.embed.tokens.weight
 
-    def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None) -> LMOutput:
+    def forward(
+        self, tokens: torch.Tensor, targets: torch.Tensor | None = None
+    ) -> LMOutput:
         check_tokens("tokens", tokens, self.config.vocab_size)
-        mask = causal_mask(tokens.shape[1], device=tokens.device)        # (T, T) no peeking ahead
-        x = self.embed(tokens)                                           # (B, T, D)
+        # (T, T) no peeking ahead
+        mask = causal_mask(tokens.shape[1], device=tokens.device)
+        x = self.embed(tokens)  # (B, T, D)
         for layer in self.layers:
-            x = layer(x, mask)                                           # (B, T, D)
-        logits = self.output(self.norm(x))                               # (B, T, V)
+            x = layer(x, mask)  # (B, T, D)
+        logits = self.output(self.norm(x))  # (B, T, V)
         if targets is None:
             return LMOutput(logits)
-        return LMOutput(logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten()))
+        return LMOutput(
+            logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        )

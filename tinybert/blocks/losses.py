@@ -5,6 +5,7 @@
 Built in chapter 6 (The Transformer); read it with its explanations at
 chapters/06_transformer.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['label_smoothed_cross_entropy']
@@ -15,23 +16,42 @@ import torch
 
 # Built in chapter 6, section "Label smoothing":
 # chapters/06_transformer.html#label-smoothing
-def label_smoothed_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, smoothing: float = 0.1,
-                                 ignore_index: int = -100) -> torch.Tensor:
-    """Mean cross-entropy against q = (1 - ε)·one_hot(y) + ε/V, over positions whose target is not ignore_index.
+def label_smoothed_cross_entropy(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    smoothing: float = 0.1,
+    ignore_index: int = -100,
+) -> torch.Tensor:
+    """Mean cross-entropy against q = (1 - ε)·one_hot(y) + ε/V, over positions whose
+    target is not ignore_index.
 
     logits (..., V), targets (...) integer class ids. Equals
-    nn.CrossEntropyLoss(label_smoothing=ε, ignore_index=ignore_index)(logits.flatten(0, -2), targets.flatten()).
+    nn.CrossEntropyLoss(label_smoothing=ε, ignore_index=ignore_index)(logits.flatten(0,
+    -2), targets.flatten()).
     """
-    if not isinstance(logits, torch.Tensor) or not isinstance(targets, torch.Tensor) \
-            or logits.dim() < 2 or logits.shape[:-1] != targets.shape:
-        got = [tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in (logits, targets)]
-        raise ValueError(f"expected logits of shape (..., V) and targets of shape (...), got {got[0]} and {got[1]}")
+    if (
+        not isinstance(logits, torch.Tensor)
+        or not isinstance(targets, torch.Tensor)
+        or logits.dim() < 2
+        or logits.shape[:-1] != targets.shape
+    ):
+        got = [
+            tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            for t in (logits, targets)
+        ]
+        raise ValueError(
+            f"expected logits of shape (..., V) and targets of shape (...), got "
+            f"{got[0]} and {got[1]}"
+        )
     if not 0.0 <= smoothing <= 1.0:
         raise ValueError(f"smoothing: expected a value in [0, 1], got {smoothing!r}")
-    log_p = logits.reshape(-1, logits.shape[-1]).log_softmax(dim=-1)     # (N, V)
-    targets = targets.reshape(-1)                                        # (N,)
-    keep = targets != ignore_index                                       # (N,) positions that count
-    nll = -log_p.gather(-1, targets.masked_fill(~keep, 0)[:, None]).squeeze(-1)   # (N,) -log p_y
-    uniform = -log_p.mean(dim=-1)                                        # (N,) cross-entropy with 1/V
-    loss = (1.0 - smoothing) * nll + smoothing * uniform                 # (N,)
+    log_p = logits.reshape(-1, logits.shape[-1]).log_softmax(dim=-1)  # (N, V)
+    targets = targets.reshape(-1)  # (N,)
+    # (N,) positions that count
+    keep = targets != ignore_index
+    # (N,) -log p_y
+    nll = -log_p.gather(-1, targets.masked_fill(~keep, 0)[:, None]).squeeze(-1)
+    # (N,) cross-entropy with 1/V
+    uniform = -log_p.mean(dim=-1)
+    loss = (1.0 - smoothing) * nll + smoothing * uniform  # (N,)
     return loss[keep].sum() / keep.sum()

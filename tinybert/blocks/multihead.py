@@ -5,6 +5,7 @@
 Built in chapter 4 (Multi-head attention); read it with its explanations at
 chapters/04_multihead_attention.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['split_heads', 'merge_heads', 'MultiHeadAttention']
@@ -14,36 +15,49 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.blocks.attention import (fast_scaled_dot_product_attention,
-                                       scaled_dot_product_attention)
+from tinybert.blocks.attention import (
+    fast_scaled_dot_product_attention,
+    scaled_dot_product_attention,
+)
 from tinybert.blocks.checks import check_positive_int, shape_of
 
 
 # Built in chapter 4, section "Splitting and merging heads":
 # chapters/04_multihead_attention.html#splitting-and-merging-heads
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """(B, T, D) -> (B, H, T, Dh): cut the features of every position into H heads of Dh = D / H.
+    """(B, T, D) -> (B, H, T, Dh): cut the features of every position into H heads
+    of Dh = D / H.
 
-    Head h gets features h·Dh ... (h+1)·Dh - 1, the block that W_h^Q (or W_h^K, W_h^V) produced.
+    Head h gets features h·Dh ... (h+1)·Dh - 1, the block that W_h^Q (or W_h^K,
+    W_h^V) produced.
     """
     check_positive_int("n_heads", n_heads)
     if not isinstance(x, torch.Tensor) or x.dim() != 3:
-        raise ValueError(f"split_heads: expected x of shape (B, T, D), got {shape_of(x)}")
+        raise ValueError(
+            f"split_heads: expected x of shape (B, T, D), got {shape_of(x)}"
+        )
     B, T, D = x.shape
     if D % n_heads != 0:
-        raise ValueError(f"split_heads: the width D = {D} of x {shape_of(x)} is not divisible by "
-                         f"n_heads = {n_heads}")
-    return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)   # (B, T, H, Dh) -> (B, H, T, Dh)
+        raise ValueError(
+            f"split_heads: the width D = {D} of x {shape_of(x)} is not "
+            f"divisible by n_heads = {n_heads}"
+        )
+    # (B, T, H, Dh) -> (B, H, T, Dh)
+    return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)
 
 
 # Built in chapter 4, section "Splitting and merging heads":
 # chapters/04_multihead_attention.html#splitting-and-merging-heads
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """(B, H, T, Dh) -> (B, T, D): put the heads side by side again, Concat(head_1, ..., head_H)."""
+    """(B, H, T, Dh) -> (B, T, D): put the heads side by side again, Concat(head_1,
+    ..., head_H)."""
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        raise ValueError(f"merge_heads: expected x of shape (B, H, T, Dh), got {shape_of(x)}")
+        raise ValueError(
+            f"merge_heads: expected x of shape (B, H, T, Dh), got {shape_of(x)}"
+        )
     B, H, T, Dh = x.shape
-    return x.transpose(1, 2).contiguous().view(B, T, H * Dh)      # (B, T, H, Dh) -> (B, T, D)
+    # (B, T, H, Dh) -> (B, T, D)
+    return x.transpose(1, 2).contiguous().view(B, T, H * Dh)
 
 
 # Built in chapter 4, section "The multi-head attention module":
@@ -51,70 +65,122 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: project, split into heads, attend, merge, project with W^O.
 
-    MultiHead(x, c) = Concat(head_1, ..., head_H) W^O with head_h = Attention(x W_h^Q, c W_h^K, c W_h^V):
-    self-attention when ``context`` is None (c = x), cross-attention otherwise.
-    Shapes: x (B, T, D), context (B, S, D), mask bool (True = may attend) broadcastable to
-    (B, H, T, S). Returns (output (B, T, D), weights (B, H, T, S)); weights is None on the
-    fast path (fused kernel), which need_weights=False asks for, need_weights=True refuses,
-    and None (the default) takes when fast=True.
+    MultiHead(x, c) = Concat(head_1, ..., head_H) W^O with head_h = Attention(x W_h^Q, c
+    W_h^K, c W_h^V): self-attention when ``context`` is None (c = x), cross-attention
+    otherwise. Shapes: x (B, T, D), context (B, S, D), mask bool (True = may attend)
+    broadcastable to (B, H, T, S). Returns (output (B, T, D), weights (B, H, T, S));
+    weights is None on the fast path (fused kernel), which need_weights=False asks for,
+    need_weights=True refuses, and None (the default) takes when fast=True.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
-                 fast: bool = False):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        fast: bool = False,
+    ):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("n_heads", n_heads)
         if d_model % n_heads != 0:
-            raise ValueError(f"d_model = {d_model} must be divisible by n_heads = {n_heads}: "
-                             f"each head gets Dh = d_model / n_heads features")
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout: expected a probability in [0, 1), got {dropout!r}")
+            raise ValueError(
+                f"d_model = {d_model} must be divisible by n_heads = "
+                f"{n_heads}: each head gets Dh = d_model / "
+                f"n_heads features"
+            )
+        if (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, (int, float))
+            or not 0.0 <= dropout < 1.0
+        ):
+            raise ValueError(
+                f"dropout: expected a probability in [0, 1), got {dropout!r}"
+            )
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
-        self.dropout = float(dropout)                            # on the attention weights, training only
-        self.fast = bool(fast)                                   # fused kernel, no weights returned
-        self.query = nn.Linear(d_model, d_model, bias=bias)      # W^Q = [W_1^Q ... W_H^Q]
-        self.key = nn.Linear(d_model, d_model, bias=bias)        # W^K
-        self.value = nn.Linear(d_model, d_model, bias=bias)      # W^V
-        self.output = nn.Linear(d_model, d_model, bias=bias)     # W^O mixes the concatenated heads
+        # on the attention weights, training only
+        self.dropout = float(dropout)
+        # fused kernel, no weights returned
+        self.fast = bool(fast)
+        # W^Q = [W_1^Q ... W_H^Q]
+        self.query = nn.Linear(d_model, d_model, bias=bias)
+        self.key = nn.Linear(d_model, d_model, bias=bias)  # W^K
+        self.value = nn.Linear(d_model, d_model, bias=bias)  # W^V
+        # W^O mixes the concatenated heads
+        self.output = nn.Linear(d_model, d_model, bias=bias)
 
-    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None, need_weights: bool | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self,
+        x: torch.Tensor,
+        context: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        need_weights: bool | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         explicit = not self.fast if need_weights is None else bool(need_weights)
         c = x if context is None else context
         self._check_inputs(x, c)
-        if context is None and not explicit:                     # one product for Q, K, V
-            q, k, v = self._fused_qkv(x)                         # 3 x (B, H, T, Dh)
+        # one product for Q, K, V
+        if context is None and not explicit:
+            q, k, v = self._fused_qkv(x)  # 3 x (B, H, T, Dh)
         else:
-            q = split_heads(self.query(x), self.n_heads)         # (B, T, D) -> (B, H, T, Dh)
-            k = split_heads(self.key(c), self.n_heads)           # (B, S, D) -> (B, H, S, Dh)
-            v = split_heads(self.value(c), self.n_heads)         # (B, S, D) -> (B, H, S, Dh)
-        attend = scaled_dot_product_attention if explicit else fast_scaled_dot_product_attention
+            # (B, T, D) -> (B, H, T, Dh)
+            q = split_heads(self.query(x), self.n_heads)
+            # (B, S, D) -> (B, H, S, Dh)
+            k = split_heads(self.key(c), self.n_heads)
+            # (B, S, D) -> (B, H, S, Dh)
+            v = split_heads(self.value(c), self.n_heads)
+        attend = (
+            scaled_dot_product_attention
+            if explicit
+            else fast_scaled_dot_product_attention
+        )
         dropout_p = self.dropout if self.training else 0.0
-        heads, weights = attend(q, k, v, mask=mask, dropout_p=dropout_p)   # (B, H, T, Dh)
-        return self.output(merge_heads(heads)), weights          # (B, H, T, Dh) -> (B, T, D)
+        # (B, H, T, Dh)
+        heads, weights = attend(q, k, v, mask=mask, dropout_p=dropout_p)
+        # (B, H, T, Dh) -> (B, T, D)
+        return self.output(merge_heads(heads)), weights
 
     def _fused_qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Q, K and V of self-attention from one product with the stacked (3D, D) weight."""
+        """Q, K and V of self-attention from one product with the stacked (3D,
+        D) weight."""
         B, T, _ = x.shape
-        weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])  # (3D, D)
+        # (3D, D)
+        weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
         bias = None
         if self.query.bias is not None:
-            bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])      # (3D,)
-        qkv = F.linear(x, weight, bias)                                  # (B, T, 3D)
-        qkv = qkv.view(B, T, 3, self.n_heads, self.d_head)               # (B, T, 3, H, Dh)
-        return tuple(qkv.permute(2, 0, 3, 1, 4))                         # 3 x (B, H, T, Dh)
+            # (3D,)
+            bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
+        qkv = F.linear(x, weight, bias)  # (B, T, 3D)
+        # (B, T, 3, H, Dh)
+        qkv = qkv.view(B, T, 3, self.n_heads, self.d_head)
+        # 3 x (B, H, T, Dh)
+        return tuple(qkv.permute(2, 0, 3, 1, 4))
 
     def _check_inputs(self, x, context) -> None:
-        """Raise ValueError unless x is (B, T, D) and context (B, S, D); attention checks the mask."""
+        """Raise ValueError unless x is (B, T, D) and context (B, S, D); attention
+        checks the mask."""
         D = self.d_model
         if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != D:
-            raise ValueError(f"x: expected shape (B, T, d_model={D}), got {shape_of(x)}")
-        if not isinstance(context, torch.Tensor) or context.dim() != 3 or context.shape[-1] != D:
-            raise ValueError(f"context: expected shape (B, S, d_model={D}), got {shape_of(context)}")
+            raise ValueError(
+                f"x: expected shape (B, T, d_model={D}), got {shape_of(x)}"
+            )
+        if (
+            not isinstance(context, torch.Tensor)
+            or context.dim() != 3
+            or context.shape[-1] != D
+        ):
+            raise ValueError(
+                f"context: expected shape (B, S, d_model={D}), got {shape_of(context)}"
+            )
         if context.shape[0] != x.shape[0]:
-            raise ValueError(f"context: expected shape (B={x.shape[0]}, S, {D}) to match x {shape_of(x)}, "
-                             f"got {shape_of(context)}")
+            raise ValueError(
+                f"context: expected shape (B={x.shape[0]}, S, {D}) to "
+                f"match x {shape_of(x)}, got {shape_of(context)}"
+            )
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, n_heads={self.n_heads}, dropout={self.dropout}, fast={self.fast}"
+        return (
+            f"d_model={self.d_model}, n_heads={self.n_heads}, dropout={self.dropout}, "
+            f"fast={self.fast}"
+        )

@@ -5,11 +5,17 @@
 Built in chapter 5 (Positional encoding); read it with its explanations at
 chapters/05_positional_encoding.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['sinusoidal_encoding', 'SinusoidalPositionalEncoding',
-           'LearnedPositionalEmbedding', 'relative_positions', 'RelativePositionBias',
-           'RotaryEmbedding']
+__all__ = [
+    'sinusoidal_encoding',
+    'SinusoidalPositionalEncoding',
+    'LearnedPositionalEmbedding',
+    'relative_positions',
+    'RelativePositionBias',
+    'RotaryEmbedding',
+]
 
 
 import math
@@ -24,9 +30,12 @@ from tinybert.blocks.checks import check_positive_int
 # chapters/05_positional_encoding.html#sinusoidal-encodings
 def _check_length(T: int, max_len: int) -> None:
     if T > max_len:
-        raise ValueError(f"got a sequence of length T = {T} but this model was built for at most "
-                         f"max_len = {max_len} positions; build it with a larger max_len "
-                         "(or cut the sequence into pieces of at most max_len tokens)")
+        raise ValueError(
+            f"got a sequence of length T = {T} but this model was built "
+            f"for at most max_len = {max_len} positions; build it with a "
+            f"larger max_len (or cut the sequence into pieces of at most "
+            f"max_len tokens)"
+        )
 
 
 # Built in chapter 5, section "Sinusoidal encodings":
@@ -42,20 +51,29 @@ def _check_input(x, d_model: int) -> None:
 def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
     """The (max_len, D) table PE[pos, 2i] = sin(pos·ω_i), PE[pos, 2i+1] = cos(pos·ω_i).
 
-    ω_i = 1 / 10000^(2i/D) for i = 0 ... D/2 - 1: each adjacent pair of features (2i, 2i+1) is a
-    point on a circle that turns by ω_i radians per position. Computed in float64 (so that far
-    positions keep their accuracy) and returned as float32.
+    ω_i = 1 / 10000^(2i/D) for i = 0 ... D/2 - 1: each adjacent pair of features (2i,
+    2i+1) is a point on a circle that turns by ω_i radians per position. Computed in
+    float64 (so that far positions keep their accuracy) and returned as float32.
     """
     check_positive_int("max_len", max_len)
     check_positive_int("d_model", d_model)
     if d_model % 2 != 0:
-        raise ValueError(f"d_model: expected an even number (features come in sin/cos pairs), got {d_model}")
-    position = torch.arange(max_len, dtype=torch.float64)[:, None]          # (max_len, 1)
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)                # (D/2,) = 0, 2, 4, ...
-    omega = torch.exp(-two_i * math.log(10000.0) / d_model)                 # (D/2,) 1 / 10000^(2i/D)
-    angle = position * omega                                               # (max_len, D/2)
-    pe = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1)          # (max_len, D/2, 2)
-    return pe.flatten(-2).float()                                           # (max_len, D) sin, cos, sin, ...
+        raise ValueError(
+            f"d_model: expected an even number (features come in sin/cos pairs), "
+            f"got {d_model}"
+        )
+    # (max_len, 1)
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]
+    # (D/2,) = 0, 2, 4, ...
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    # (D/2,) 1 / 10000^(2i/D)
+    omega = torch.exp(-two_i * math.log(10000.0) / d_model)
+    # (max_len, D/2)
+    angle = position * omega
+    # (max_len, D/2, 2)
+    pe = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1)
+    # (max_len, D) sin, cos, sin, ...
+    return pe.flatten(-2).float()
 
 
 # Built in chapter 5, section "Sinusoidal encodings":
@@ -63,21 +81,26 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
 class SinusoidalPositionalEncoding(nn.Module):
     """x + PE[:T]: the fixed positions of the original Transformer; no parameters.
 
-    x (B, T, D) -> (B, T, D). The table is a non-persistent buffer: it moves with ``.to(device)``
-    but is not saved in the state dict (it is recomputed from d_model and max_len). Scaling the
-    token embeddings by √D, and dropout on the sum, are the caller's business.
+    x (B, T, D) -> (B, T, D). The table is a non-persistent buffer: it moves with
+    ``.to(device)`` but is not saved in the state dict (it is recomputed from d_model
+    and max_len). Scaling the token embeddings by √D, and dropout on the sum, are the
+    caller's business.
     """
 
     def __init__(self, d_model: int, max_len: int = 5000):
         super().__init__()
         self.d_model, self.max_len = d_model, max_len
-        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)  # (max_len, D)
+        # (max_len, D)
+        self.register_buffer(
+            "pe", sinusoidal_encoding(max_len, d_model), persistent=False
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_input(x, self.d_model)
         T = x.shape[1]
         _check_length(T, self.max_len)
-        return x + self.pe[:T].to(x.dtype)                                  # (B, T, D) + (T, D)
+        # (B, T, D) + (T, D)
+        return x + self.pe[:T].to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
@@ -88,9 +111,10 @@ class SinusoidalPositionalEncoding(nn.Module):
 class LearnedPositionalEmbedding(nn.Module):
     """x + E[:T] with a trained table E of max_len rows: BERT's absolute positions.
 
-    x (B, T, D) -> (B, T, D), the same interface as :class:`SinusoidalPositionalEncoding`.
-    Position t of every sequence gets row t of ``self.embedding``; a sequence longer than
-    ``max_len`` is a ValueError (a table has no row for a position it never saw).
+    x (B, T, D) -> (B, T, D), the same interface as
+    :class:`SinusoidalPositionalEncoding`. Position t of every sequence gets row t of
+    ``self.embedding``; a sequence longer than ``max_len`` is a ValueError (a table has
+    no row for a position it never saw).
     """
 
     def __init__(self, max_len: int, d_model: int):
@@ -98,15 +122,17 @@ class LearnedPositionalEmbedding(nn.Module):
         check_positive_int("max_len", max_len)
         check_positive_int("d_model", d_model)
         self.max_len, self.d_model = max_len, d_model
-        self.embedding = nn.Embedding(max_len, d_model)        # row t = the vector of position t
-        nn.init.normal_(self.embedding.weight, std=0.02)       # BERT's initialiser range
+        # row t = the vector of position t
+        self.embedding = nn.Embedding(max_len, d_model)
+        # BERT's initialiser range
+        nn.init.normal_(self.embedding.weight, std=0.02)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_input(x, self.d_model)
         T = x.shape[1]
         _check_length(T, self.max_len)
-        positions = torch.arange(T, device=x.device)            # (T,) 0, 1, ..., T-1
-        return x + self.embedding(positions).to(x.dtype)        # (B, T, D) + (T, D)
+        positions = torch.arange(T, device=x.device)  # (T,) 0, 1, ..., T-1
+        return x + self.embedding(positions).to(x.dtype)  # (B, T, D) + (T, D)
 
 
 # Built in chapter 5, section "Relative position biases":
@@ -114,15 +140,17 @@ class LearnedPositionalEmbedding(nn.Module):
 def relative_positions(T: int, S: int | None = None, device=None) -> torch.Tensor:
     """The (T, S) integer matrix of distances s - t from query t to key s.
 
-    With S > T the queries are the *last* T of the S positions (as in ``causal_mask``), so the
-    distance is s - (t + S - T) and the last query sits at distance 0 from the last key.
+    With S > T the queries are the *last* T of the S positions (as in ``causal_mask``),
+    so the distance is s - (t + S - T) and the last query sits at distance 0 from
+    the last key.
     """
     S = T if S is None else S
     check_positive_int("T", T)
     check_positive_int("S", S)
-    t = torch.arange(T, device=device)[:, None] + (S - T)    # (T, 1) query positions
-    s = torch.arange(S, device=device)[None, :]              # (1, S) key positions
-    return s - t                                             # (T, S) negative = key to the left
+    t = torch.arange(T, device=device)[:, None] + (S - T)  # (T, 1) query positions
+    s = torch.arange(S, device=device)[None, :]  # (1, S) key positions
+    # (T, S) negative = key to the left
+    return s - t
 
 
 # Built in chapter 5, section "Relative position biases":
@@ -130,10 +158,10 @@ def relative_positions(T: int, S: int | None = None, device=None) -> torch.Tenso
 class RelativePositionBias(nn.Module):
     """A learned scalar per head and clipped distance, added to the attention scores.
 
-    bias[h, t, s] = b[h, clip(s - t, -max_distance, max_distance)]: 2·max_distance + 1 numbers
-    per head, shared by all positions (a simplified Shaw et al. / T5 bias). ``forward(T, S)``
-    returns a float (H, T, S) tensor to add to q kᵀ/√Dh before the softmax. Starts at zero, that
-    is with no preference for any distance.
+    bias[h, t, s] = b[h, clip(s - t, -max_distance, max_distance)]: 2·max_distance + 1
+    numbers per head, shared by all positions (a simplified Shaw et al. / T5 bias).
+    ``forward(T, S)`` returns a float (H, T, S) tensor to add to q kᵀ/√Dh before the
+    softmax. Starts at zero, that is with no preference for any distance.
     """
 
     def __init__(self, n_heads: int, max_distance: int):
@@ -141,13 +169,17 @@ class RelativePositionBias(nn.Module):
         check_positive_int("n_heads", n_heads)
         check_positive_int("max_distance", max_distance)
         self.n_heads, self.max_distance = n_heads, max_distance
-        self.bias = nn.Embedding(2 * max_distance + 1, n_heads)   # row = distance + max_distance
+        # row = distance + max_distance
+        self.bias = nn.Embedding(2 * max_distance + 1, n_heads)
         nn.init.zeros_(self.bias.weight)
 
     def forward(self, T: int, S: int | None = None) -> torch.Tensor:
-        distance = relative_positions(T, S, device=self.bias.weight.device)           # (T, S)
-        bucket = distance.clamp(-self.max_distance, self.max_distance) + self.max_distance
-        return self.bias(bucket).permute(2, 0, 1)               # (T, S, H) -> (H, T, S)
+        # (T, S)
+        distance = relative_positions(T, S, device=self.bias.weight.device)
+        bucket = (
+            distance.clamp(-self.max_distance, self.max_distance) + self.max_distance
+        )
+        return self.bias(bucket).permute(2, 0, 1)  # (T, S, H) -> (H, T, S)
 
     def extra_repr(self) -> str:
         return f"n_heads={self.n_heads}, max_distance={self.max_distance}"
@@ -158,16 +190,25 @@ class RelativePositionBias(nn.Module):
 def _check_positions(positions, x) -> None:
     """Raise ValueError unless positions broadcasts to x.shape[:-1] = (..., T)."""
     if not isinstance(positions, torch.Tensor) or positions.dtype == torch.bool:
-        got = positions.dtype if isinstance(positions, torch.Tensor) else type(positions).__name__
+        got = (
+            positions.dtype
+            if isinstance(positions, torch.Tensor)
+            else type(positions).__name__
+        )
         raise ValueError(f"positions: expected an integer or float tensor, got {got}")
     try:
-        fits = tuple(torch.broadcast_shapes(positions.shape, x.shape[:-1])) == tuple(x.shape[:-1])
+        fits = tuple(torch.broadcast_shapes(positions.shape, x.shape[:-1])) == tuple(
+            x.shape[:-1]
+        )
     except RuntimeError:
         fits = False
     if not fits:
-        raise ValueError(f"positions: expected a shape that broadcasts to x.shape[:-1] = {tuple(x.shape[:-1])} "
-                         f"(e.g. (T,) = ({x.shape[-2]},), or (B, 1, T) for per-sequence positions "
-                         f"with x of shape (B, H, T, Dh)), got {tuple(positions.shape)}")
+        raise ValueError(
+            f"positions: expected a shape that broadcasts to x.shape[:-1] "
+            f"= {tuple(x.shape[:-1])} (e.g. (T,) = ({x.shape[-2]},), or "
+            f"(B, 1, T) for per-sequence positions with x of shape (B, H, "
+            f"T, Dh)), got {tuple(positions.shape)}"
+        )
 
 
 # Built in chapter 5, section "Rotary position embeddings":
@@ -175,40 +216,60 @@ def _check_positions(positions, x) -> None:
 class RotaryEmbedding(nn.Module):
     """RoPE (RoFormer): rotate each pair of features (2i, 2i+1) by the angle m·θ_i.
 
-    θ_i = base^(-2i/Dh), i = 0 ... Dh/2 - 1, and m is the position. Apply it to the queries and
-    keys of every head (not to the values); then q_m·k_n depends on m and n only through m - n.
-    Pairs are *adjacent* features, as in the RoFormer paper and in our sinusoidal table;
-    GPT-NeoX and LLaMA pair feature i with feature i + Dh/2 instead, which is the same rotation
-    after a permutation of the features.
+    θ_i = base^(-2i/Dh), i = 0 ... Dh/2 - 1, and m is the position. Apply it to the
+    queries and keys of every head (not to the values); then q_m·k_n depends on m and n
+    only through m - n. Pairs are *adjacent* features, as in the RoFormer paper and in
+    our sinusoidal table; GPT-NeoX and LLaMA pair feature i with feature i + Dh/2
+    instead, which is the same rotation after a permutation of the features.
 
-    ``forward(x, positions=None)``: x (..., T, Dh); positions (T,) (default 0 ... T-1) or any
-    shape that broadcasts to x.shape[:-1], integers or floats. Returns a tensor shaped like x.
+    ``forward(x, positions=None)``: x (..., T, Dh); positions (T,) (default 0 ... T-1)
+    or any shape that broadcasts to x.shape[:-1], integers or floats. Returns a tensor
+    shaped like x.
     """
 
     def __init__(self, d_head: int, base: float = 10000.0):
         super().__init__()
         check_positive_int("d_head", d_head)
         if d_head % 2 != 0:
-            raise ValueError(f"d_head: expected an even number (features are rotated in pairs), got {d_head}")
+            raise ValueError(
+                f"d_head: expected an even number (features are rotated in pairs), "
+                f"got {d_head}"
+            )
         if isinstance(base, bool) or not isinstance(base, (int, float)) or base <= 1:
             raise ValueError(f"base: expected a number > 1, got {base!r}")
         self.d_head, self.base = d_head, float(base)
-        theta = self.base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)   # (Dh/2,)
+        # (Dh/2,)
+        theta = self.base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)
         self.register_buffer("theta", theta.float(), persistent=False)
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
         if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.shape[-1] != self.d_head:
             got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"x: expected shape (..., T, d_head={self.d_head}), got {got}")
+            raise ValueError(
+                f"x: expected shape (..., T, d_head={self.d_head}), got {got}"
+            )
         if positions is None:
-            positions = torch.arange(x.shape[-2], device=x.device)                       # (T,)
+            # (T,)
+            positions = torch.arange(x.shape[-2], device=x.device)
         _check_positions(positions, x)
-        angle = positions.to(self.theta.dtype)[..., None] * self.theta                   # (..., T, Dh/2)
+        # (..., T, Dh/2)
+        angle = positions.to(self.theta.dtype)[..., None] * self.theta
         cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
-        x_even, x_odd = x[..., 0::2], x[..., 1::2]                                       # (..., T, Dh/2) each
-        rotated = torch.stack([x_even * cos - x_odd * sin,                               # 2-D rotation of
-                               x_even * sin + x_odd * cos], dim=-1)                      # every pair
-        return rotated.flatten(-2)                                                       # (..., T, Dh)
+        # (..., T, Dh/2) each
+        x_even, x_odd = x[..., 0::2], x[..., 1::2]
+        # 2-D rotation of
+        rotated = torch.stack(
+            [
+                x_even * cos - x_odd * sin,
+                # every pair
+                x_even * sin + x_odd * cos,
+            ],
+            dim=-1,
+        )
+        # (..., T, Dh)
+        return rotated.flatten(-2)
 
     def extra_repr(self) -> str:
         return f"d_head={self.d_head}, base={self.base}"

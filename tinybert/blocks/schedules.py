@@ -5,6 +5,7 @@
 Built in chapter 6 (The Transformer); read it with its explanations at
 chapters/06_transformer.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['transformer_lr', 'warmup_inverse_sqrt']
@@ -16,17 +17,29 @@ import torch
 # Built in chapter 6, section "Adam and the warm-up schedule":
 # chapters/06_transformer.html#adam-and-the-warm-up-schedule
 def transformer_lr(step: int, d_model: int, warmup_steps: int = 4000) -> float:
-    """d_model^-0.5 · min(step^-0.5, step · warmup^-1.5) for step = 1, 2, ...: warm-up, then 1/√step."""
-    for name, value in (("step", step), ("d_model", d_model), ("warmup_steps", warmup_steps)):
+    """d_model^-0.5 · min(step^-0.5, step · warmup^-1.5) for step = 1, 2, ...: warm-up,
+    then 1/√step."""
+    for name, value in (
+        ("step", step),
+        ("d_model", d_model),
+        ("warmup_steps", warmup_steps),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}: expected a positive int (steps count from 1), got {value!r}")
-    return d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+            raise ValueError(
+                f"{name}: expected a positive int (steps count from 1), got {value!r}"
+            )
+    return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
 # Built in chapter 6, section "Adam and the warm-up schedule":
 # chapters/06_transformer.html#adam-and-the-warm-up-schedule
-def warmup_inverse_sqrt(optimizer: torch.optim.Optimizer, d_model: int,
-                        warmup_steps: int = 4000) -> torch.optim.lr_scheduler.LambdaLR:
-    """LambdaLR that multiplies the optimizer's lr by transformer_lr; call .step() after each update."""
+def warmup_inverse_sqrt(
+    optimizer: torch.optim.Optimizer, d_model: int, warmup_steps: int = 4000
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """LambdaLR that multiplies the optimizer's lr by transformer_lr; call .step() after
+    each update."""
     return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda i: transformer_lr(i + 1, d_model, warmup_steps))   # LambdaLR counts from 0
+        # LambdaLR counts from 0
+        optimizer,
+        lambda i: transformer_lr(i + 1, d_model, warmup_steps),
+    )

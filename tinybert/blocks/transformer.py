@@ -5,10 +5,18 @@
 Built in chapter 6 (The Transformer); read it with its explanations at
 chapters/06_transformer.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['TransformerEmbedding', 'init_transformer_weights', 'TransformerConfig',
-           'PRESETS', 'check_tokens', 'Seq2SeqOutput', 'Transformer']
+__all__ = [
+    'TransformerEmbedding',
+    'init_transformer_weights',
+    'TransformerConfig',
+    'PRESETS',
+    'check_tokens',
+    'Seq2SeqOutput',
+    'Transformer',
+]
 
 
 import math
@@ -19,8 +27,13 @@ from torch import nn
 
 from tinybert.blocks.attention import causal_mask
 from tinybert.blocks.positional import SinusoidalPositionalEncoding
-from tinybert.blocks.transformer_layers import (Decoder, DecoderLayer, Encoder,
-                                                EncoderLayer, LayerNorm)
+from tinybert.blocks.transformer_layers import (
+    Decoder,
+    DecoderLayer,
+    Encoder,
+    EncoderLayer,
+    LayerNorm,
+)
 
 
 # Built in chapter 6, section "Embeddings: scaled, shared and positioned":
@@ -28,47 +41,59 @@ from tinybert.blocks.transformer_layers import (Decoder, DecoderLayer, Encoder,
 class TransformerEmbedding(nn.Module):
     """Dropout(E[tokens] · √D + PE[:T]): token ids (B, T) -> vectors (B, T, D)."""
 
-    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.1):
+    def __init__(
+        self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.1
+    ):
         super().__init__()
         self.d_model = d_model
-        self.tokens = nn.Embedding(vocab_size, d_model)             # E, shared with the output layer
-        self.positions = SinusoidalPositionalEncoding(d_model, max_len)   # no parameters
+        # E, shared with the output layer
+        self.tokens = nn.Embedding(vocab_size, d_model)
+        # no parameters
+        self.positions = SinusoidalPositionalEncoding(d_model, max_len)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.tokens(tokens) * math.sqrt(self.d_model)            # (B, T, D)
-        return self.dropout(self.positions(x))                       # (B, T, D)
+        x = self.tokens(tokens) * math.sqrt(self.d_model)  # (B, T, D)
+        return self.dropout(self.positions(x))  # (B, T, D)
 
 
 # Built in chapter 6, section "Embeddings: scaled, shared and positioned":
 # chapters/06_transformer.html#embeddings-scaled-shared-and-positioned
 def init_transformer_weights(model: nn.Module, d_model: int) -> None:
-    """Xavier-uniform for linear weights, zero biases, N(0, 1/D) for embeddings (scaled by √D later)."""
+    """Xavier-uniform for linear weights, zero biases, N(0, 1/D) for embeddings (scaled
+    by √D later)."""
     for module in model.modules():
         if isinstance(module, nn.Linear):
             nn.init.xavier_uniform_(module.weight)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=d_model ** -0.5)
+            nn.init.normal_(module.weight, std=d_model**-0.5)
 
 
 # Built in chapter 6, section "The configuration":
 # chapters/06_transformer.html#the-configuration
 @dataclass
 class TransformerConfig:
-    vocab_size: int = 37000          # V: one vocabulary for source and target (the paper's ~37k BPE tokens)
-    d_model: int = 512               # D: width of every vector between the sub-layers
-    n_heads: int = 8                 # H: attention heads per attention layer (Dh = D / H)
-    n_layers: int = 6                # N: layers in the encoder, and as many in the decoder
-    d_ff: int = 2048                 # F: hidden width of the feed-forward blocks (4 D in the paper)
-    dropout: float = 0.1             # P_drop: on embeddings + positions and on every sub-layer's output
-    max_len: int = 512               # the longest sequence the positional table covers
-    norm_first: bool = False         # False: post-LN, as in the paper; True: pre-LN
-    final_norm: bool | None = None   # LayerNorm after each stack; None: only with pre-LN (the paper has none)
-    activation: str = "relu"         # of the feed-forward blocks
-    layer_norm_eps: float = 1e-5     # ε inside every LayerNorm (PyTorch's default)
-    pad_id: int | None = 0           # padding token id, hidden from attention; None: no padding
+    # V: one vocabulary for source and target (the paper's ~37k BPE tokens)
+    vocab_size: int = 37000
+    d_model: int = 512  # D: width of every vector between the sub-layers
+    # H: attention heads per attention layer (Dh = D / H)
+    n_heads: int = 8
+    # N: layers in the encoder, and as many in the decoder
+    n_layers: int = 6
+    # F: hidden width of the feed-forward blocks (4 D in the paper)
+    d_ff: int = 2048
+    # P_drop: on embeddings + positions and on every sub-layer's output
+    dropout: float = 0.1
+    max_len: int = 512  # the longest sequence the positional table covers
+    norm_first: bool = False  # False: post-LN, as in the paper; True: pre-LN
+    # LayerNorm after each stack; None: only with pre-LN (the paper has none)
+    final_norm: bool | None = None
+    activation: str = "relu"  # of the feed-forward blocks
+    layer_norm_eps: float = 1e-5  # ε inside every LayerNorm (PyTorch's default)
+    # padding token id, hidden from attention; None: no padding
+    pad_id: int | None = 0
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
@@ -76,11 +101,19 @@ class TransformerConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: expected a positive int, got {value!r}")
         if self.d_model % self.n_heads or self.d_model % 2:
-            raise ValueError(f"d_model: expected an even multiple of n_heads = {self.n_heads}, got {self.d_model}")
+            raise ValueError(
+                f"d_model: expected an even multiple of n_heads = {self.n_heads}, got "
+                f"{self.d_model}"
+            )
         if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout: expected a probability in [0, 1), got {self.dropout!r}")
+            raise ValueError(
+                f"dropout: expected a probability in [0, 1), got {self.dropout!r}"
+            )
         if self.pad_id is not None and not 0 <= self.pad_id < self.vocab_size:
-            raise ValueError(f"pad_id: expected None or an id in [0, {self.vocab_size}), got {self.pad_id!r}")
+            raise ValueError(
+                f"pad_id: expected None or an id in [0, {self.vocab_size}), got "
+                f"{self.pad_id!r}"
+            )
 
     @property
     def uses_final_norm(self) -> bool:
@@ -88,16 +121,19 @@ class TransformerConfig:
 
     @classmethod
     def from_preset(cls, name: str, **overrides) -> TransformerConfig:
-        """The paper's sizes: ``from_preset("base")``, ``from_preset("big", vocab_size=32000)``."""
+        """The paper's sizes: ``from_preset("base")``,
+        ``from_preset("big", vocab_size=32000)``."""
         if name not in PRESETS:
-            raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS)}")
+            raise ValueError(
+                f"unknown preset {name!r}; expected one of {sorted(PRESETS)}"
+            )
         unknown = set(overrides) - {f.name for f in fields(cls)}
         if unknown:
             raise ValueError(f"unknown TransformerConfig fields {sorted(unknown)}")
         return replace(cls(**PRESETS[name]), **overrides)
 
 
-PRESETS = {   # Table 3 of Vaswani et al. (2017)
+PRESETS = {  # Table 3 of Vaswani et al. (2017)
     "base": dict(n_layers=6, d_model=512, d_ff=2048, n_heads=8, dropout=0.1),
     "big": dict(n_layers=6, d_model=1024, d_ff=4096, n_heads=16, dropout=0.3),
 }
@@ -106,61 +142,101 @@ PRESETS = {   # Table 3 of Vaswani et al. (2017)
 # Built in chapter 6, section "The model":
 # chapters/06_transformer.html#the-model
 def check_tokens(name: str, tokens, vocab_size: int) -> None:
-    """Raise ValueError unless tokens is an integer (B, T) tensor of ids in [0, vocab_size)."""
-    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype.is_floating_point \
-            or tokens.dtype == torch.bool or tokens.numel() == 0:
-        got = f"{tokens.dtype} of shape {tuple(tokens.shape)}" if isinstance(tokens, torch.Tensor) else type(tokens).__name__
-        raise ValueError(f"{name}: expected a non-empty integer tensor of token ids of shape (B, T), got {got}")
+    """Raise ValueError unless tokens is an integer (B, T) tensor of ids in [0,
+    vocab_size)."""
+    if (
+        not isinstance(tokens, torch.Tensor)
+        or tokens.dim() != 2
+        or tokens.dtype.is_floating_point
+        or tokens.dtype == torch.bool
+        or tokens.numel() == 0
+    ):
+        got = (
+            f"{tokens.dtype} of shape {tuple(tokens.shape)}"
+            if isinstance(tokens, torch.Tensor)
+            else type(tokens).__name__
+        )
+        raise ValueError(
+            f"{name}: expected a non-empty integer tensor of token ids of shape (B, "
+            f"T), got {got}"
+        )
     low, high = int(tokens.min()), int(tokens.max())
     if low < 0 or high >= vocab_size:
-        raise ValueError(f"{name}: expected token ids in [0, {vocab_size}), got ids from {low} to {high}")
+        raise ValueError(
+            f"{name}: expected token ids in [0, {vocab_size}), got ids from "
+            f"{low} to {high}"
+        )
 
 
 # Built in chapter 6, section "The model":
 # chapters/06_transformer.html#the-model
 @dataclass
 class Seq2SeqOutput:
-    logits: torch.Tensor        # (B, T, V) scores of the next target token at every target position
-    memory: torch.Tensor        # (B, S, D) the encoder's output
+    # (B, T, V) scores of the next target token at every target position
+    logits: torch.Tensor
+    memory: torch.Tensor  # (B, S, D) the encoder's output
 
 
 # Built in chapter 6, section "The model":
 # chapters/06_transformer.html#the-model
 class Transformer(nn.Module):
-    """The encoder-decoder Transformer with one shared embedding matrix (Vaswani et al., 2017)."""
+    """The encoder-decoder Transformer with one shared embedding matrix (Vaswani et
+    al., 2017)."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
         c = self.config = config
-        layer_args = (c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.norm_first, c.layer_norm_eps)
+        layer_args = (
+            c.d_model,
+            c.n_heads,
+            c.d_ff,
+            c.dropout,
+            c.activation,
+            c.norm_first,
+            c.layer_norm_eps,
+        )
 
         def final_norm():
             return LayerNorm(c.d_model, c.layer_norm_eps) if c.uses_final_norm else None
 
         self.embed = TransformerEmbedding(c.vocab_size, c.d_model, c.max_len, c.dropout)
-        self.encoder = Encoder([EncoderLayer(*layer_args) for _ in range(c.n_layers)], final_norm())
-        self.decoder = Decoder([DecoderLayer(*layer_args) for _ in range(c.n_layers)], final_norm())
+        self.encoder = Encoder(
+            [EncoderLayer(*layer_args) for _ in range(c.n_layers)], final_norm()
+        )
+        self.decoder = Decoder(
+            [DecoderLayer(*layer_args) for _ in range(c.n_layers)], final_norm()
+        )
         self.output = nn.Linear(c.d_model, c.vocab_size, bias=False)
         init_transformer_weights(self, c.d_model)
-        self.output.weight = self.embed.tokens.weight                  # tied: one (V, D) matrix
+        # tied: one (V, D) matrix
+        self.output.weight = self.embed.tokens.weight
 
     def source_mask(self, src: torch.Tensor) -> torch.Tensor | None:
-        """(B, 1, 1, S), True at real source tokens; None when the config has no pad_id."""
-        return None if self.config.pad_id is None else (src != self.config.pad_id)[:, None, None, :]
+        """(B, 1, 1, S), True at real source tokens; None when the config has
+        no pad_id."""
+        return (
+            None
+            if self.config.pad_id is None
+            else (src != self.config.pad_id)[:, None, None, :]
+        )
 
     def encode(self, src: torch.Tensor) -> torch.Tensor:
         check_tokens("src", src, self.config.vocab_size)
-        return self.encoder(self.embed(src), self.source_mask(src))    # (B, S, D)
+        return self.encoder(self.embed(src), self.source_mask(src))  # (B, S, D)
 
-    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None) -> torch.Tensor:
+    def decode(
+        self, tgt: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         """Logits (B, T, V) of the next token after each prefix of tgt (B, T)."""
         check_tokens("tgt", tgt, self.config.vocab_size)
-        self_mask = causal_mask(tgt.shape[1], device=tgt.device)       # (T, T)
+        self_mask = causal_mask(tgt.shape[1], device=tgt.device)  # (T, T)
         if self.config.pad_id is not None:
-            self_mask = self_mask & (tgt != self.config.pad_id)[:, None, None, :]   # (B, 1, T, T)
-        h = self.decoder(self.embed(tgt), memory, self_mask, memory_mask)   # (B, T, D)
-        return self.output(h)                                          # (B, T, V) = h Eᵀ
+            # (B, 1, T, T)
+            self_mask = self_mask & (tgt != self.config.pad_id)[:, None, None, :]
+        h = self.decoder(self.embed(tgt), memory, self_mask, memory_mask)  # (B, T, D)
+        # (B, T, V) = h Eᵀ
+        return self.output(h)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> Seq2SeqOutput:
-        memory = self.encode(src)                                      # (B, S, D)
+        memory = self.encode(src)  # (B, S, D)
         return Seq2SeqOutput(self.decode(tgt, memory, self.source_mask(src)), memory)

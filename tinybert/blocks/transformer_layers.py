@@ -5,6 +5,7 @@
 Built in chapter 6 (The Transformer); read it with its explanations at
 chapters/06_transformer.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['LayerNorm', 'EncoderLayer', 'DecoderLayer', 'Encoder', 'Decoder']
@@ -20,21 +21,26 @@ from tinybert.blocks.multihead import MultiHeadAttention
 # Built in chapter 6, section "Layer normalization":
 # chapters/06_transformer.html#layer-normalization
 class LayerNorm(nn.Module):
-    """LN(x) = γ ⊙ (x - μ) / √(σ² + ε) + β, with μ and σ² over the last axis of each position.
+    """LN(x) = γ ⊙ (x - μ) / √(σ² + ε) + β, with μ and σ² over the last axis of
+    each position.
 
-    Shapes: (..., D) -> (..., D). σ² is the biased variance (divided by D), as in nn.LayerNorm.
+    Shapes: (..., D) -> (..., D). σ² is the biased variance (divided by D), as in
+    nn.LayerNorm.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d_model))     # γ, starts as the identity scale
-        self.bias = nn.Parameter(torch.zeros(d_model))      # β
+        # γ, starts as the identity scale
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))  # β
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        mean = x.mean(dim=-1, keepdim=True)                               # (..., 1)
-        variance = (x - mean).pow(2).mean(dim=-1, keepdim=True)           # (..., 1) biased
-        return (x - mean) / torch.sqrt(variance + self.eps) * self.weight + self.bias   # (..., D)
+        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+        # (..., 1) biased
+        variance = (x - mean).pow(2).mean(dim=-1, keepdim=True)
+        # (..., D)
+        return (x - mean) / torch.sqrt(variance + self.eps) * self.weight + self.bias
 
     def extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, eps={self.eps}"
@@ -43,26 +49,38 @@ class LayerNorm(nn.Module):
 # Built in chapter 6, section "The encoder layer":
 # chapters/06_transformer.html#the-encoder-layer
 class EncoderLayer(nn.Module):
-    """Self-attention and a feed-forward block, each with a residual connection and a LayerNorm.
+    """Self-attention and a feed-forward block, each with a residual connection and
+    a LayerNorm.
 
-    post-LN (norm_first=False, the paper): x = LN(x + Dropout(F(x))) for each sub-layer F;
-    pre-LN (norm_first=True): x = x + Dropout(F(LN(x))). Shapes: x (B, T, D) -> (B, T, D);
-    mask bool, True = may attend, broadcastable to (B, H, T, T).
+    post-LN (norm_first=False, the paper): x = LN(x + Dropout(F(x))) for each sub-layer
+    F; pre-LN (norm_first=True): x = x + Dropout(F(LN(x))). Shapes: x (B, T, D) -> (B,
+    T, D); mask bool, True = may attend, broadcastable to (B, H, T, T).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+    ):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads)
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, activation)
         self.norm1 = LayerNorm(d_model, layer_norm_eps)
         self.norm2 = LayerNorm(d_model, layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)                   # residual dropout, on each sub-layer's output
+        # residual dropout, on each sub-layer's output
+        self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), mask)      # (B, T, D)
+            x = x + self._sa_block(self.norm1(x), mask)  # (B, T, D)
             x = x + self._ff_block(self.norm2(x))
         else:
             x = self.norm1(x + self._sa_block(x, mask))
@@ -70,39 +88,56 @@ class EncoderLayer(nn.Module):
         return x
 
     def _sa_block(self, x, mask):
-        out, _ = self.self_attn(x, mask=mask)                # (B, T, D); the weights are not needed here
+        # (B, T, D); the weights are not needed here
+        out, _ = self.self_attn(x, mask=mask)
         return self.dropout(out)
 
     def _ff_block(self, x):
-        return self.dropout(self.feed_forward(x))            # (B, T, D)
+        return self.dropout(self.feed_forward(x))  # (B, T, D)
 
 
 # Built in chapter 6, section "The decoder layer":
 # chapters/06_transformer.html#the-decoder-layer
 class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention to the encoder's output, and a feed-forward block.
+    """Masked self-attention, cross-attention to the encoder's output, and a
+    feed-forward block.
 
     Shapes: x (B, T, D) target positions, memory (B, S, D) encoder output -> (B, T, D).
-    self_mask broadcastable to (B, H, T, T) (causal, and padding of the target); memory_mask
-    broadcastable to (B, H, T, S) (padding of the source). Bool, True = may attend.
+    self_mask broadcastable to (B, H, T, T) (causal, and padding of the target);
+    memory_mask broadcastable to (B, H, T, S) (padding of the source). Bool,
+    True = may attend.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+    ):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads)     # queries: decoder; keys, values: encoder
+        # queries: decoder; keys, values: encoder
+        self.cross_attn = MultiHeadAttention(d_model, n_heads)
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, activation)
         self.norm1 = LayerNorm(d_model, layer_norm_eps)
         self.norm2 = LayerNorm(d_model, layer_norm_eps)
         self.norm3 = LayerNorm(d_model, layer_norm_eps)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), self_mask)             # (B, T, D)
+            x = x + self._sa_block(self.norm1(x), self_mask)  # (B, T, D)
             x = x + self._ca_block(self.norm2(x), memory, memory_mask)
             x = x + self._ff_block(self.norm3(x))
         else:
@@ -112,11 +147,12 @@ class DecoderLayer(nn.Module):
         return x
 
     def _sa_block(self, x, mask):
-        out, _ = self.self_attn(x, mask=mask)                            # (B, T, D)
+        out, _ = self.self_attn(x, mask=mask)  # (B, T, D)
         return self.dropout(out)
 
     def _ca_block(self, x, memory, mask):
-        out, _ = self.cross_attn(x, context=memory, mask=mask)           # (B, T, D) reads memory (B, S, D)
+        # (B, T, D) reads memory (B, S, D)
+        out, _ = self.cross_attn(x, context=memory, mask=mask)
         return self.dropout(out)
 
     def _ff_block(self, x):
@@ -133,24 +169,32 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.norm = norm if norm is not None else nn.Identity()
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         for layer in self.layers:
-            x = layer(x, mask)                                       # (B, S, D)
+            x = layer(x, mask)  # (B, S, D)
         return self.norm(x)
 
 
 # Built in chapter 6, section "Stacks of layers":
 # chapters/06_transformer.html#stacks-of-layers
 class Decoder(nn.Module):
-    """N decoder layers, then an optional final LayerNorm. x (B, T, D), memory (B, S, D) -> (B, T, D)."""
+    """N decoder layers, then an optional final LayerNorm. x (B, T, D), memory (B, S, D)
+    -> (B, T, D)."""
 
     def __init__(self, layers: list[DecoderLayer], norm: LayerNorm | None = None):
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.norm = norm if norm is not None else nn.Identity()
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         for layer in self.layers:
-            x = layer(x, memory, self_mask, memory_mask)             # (B, T, D)
+            x = layer(x, memory, self_mask, memory_mask)  # (B, T, D)
         return self.norm(x)

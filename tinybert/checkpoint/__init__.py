@@ -4,6 +4,7 @@ course's pretrained checkpoint (chapter 09).
 
 ``from tinybert.checkpoint import NAME`` works for every public name of its modules.
 """
+
 from tinybert.reexport import lazy_reexports
 
 _MODULES = {
@@ -24,8 +25,22 @@ _MODULES = {
     'unique_state_dict': 'files',
     'write_atomically': 'files',
 }
-__all__ = ['CHECKPOINT_FILES', 'Checkpoint', 'MODEL_CLASSES', 'Pretrained',
-           'load_checkpoint', 'load_model', 'load_pretrained', 'model_files',
-           'register_model_class', 'save_checkpoint', 'save_files', 'save_model',
-           'saved_file', 'shipped_checkpoint', 'unique_state_dict', 'write_atomically']
+__all__ = [
+    'CHECKPOINT_FILES',
+    'Checkpoint',
+    'MODEL_CLASSES',
+    'Pretrained',
+    'load_checkpoint',
+    'load_model',
+    'load_pretrained',
+    'model_files',
+    'register_model_class',
+    'save_checkpoint',
+    'save_files',
+    'save_model',
+    'saved_file',
+    'shipped_checkpoint',
+    'unique_state_dict',
+    'write_atomically',
+]
 __getattr__, __dir__ = lazy_reexports(__name__, _MODULES)

@@ -4,11 +4,20 @@
 
 Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['MODEL_CLASSES', 'register_model_class', 'unique_state_dict',
-           'write_atomically', 'saved_file', 'save_files', 'model_files', 'save_model',
-           'load_model']
+__all__ = [
+    'MODEL_CLASSES',
+    'register_model_class',
+    'unique_state_dict',
+    'write_atomically',
+    'saved_file',
+    'save_files',
+    'model_files',
+    'save_model',
+    'load_model',
+]
 
 
 import json
@@ -25,15 +34,20 @@ from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
 from tinybert.models.bert import BertModel
 
 WEIGHTS_NAME, CONFIG_NAME = "model.safetensors", "config.json"
-MODEL_CLASSES: dict[str, type] = {}     # the class named in config.json -> the class; later chapters add theirs
+# the class named in config.json -> the class; later chapters add theirs
+MODEL_CLASSES: dict[str, type] = {}
 
 
 # Built in chapter 8, section "Saving and loading":
 # chapters/08_bert.html#saving-and-loading
 def register_model_class(cls: type) -> type:
-    """Let load_model rebuild ``cls`` as cls(config, **init_kwargs), config = cls.config_class.from_dict(...)."""
+    """Let load_model rebuild ``cls`` as cls(config, **init_kwargs), config =
+    cls.config_class.from_dict(...)."""
     if not hasattr(getattr(cls, "config_class", None), "from_dict"):
-        raise ValueError(f"{cls.__name__} needs a config_class attribute with from_dict (e.g. BertConfig)")
+        raise ValueError(
+            f"{cls.__name__} needs a config_class attribute with from_dict "
+            f"(e.g. BertConfig)"
+        )
     MODEL_CLASSES[cls.__name__] = cls
     return cls
 
@@ -45,10 +59,15 @@ for _cls in (BertModel, BertForMaskedLM, BertForPreTraining):
 # Built in chapter 8, section "Saving and loading":
 # chapters/08_bert.html#saving-and-loading
 def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
-    """model.state_dict() with every shared tensor once, under its first name (tied weights are stored once)."""
+    """model.state_dict() with every shared tensor once, under its first name (tied
+    weights are stored once)."""
     tensors, seen = {}, set()
     for name, tensor in model.state_dict().items():
-        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tensor.shape)
+        key = (
+            tensor.untyped_storage().data_ptr(),
+            tensor.storage_offset(),
+            tensor.shape,
+        )
         if key not in seen:
             seen.add(key)
             tensors[name] = tensor
@@ -58,11 +77,13 @@ def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
 # Built in chapter 8, section "Saving and loading":
 # chapters/08_bert.html#saving-and-loading
 def write_atomically(path: Path, write: Callable[[str], None]) -> None:
-    """write(temporary path) next to ``path``, flush it to disk, then rename it over ``path`` in one step."""
+    """write(temporary path) next to ``path``, flush it to disk, then rename it over
+    ``path`` in one step."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         _create(tmp, lambda p: write(str(p)))
-        os.replace(tmp, path)                      # atomic: readers see the old file or the new one
+        # atomic: readers see the old file or the new one
+        os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -72,10 +93,10 @@ def write_atomically(path: Path, write: Callable[[str], None]) -> None:
 # chapters/08_bert.html#saving-and-loading
 def _create(path: Path, write: Callable[[Path], None]) -> None:
     """write(path) into a new file with the usual mode (0644 under umask 022)."""
-    path.touch(exist_ok=False)                 # created as open() does: umask applies
+    path.touch(exist_ok=False)  # created as open() does: umask applies
     mode = path.stat().st_mode & 0o777
     write(path)
-    os.chmod(path, mode)                       # safetensors makes its files 0600
+    os.chmod(path, mode)  # safetensors makes its files 0600
     with open(path, "rb") as f:
         os.fsync(f.fileno())
 
@@ -87,8 +108,8 @@ PREVIOUS, FILES_NAME = ".previous", "FILES.json"  # what an interrupted save rep
 # chapters/08_bert.html#saving-and-loading
 def _link_or_copy(source: Path, target: Path) -> None:
     try:
-        os.link(source, target)                 # a second name for the same bytes
-    except OSError:                             # file systems without hard links
+        os.link(source, target)  # a second name for the same bytes
+    except OSError:  # file systems without hard links
         shutil.copy2(source, target)
 
 
@@ -122,19 +143,20 @@ def _restore_previous(directory: Path) -> None:
         return
     for name in json.loads((kept / FILES_NAME).read_text(encoding="utf-8")):
         old, target = kept / name, directory / name
-        if not old.is_file():                   # it did not exist before that save
+        if not old.is_file():  # it did not exist before that save
             target.unlink(missing_ok=True)
         elif not (target.is_file() and os.path.samefile(old, target)):  # not yet back:
-            tmp = directory / f".{name}.{uuid.uuid4().hex[:8]}.tmp"     # link, rename,
-            _link_or_copy(old, tmp)                                     # so that kept
-            os.replace(tmp, target)                                     # stays whole
+            tmp = directory / f".{name}.{uuid.uuid4().hex[:8]}.tmp"  # link, rename,
+            _link_or_copy(old, tmp)  # so that kept
+            os.replace(tmp, target)  # stays whole
     _discard(kept)
 
 
 # Built in chapter 8, section "Saving and loading":
 # chapters/08_bert.html#saving-and-loading
-def save_files(directory: str | Path,
-               writers: dict[str, Callable[[Path], None]]) -> Path:
+def save_files(
+    directory: str | Path, writers: dict[str, Callable[[Path], None]]
+) -> Path:
     """Write the files ``{name: write(path)}`` into ``directory``, all or nothing.
 
     1. every file is written, and flushed to disk, in a staging folder (a crash: the old
@@ -149,7 +171,7 @@ def save_files(directory: str | Path,
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(f"{directory}: is a file, not a folder to save into")
     directory.mkdir(parents=True, exist_ok=True)
-    _restore_previous(directory)                # an earlier save died halfway: undo it
+    _restore_previous(directory)  # an earlier save died halfway: undo it
     for leftover in directory.glob(".saving-*"):
         shutil.rmtree(leftover, ignore_errors=True)
     token = uuid.uuid4().hex[:8]
@@ -185,15 +207,26 @@ def model_files(model: nn.Module) -> tuple[str, dict[str, Callable[[Path], None]
 
     name = type(model).__name__
     if MODEL_CLASSES.get(name) is not type(model):
-        raise ValueError(f"save_model: {name} is not registered (register_model_class); known: {sorted(MODEL_CLASSES)}")
+        raise ValueError(
+            f"save_model: {name} is not registered (register_model_class); known: "
+            f"{sorted(MODEL_CLASSES)}"
+        )
     save_id = uuid.uuid4().hex
-    tensors = {k: v.detach().to("cpu").contiguous() for k, v in unique_state_dict(model).items()}
-    meta = {"model_class": name, "config": model.config.to_dict(),
-            "init_kwargs": dict(getattr(model, "init_kwargs", {})), "save_id": save_id}
+    tensors = {
+        k: v.detach().to("cpu").contiguous()
+        for k, v in unique_state_dict(model).items()
+    }
+    meta = {
+        "model_class": name,
+        "config": model.config.to_dict(),
+        "init_kwargs": dict(getattr(model, "init_kwargs", {})),
+        "save_id": save_id,
+    }
     text, header = json.dumps(meta, indent=2) + "\n", {"save_id": save_id}
     return save_id, {
         WEIGHTS_NAME: lambda path: save_file(tensors, path, metadata=header),
-        CONFIG_NAME: lambda path: path.write_text(text, encoding="utf-8")}
+        CONFIG_NAME: lambda path: path.write_text(text, encoding="utf-8"),
+    }
 
 
 # Built in chapter 8, section "Saving and loading":
@@ -212,50 +245,79 @@ def save_model(model: nn.Module, directory: str | Path) -> Path:
 
 # Built in chapter 8, section "Saving and loading":
 # chapters/08_bert.html#saving-and-loading
-def load_model(directory: str | Path, model_class: type | None = None, *,
-               map_location: str | torch.device = "cpu") -> nn.Module:
-    """The model saved in ``directory`` by save_model, in eval mode, on ``map_location``.
+def load_model(
+    directory: str | Path,
+    model_class: type | None = None,
+    *,
+    map_location: str | torch.device = "cpu",
+) -> nn.Module:
+    """The model saved in ``directory`` by save_model, in eval mode, on
+    ``map_location``.
 
-    ``model_class`` None = the class named in config.json. Raises FileNotFoundError for a missing
-    file and ValueError for a corrupt file, an unknown class, or weights that do not fit the config.
+    ``model_class`` None = the class named in config.json. Raises FileNotFoundError for
+    a missing file and ValueError for a corrupt file, an unknown class, or weights that
+    do not fit the config.
     """
     from safetensors import safe_open
 
     directory = Path(directory)
-    config_path = saved_file(directory, CONFIG_NAME)          # see save_files
+    config_path = saved_file(directory, CONFIG_NAME)  # see save_files
     weights_path = saved_file(directory, WEIGHTS_NAME)
     for path in (config_path, weights_path):
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such file; a checkpoint directory holds {WEIGHTS_NAME} and "
-                                    f"{CONFIG_NAME}, as written by tinybert.checkpoint.files.save_model")
+            raise FileNotFoundError(
+                f"{path}: no such file; a checkpoint directory "
+                f"holds {WEIGHTS_NAME} and {CONFIG_NAME}, as "
+                f"written by tinybert.checkpoint.files.save_model"
+            )
     try:
         meta = json.loads(config_path.read_text(encoding="utf-8"))
         name, config_dict = meta["model_class"], meta["config"]
     except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{config_path}: expected JSON with model_class and config "
-                         f"({error!r})") from None
+        raise ValueError(
+            f"{config_path}: expected JSON with model_class and config ({error!r})"
+        ) from None
     cls = model_class or MODEL_CLASSES.get(name)
     if cls is None:
-        raise ValueError(f"{config_path}: unknown model_class {name!r}; "
-                         f"registered: {sorted(MODEL_CLASSES)}")
+        raise ValueError(
+            f"{config_path}: unknown model_class {name!r}; "
+            f"registered: {sorted(MODEL_CLASSES)}"
+        )
     config = cls.config_class.from_dict(config_dict)
     try:
         with safe_open(weights_path, framework="pt", device="cpu") as f:
-            header, tensors = f.metadata() or {}, {key: f.get_tensor(key) for key in f.keys()}
-    except Exception as error:                       # safetensors raises its own error types
-        raise ValueError(f"{weights_path}: not a readable safetensors file (corrupt or "
-                         f"truncated?): {error}") from None
+            header, tensors = (
+                f.metadata() or {},
+                {key: f.get_tensor(key) for key in f.keys()},
+            )
+    # safetensors raises its own error types
+    except Exception as error:
+        raise ValueError(
+            f"{weights_path}: not a readable safetensors file (corrupt or "
+            f"truncated?): {error}"
+        ) from None
     if meta.get("save_id") is not None and header.get("save_id") != meta["save_id"]:
-        raise ValueError(f"{directory}: {WEIGHTS_NAME} and {CONFIG_NAME} come from different saves "
-                         "(an interrupted save_model?)")
+        raise ValueError(
+            f"{directory}: {WEIGHTS_NAME} and {CONFIG_NAME} come from "
+            f"different saves (an interrupted save_model?)"
+        )
     model = cls(config, **(meta.get("init_kwargs", {}) if cls.__name__ == name else {}))
     expected = unique_state_dict(model)
-    missing, unexpected = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
-    shapes = [f"{k}: file {tuple(tensors[k].shape)}, model {tuple(expected[k].shape)}"
-              for k in expected if k in tensors and tensors[k].shape != expected[k].shape]
+    missing, unexpected = (
+        sorted(set(expected) - set(tensors)),
+        sorted(set(tensors) - set(expected)),
+    )
+    shapes = [
+        f"{k}: file {tuple(tensors[k].shape)}, model {tuple(expected[k].shape)}"
+        for k in expected
+        if k in tensors and tensors[k].shape != expected[k].shape
+    ]
     if missing or unexpected or shapes:
-        raise ValueError(f"{weights_path} does not fit {cls.__name__} with the config "
-                         f"in {CONFIG_NAME}: missing {missing[:5]}, unexpected "
-                         f"{unexpected[:5]}, shapes {shapes[:5]}")
-    model.load_state_dict(tensors, strict=False)     # strict=False: tied aliases are filled through their first name
+        raise ValueError(
+            f"{weights_path} does not fit {cls.__name__} with the config "
+            f"in {CONFIG_NAME}: missing {missing[:5]}, unexpected "
+            f"{unexpected[:5]}, shapes {shapes[:5]}"
+        )
+    # strict=False: tied aliases are filled through their first name
+    model.load_state_dict(tensors, strict=False)
     return model.to(map_location).eval()

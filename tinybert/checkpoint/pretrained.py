@@ -5,6 +5,7 @@
 Built in chapter 9 (Pretraining BERT); read it with its explanations at
 chapters/09_pretraining.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['Pretrained', 'CHECKPOINT_FILES', 'shipped_checkpoint', 'load_pretrained']
@@ -31,7 +32,8 @@ from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 # chapters/09_pretraining.html#a-recipe-for-one-cpu-core
 @dataclass
 class Pretrained:
-    """A pretrained BERT: the model (eval mode, on the CPU), its tokenizer, its config, its folder."""
+    """A pretrained BERT: the model (eval mode, on the CPU), its tokenizer, its config,
+    its folder."""
 
     model: nn.Module
     tokenizer: WordPieceTokenizer
@@ -48,6 +50,7 @@ def shipped_checkpoint() -> Path:
     """checkpoints/bert-mini/ of the repository that tinybert was installed from
     (editable install)."""
     import tinybert
+
     return Path(tinybert.__file__).resolve().parent.parent / "checkpoints" / "bert-mini"
 
 
@@ -59,49 +62,79 @@ def _missing(directory: Path) -> list[str]:
 
 # Built in chapter 9, section "A recipe for one CPU core":
 # chapters/09_pretraining.html#a-recipe-for-one-cpu-core
-def load_pretrained(directory: str | Path | None = None, *,
-                    train_if_missing: bool = False) -> Pretrained:
-    """Load a pretrained BertForPreTraining and its WordPiece tokenizer (uncased) from ``directory``.
+def load_pretrained(
+    directory: str | Path | None = None, *, train_if_missing: bool = False
+) -> Pretrained:
+    """Load a pretrained BertForPreTraining and its WordPiece tokenizer (uncased) from
+    ``directory``.
 
-    ``directory`` None means the course's shipped checkpoint, checkpoints/bert-mini/, then a short
-    run trained earlier into the user cache. A folder without a checkpoint raises
-    FileNotFoundError naming what is missing. Training is never a default: only
+    ``directory`` None means the course's shipped checkpoint, checkpoints/bert-mini/,
+    then a short run trained earlier into the user cache. A folder without a checkpoint
+    raises FileNotFoundError naming what is missing. Training is never a default: only
     ``train_if_missing=True`` (with ``directory`` None) trains a short, much weaker run
     when there is no checkpoint, saying so, into the user cache, never a named folder.
     """
     if directory is not None and not str(directory).strip():
-        raise ValueError("load_pretrained: directory is empty (''); name a checkpoint "
-                         "folder or pass None for the course's checkpoint")
+        raise ValueError(
+            "load_pretrained: directory is empty (''); name a checkpoint "
+            "folder or pass None for the course's checkpoint"
+        )
     if directory is not None and train_if_missing:
-        raise ValueError(f"load_pretrained({str(directory)!r}, train_if_missing=True): "
-                         "a fallback run is trained only into the user cache, never "
-                         "into a folder you name; drop the folder, or train into it "
-                         "with `tinybert pretrain --out DIR`")
+        raise ValueError(
+            f"load_pretrained({str(directory)!r}, train_if_missing=True): "
+            "a fallback run is trained only into the user cache, never "
+            "into a folder you name; drop the folder, or train into it "
+            "with `tinybert pretrain --out DIR`"
+        )
     cached = cache_dir().parent / "checkpoints" / "bert-mini-short"
-    candidates = [Path(directory)] if directory is not None else [shipped_checkpoint(), cached]
+    candidates = (
+        [Path(directory)] if directory is not None else [shipped_checkpoint(), cached]
+    )
     found = next((p for p in candidates if not _missing(p)), None)
     if found is None and not train_if_missing:
-        holds = "; ".join(f"{p} does not exist" if not p.exists() else
-                          f"{p} is not a folder" if not p.is_dir() else
-                          f"{p} lacks {', '.join(_missing(p))}" for p in candidates)
+        holds = "; ".join(
+            f"{p} does not exist"
+            if not p.exists()
+            else f"{p} is not a folder"
+            if not p.is_dir()
+            else f"{p} lacks {', '.join(_missing(p))}"
+            for p in candidates
+        )
         raise FileNotFoundError(
             f"no pretrained checkpoint: {holds} (a checkpoint holds "
             f"{', '.join(CHECKPOINT_FILES)}). "
             "Train one with `tinybert pretrain --out DIR` (chapter 09), load it with "
             "load_pretrained(DIR), or ask for a short, weak run in the user cache with "
-            "load_pretrained(train_if_missing=True)")
+            "load_pretrained(train_if_missing=True)"
+        )
     if found is None:
         found = cached
         steps = pick(quick=10, full=200)
-        print(f"load_pretrained: no checkpoint found; training a SHORT bert-mini run ({steps} steps) into "
-              f"{found}. It is much weaker than the course's shipped checkpoint (chapter 09).")
+        print(
+            f"load_pretrained: no checkpoint found; training a SHORT bert-mini run "
+            f"({steps} steps) into {found}. It is much weaker than the course's "
+            f"shipped checkpoint (chapter 09)."
+        )
         # here: pretrain_loop imports this module
         from tinybert.pretraining.run import pretrain_bert
-        pretrain_bert(found, steps=steps, batch_size=16, eval_every=steps, eval_batches=4,
-                      max_documents=pick(quick=40, full=None), overwrite=True)
+
+        pretrain_bert(
+            found,
+            steps=steps,
+            batch_size=16,
+            eval_every=steps,
+            eval_batches=4,
+            max_documents=pick(quick=40, full=None),
+            overwrite=True,
+        )
     model = load_model(found, map_location="cpu")
     tokenizer = WordPieceTokenizer.from_file(found / "vocab.txt", lowercase=True)
     if len(tokenizer) != model.config.vocab_size:
-        raise ValueError(f"{found}: vocab.txt has {len(tokenizer)} tokens but the model expects "
-                         f"{model.config.vocab_size}; the files come from different runs")
-    return Pretrained(model=model, tokenizer=tokenizer, config=model.config, directory=found)
+        raise ValueError(
+            f"{found}: vocab.txt has {len(tokenizer)} tokens but the "
+            f"model expects {model.config.vocab_size}; the files come "
+            f"from different runs"
+        )
+    return Pretrained(
+        model=model, tokenizer=tokenizer, config=model.config, directory=found
+    )

@@ -5,6 +5,7 @@
 Built in chapter 9 (Pretraining BERT); read it with its explanations at
 chapters/09_pretraining.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['save_checkpoint', 'Checkpoint', 'load_checkpoint']
@@ -21,8 +22,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import (CONFIG_NAME, model_files, load_model,
-                                       save_files, saved_file)
+from tinybert.checkpoint.files import (
+    CONFIG_NAME,
+    model_files,
+    load_model,
+    save_files,
+    saved_file,
+)
 
 
 STATE_NAME, STATE_TENSORS_NAME = "training_state.json", "training_state.safetensors"
@@ -30,16 +36,24 @@ STATE_NAME, STATE_TENSORS_NAME = "training_state.json", "training_state.safetens
 
 # Built in chapter 9, section "Checkpoints":
 # chapters/09_pretraining.html#checkpoints
-def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch.optim.Optimizer | None = None,
-                    scheduler=None, step: int = 0, extra: dict | None = None,
-                    scaler: torch.amp.GradScaler | None = None,
-                    generator: torch.Generator | None = None) -> Path:
-    """The model (as tinybert.checkpoint.files.save_model writes it) plus what resuming needs,
-    the four files saved all or nothing by save_files.
+def save_checkpoint(
+    directory: str | Path,
+    model: nn.Module,
+    *,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler=None,
+    step: int = 0,
+    extra: dict | None = None,
+    scaler: torch.amp.GradScaler | None = None,
+    generator: torch.Generator | None = None,
+) -> Path:
+    """The model (as tinybert.checkpoint.files.save_model writes it) plus what resuming
+    needs, the four files saved all or nothing by save_files.
 
-    training_state.safetensors holds the optimizer's tensors and the random number generators'
-    states; training_state.json the step, the scheduler, the optimizer's hyperparameters,
-    ``extra`` (any JSON) and the ids that tie the files of one save together.
+    training_state.safetensors holds the optimizer's tensors and the random number
+    generators' states; training_state.json the step, the scheduler, the optimizer's
+    hyperparameters, ``extra`` (any JSON) and the ids that tie the files of one
+    save together.
     """
     from safetensors.torch import save_file
 
@@ -47,15 +61,24 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
     save_id = uuid.uuid4().hex
     tensors = {"rng.torch": torch.get_rng_state()}
     if torch.cuda.is_available():
-        tensors |= {f"rng.cuda.{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())}
+        tensors |= {
+            f"rng.cuda.{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())
+        }
     if generator is not None:
         tensors["rng.generator"] = generator.get_state()
-    state = {"format": 1, "step": int(step), "extra": extra or {}, "save_id": save_id,
-             "model_save_id": model_save_id}
+    state = {
+        "format": 1,
+        "step": int(step),
+        "extra": extra or {},
+        "save_id": save_id,
+        "model_save_id": model_save_id,
+    }
     if optimizer is not None:
         opt = optimizer.state_dict()
         for index, values in opt["state"].items():
-            tensors |= {f"optimizer.{index}.{key}": value for key, value in values.items()}
+            tensors |= {
+                f"optimizer.{index}.{key}": value for key, value in values.items()
+            }
         state["optimizer_param_groups"] = opt["param_groups"]
     if scheduler is not None:
         state["scheduler"] = scheduler.state_dict()
@@ -64,10 +87,14 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
     try:
         text = json.dumps(state, indent=1)
     except TypeError as error:
-        raise ValueError(f"save_checkpoint: extra and the scheduler state must be JSON-serialisable ({error})") from None
+        raise ValueError(
+            f"save_checkpoint: extra and the scheduler state must be "
+            f"JSON-serialisable ({error})"
+        ) from None
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
-    writers[STATE_TENSORS_NAME] = lambda path: save_file(tensors, path,
-                                                         metadata={"save_id": save_id})
+    writers[STATE_TENSORS_NAME] = lambda path: save_file(
+        tensors, path, metadata={"save_id": save_id}
+    )
     writers[STATE_NAME] = lambda path: path.write_text(text + "\n", encoding="utf-8")
     return save_files(directory, writers)
 
@@ -76,7 +103,8 @@ def save_checkpoint(directory: str | Path, model: nn.Module, *, optimizer: torch
 # chapters/09_pretraining.html#checkpoints
 @dataclass
 class Checkpoint:
-    """What load_checkpoint restored: the model (on ``map_location``), the step, the saved ``extra``."""
+    """What load_checkpoint restored: the model (on ``map_location``), the step, the
+    saved ``extra``."""
 
     model: nn.Module
     step: int
@@ -86,25 +114,35 @@ class Checkpoint:
 
 # Built in chapter 9, section "Checkpoints":
 # chapters/09_pretraining.html#checkpoints
-def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
-                    optimizer: torch.optim.Optimizer | None = None, scheduler=None,
-                    scaler: torch.amp.GradScaler | None = None, generator: torch.Generator | None = None,
-                    restore_rng: bool = True, map_location: str | torch.device = "cpu") -> Checkpoint:
-    """Resume from save_checkpoint's files: weights into ``model`` (or a new model), and the
-    state of whichever of optimizer, scheduler, scaler and generator are given.
+def load_checkpoint(
+    directory: str | Path,
+    model: nn.Module | None = None,
+    *,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler=None,
+    scaler: torch.amp.GradScaler | None = None,
+    generator: torch.Generator | None = None,
+    restore_rng: bool = True,
+    map_location: str | torch.device = "cpu",
+) -> Checkpoint:
+    """Resume from save_checkpoint's files: weights into ``model`` (or a new model), and
+    the state of whichever of optimizer, scheduler, scaler and generator are given.
 
-    Raises FileNotFoundError when a file is missing and ValueError when a file is corrupt, when
-    the files come from different (interrupted) saves, or when ``model`` or ``optimizer`` do not
-    match what was saved.
+    Raises FileNotFoundError when a file is missing and ValueError when a file is
+    corrupt, when the files come from different (interrupted) saves, or when ``model``
+    or ``optimizer`` do not match what was saved.
     """
     from safetensors import safe_open
 
     directory = Path(directory)
-    path = saved_file(directory, STATE_NAME)                  # see save_files
+    path = saved_file(directory, STATE_NAME)  # see save_files
     tensors_path = saved_file(directory, STATE_TENSORS_NAME)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file; {directory} is not a training checkpoint "
-                                "written by save_checkpoint (or its save was interrupted)")
+        raise FileNotFoundError(
+            f"{path}: no such file; {directory} is not a training "
+            f"checkpoint written by save_checkpoint (or its save "
+            f"was interrupted)"
+        )
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
         step, save_id = int(state["step"]), state["save_id"]
@@ -112,30 +150,47 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
         raise ValueError(f"{path}: corrupt training state ({error!r})") from None
     try:
         with safe_open(tensors_path, framework="pt", device="cpu") as f:
-            header, tensors = f.metadata() or {}, {key: f.get_tensor(key) for key in f.keys()}
+            header, tensors = (
+                f.metadata() or {},
+                {key: f.get_tensor(key) for key in f.keys()},
+            )
     except FileNotFoundError:
         raise FileNotFoundError(f"{tensors_path}: no such file") from None
-    except Exception as error:                       # safetensors raises its own error types
-        raise ValueError(f"{tensors_path}: not a readable safetensors file "
-                         f"(corrupt or truncated?): {error}") from None
+    # safetensors raises its own error types
+    except Exception as error:
+        raise ValueError(
+            f"{tensors_path}: not a readable safetensors file "
+            f"(corrupt or truncated?): {error}"
+        ) from None
     config_path = saved_file(directory, CONFIG_NAME)
     model_meta = json.loads(config_path.read_text()) if config_path.is_file() else {}
-    if header.get("save_id") != save_id or model_meta.get("save_id") != state.get("model_save_id"):
-        raise ValueError(f"{directory}: the model and training-state files come from different saves "
-                         "(an interrupted save_checkpoint?); resume from an earlier checkpoint")
+    if header.get("save_id") != save_id or model_meta.get("save_id") != state.get(
+        "model_save_id"
+    ):
+        raise ValueError(
+            f"{directory}: the model and training-state files come from "
+            f"different saves (an interrupted save_checkpoint?); resume "
+            f"from an earlier checkpoint"
+        )
     loaded = load_model(directory, map_location=map_location)
     if model is None:
         model = loaded
     else:
         if type(model) is not type(loaded) or model.config != loaded.config:
-            raise ValueError(f"{directory}: the checkpoint holds a {type(loaded).__name__} with config "
-                             f"{loaded.config}, but the model given is a {type(model).__name__} with config "
-                             f"{getattr(model, 'config', None)}")
+            raise ValueError(
+                f"{directory}: the checkpoint holds a "
+                f"{type(loaded).__name__} with config {loaded.config}, "
+                f"but the model given is a {type(model).__name__} with "
+                f"config {getattr(model, 'config', None)}"
+            )
         model.load_state_dict(loaded.state_dict())
     if optimizer is not None:
         if "optimizer_param_groups" not in state:
             raise ValueError(f"{path}: the checkpoint was saved without an optimizer")
-        groups = [{**g, "betas": tuple(g["betas"])} if "betas" in g else g for g in state["optimizer_param_groups"]]
+        groups = [
+            {**g, "betas": tuple(g["betas"])} if "betas" in g else g
+            for g in state["optimizer_param_groups"]
+        ]
         opt_state: dict[int, dict] = {}
         for key, value in tensors.items():
             if key.startswith("optimizer."):
@@ -144,7 +199,9 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
         try:
             optimizer.load_state_dict({"state": opt_state, "param_groups": groups})
         except ValueError as error:
-            raise ValueError(f"{directory}: the optimizer does not match the saved one ({error})") from None
+            raise ValueError(
+                f"{directory}: the optimizer does not match the saved one ({error})"
+            ) from None
     if scheduler is not None:
         scheduler.load_state_dict(state["scheduler"])
     if scaler is not None and "scaler" in state:
@@ -154,6 +211,12 @@ def load_checkpoint(directory: str | Path, model: nn.Module | None = None, *,
     if restore_rng:
         torch.set_rng_state(tensors["rng.torch"])
         cuda = [tensors[k] for k in sorted(tensors) if k.startswith("rng.cuda.")]
-        if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        if (
+            cuda
+            and torch.cuda.is_available()
+            and len(cuda) == torch.cuda.device_count()
+        ):
             torch.cuda.set_rng_state_all(cuda)
-    return Checkpoint(model=model, step=step, extra=state.get("extra", {}), directory=directory)
+    return Checkpoint(
+        model=model, step=step, extra=state.get("extra", {}), directory=directory
+    )

@@ -1,1 +1,2 @@
-"""Hand-written: the subcommands of the `tinybert` command line (see tinybert/__main__.py)."""
+"""Hand-written: the subcommands of the `tinybert` command line (see
+tinybert/__main__.py)."""

@@ -1,20 +1,24 @@
-"""Hand-written (not generated): ``tinybert finetune TASK`` — fine-tune a pretrained BERT on one task.
+"""Hand-written (not generated): ``tinybert finetune TASK`` — fine-tune a pretrained
+BERT on one task.
 
-A thin wrapper around ``tinybert.finetuning.recipes.finetune_task`` (chapter 10): it loads the pretrained
-encoder, optionally swaps in a randomly initialised encoder of the same architecture, fine-tunes
-a new head and prints the evaluation metrics. The encoder comes from the course's own checkpoint
-(chapter 09's ``load_pretrained``, the default, or ``--checkpoint DIR``) or, with ``--from-hf``,
-from any Hugging Face BERT: a local folder is read by chapter 08's ``load_hf_bert`` (no
-``transformers`` needed), a hub name such as ``google/bert_uncased_L-4_H-256_A-4`` through
-``transformers`` and ``from_hf`` (online, once: Hugging Face caches the files).
+A thin wrapper around ``tinybert.finetuning.recipes.finetune_task`` (chapter 10): it
+loads the pretrained encoder, optionally swaps in a randomly initialised encoder of the
+same architecture, fine-tunes a new head and prints the evaluation metrics. The encoder
+comes from the course's own checkpoint (chapter 09's ``load_pretrained``, the default,
+or ``--checkpoint DIR``) or, with ``--from-hf``, from any Hugging Face BERT: a local
+folder is read by chapter 08's ``load_hf_bert`` (no ``transformers`` needed), a hub name
+such as ``google/bert_uncased_L-4_H-256_A-4`` through ``transformers`` and ``from_hf``
+(online, once: Hugging Face caches the files).
 """
+
 from __future__ import annotations
 
 import argparse
 import re
 from pathlib import Path
 
-_HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")   # "bert-base-uncased", "org/name"
+# "bert-base-uncased", "org/name"
+_HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 
 
 def _positive_int(text: str) -> int:
@@ -28,36 +32,92 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tinybert.finetuning.recipes import TASKS
 
     parser.add_argument("task", choices=TASKS, help="the task to fine-tune on")
-    parser.add_argument("--checkpoint", default=None, metavar="DIR",
-                        help="pretrained checkpoint folder (default: the shipped checkpoints/bert-mini)")
-    parser.add_argument("--from-hf", default=None, metavar="NAME_OR_DIR",
-                        help="start from a Hugging Face BERT instead: a local folder (config.json, "
-                             "model.safetensors, vocab.txt; no transformers needed) or a hub name "
-                             "such as google/bert_uncased_L-4_H-256_A-4 (needs transformers and, "
-                             "the first time, a network)")
-    parser.add_argument("--random-init", action="store_true",
-                        help="start from random weights of the same architecture (the no-pretraining baseline)")
-    parser.add_argument("--epochs", type=_positive_int, default=3, help="passes over the training examples (default 3)")
-    parser.add_argument("--lr", type=float, default=1e-4, help="peak learning rate (default 1e-4)")
-    parser.add_argument("--batch-size", type=_positive_int, default=32, help="examples per step (default 32)")
-    parser.add_argument("--train-examples", type=_positive_int, default=None, metavar="N",
-                        help="train on N examples spread evenly over the training set (default: all)")
-    parser.add_argument("--eval-examples", type=_positive_int, default=None, metavar="N",
-                        help="evaluate on N examples spread evenly over the evaluation set (default: all)")
-    parser.add_argument("--trainable-layers", type=int, default=None, metavar="K",
-                        help="update only the top K encoder layers and the head; 0 = the head alone "
-                             "(default: update everything)")
-    parser.add_argument("--test", action="store_true",
-                        help="evaluate on the test split instead of the validation split")
+    parser.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="DIR",
+        help=(
+            "pretrained checkpoint folder (default: the shipped checkpoints/bert-mini)"
+        ),
+    )
+    parser.add_argument(
+        "--from-hf",
+        default=None,
+        metavar="NAME_OR_DIR",
+        help="start from a Hugging Face BERT instead: a local folder "
+        "(config.json, model.safetensors, vocab.txt; no "
+        "transformers needed) or a hub name such as "
+        "google/bert_uncased_L-4_H-256_A-4 (needs transformers "
+        "and, the first time, a network)",
+    )
+    parser.add_argument(
+        "--random-init",
+        action="store_true",
+        help=(
+            "start from random weights of the same architecture (the "
+            "no-pretraining baseline)"
+        ),
+    )
+    parser.add_argument(
+        "--epochs",
+        type=_positive_int,
+        default=3,
+        help="passes over the training examples (default 3)",
+    )
+    parser.add_argument(
+        "--lr", type=float, default=1e-4, help="peak learning rate (default 1e-4)"
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        default=32,
+        help="examples per step (default 32)",
+    )
+    parser.add_argument(
+        "--train-examples",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help=("train on N examples spread evenly over the training set (default: all)"),
+    )
+    parser.add_argument(
+        "--eval-examples",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help=(
+            "evaluate on N examples spread evenly over the evaluation "
+            "set (default: all)"
+        ),
+    )
+    parser.add_argument(
+        "--trainable-layers",
+        type=int,
+        default=None,
+        metavar="K",
+        help="update only the top K encoder layers and the head; 0 = "
+        "the head alone (default: update everything)",
+    )
+    parser.add_argument(
+        "--test",
+        action="store_true",
+        help=("evaluate on the test split instead of the validation split"),
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--pooling", choices=("mean", "pooler"), default="mean",
-                        help="sentence summary for banking77/poem_sentiment: the mean of the final "
-                             "vectors (default; the shipped checkpoint learned MLM alone) or the "
-                             "pooled [CLS] vector, which only NSP trains")
+    parser.add_argument(
+        "--pooling",
+        choices=("mean", "pooler"),
+        default="mean",
+        help="sentence summary for banking77/poem_sentiment: the mean "
+        "of the final vectors (default; the shipped checkpoint "
+        "learned MLM alone) or the pooled [CLS] vector, which "
+        "only NSP trains",
+    )
 
 
 def _from_hub(name: str):
-    """(encoder, tokenizer) of a BERT on the Hugging Face hub, through ``transformers``."""
+    """(encoder, tokenizer) of a BERT on the Hugging Face hub, through
+    ``transformers``."""
     import json
     import warnings
 
@@ -70,60 +130,82 @@ def _from_hub(name: str):
             import transformers
         from huggingface_hub import hf_hub_download
     except ImportError as error:
-        raise ValueError(f"{name!r} is not a local folder, and loading it from the Hugging Face "
-                         f"hub needs transformers ({error}); install it with "
-                         "pip install 'tinybert[hf]', or pass a local folder") from None
+        raise ValueError(
+            f"{name!r} is not a local folder, and loading it from the "
+            f"Hugging Face hub needs transformers ({error}); install it "
+            f"with pip install 'tinybert[hf]', or pass a "
+            f"local folder"
+        ) from None
     try:
         config = transformers.AutoConfig.from_pretrained(name)
         if config.model_type != "bert":
-            raise ValueError(f"{name!r} is not a BERT: its config says model_type "
-                             f"{config.model_type!r}; expected 'bert'")
+            raise ValueError(
+                f"{name!r} is not a BERT: its config says model_type "
+                f"{config.model_type!r}; expected 'bert'"
+            )
         hf_model = transformers.BertModel.from_pretrained(name)
         vocab = hf_hub_download(name, "vocab.txt")
         try:
-            options = json.loads(Path(hf_hub_download(name, "tokenizer_config.json")).read_text())
-        except Exception:                   # optional: many BERT repositories have none
+            options = json.loads(
+                Path(hf_hub_download(name, "tokenizer_config.json")).read_text()
+            )
+        except Exception:  # optional: many BERT repositories have none
             options = {}
-    except OSError as error:                # transformers' way of saying "not found / offline"
+    # transformers' way of saying "not found / offline"
+    except OSError as error:
         raise FileNotFoundError(
-            f"could not load {name!r} from the Hugging Face hub, and there is no local folder "
-            f"of that name ({str(error).splitlines()[0]}). Check the name, go online once (the "
-            "files are cached), or pass a local folder with config.json, model.safetensors "
-            "and vocab.txt") from None
+            f"could not load {name!r} from the Hugging Face hub, and there is no local "
+            f"folder of that name ({str(error).splitlines()[0]}). Check the name, go "
+            f"online once (the files are cached), or pass a local folder with "
+            f"config.json, model.safetensors and vocab.txt"
+        ) from None
     tokenizer = WordPieceTokenizer.from_file(
-        vocab, lowercase=options.get("do_lower_case", True), strip_accents=options.get("strip_accents"),
-        handle_chinese_chars=options.get("tokenize_chinese_chars", True))
+        vocab,
+        lowercase=options.get("do_lower_case", True),
+        strip_accents=options.get("strip_accents"),
+        handle_chinese_chars=options.get("tokenize_chinese_chars", True),
+    )
     encoder = from_hf(hf_model).eval()
     if len(tokenizer) != encoder.config.vocab_size:
-        raise ValueError(f"{name!r}: vocab.txt has {len(tokenizer):,} tokens but the model's "
-                         f"vocab_size is {encoder.config.vocab_size:,}")
+        raise ValueError(
+            f"{name!r}: vocab.txt has {len(tokenizer):,} tokens but the "
+            f"model's vocab_size is {encoder.config.vocab_size:,}"
+        )
     return encoder, tokenizer
 
 
 def _load_hf(name_or_dir: str):
-    """(encoder, tokenizer, description) from a local Hugging Face folder or a hub name."""
+    """(encoder, tokenizer, description) from a local Hugging Face folder or a
+    hub name."""
     from tinybert.models.convert import load_hf_bert
 
     path = Path(name_or_dir).expanduser()
     if path.exists() or not _HUB_NAME.fullmatch(name_or_dir):
-        loaded = load_hf_bert(path)         # also explains a missing or incomplete folder
-        return loaded.model, loaded.tokenizer, f"the Hugging Face folder {loaded.directory}"
+        # also explains a missing or incomplete folder
+        loaded = load_hf_bert(path)
+        return (
+            loaded.model,
+            loaded.tokenizer,
+            (f"the Hugging Face folder {loaded.directory}"),
+        )
     encoder, tokenizer = _from_hub(name_or_dir)
     return encoder, tokenizer, f"{name_or_dir} from the Hugging Face hub"
 
 
 def _encoder_of(model):
-    """The BertModel to fine-tune: the checkpoint's model itself when it was saved without
-    heads, else its ``.bert``; any other model is a clear error."""
+    """The BertModel to fine-tune: the checkpoint's model itself when it was saved
+    without heads, else its ``.bert``; any other model is a clear error."""
     from tinybert.models.bert import BertModel
 
     if isinstance(model, BertModel):
         return model
     if isinstance(getattr(model, "bert", None), BertModel):
         return model.bert
-    raise ValueError(f"the checkpoint holds a {type(model).__name__}, which has no BERT "
-                     "encoder to fine-tune; expected a BertModel or a model with one in "
-                     "its .bert (BertForPreTraining, BertForMaskedLM)")
+    raise ValueError(
+        f"the checkpoint holds a {type(model).__name__}, which has no "
+        f"BERT encoder to fine-tune; expected a BertModel or a model with "
+        f"one in its .bert (BertForPreTraining, BertForMaskedLM)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -134,8 +216,10 @@ def run(args: argparse.Namespace) -> int:
 
     fix_malloc_threshold()
     if args.from_hf is not None and args.checkpoint is not None:
-        print("tinybert finetune: --from-hf and --checkpoint both name the encoder to start "
-              "from; give one of them")
+        print(
+            "tinybert finetune: --from-hf and --checkpoint both name the encoder to "
+            "start from; give one of them"
+        )
         return 1
     try:
         if args.from_hf is not None:
@@ -148,23 +232,40 @@ def run(args: argparse.Namespace) -> int:
         print(f"tinybert finetune: {error}")
         return 1
     seed_everything(args.seed)
-    if args.random_init:                    # same architecture, random weights
+    if args.random_init:  # same architecture, random weights
         encoder = BertModel(encoder.config, add_pooler=encoder.pooler is not None)
         source = f"random initialisation (the architecture of {source})"
     encoder = encoder.to(get_device())
     print(f"fine-tuning on {args.task} from {source}")
     try:
-        outcome = finetune_task(args.task, encoder, tokenizer, train_examples=args.train_examples,
-                                eval_examples=args.eval_examples, eval_split="test" if args.test else "validation",
-                                epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
-                                trainable_layers=args.trainable_layers, seed=args.seed,
-                                pooling=args.pooling, desc=args.task)
-    except ValueError as error:                      # e.g. --trainable-layers out of range
+        outcome = finetune_task(
+            args.task,
+            encoder,
+            tokenizer,
+            train_examples=args.train_examples,
+            eval_examples=args.eval_examples,
+            eval_split="test" if args.test else "validation",
+            epochs=args.epochs,
+            lr=args.lr,
+            batch_size=args.batch_size,
+            trainable_layers=args.trainable_layers,
+            seed=args.seed,
+            pooling=args.pooling,
+            desc=args.task,
+        )
+    # e.g. --trainable-layers out of range
+    except ValueError as error:
         print(f"tinybert finetune: {error}")
         return 2
     result = outcome.result
-    print(f"trained {result.trainable_parameters:,} parameters for {len(result.losses)} steps in "
-          f"{result.seconds:.1f} s; final training loss {result.losses[-1]:.3f}")
+    print(
+        f"trained {result.trainable_parameters:,} parameters for "
+        f"{len(result.losses)} steps in {result.seconds:.1f} s; final training loss "
+        f"{result.losses[-1]:.3f}"
+    )
     split = "test" if args.test else "validation"
-    print(f"{split}: " + ", ".join(f"{name} {value:.4g}" for name, value in outcome.metrics.items()))
+    print(
+        f"{split}: "
+        + ", ".join(f"{name} {value:.4g}" for name, value in outcome.metrics.items())
+    )
     return 0

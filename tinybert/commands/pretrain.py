@@ -1,9 +1,12 @@
-"""Hand-written: ``tinybert pretrain`` — pretrain a BERT with MLM + NSP on the course corpus (chapter 09).
+"""Hand-written: ``tinybert pretrain`` — pretrain a BERT with MLM + NSP on the course
+corpus (chapter 09).
 
 Thin on purpose: it turns command-line arguments into a call of
-``tinybert.pretraining.run.pretrain_bert``, which the chapter builds and explains. Runs under
-``torchrun --nproc_per_node=N`` too (DistributedDataParallel; only rank 0 prints and saves).
+``tinybert.pretraining.run.pretrain_bert``, which the chapter builds and explains. Runs
+under ``torchrun --nproc_per_node=N`` too (DistributedDataParallel; only rank 0
+prints and saves).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,10 +18,13 @@ from pathlib import Path
 
 
 def _override(text: str) -> tuple[str, object]:
-    """KEY=VALUE with VALUE read as JSON when it can be (numbers, true/false), else as a string."""
+    """KEY=VALUE with VALUE read as JSON when it can be (numbers, true/false), else as
+    a string."""
     key, sep, value = text.partition("=")
     if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. n_layers=2), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected KEY=VALUE (e.g. n_layers=2), got {text!r}"
+        )
     try:
         return key, json.loads(value)
     except json.JSONDecodeError:
@@ -27,15 +33,18 @@ def _override(text: str) -> tuple[str, object]:
 
 def _count(minimum: int):
     """An argparse type: an integer >= ``minimum``, else a usage error."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"expected an integer, got {text!r}") from None
+                f"expected an integer, got {text!r}"
+            ) from None
         if value < minimum:
             raise argparse.ArgumentTypeError(
-                f"expected an integer >= {minimum}, got {value}")
+                f"expected an integer >= {minimum}, got {value}"
+            )
         return value
 
     parse.__name__ = "positive int" if minimum == 1 else f"int >= {minimum}"
@@ -45,87 +54,193 @@ def _count(minimum: int):
 def _folder(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError(
-            "expected the folder to write the run to, got ''")
+            "expected the folder to write the run to, got ''"
+        )
     return text
 
 
 def _command(argv: list[str], processes: int) -> str:
     """The command line that runs ``argv`` (``pretrain ...``) again."""
-    program = (f"torchrun --nproc_per_node={processes} -m tinybert" if processes > 1
-               else "python -m tinybert" if sys.argv[0].endswith("__main__.py")
-               else "tinybert")
+    program = (
+        f"torchrun --nproc_per_node={processes} -m tinybert"
+        if processes > 1
+        else "python -m tinybert"
+        if sys.argv[0].endswith("__main__.py")
+        else "tinybert"
+    )
     return " ".join([program, *map(shlex.quote, argv)])
 
 
-def _interrupted(interrupt: KeyboardInterrupt, out: str, argv: list[str],
-                 processes: int) -> str:
+def _interrupted(
+    interrupt: KeyboardInterrupt, out: str, argv: list[str], processes: int
+) -> str:
     """After Ctrl-C: where the run stopped, and the command that continues it."""
     from tinybert.pretraining.run import RUN_FILES
 
-    step = getattr(interrupt, "step", None)        # TrainingInterrupted knows its step
-    where = (f"after step {step}; the checkpoint in {interrupt.directory} keeps it"
-             if step is not None else "before the first checkpoint of this attempt")
+    step = getattr(interrupt, "step", None)  # TrainingInterrupted knows its step
+    where = (
+        f"after step {step}; the checkpoint in {interrupt.directory} keeps it"
+        if step is not None
+        else "before the first checkpoint of this attempt"
+    )
     if not any((Path(out) / name).exists() for name in RUN_FILES):
         return f"tinybert pretrain: interrupted {where}. Nothing was saved yet."
     again = [a for a in argv if not (len(a) > 3 and "--overwrite".startswith(a))]
     if not any(len(a) > 3 and "--resume".startswith(a) for a in again):
         again.append("--resume")
-    return (f"tinybert pretrain: interrupted {where}. Continue the run with:\n"
-            f"  {_command(again, processes)}")
+    return (
+        f"tinybert pretrain: interrupted {where}. Continue the run with:\n"
+        f"  {_command(again, processes)}"
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, type=_folder,
-                        help="output folder: vocab.txt, model.safetensors, "
-                        "config.json, metrics.json, loss_curves.png, training_state/")
-    parser.add_argument("--preset", default="bert-mini", help="BertConfig preset (default: bert-mini)")
-    parser.add_argument("--set", dest="overrides", action="append", type=_override, default=[],
-                        metavar="KEY=VALUE", help="override a BertConfig field, e.g. --set n_layers=2 (repeatable)")
-    parser.add_argument("--steps", type=_count(1), default=1000,
-                        help="optimizer steps in the whole run (default: 1000)")
-    parser.add_argument("--batch-size", type=_count(1), default=32,
-                        help="sequences per step and process (default: 32)")
-    parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default: 1e-3)")
-    parser.add_argument("--warmup", type=float, default=0.05, help="fraction of steps to warm up (default: 0.05)")
-    parser.add_argument("--vocab-size", type=_count(1), default=8192,
-                        help="WordPiece vocabulary size (default: 8192)")
-    parser.add_argument("--vocab-min-count", type=int, default=40,
-                        help="a pair must occur this often to be merged (default: 40)")
-    parser.add_argument("--vocab-score", choices=("count", "likelihood"), default="count",
-                        help="merge the most frequent pair (count, as Hugging Face's trainer"
-                             " does) or the most associated one (likelihood, chapter 7's"
-                             " textbook score); default: count")
-    parser.add_argument("--eval-every", type=_count(1), default=100,
-                        help="held-out evaluation every N steps")
-    parser.add_argument("--eval-batches", type=_count(1), default=25,
-                        help="held-out batches per evaluation")
-    parser.add_argument("--checkpoint-every", type=_count(0), default=0,
-                        help="save a resumable checkpoint every N steps (0: only at the end)")
-    parser.add_argument("--static-masking", action="store_true", help="mask each example once (BERT) "
-                        "instead of per batch (RoBERTa's dynamic masking, the default)")
-    parser.add_argument("--objective", choices=("mlm+nsp", "mlm"), default="mlm+nsp",
-                        help="mlm+nsp: BERT's pairs and both losses (default); mlm: single "
-                        "segments and the MLM loss alone (RoBERTa)")
-    parser.add_argument("--mask-probability", type=float, default=0.15,
-                        help="share of tokens chosen for the MLM loss in training (default: 0.15; "
-                        "held-out evaluation always uses 0.15)")
-    parser.add_argument("--adam-beta2", type=float, default=0.999,
-                        help="AdamW's beta2 (default: 0.999 as in BERT; RoBERTa: 0.98)")
-    parser.add_argument("--task-text", action="store_true",
-                        help="add the unlabelled training text of chapter 10's tasks to the corpus")
-    parser.add_argument("--max-documents", type=int, default=None, help="use only the first N documents (tests)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=_folder,
+        help="output folder: vocab.txt, model.safetensors, "
+        "config.json, metrics.json, loss_curves.png, training_state/",
+    )
+    parser.add_argument(
+        "--preset", default="bert-mini", help="BertConfig preset (default: bert-mini)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        type=_override,
+        default=[],
+        metavar="KEY=VALUE",
+        help=("override a BertConfig field, e.g. --set n_layers=2 (repeatable)"),
+    )
+    parser.add_argument(
+        "--steps",
+        type=_count(1),
+        default=1000,
+        help="optimizer steps in the whole run (default: 1000)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=_count(1),
+        default=32,
+        help="sequences per step and process (default: 32)",
+    )
+    parser.add_argument(
+        "--lr", type=float, default=1e-3, help="peak learning rate (default: 1e-3)"
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=0.05,
+        help="fraction of steps to warm up (default: 0.05)",
+    )
+    parser.add_argument(
+        "--vocab-size",
+        type=_count(1),
+        default=8192,
+        help="WordPiece vocabulary size (default: 8192)",
+    )
+    parser.add_argument(
+        "--vocab-min-count",
+        type=int,
+        default=40,
+        help="a pair must occur this often to be merged (default: 40)",
+    )
+    parser.add_argument(
+        "--vocab-score",
+        choices=("count", "likelihood"),
+        default="count",
+        help="merge the most frequent pair (count, as Hugging Face's "
+        "trainer does) or the most associated one (likelihood, "
+        "chapter 7's textbook score); default: count",
+    )
+    parser.add_argument(
+        "--eval-every",
+        type=_count(1),
+        default=100,
+        help="held-out evaluation every N steps",
+    )
+    parser.add_argument(
+        "--eval-batches",
+        type=_count(1),
+        default=25,
+        help="held-out batches per evaluation",
+    )
+    parser.add_argument(
+        "--checkpoint-every",
+        type=_count(0),
+        default=0,
+        help=("save a resumable checkpoint every N steps (0: only at the end)"),
+    )
+    parser.add_argument(
+        "--static-masking",
+        action="store_true",
+        help="mask each example once (BERT) "
+        "instead of per batch (RoBERTa's dynamic masking, the default)",
+    )
+    parser.add_argument(
+        "--objective",
+        choices=("mlm+nsp", "mlm"),
+        default="mlm+nsp",
+        help="mlm+nsp: BERT's pairs and both losses (default); mlm: "
+        "single segments and the MLM loss alone (RoBERTa)",
+    )
+    parser.add_argument(
+        "--mask-probability",
+        type=float,
+        default=0.15,
+        help="share of tokens chosen for the MLM loss in training "
+        "(default: 0.15; held-out evaluation always uses 0.15)",
+    )
+    parser.add_argument(
+        "--adam-beta2",
+        type=float,
+        default=0.999,
+        help="AdamW's beta2 (default: 0.999 as in BERT; RoBERTa: 0.98)",
+    )
+    parser.add_argument(
+        "--task-text",
+        action="store_true",
+        help=("add the unlabelled training text of chapter 10's tasks to the corpus"),
+    )
+    parser.add_argument(
+        "--max-documents",
+        type=int,
+        default=None,
+        help="use only the first N documents (tests)",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the run in OUT (from OUT/training_state/)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="delete the run already in OUT (its files only) and "
-                        "start again; without --resume or --overwrite, an OUT that "
-                        "holds a run is refused")
-    parser.add_argument("--stop-after", type=_count(1), default=None, metavar="STEP",
-                        help="save and stop after this step; --resume continues later")
-    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: the best available)")
-    parser.add_argument("--threads", type=_count(1), default=None,
-                        help="torch CPU threads (torch.set_num_threads)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in OUT (from OUT/training_state/)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="delete the run already in OUT (its files only) and "
+        "start again; without --resume or --overwrite, an OUT that "
+        "holds a run is refused",
+    )
+    parser.add_argument(
+        "--stop-after",
+        type=_count(1),
+        default=None,
+        metavar="STEP",
+        help="save and stop after this step; --resume continues later",
+    )
+    parser.add_argument(
+        "--device",
+        default=None,
+        help=("cpu, cuda, cuda:1, mps (default: the best available)"),
+    )
+    parser.add_argument(
+        "--threads",
+        type=_count(1),
+        default=None,
+        help="torch CPU threads (torch.set_num_threads)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,7 +250,8 @@ def run(args: argparse.Namespace) -> int:
     from tinybert.pretraining.run import pretrain_bert
     from tinybert.runtime import fix_malloc_threshold
 
-    fix_malloc_threshold()                # else the heap grows ~25 MB a step (see its docstring)
+    # else the heap grows ~25 MB a step (see its docstring)
+    fix_malloc_threshold()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     dist = init_distributed()
@@ -145,34 +261,60 @@ def run(args: argparse.Namespace) -> int:
     argv = getattr(args, "argv", sys.argv[1:])
     if dist.is_main:
         print("command: tinybert " + " ".join(map(shlex.quote, argv)))
-        print(f"processes: {dist.world_size}; torch {torch.__version__}; threads {torch.get_num_threads()}")
+        print(
+            f"processes: {dist.world_size}; torch {torch.__version__}; threads "
+            f"{torch.get_num_threads()}"
+        )
     start = time.perf_counter()
     try:
         history = pretrain_bert(
-            args.out, preset=args.preset, overrides=dict(args.overrides),
-            steps=args.steps, batch_size=args.batch_size, lr=args.lr,
-            warmup_fraction=args.warmup, vocab_size=args.vocab_size,
-            vocab_min_count=args.vocab_min_count, vocab_score=args.vocab_score,
+            args.out,
+            preset=args.preset,
+            overrides=dict(args.overrides),
+            steps=args.steps,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            warmup_fraction=args.warmup,
+            vocab_size=args.vocab_size,
+            vocab_min_count=args.vocab_min_count,
+            vocab_score=args.vocab_score,
             eval_every=args.eval_every,
-            eval_batches=args.eval_batches, checkpoint_every=args.checkpoint_every,
-            seed=args.seed, max_documents=args.max_documents,
-            dynamic_masking=not args.static_masking, resume=args.resume,
-            stop_after=args.stop_after, device=device, objective=args.objective,
-            mlm_probability=args.mask_probability, adam_beta2=args.adam_beta2,
-            task_text=args.task_text, overwrite=args.overwrite, dist=dist)
-    except (ValueError, OSError) as error:       # arguments, folder, data
+            eval_batches=args.eval_batches,
+            checkpoint_every=args.checkpoint_every,
+            seed=args.seed,
+            max_documents=args.max_documents,
+            dynamic_masking=not args.static_masking,
+            resume=args.resume,
+            stop_after=args.stop_after,
+            device=device,
+            objective=args.objective,
+            mlm_probability=args.mask_probability,
+            adam_beta2=args.adam_beta2,
+            task_text=args.task_text,
+            overwrite=args.overwrite,
+            dist=dist,
+        )
+    except (ValueError, OSError) as error:  # arguments, folder, data
         print(f"tinybert pretrain: error: {error}", file=sys.stderr)
         return 2
-    except FloatingPointError as error:          # diverged: the last checkpoint is kept
+    except FloatingPointError as error:  # diverged: the last checkpoint is kept
         print(f"tinybert pretrain: error: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt as interrupt:       # Ctrl-C: a checkpoint at the last step
+    except KeyboardInterrupt as interrupt:  # Ctrl-C: a checkpoint at the last step
         if dist.is_main:
-            print(_interrupted(interrupt, args.out, argv, dist.world_size),
-                  file=sys.stderr)
-        return 130                               # 128 + SIGINT, as the shell reports it
+            print(
+                _interrupted(interrupt, args.out, argv, dist.world_size),
+                file=sys.stderr,
+            )
+        return 130  # 128 + SIGINT, as the shell reports it
     if dist.is_main:
         final = history["eval"][-1] if history["eval"] else {}
-        print(f"done in {time.perf_counter() - start:.0f} s wall clock; "
-              + ", ".join(f"held-out {k} {v:.4f}" for k, v in final.items() if isinstance(v, float)))
+        print(
+            f"done in {time.perf_counter() - start:.0f} s wall clock; "
+            + ", ".join(
+                f"held-out {k} {v:.4f}"
+                for k, v in final.items()
+                if isinstance(v, float)
+            )
+        )
     return 0

@@ -1,1 +1,2 @@
-"""Hand-written: automatic checks for the chapters' coding exercises, one module per chapter (ch01, ...)."""
+"""Hand-written: automatic checks for the chapters' coding exercises, one module per
+chapter (ch01, ...)."""

@@ -1,101 +1,173 @@
 """Hand-written (not generated): the checks for chapter 08's exercises (BERT).
 
-Each ``check_*`` function calls the student's code on several inputs, including odd sizes and
-edge cases, raises ``AssertionError`` saying what was expected and what came back, and prints a
-line starting with ✓ when everything passes.
+Each ``check_*`` function calls the student's code on several inputs, including odd
+sizes and edge cases, raises ``AssertionError`` saying what was expected and what came
+back, and prints a line starting with ✓ when everything passes.
 """
+
 from __future__ import annotations
 
 import torch
 
 from tinybert.exercises._assertions import assert_close as _assert_close
 
-__all__ = ["check_bert_input_embeddings", "check_bert_parameter_count",
-           "check_mean_pool", "check_offset_baseline"]
+__all__ = [
+    "check_bert_input_embeddings",
+    "check_bert_parameter_count",
+    "check_mean_pool",
+    "check_offset_baseline",
+]
 
 
-# --- ex-bert-embeddings --------------------------------------------------------------------------
+# --- ex-bert-embeddings ---------------------------------------------------------------
+
 
 def check_bert_input_embeddings(bert_input_embeddings) -> None:
-    """Check ``bert_input_embeddings`` against BertEmbeddings (eval mode, so no dropout)."""
+    """Check ``bert_input_embeddings`` against BertEmbeddings (eval mode, so no
+    dropout)."""
     from tinybert.models.bert import BertConfig, BertEmbeddings
 
     g = torch.Generator().manual_seed(801)
     # (B, T, V, D, P, eps)
-    cases = [(13, 7, 99, 32, 23, 1e-12), (1, 1, 5, 8, 1, 1e-12), (2, 11, 40, 12, 11, 1e-5),
-             (3, 5, 17, 6, 9, 1e-3)]
+    cases = [
+        (13, 7, 99, 32, 23, 1e-12),
+        (1, 1, 5, 8, 1, 1e-12),
+        (2, 11, 40, 12, 11, 1e-5),
+        (3, 5, 17, 6, 9, 1e-3),
+    ]
     for B, T, V, D, P, eps in cases:
-        config = BertConfig(vocab_size=V, d_model=D, n_layers=1, n_heads=1, d_ff=4, max_len=P, layer_norm_eps=eps)
+        config = BertConfig(
+            vocab_size=V,
+            d_model=D,
+            n_layers=1,
+            n_heads=1,
+            d_ff=4,
+            max_len=P,
+            layer_norm_eps=eps,
+        )
         embeddings = BertEmbeddings(config).eval()
         with torch.no_grad():
             for p in embeddings.parameters():
-                p.copy_(torch.randn(p.shape, generator=g) * (0.5 if p.dim() == 1 else 1.0)
-                        + (1.0 if p is embeddings.norm.weight else 0.0))
+                p.copy_(
+                    torch.randn(p.shape, generator=g) * (0.5 if p.dim() == 1 else 1.0)
+                    + (1.0 if p is embeddings.norm.weight else 0.0)
+                )
         ids = torch.randint(0, V, (B, T), generator=g)
         segments = torch.randint(0, 2, (B, T), generator=g)
         with torch.no_grad():
             expected = embeddings(ids, segments)
-            got = bert_input_embeddings(ids, segments, embeddings.token_embeddings.weight.clone(),
-                                        embeddings.segment_embeddings.weight.clone(),
-                                        embeddings.position_embeddings.weight.clone(),
-                                        embeddings.norm.weight.clone(), embeddings.norm.bias.clone(), eps)
-        _assert_close(f"bert_input_embeddings with B={B}, T={T}, V={V}, D={D}, max_len={P}, eps={eps}",
-                      got, expected, atol=1e-4)
-    print(f"✓ bert_input_embeddings equals BertEmbeddings on {len(cases)} configurations "
-          "(including B = T = 1 and T = max_len)")
+            got = bert_input_embeddings(
+                ids,
+                segments,
+                embeddings.token_embeddings.weight.clone(),
+                embeddings.segment_embeddings.weight.clone(),
+                embeddings.position_embeddings.weight.clone(),
+                embeddings.norm.weight.clone(),
+                embeddings.norm.bias.clone(),
+                eps,
+            )
+        _assert_close(
+            f"bert_input_embeddings with B={B}, T={T}, V={V}, D={D}, "
+            f"max_len={P}, eps={eps}",
+            got,
+            expected,
+            atol=1e-4,
+        )
+    print(
+        f"✓ bert_input_embeddings equals BertEmbeddings on {len(cases)} "
+        f"configurations (including B = T = 1 and T = max_len)"
+    )
 
 
-# --- ex-bert-parameter-count ---------------------------------------------------------------------
+# --- ex-bert-parameter-count ----------------------------------------------------------
+
 
 def check_bert_parameter_count(bert_parameter_count) -> None:
-    """Check ``bert_parameter_count`` against count_parameters of BertModels built on the meta device."""
+    """Check ``bert_parameter_count`` against count_parameters of BertModels built on
+    the meta device."""
     from tinybert.blocks.feedforward import count_parameters
     from tinybert.models.bert import BertConfig, BertModel
 
     # (vocab_size, d_model, n_layers, n_heads, d_ff, max_len, type_vocab_size, pooler)
-    cases = [(30522, 768, 12, 12, 3072, 512, 2, True), (30522, 1024, 24, 16, 4096, 512, 2, True),
-             (8192, 256, 4, 4, 1024, 128, 2, True), (99, 32, 3, 4, 37, 23, 2, False),
-             (50, 12, 1, 3, 7, 9, 3, True), (28996, 768, 12, 12, 3072, 512, 2, False)]
+    cases = [
+        (30522, 768, 12, 12, 3072, 512, 2, True),
+        (30522, 1024, 24, 16, 4096, 512, 2, True),
+        (8192, 256, 4, 4, 1024, 128, 2, True),
+        (99, 32, 3, 4, 37, 23, 2, False),
+        (50, 12, 1, 3, 7, 9, 3, True),
+        (28996, 768, 12, 12, 3072, 512, 2, False),
+    ]
     for V, D, N, H, F, P, S, pooler in cases:
-        config = BertConfig(vocab_size=V, d_model=D, n_layers=N, n_heads=H, d_ff=F, max_len=P, type_vocab_size=S)
+        config = BertConfig(
+            vocab_size=V,
+            d_model=D,
+            n_layers=N,
+            n_heads=H,
+            d_ff=F,
+            max_len=P,
+            type_vocab_size=S,
+        )
         with torch.device("meta"):
             expected = count_parameters(BertModel(config, add_pooler=pooler))
         got = bert_parameter_count(V, D, N, F, P, type_vocab_size=S, pooler=pooler)
         assert isinstance(got, int) and not isinstance(got, bool), (
-            f"bert_parameter_count: expected an int, got {type(got).__name__} {got!r}")
+            f"bert_parameter_count: expected an int, got {type(got).__name__} {got!r}"
+        )
         assert got == expected, (
-            f"bert_parameter_count(vocab_size={V}, d_model={D}, n_layers={N}, d_ff={F}, max_len={P}, "
-            f"type_vocab_size={S}, pooler={pooler}): expected {expected:,}, got {got:,} "
-            f"(off by {got - expected:+,})")
-    print(f"✓ bert_parameter_count matches the built models on {len(cases)} configurations "
-          "(BERT-base 109,482,240, BERT-large 335,141,888)")
+            f"bert_parameter_count(vocab_size={V}, d_model={D}, n_layers={N}, "
+            f"d_ff={F}, max_len={P}, type_vocab_size={S}, pooler={pooler}): expected "
+            f"{expected:,}, got {got:,} (off by {got - expected:+,})"
+        )
+    print(
+        f"✓ bert_parameter_count matches the built models on {len(cases)} "
+        f"configurations (BERT-base 109,482,240, BERT-large 335,141,888)"
+    )
 
 
-# --- ex-bert-mean-pool ---------------------------------------------------------------------------
+# --- ex-bert-mean-pool ----------------------------------------------------------------
+
 
 def check_mean_pool(mean_pool) -> None:
-    """Check ``mean_pool(hidden, attention_mask)`` on odd shapes, both mask types, and padding garbage."""
+    """Check ``mean_pool(hidden, attention_mask)`` on odd shapes, both mask types, and
+    padding garbage."""
     g = torch.Generator().manual_seed(803)
     for B, T, D in [(13, 7, 32), (1, 1, 5), (4, 9, 3)]:
         hidden = torch.randn(B, T, D, generator=g)
         lengths = torch.randint(1, T + 1, (B,), generator=g)
-        mask = (torch.arange(T)[None, :] < lengths[:, None]).long()              # (B, T) 1 = real
+        # (B, T) 1 = real
+        mask = (torch.arange(T)[None, :] < lengths[:, None]).long()
         expected = torch.stack([hidden[b, : lengths[b]].mean(dim=0) for b in range(B)])
         for what, m in [("0/1 int mask", mask), ("bool mask", mask.bool())]:
             got = mean_pool(hidden, m)
-            _assert_close(f"mean_pool with B={B}, T={T}, D={D} and a {what}", got, expected)
-        garbage = hidden.masked_fill(mask[..., None] == 0, 1e3)                   # padding must not count
-        _assert_close(f"mean_pool with B={B}, T={T}, D={D}: large values at padded positions",
-                      mean_pool(garbage, mask), expected)
+            _assert_close(
+                f"mean_pool with B={B}, T={T}, D={D} and a {what}", got, expected
+            )
+        # padding must not count
+        garbage = hidden.masked_fill(mask[..., None] == 0, 1e3)
+        _assert_close(
+            f"mean_pool with B={B}, T={T}, D={D}: large values at padded positions",
+            mean_pool(garbage, mask),
+            expected,
+        )
     hidden = torch.randn(2, 4, 3, generator=g)
     mask = torch.tensor([[1, 1, 0, 0], [0, 0, 0, 0]])
     got = mean_pool(hidden, mask)
-    assert torch.isfinite(got).all(), f"mean_pool: a sequence without real tokens gave {got[1]}; expected no NaN"
-    _assert_close("mean_pool of the first row of [[1, 1, 0, 0], [0, 0, 0, 0]]", got[0], hidden[0, :2].mean(dim=0))
-    print("✓ mean_pool averages exactly the real positions (int and bool masks, odd shapes, no NaN for an empty row)")
+    assert torch.isfinite(got).all(), (
+        f"mean_pool: a sequence without real tokens gave {got[1]}; expected no NaN"
+    )
+    _assert_close(
+        "mean_pool of the first row of [[1, 1, 0, 0], [0, 0, 0, 0]]",
+        got[0],
+        hidden[0, :2].mean(dim=0),
+    )
+    print(
+        "✓ mean_pool averages exactly the real positions (int and bool masks, odd "
+        "shapes, no NaN for an empty row)"
+    )
 
 
 # --- ex-bert-offset-baseline -----------------------------------------------------
+
 
 def _random_trees(g: torch.Generator, n: int, relations: list[str]):
     """n random trees of 1 to 12 words: a root, and random heads for the others."""
@@ -114,7 +186,7 @@ def _random_trees(g: torch.Generator, n: int, relations: list[str]):
                 heads.append(-1)
                 labels.append("root")
                 continue
-            near, far = i + draw(-3, 4), draw(0, W)          # mostly nearby heads
+            near, far = i + draw(-3, 4), draw(0, W)  # mostly nearby heads
             nearby = 0 <= near < W and near != i and torch.rand(1, generator=g) < 0.7
             head = near if nearby else far
             heads.append(root if head == i else head)
@@ -133,7 +205,7 @@ def _expected_offset_baseline(trees, relation, offsets):
         hits, count = count_correct(guesses, tree, [relation])
         right += hits[:, 0]
         total += int(count[0])
-    best = int(right.argmax())                 # the first of equal maxima
+    best = int(right.argmax())  # the first of equal maxima
     return offsets[best], int(right[best]) / total
 
 
@@ -144,33 +216,52 @@ def check_offset_baseline(offset_baseline) -> None:
     from tinybert.models.attention_analysis import DependencyTree
 
     words = "Sinan ate the cereal and then he had a stomach ache".split()
-    sinan = DependencyTree(words, heads=[1, -1, 3, 1, 7, 7, 7, 1, 10, 10, 7],
-                           relations=["nsubj", "root", "det", "obj", "cc", "advmod",
-                                      "nsubj", "conj", "det", "compound", "obj"])
+    sinan = DependencyTree(
+        words,
+        heads=[1, -1, 3, 1, 7, 7, 7, 1, 10, 10, 7],
+        relations=[
+            "nsubj",
+            "root",
+            "det",
+            "obj",
+            "cc",
+            "advmod",
+            "nsubj",
+            "conj",
+            "det",
+            "compound",
+            "obj",
+        ],
+    )
     offsets = (-3, -2, -1, 1, 2, 3)
-    cases = [("det", offsets, (1, 0.5), "the -> cereal at +1, a -> ache at +2"),
-             ("det", (2, 1), (2, 0.5), "the same tie with +2 listed first"),
-             ("obj", offsets, (-3, 0.5), "-3 and -2 find one object each: -3 first"),
-             ("obj", (3, 2, 1, -1, -2, -3), (-2, 0.5), "the same tie, -2 first"),
-             ("nsubj", offsets, (1, 1.0), "Sinan -> ate and he -> had: both at +1"),
-             ("compound", offsets, (1, 1.0), "stomach -> ache"),
-             ("root", offsets, (-3, 0.0), "the root's head -1 is no word: never right")]
+    cases = [
+        ("det", offsets, (1, 0.5), "the -> cereal at +1, a -> ache at +2"),
+        ("det", (2, 1), (2, 0.5), "the same tie with +2 listed first"),
+        ("obj", offsets, (-3, 0.5), "-3 and -2 find one object each: -3 first"),
+        ("obj", (3, 2, 1, -1, -2, -3), (-2, 0.5), "the same tie, -2 first"),
+        ("nsubj", offsets, (1, 1.0), "Sinan -> ate and he -> had: both at +1"),
+        ("compound", offsets, (1, 1.0), "stomach -> ache"),
+        ("root", offsets, (-3, 0.0), "the root's head -1 is no word: never right"),
+    ]
     for relation, order, expected, why in cases:
         saved = copy.deepcopy(sinan)
         got = offset_baseline([sinan], relation, order)
         assert isinstance(got, tuple) and len(got) == 2, (
-            f"offset_baseline: expected a tuple (offset, accuracy), got {got!r}")
+            f"offset_baseline: expected a tuple (offset, accuracy), got {got!r}"
+        )
         assert got[0] == expected[0] and abs(got[1] - expected[1]) < 1e-9, (
             f"offset_baseline([the Sinan tree], {relation!r}, offsets={order}): "
-            f"expected {expected}, got {got} ({why})")
+            f"expected {expected}, got {got} ({why})"
+        )
         assert sinan == saved, "offset_baseline: the trees were modified"
     try:
         offset_baseline([sinan], "iobj", offsets)
     except ValueError:
         pass
     else:
-        raise AssertionError("offset_baseline with a relation that no word has: "
-                             "expected a ValueError")
+        raise AssertionError(
+            "offset_baseline with a relation that no word has: expected a ValueError"
+        )
 
     g = torch.Generator().manual_seed(804)
     for trial in range(30):
@@ -182,6 +273,9 @@ def check_offset_baseline(offset_baseline) -> None:
             got = offset_baseline(trees, relation, order)
             assert got[0] == expected[0] and abs(got[1] - expected[1]) < 1e-9, (
                 f"offset_baseline on {n} random trees, relation {relation!r}, offsets "
-                f"{order}: expected {expected}, got {got}")
-    print("✓ offset_baseline finds the best offset and its accuracy (a hand tree, "
-          "ties, the root, a missing relation, 30 sets of random trees)")
+                f"{order}: expected {expected}, got {got}"
+            )
+    print(
+        "✓ offset_baseline finds the best offset and its accuracy (a hand tree, "
+        "ties, the root, a missing relation, 30 sets of random trees)"
+    )

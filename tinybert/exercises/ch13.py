@@ -1,9 +1,10 @@
 """Hand-written (not generated): the checks for chapter 13's exercises (ALBERT).
 
-Each ``check_*`` function calls the student's code on several inputs, including odd sizes and
-edge cases, raises ``AssertionError`` saying what was expected and what came back, and prints a
-line starting with ✓ when everything passes.
+Each ``check_*`` function calls the student's code on several inputs, including odd
+sizes and edge cases, raises ``AssertionError`` saying what was expected and what came
+back, and prints a line starting with ✓ when everything passes.
 """
+
 from __future__ import annotations
 
 import copy
@@ -16,54 +17,104 @@ from tinybert.blocks.feedforward import count_parameters
 from tinybert.models.albert import AlbertConfig, AlbertEmbeddings, AlbertEncoder
 from tinybert.models.bert import BertConfig, BertLayer
 
-__all__ = ["check_albert_embedding_parameters", "check_shared_layers", "check_sop_pairs"]
+__all__ = [
+    "check_albert_embedding_parameters",
+    "check_shared_layers",
+    "check_sop_pairs",
+]
 
 
-# --- ex-albert-embedding-count --------------------------------------------------------------------
+# --- ex-albert-embedding-count --------------------------------------------------------
+
 
 def check_albert_embedding_parameters(albert_embedding_parameters) -> None:
-    """Check ``albert_embedding_parameters(V, E, D, max_len, type_vocab_size=2)`` against AlbertEmbeddings."""
-    cases = [(30000, 128, 768, 512, 2), (30000, 128, 1024, 512, 2), (99, 16, 32, 23, 2), (8192, 128, 256, 128, 2),
-             (101, 37, 37, 7, 3), (5, 1, 4, 1, 1), (1000, 300, 64, 50, 4)]
+    """Check ``albert_embedding_parameters(V, E, D, max_len, type_vocab_size=2)``
+    against AlbertEmbeddings."""
+    cases = [
+        (30000, 128, 768, 512, 2),
+        (30000, 128, 1024, 512, 2),
+        (99, 16, 32, 23, 2),
+        (8192, 128, 256, 128, 2),
+        (101, 37, 37, 7, 3),
+        (5, 1, 4, 1, 1),
+        (1000, 300, 64, 50, 4),
+    ]
     for V, E, D, P, S in cases:
-        config = AlbertConfig(vocab_size=V, embedding_size=E, d_model=D, n_heads=1, max_len=P, type_vocab_size=S)
+        config = AlbertConfig(
+            vocab_size=V,
+            embedding_size=E,
+            d_model=D,
+            n_heads=1,
+            max_len=P,
+            type_vocab_size=S,
+        )
         with torch.device("meta"):
             expected = count_parameters(AlbertEmbeddings(config))
-        got = (albert_embedding_parameters(V, E, D, P) if S == 2
-               else albert_embedding_parameters(V, E, D, P, type_vocab_size=S))
+        got = (
+            albert_embedding_parameters(V, E, D, P)
+            if S == 2
+            else albert_embedding_parameters(V, E, D, P, type_vocab_size=S)
+        )
         assert isinstance(got, int) and not isinstance(got, bool), (
-            f"albert_embedding_parameters must return an int, got {type(got).__name__} ({got!r})")
-        assert got == expected, (f"albert_embedding_parameters(vocab_size={V}, embedding_size={E}, d_model={D}, "
-                                 f"max_len={P}, type_vocab_size={S}): expected {expected:,}, got {got:,}")
-    print("✓ albert_embedding_parameters matches AlbertEmbeddings (tables, LayerNorm over E, projection E -> D)")
+            f"albert_embedding_parameters must return an int, got "
+            f"{type(got).__name__} ({got!r})"
+        )
+        assert got == expected, (
+            f"albert_embedding_parameters(vocab_size={V}, "
+            f"embedding_size={E}, d_model={D}, max_len={P}, "
+            f"type_vocab_size={S}): expected "
+            f"{expected:,}, got {got:,}"
+        )
+    print(
+        "✓ albert_embedding_parameters matches AlbertEmbeddings (tables, LayerNorm "
+        "over E, projection E -> D)"
+    )
 
 
-# --- ex-albert-shared-layers ----------------------------------------------------------------------
+# --- ex-albert-shared-layers ----------------------------------------------------------
+
 
 def _layer(seed: int, d_model: int = 32, n_heads: int = 4, d_ff: int = 37) -> BertLayer:
     torch.manual_seed(seed)
-    layer = BertLayer(BertConfig(d_model=d_model, n_heads=n_heads, d_ff=d_ff, dropout=0.0, attention_dropout=0.0))
-    with torch.no_grad():                              # move biases and LayerNorms off their initial values
+    layer = BertLayer(
+        BertConfig(
+            d_model=d_model,
+            n_heads=n_heads,
+            d_ff=d_ff,
+            dropout=0.0,
+            attention_dropout=0.0,
+        )
+    )
+    # move biases and LayerNorms off their initial values
+    with torch.no_grad():
         for p in layer.parameters():
             p.add_(0.1 * torch.randn_like(p))
     return layer.eval()
 
 
 def check_shared_layers(SharedLayers) -> None:
-    """Check ``SharedLayers(layer, n_layers)``: one module applied n_layers times, its parameters only."""
+    """Check ``SharedLayers(layer, n_layers)``: one module applied n_layers times, its
+    parameters only."""
     g = torch.Generator().manual_seed(13)
     for n_layers in (1, 4):
         layer = _layer(n_layers)
         shared = SharedLayers(layer, n_layers)
-        assert isinstance(shared, nn.Module), f"SharedLayers must be an nn.Module, got {type(shared).__name__}"
+        assert isinstance(shared, nn.Module), (
+            f"SharedLayers must be an nn.Module, got {type(shared).__name__}"
+        )
         assert count_parameters(shared) == count_parameters(layer), (
-            f"SharedLayers(layer, {n_layers}) must hold the parameters of one layer ({count_parameters(layer):,}), "
-            f"got {count_parameters(shared):,}")
+            f"SharedLayers(layer, {n_layers}) must hold the parameters of one layer "
+            f"({count_parameters(layer):,}), got {count_parameters(shared):,}"
+        )
         own = {id(p) for p in layer.parameters()}
         assert all(id(p) in own for p in shared.parameters()), (
-            "SharedLayers must use the layer it was given (the same parameter tensors), not a copy")
+            "SharedLayers must use the layer it was given (the same parameter "
+            "tensors), not a copy"
+        )
         x = torch.randn(13, 7, 32, generator=g)
-        mask = (torch.arange(7)[None, :] < torch.randint(1, 8, (13, 1), generator=g))[:, None, None, :]
+        mask = (torch.arange(7)[None, :] < torch.randint(1, 8, (13, 1), generator=g))[
+            :, None, None, :
+        ]
         for m in (None, mask):
             expected = x
             with torch.no_grad():
@@ -71,16 +122,24 @@ def check_shared_layers(SharedLayers) -> None:
                     expected = layer(expected, m)
                 got = shared(x, m) if m is not None else shared(x)
             what = "with a padding mask" if m is not None else "without a mask"
-            _assert_close(f"SharedLayers(layer, {n_layers}) {what}", got, expected, atol=1e-5)
+            _assert_close(
+                f"SharedLayers(layer, {n_layers}) {what}", got, expected, atol=1e-5
+            )
 
     # The same function as ALBERT's encoder with one group.
     layer = _layer(7)
-    encoder = AlbertEncoder(AlbertConfig(d_model=32, n_heads=4, d_ff=37, n_layers=4, activation="gelu")).eval()
+    encoder = AlbertEncoder(
+        AlbertConfig(d_model=32, n_heads=4, d_ff=37, n_layers=4, activation="gelu")
+    ).eval()
     encoder.groups[0][0].load_state_dict(layer.state_dict())
     x = torch.randn(3, 5, 32, generator=g)
     with torch.no_grad():
-        _assert_close("SharedLayers(layer, 4) against AlbertEncoder (N = 4, G = 1)", SharedLayers(layer, 4)(x),
-                      encoder(x)[0], atol=1e-5)
+        _assert_close(
+            "SharedLayers(layer, 4) against AlbertEncoder (N = 4, G = 1)",
+            SharedLayers(layer, 4)(x),
+            encoder(x)[0],
+            atol=1e-5,
+        )
 
     # The gradient of a shared weight is the sum of the gradients of N separate copies.
     layer = _layer(11)
@@ -89,28 +148,41 @@ def check_shared_layers(SharedLayers) -> None:
     y = x
     for c in copies:
         y = c(y)
-    (y ** 2).mean().backward()
+    (y**2).mean().backward()
     shared = SharedLayers(layer, 3)
     (shared(x) ** 2).mean().backward()
-    for (name, p), *same in zip(layer.named_parameters(), *(c.parameters() for c in copies)):
+    for (name, p), *same in zip(
+        layer.named_parameters(), *(c.parameters() for c in copies)
+    ):
         assert p.grad is not None, f"no gradient reached the shared layer's {name}"
-        _assert_close(f"gradient of the shared {name} (sum over the 3 depths)", p.grad,
-                      sum(q.grad for q in same), atol=1e-5)
+        _assert_close(
+            f"gradient of the shared {name} (sum over the 3 depths)",
+            p.grad,
+            sum(q.grad for q in same),
+            atol=1e-5,
+        )
 
     for bad in (0, -2, 2.0, True):
         try:
             SharedLayers(_layer(0), bad)
         except ValueError:
             continue
-        raise AssertionError(f"SharedLayers(layer, {bad!r}) must raise ValueError (n_layers must be a positive int)")
-    print("✓ SharedLayers applies one layer N times, holds one layer's parameters, matches AlbertEncoder, "
-          "and sums the gradients of all depths")
+        raise AssertionError(
+            f"SharedLayers(layer, {bad!r}) must raise ValueError (n_layers must be a "
+            f"positive int)"
+        )
+    print(
+        "✓ SharedLayers applies one layer N times, holds one layer's parameters, "
+        "matches AlbertEncoder, and sums the gradients of all depths"
+    )
 
 
-# --- ex-albert-sop-pairs --------------------------------------------------------------------------
+# --- ex-albert-sop-pairs --------------------------------------------------------------
+
 
 def _documents(n: int, seed: int) -> list[list[list[int]]]:
-    """Documents whose segment j of document d is [1000 d + j, d] (the id says where it came from)."""
+    """Documents whose segment j of document d is [1000 d + j, d] (the id says where it
+    came from)."""
     g = torch.Generator().manual_seed(seed)
     sizes = torch.randint(0, 9, (n,), generator=g).tolist()
     return [[[1000 * d + j, d] for j in range(size)] for d, size in enumerate(sizes)]
@@ -126,37 +198,66 @@ def check_sop_pairs(sop_pairs) -> None:
     pairs = sop_pairs(docs, torch.Generator().manual_seed(0))
     expected_n = sum(max(0, len(d) - 1) for d in docs)
     assert len(pairs) == expected_n, (
-        f"expected one pair per two consecutive segments of a document: {expected_n} pairs, got {len(pairs)}")
+        f"expected one pair per two consecutive segments of a document: {expected_n} "
+        f"pairs, got {len(pairs)}"
+    )
     neighbours = []
     for a, b, label in pairs:
-        assert label in (0, 1), f"labels must be 0 (in order) or 1 (swapped), got {label!r}"
+        assert label in (0, 1), (
+            f"labels must be 0 (in order) or 1 (swapped), got {label!r}"
+        )
         da, ia = divmod(a[0], 1000)
         db, ib = divmod(b[0], 1000)
-        assert da == db, f"both segments of a pair must come from the same document, got {a} and {b}"
+        assert da == db, (
+            f"both segments of a pair must come from the same document, got {a} and {b}"
+        )
         if label == 0:
-            assert ib == ia + 1, f"an in-order pair must be (segment i, segment i+1), got {a} -> {b} with label 0"
+            assert ib == ia + 1, (
+                f"an in-order pair must be (segment i, segment i+1), got {a} -> {b} "
+                f"with label 0"
+            )
             neighbours.append((da, ia))
         else:
-            assert ia == ib + 1, f"a swapped pair must be (segment i+1, segment i), got {a} -> {b} with label 1"
+            assert ia == ib + 1, (
+                f"a swapped pair must be (segment i+1, segment i), got {a} -> {b} "
+                f"with label 1"
+            )
             neighbours.append((db, ib))
-    assert sorted(neighbours) == sorted((d, i) for d, s in enumerate(docs) for i in range(len(s) - 1)), (
-        "every two consecutive segments must make exactly one pair")
+    assert sorted(neighbours) == sorted(
+        (d, i) for d, s in enumerate(docs) for i in range(len(s) - 1)
+    ), "every two consecutive segments must make exactly one pair"
     share = sum(label for _, _, label in pairs) / len(pairs)
-    assert abs(share - 0.5) < 0.04, f"expected about 50% swapped pairs, got {share:.1%} of {len(pairs)}"
+    assert abs(share - 0.5) < 0.04, (
+        f"expected about 50% swapped pairs, got {share:.1%} of {len(pairs)}"
+    )
     again = sop_pairs(docs, torch.Generator().manual_seed(0))
-    assert _key(again) == _key(pairs), "the same generator seed must give the same pairs"
+    assert _key(again) == _key(pairs), (
+        "the same generator seed must give the same pairs"
+    )
     other = sop_pairs(docs, torch.Generator().manual_seed(1))
-    assert _key(other) != _key(pairs), "a different generator seed should give different pairs"
-    single = [[[1], [2], [3]]]                          # one document is enough for SOP
+    assert _key(other) != _key(pairs), (
+        "a different generator seed should give different pairs"
+    )
+    single = [[[1], [2], [3]]]  # one document is enough for SOP
     got = sop_pairs(single, torch.Generator().manual_seed(2))
-    assert sorted(_key(got)) in ([((1,), (2,), 0), ((2,), (3,), 0)], [((1,), (2,), 0), ((3,), (2,), 1)],
-                                 [((2,), (1,), 1), ((2,), (3,), 0)], [((2,), (1,), 1), ((3,), (2,), 1)]), (
-        f"one document [[1], [2], [3]] must give the pairs of (1, 2) and of (2, 3), got {got}")
+    assert sorted(_key(got)) in (
+        [((1,), (2,), 0), ((2,), (3,), 0)],
+        [((1,), (2,), 0), ((3,), (2,), 1)],
+        [((2,), (1,), 1), ((2,), (3,), 0)],
+        [((2,), (1,), 1), ((3,), (2,), 1)],
+    ), (
+        f"one document [[1], [2], [3]] must give the pairs of (1, 2) and of (2, "
+        f"3), got {got}"
+    )
     for bad in ([], [[[1]], [], [[2]]]):
         try:
             sop_pairs(bad, torch.Generator())
         except ValueError:
             continue
-        raise AssertionError(f"expected ValueError when no document has two segments: {bad}")
-    print("✓ sop_pairs gives one pair per two neighbouring segments, in order or swapped about half of the "
-          "time, reproducibly")
+        raise AssertionError(
+            f"expected ValueError when no document has two segments: {bad}"
+        )
+    print(
+        "✓ sop_pairs gives one pair per two neighbouring segments, in order or "
+        "swapped about half of the time, reproducibly"
+    )

@@ -5,10 +5,18 @@
 Built in chapter 10 (Fine-tuning BERT); read it with its explanations at
 chapters/10_finetuning.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['special_token_id', 'pack_pair', 'encode_sentences', 'pad_features',
-           'batches', 'first_piece_labels', 'encode_tagged']
+__all__ = [
+    'special_token_id',
+    'pack_pair',
+    'encode_sentences',
+    'pad_features',
+    'batches',
+    'first_piece_labels',
+    'encode_tagged',
+]
 
 
 import math
@@ -28,18 +36,24 @@ from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 def special_token_id(tokenizer, token: str) -> int:
     """The id of a special token such as "[CLS]" in the tokenizer's vocabulary."""
     if token not in tokenizer.vocab:
-        raise ValueError(f"the vocabulary has no {token!r}; BERT's inputs need [PAD], [UNK], "
-                         "[CLS] and [SEP]")
+        raise ValueError(
+            f"the vocabulary has no {token!r}; BERT's inputs need [PAD], "
+            f"[UNK], [CLS] and [SEP]"
+        )
     return tokenizer.vocab[token]
 
 
 # Built in chapter 10, section "One input format for every task":
 # chapters/10_finetuning.html#one-input-format-for-every-task
-def pack_pair(tokenizer, first_ids: list[int],
-              second_ids: list[int] | None = None) -> tuple[list[int], list[int]]:
-    """BERT's input for one segment, [CLS] A [SEP], or two, [CLS] A [SEP] B [SEP]; and the
-    segment ids: 0 for [CLS] A [SEP], 1 for B [SEP]."""
-    cls, sep = special_token_id(tokenizer, "[CLS]"), special_token_id(tokenizer, "[SEP]")
+def pack_pair(
+    tokenizer, first_ids: list[int], second_ids: list[int] | None = None
+) -> tuple[list[int], list[int]]:
+    """BERT's input for one segment, [CLS] A [SEP], or two, [CLS] A [SEP] B [SEP]; and
+    the segment ids: 0 for [CLS] A [SEP], 1 for B [SEP]."""
+    cls, sep = (
+        special_token_id(tokenizer, "[CLS]"),
+        special_token_id(tokenizer, "[SEP]"),
+    )
     input_ids = [cls, *first_ids, sep]
     token_type_ids = [0] * len(input_ids)
     if second_ids is not None:
@@ -51,13 +65,19 @@ def pack_pair(tokenizer, first_ids: list[int],
 # Built in chapter 10, section "Features and batches":
 # chapters/10_finetuning.html#features-and-batches
 def encode_sentences(tokenizer, examples, *, max_len: int = 128) -> list[dict]:
-    """Features for sentence classification: [CLS] text [SEP] (cut to max_len) and the label."""
+    """Features for sentence classification: [CLS] text [SEP] (cut to max_len) and
+    the label."""
     features = []
     for example in examples:
         ids = tokenizer.encode(example.text).ids[: max_len - 2]
         input_ids, token_type_ids = pack_pair(tokenizer, ids)
-        features.append({"input_ids": input_ids, "token_type_ids": token_type_ids,
-                         "labels": example.label})
+        features.append(
+            {
+                "input_ids": input_ids,
+                "token_type_ids": token_type_ids,
+                "labels": example.label,
+            }
+        )
     return features
 
 
@@ -67,60 +87,91 @@ _LABEL_KEYS = ("labels", "start_positions", "end_positions")
 # Built in chapter 10, section "Features and batches":
 # chapters/10_finetuning.html#features-and-batches
 def pad_features(features: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
-    """Pad features to the longest one: input_ids, token_type_ids, attention_mask (B, T), and
-    the labels: (B,) for one per sequence, (B, T) padded with -100 for one per token."""
-    lengths = torch.tensor([len(f["input_ids"]) for f in features])                   # (B,)
+    """Pad features to the longest one: input_ids, token_type_ids, attention_mask (B,
+    T), and the labels: (B,) for one per sequence, (B, T) padded with -100 for one
+    per token."""
+    # (B,)
+    lengths = torch.tensor([len(f["input_ids"]) for f in features])
     T = int(lengths.max())
 
     def padded(key: str, value: int) -> torch.Tensor:
-        return torch.tensor([f[key] + [value] * (T - len(f[key])) for f in features])  # (B, T)
+        # (B, T)
+        return torch.tensor([f[key] + [value] * (T - len(f[key])) for f in features])
 
-    batch = {"input_ids": padded("input_ids", pad_id),
-             "token_type_ids": padded("token_type_ids", 0),
-             "attention_mask": torch.arange(T)[None, :] < lengths[:, None]}           # (B, T) bool
+    batch = {
+        "input_ids": padded("input_ids", pad_id),
+        "token_type_ids": padded("token_type_ids", 0),
+        # (B, T) bool
+        "attention_mask": torch.arange(T)[None, :] < lengths[:, None],
+    }
     for key in _LABEL_KEYS:
         if key in features[0]:
             per_token = isinstance(features[0][key], list)
-            batch[key] = padded(key, IGNORE_INDEX) if per_token else torch.tensor([f[key] for f in features])
+            batch[key] = (
+                padded(key, IGNORE_INDEX)
+                if per_token
+                else torch.tensor([f[key] for f in features])
+            )
     return batch
 
 
 # Built in chapter 10, section "Features and batches":
 # chapters/10_finetuning.html#features-and-batches
-def batches(features: list[dict], batch_size: int, pad_id: int, *, shuffle: bool = False,
-            generator: torch.Generator | None = None):
-    """Yield padded batches: in order, or in a random order drawn from ``generator`` that puts
-    features of similar length together (shuffle, sort each pool of 16 batches by length, cut
-    into batches, shuffle the batches), so that little of each batch is padding."""
+def batches(
+    features: list[dict],
+    batch_size: int,
+    pad_id: int,
+    *,
+    shuffle: bool = False,
+    generator: torch.Generator | None = None,
+):
+    """Yield padded batches: in order, or in a random order drawn from ``generator``
+    that puts features of similar length together (shuffle, sort each pool of 16 batches
+    by length, cut into batches, shuffle the batches), so that little of each batch
+    is padding."""
     if not features:
         raise ValueError("no features to batch")
     order = list(range(len(features)))
     if shuffle:
         order = torch.randperm(len(features), generator=generator).tolist()
         pool = 16 * batch_size
-        order = [i for start in range(0, len(order), pool)
-                 for i in sorted(order[start:start + pool], key=lambda i: len(features[i]["input_ids"]))]
-    chunks = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+        order = [
+            i
+            for start in range(0, len(order), pool)
+            for i in sorted(
+                order[start : start + pool], key=lambda i: len(features[i]["input_ids"])
+            )
+        ]
+    chunks = [
+        order[start : start + batch_size] for start in range(0, len(order), batch_size)
+    ]
     if shuffle:
-        chunks = [chunks[i] for i in torch.randperm(len(chunks), generator=generator).tolist()]
+        chunks = [
+            chunks[i] for i in torch.randperm(len(chunks), generator=generator).tolist()
+        ]
     for chunk in chunks:
         yield pad_features([features[i] for i in chunk], pad_id)
 
 
 # Built in chapter 10, section "Token classification: part-of-speech tags":
 # chapters/10_finetuning.html#token-classification-part-of-speech-tags
-def first_piece_labels(word_pieces: list[list[int]],
-                       word_labels: list[int]) -> tuple[list[int], list[int]]:
-    """Flatten the pieces of every word; each word's label goes on its first piece, -100 on
-    the others."""
+def first_piece_labels(
+    word_pieces: list[list[int]], word_labels: list[int]
+) -> tuple[list[int], list[int]]:
+    """Flatten the pieces of every word; each word's label goes on its first piece, -100
+    on the others."""
     if len(word_pieces) != len(word_labels):
-        raise ValueError(f"one label per word: got {len(word_pieces)} words and "
-                         f"{len(word_labels)} labels")
+        raise ValueError(
+            f"one label per word: got {len(word_pieces)} words and "
+            f"{len(word_labels)} labels"
+        )
     ids, labels = [], []
     for pieces, label in zip(word_pieces, word_labels):
         if not pieces:
-            raise ValueError("every word needs at least one piece (use [UNK] for a word that "
-                             "tokenizes to nothing)")
+            raise ValueError(
+                "every word needs at least one piece (use [UNK] for a "
+                "word that tokenizes to nothing)"
+            )
         ids += pieces
         labels += [label] + [IGNORE_INDEX] * (len(pieces) - 1)
     return ids, labels
@@ -128,18 +179,26 @@ def first_piece_labels(word_pieces: list[list[int]],
 
 # Built in chapter 10, section "Token classification: part-of-speech tags":
 # chapters/10_finetuning.html#token-classification-part-of-speech-tags
-def encode_tagged(tokenizer, sentences, *, max_len: int = 128) -> tuple[list[dict], int]:
-    """Features for token classification, and how many words were cut because their sentence
-    had more than max_len - 2 pieces (they get no label)."""
+def encode_tagged(
+    tokenizer, sentences, *, max_len: int = 128
+) -> tuple[list[dict], int]:
+    """Features for token classification, and how many words were cut because their
+    sentence had more than max_len - 2 pieces (they get no label)."""
     unk = special_token_id(tokenizer, "[UNK]")
     features, words_cut = [], 0
     for sentence in sentences:
         word_pieces = [tokenizer.encode(word).ids or [unk] for word in sentence.words]
         ids, labels = first_piece_labels(word_pieces, sentence.tags)
         if len(ids) > max_len - 2:
-            words_cut += sum(label != IGNORE_INDEX for label in labels[max_len - 2:])
+            words_cut += sum(label != IGNORE_INDEX for label in labels[max_len - 2 :])
             ids, labels = ids[: max_len - 2], labels[: max_len - 2]
         input_ids, token_type_ids = pack_pair(tokenizer, ids)
-        features.append({"input_ids": input_ids, "token_type_ids": token_type_ids,
-                         "labels": [IGNORE_INDEX, *labels, IGNORE_INDEX]})   # none on [CLS], [SEP]
+        features.append(
+            {
+                "input_ids": input_ids,
+                "token_type_ids": token_type_ids,
+                # none on [CLS], [SEP]
+                "labels": [IGNORE_INDEX, *labels, IGNORE_INDEX],
+            }
+        )
     return features, words_cut

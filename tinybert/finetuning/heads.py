@@ -5,10 +5,18 @@
 Built in chapter 10 (Fine-tuning BERT); read it with its explanations at
 chapters/10_finetuning.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['ClassifierOutput', 'SpanOutput', 'POOLINGS', 'SequenceClassifier',
-           'TokenClassifier', 'QuestionAnswerer', 'set_trainable_layers']
+__all__ = [
+    'ClassifierOutput',
+    'SpanOutput',
+    'POOLINGS',
+    'SequenceClassifier',
+    'TokenClassifier',
+    'QuestionAnswerer',
+    'set_trainable_layers',
+]
 
 
 from dataclasses import dataclass
@@ -25,17 +33,20 @@ from tinybert.models.bert import init_bert_weights
 # chapters/10_finetuning.html#heads-a-small-module-over-any-encoder
 @dataclass
 class ClassifierOutput:
-    loss: torch.Tensor | None       # mean cross-entropy over the labelled positions, given labels
-    logits: torch.Tensor            # (B, C) for sequences, (B, T, C) for tokens
+    # mean cross-entropy over the labelled positions, given labels
+    loss: torch.Tensor | None
+    logits: torch.Tensor  # (B, C) for sequences, (B, T, C) for tokens
 
 
 # Built in chapter 10, section "Heads: a small module over any encoder":
 # chapters/10_finetuning.html#heads-a-small-module-over-any-encoder
 @dataclass
 class SpanOutput:
-    loss: torch.Tensor | None       # (start loss + end loss) / 2, given the answer positions
-    start_logits: torch.Tensor      # (B, T) how likely the answer starts at each position
-    end_logits: torch.Tensor        # (B, T) how likely it ends there
+    # (start loss + end loss) / 2, given the answer positions
+    loss: torch.Tensor | None
+    # (B, T) how likely the answer starts at each position
+    start_logits: torch.Tensor
+    end_logits: torch.Tensor  # (B, T) how likely it ends there
 
 
 # Built in chapter 10, section "Heads: a small module over any encoder":
@@ -43,8 +54,11 @@ class SpanOutput:
 def _check_class_labels(name: str, labels: torch.Tensor, n_classes: int) -> None:
     bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= n_classes))
     if bool(bad.any()):
-        raise ValueError(f"{name} must be in 0..{n_classes - 1} (or {IGNORE_INDEX} to ignore a "
-                         f"position), got {sorted(set(labels[bad].tolist()))[:5]}")
+        raise ValueError(
+            f"{name} must be in 0..{n_classes - 1} (or {IGNORE_INDEX} to "
+            f"ignore a position), got "
+            f"{sorted(set(labels[bad].tolist()))[:5]}"
+        )
 
 
 # Built in chapter 10, section "Heads: a small module over any encoder":
@@ -63,14 +77,19 @@ POOLINGS = ("pooler", "mean")
 class SequenceClassifier(nn.Module):
     """One label per sequence, from one summary vector: (B, T) ids -> (B, C) logits.
 
-    ``pooling="pooler"``: BERT's pooled [CLS] vector (the final [CLS] state for encoders without
-    a pooler), which next-sentence prediction trains. ``"mean"``: the mean of the final states
-    over the real tokens, the summary of encoders trained without NSP (RoBERTa, sentence
-    encoders).
+    ``pooling="pooler"``: BERT's pooled [CLS] vector (the final [CLS] state for encoders
+    without a pooler), which next-sentence prediction trains. ``"mean"``: the mean of
+    the final states over the real tokens, the summary of encoders trained without NSP
+    (RoBERTa, sentence encoders).
     """
 
-    def __init__(self, encoder: nn.Module, n_labels: int, dropout: float = 0.1,
-                 pooling: str = "pooler"):
+    def __init__(
+        self,
+        encoder: nn.Module,
+        n_labels: int,
+        dropout: float = 0.1,
+        pooling: str = "pooler",
+    ):
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
@@ -79,16 +98,22 @@ class SequenceClassifier(nn.Module):
         self.classifier = _new_linear(encoder, n_labels)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None):
-        out = self.encoder(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        out = self.encoder(
+            input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask
+        )
         if self.pooling == "mean":
-            real = (torch.ones_like(input_ids) if attention_mask is None else attention_mask)
-            real = real[..., None].to(out.last_hidden_state.dtype)          # (B, T, 1)
-            summary = (out.last_hidden_state * real).sum(1) / real.sum(1)    # (B, D)
+            real = (
+                torch.ones_like(input_ids) if attention_mask is None else attention_mask
+            )
+            real = real[..., None].to(out.last_hidden_state.dtype)  # (B, T, 1)
+            summary = (out.last_hidden_state * real).sum(1) / real.sum(1)  # (B, D)
         else:
-            summary = getattr(out, "pooler_output", None)             # (B, D) tanh(W h_[CLS] + b)
+            # (B, D) tanh(W h_[CLS] + b)
+            summary = getattr(out, "pooler_output", None)
             if summary is None:
-                summary = out.last_hidden_state[:, 0]                 # (B, D) encoders without a pooler
-        logits = self.classifier(self.dropout(summary))           # (B, C)
+                # (B, D) encoders without a pooler
+                summary = out.last_hidden_state[:, 0]
+        logits = self.classifier(self.dropout(summary))  # (B, C)
         loss = None
         if labels is not None:
             _check_class_labels("labels", labels, self.n_labels)
@@ -99,7 +124,8 @@ class SequenceClassifier(nn.Module):
 # Built in chapter 10, section "Heads: a small module over any encoder":
 # chapters/10_finetuning.html#heads-a-small-module-over-any-encoder
 class TokenClassifier(nn.Module):
-    """One label per token: (B, T) ids -> (B, T, C) logits; labels of -100 carry no loss."""
+    """One label per token: (B, T) ids -> (B, T, C) logits; labels of -100
+    carry no loss."""
 
     def __init__(self, encoder: nn.Module, n_labels: int, dropout: float = 0.1):
         super().__init__()
@@ -108,16 +134,22 @@ class TokenClassifier(nn.Module):
         self.classifier = _new_linear(encoder, n_labels)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None):
-        hidden = self.encoder(input_ids, token_type_ids=token_type_ids,
-                              attention_mask=attention_mask).last_hidden_state   # (B, T, D)
-        logits = self.classifier(self.dropout(hidden))                          # (B, T, C)
+        hidden = self.encoder(
+            input_ids,
+            token_type_ids=token_type_ids,
+            # (B, T, D)
+            attention_mask=attention_mask,
+        ).last_hidden_state
+        # (B, T, C)
+        logits = self.classifier(self.dropout(hidden))
         loss = None
         if labels is not None:
             _check_class_labels("labels", labels, self.n_labels)
             if (labels != IGNORE_INDEX).any():
-                loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(),
-                                       ignore_index=IGNORE_INDEX)
-            else:                                   # no labelled token: 0, not NaN
+                loss = F.cross_entropy(
+                    logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX
+                )
+            else:  # no labelled token: 0, not NaN
                 loss = logits.sum() * 0.0
         return ClassifierOutput(loss, logits)
 
@@ -125,49 +157,74 @@ class TokenClassifier(nn.Module):
 # Built in chapter 10, section "Heads: a small module over any encoder":
 # chapters/10_finetuning.html#heads-a-small-module-over-any-encoder
 class QuestionAnswerer(nn.Module):
-    """Extractive QA: a start score and an end score for every position, (B, T) -> 2 x (B, T)."""
+    """Extractive QA: a start score and an end score for every position, (B, T) -> 2
+    x (B, T)."""
 
     def __init__(self, encoder: nn.Module):
         super().__init__()
         self.encoder = encoder
         self.span = _new_linear(encoder, 2)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None,
-                start_positions=None, end_positions=None):
-        hidden = self.encoder(input_ids, token_type_ids=token_type_ids,
-                              attention_mask=attention_mask).last_hidden_state   # (B, T, D)
-        start_logits, end_logits = self.span(hidden).unbind(dim=-1)             # (B, T) each
+    def forward(
+        self,
+        input_ids,
+        token_type_ids=None,
+        attention_mask=None,
+        start_positions=None,
+        end_positions=None,
+    ):
+        hidden = self.encoder(
+            input_ids,
+            token_type_ids=token_type_ids,
+            # (B, T, D)
+            attention_mask=attention_mask,
+        ).last_hidden_state
+        # (B, T) each
+        start_logits, end_logits = self.span(hidden).unbind(dim=-1)
         loss = None
         if start_positions is not None and end_positions is not None:
             T = input_ids.shape[1]
             _check_class_labels("start_positions", start_positions, T)
             _check_class_labels("end_positions", end_positions, T)
-            loss = (F.cross_entropy(start_logits, start_positions) +
-                    F.cross_entropy(end_logits, end_positions)) / 2
+            loss = (
+                F.cross_entropy(start_logits, start_positions)
+                + F.cross_entropy(end_logits, end_positions)
+            ) / 2
         return SpanOutput(loss, start_logits, end_logits)
 
 
 # Built in chapter 10, section "The fine-tuning loop":
 # chapters/10_finetuning.html#the-fine-tuning-loop
 def set_trainable_layers(model: nn.Module, n_layers: int | None) -> int:
-    """Choose what fine-tuning updates: everything (None), or the head, the pooler and the top
-    ``n_layers`` encoder layers (0 = the head alone). Returns the number of trainable
-    parameters. For n_layers other than None the encoder must keep its layers in
-    ``.encoder.layers``, as BertModel does."""
+    """Choose what fine-tuning updates: everything (None), or the head, the pooler and
+    the top ``n_layers`` encoder layers (0 = the head alone). Returns the number of
+    trainable parameters. For n_layers other than None the encoder must keep its layers
+    in ``.encoder.layers``, as BertModel does."""
     encoder = model.encoder
-    if n_layers is not None:                         # check everything before changing anything
+    # check everything before changing anything
+    if n_layers is not None:
         layers = getattr(getattr(encoder, "encoder", None), "layers", None)
         if not isinstance(layers, nn.ModuleList):
-            raise ValueError(f"n_layers = {n_layers} needs an encoder whose layers are in .encoder.layers "
-                             f"(a BertModel), got {type(encoder).__name__}; use n_layers=None to train everything")
+            raise ValueError(
+                f"n_layers = {n_layers} needs an encoder whose layers are "
+                f"in .encoder.layers (a BertModel), got "
+                f"{type(encoder).__name__}; use n_layers=None to "
+                f"train everything"
+            )
         if not 0 <= n_layers <= len(layers):
-            raise ValueError(f"n_layers must be None (train everything) or 0..{len(layers)}, "
-                             f"got {n_layers}")
+            raise ValueError(
+                f"n_layers must be None (train everything) or "
+                f"0..{len(layers)}, got {n_layers}"
+            )
     for p in model.parameters():
         p.requires_grad_(n_layers is None)
     if n_layers is not None:
-        top = list(layers)[len(layers) - n_layers:]
-        pooler = [encoder.pooler] if n_layers > 0 and getattr(encoder, "pooler", None) else []
+        top = list(layers)[len(layers) - n_layers :]
+        pooler = (
+            [encoder.pooler]
+            if n_layers > 0 and getattr(encoder, "pooler", None)
+            else []
+        )
         head = [m for m in model.children() if m is not encoder]
         for module in head + top + pooler:
             module.requires_grad_(True)

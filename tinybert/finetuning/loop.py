@@ -5,6 +5,7 @@
 Built in chapter 10 (Fine-tuning BERT); read it with its explanations at
 chapters/10_finetuning.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['FinetuneResult', 'finetune', 'predict']
@@ -22,31 +23,48 @@ from tinybert.runtime import progress
 from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 
 
-from tinybert.finetuning.features import batches, pad_features   # built above
+from tinybert.finetuning.features import batches, pad_features  # built above
 
 
 # Built in chapter 10, section "The fine-tuning loop":
 # chapters/10_finetuning.html#the-fine-tuning-loop
 @dataclass
 class FinetuneResult:
-    losses: list[float] = field(default_factory=list)           # training loss of every step
-    learning_rates: list[float] = field(default_factory=list)   # learning rate of every step
-    seconds: float = 0.0                                        # wall-clock time of the training
+    # training loss of every step
+    losses: list[float] = field(default_factory=list)
+    # learning rate of every step
+    learning_rates: list[float] = field(default_factory=list)
+    # wall-clock time of the training
+    seconds: float = 0.0
     trainable_parameters: int = 0
 
 
 # Built in chapter 10, section "The fine-tuning loop":
 # chapters/10_finetuning.html#the-fine-tuning-loop
-def finetune(model: nn.Module, features: list[dict], *, pad_id: int, epochs: int = 3,
-             batch_size: int = 32, lr: float = 5e-5, weight_decay: float = 0.01,
-             warmup_fraction: float = 0.1, max_grad_norm: float = 1.0, seed: int = 0,
-             desc: str | None = None) -> FinetuneResult:
-    """Train ``model`` (a head over an encoder) on ``features``; a progress bar when ``desc``."""
+def finetune(
+    model: nn.Module,
+    features: list[dict],
+    *,
+    pad_id: int,
+    epochs: int = 3,
+    batch_size: int = 32,
+    lr: float = 5e-5,
+    weight_decay: float = 0.01,
+    warmup_fraction: float = 0.1,
+    max_grad_norm: float = 1.0,
+    seed: int = 0,
+    desc: str | None = None,
+) -> FinetuneResult:
+    """Train ``model`` (a head over an encoder) on ``features``; a progress bar when
+    ``desc``."""
     device = next(model.parameters()).device
     total_steps = epochs * math.ceil(len(features) / batch_size)
     optimizer = make_optimizer(model, lr=lr, weight_decay=weight_decay)
-    scheduler = linear_warmup_decay(optimizer, warmup_steps=round(warmup_fraction * total_steps),
-                                    total_steps=total_steps)
+    scheduler = linear_warmup_decay(
+        optimizer,
+        warmup_steps=round(warmup_fraction * total_steps),
+        total_steps=total_steps,
+    )
     trainable = [p for p in model.parameters() if p.requires_grad]
     result = FinetuneResult(trainable_parameters=sum(p.numel() for p in trainable))
     generator = torch.Generator().manual_seed(seed)
@@ -54,7 +72,9 @@ def finetune(model: nn.Module, features: list[dict], *, pad_id: int, epochs: int
     start = time.perf_counter()
     model.train()
     for _ in range(epochs):
-        for batch in batches(features, batch_size, pad_id, shuffle=True, generator=generator):
+        for batch in batches(
+            features, batch_size, pad_id, shuffle=True, generator=generator
+        ):
             loss = model(**{key: value.to(device) for key, value in batch.items()}).loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -75,23 +95,33 @@ def finetune(model: nn.Module, features: list[dict], *, pad_id: int, epochs: int
 # Built in chapter 10, section "The fine-tuning loop":
 # chapters/10_finetuning.html#the-fine-tuning-loop
 @torch.no_grad()
-def predict(model: nn.Module, features: list[dict], *, pad_id: int,
-            batch_size: int = 64) -> list[torch.Tensor]:
-    """The logits of every feature, padding removed: (C,) for a sequence, (T, C) for tokens,
-    (T, 2) start and end scores for a question-answering window."""
+def predict(
+    model: nn.Module, features: list[dict], *, pad_id: int, batch_size: int = 64
+) -> list[torch.Tensor]:
+    """The logits of every feature, padding removed: (C,) for a sequence, (T, C) for
+    tokens, (T, 2) start and end scores for a question-answering window."""
     device = next(model.parameters()).device
     model.eval()
-    by_length = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))  # less padding
+    # less padding
+    by_length = sorted(
+        range(len(features)), key=lambda i: len(features[i]["input_ids"])
+    )
     outputs: list[torch.Tensor | None] = [None] * len(features)
     for start in range(0, len(features), batch_size):
-        chunk = by_length[start:start + batch_size]
+        chunk = by_length[start : start + batch_size]
         batch = pad_features([features[i] for i in chunk], pad_id)
         mask = batch["attention_mask"]
-        out = model(batch["input_ids"].to(device), batch["token_type_ids"].to(device), mask.to(device))
+        out = model(
+            batch["input_ids"].to(device),
+            batch["token_type_ids"].to(device),
+            mask.to(device),
+        )
         if hasattr(out, "logits"):
-            logits = out.logits                                                  # (B, C) or (B, T, C)
+            # (B, C) or (B, T, C)
+            logits = out.logits
         else:
-            logits = torch.stack([out.start_logits, out.end_logits], dim=-1)     # (B, T, 2)
+            # (B, T, 2)
+            logits = torch.stack([out.start_logits, out.end_logits], dim=-1)
         logits = logits.float().cpu()
         for i, row, length in zip(chunk, logits, mask.sum(dim=1).tolist()):
             outputs[i] = row if row.dim() == 1 else row[:length]

@@ -5,11 +5,20 @@
 Built in chapter 10 (Fine-tuning BERT); read it with its explanations at
 chapters/10_finetuning.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['accuracy', 'confusion_matrix', 'per_class_accuracy', 'entity_spans',
-           'entity_scores', 'normalize_answer', 'squad_exact_match', 'squad_f1',
-           'squad_evaluate']
+__all__ = [
+    'accuracy',
+    'confusion_matrix',
+    'per_class_accuracy',
+    'entity_spans',
+    'entity_scores',
+    'normalize_answer',
+    'squad_exact_match',
+    'squad_f1',
+    'squad_evaluate',
+]
 
 
 import re
@@ -24,11 +33,14 @@ from tinybert.models.bert_heads import IGNORE_INDEX
 # Built in chapter 10, section "Metrics: accuracy and the confusion matrix":
 # chapters/10_finetuning.html#metrics-accuracy-and-the-confusion-matrix
 def _labelled(predictions, labels) -> tuple[torch.Tensor, torch.Tensor]:
-    """The predictions and labels at the positions whose label is not IGNORE_INDEX, flattened."""
+    """The predictions and labels at the positions whose label is not IGNORE_INDEX,
+    flattened."""
     predictions, labels = torch.as_tensor(predictions), torch.as_tensor(labels)
     if predictions.shape != labels.shape:
-        raise ValueError(f"predictions and labels must have the same shape, got "
-                         f"{tuple(predictions.shape)} and {tuple(labels.shape)}")
+        raise ValueError(
+            f"predictions and labels must have the same shape, got "
+            f"{tuple(predictions.shape)} and {tuple(labels.shape)}"
+        )
     keep = labels != IGNORE_INDEX
     return predictions[keep], labels[keep]
 
@@ -36,7 +48,8 @@ def _labelled(predictions, labels) -> tuple[torch.Tensor, torch.Tensor]:
 # Built in chapter 10, section "Metrics: accuracy and the confusion matrix":
 # chapters/10_finetuning.html#metrics-accuracy-and-the-confusion-matrix
 def accuracy(predictions, labels) -> float:
-    """The fraction of labelled positions that are predicted correctly (-100 labels are skipped)."""
+    """The fraction of labelled positions that are predicted correctly (-100 labels are
+    skipped)."""
     predictions, labels = _labelled(predictions, labels)
     if labels.numel() == 0:
         raise ValueError("accuracy of nothing: there are no labels other than -100")
@@ -50,17 +63,24 @@ def confusion_matrix(predictions, labels, n_classes: int) -> torch.Tensor:
     predictions, labels = _labelled(predictions, labels)
     for name, values in (("predictions", predictions), ("labels", labels)):
         if values.numel() and (values.min() < 0 or values.max() >= n_classes):
-            raise ValueError(f"{name} must be class indices in 0..{n_classes - 1} (labels may also "
-                             f"be -100), got values from {values.min().item()} to {values.max().item()}")
-    flat = labels.long() * n_classes + predictions.long()                    # (N,) row-major cell index
-    return torch.bincount(flat, minlength=n_classes * n_classes).view(n_classes, n_classes)
+            raise ValueError(
+                f"{name} must be class indices in 0..{n_classes - 1} "
+                f"(labels may also be -100), got values from "
+                f"{values.min().item()} to {values.max().item()}"
+            )
+    # (N,) row-major cell index
+    flat = labels.long() * n_classes + predictions.long()
+    return torch.bincount(flat, minlength=n_classes * n_classes).view(
+        n_classes, n_classes
+    )
 
 
 # Built in chapter 10, section "Metrics: accuracy and the confusion matrix":
 # chapters/10_finetuning.html#metrics-accuracy-and-the-confusion-matrix
 def per_class_accuracy(confusion: torch.Tensor) -> torch.Tensor:
-    """For each true class, the fraction predicted correctly (its recall); NaN for an absent class."""
-    return confusion.diagonal().double() / confusion.sum(dim=1).double()   # 0 / 0 = nan
+    """For each true class, the fraction predicted correctly (its recall); NaN for an
+    absent class."""
+    return confusion.diagonal().double() / confusion.sum(dim=1).double()  # 0 / 0 = nan
 
 
 # Built in chapter 10, section "Named entities: BIO tags and entity-level scores":
@@ -68,14 +88,16 @@ def per_class_accuracy(confusion: torch.Tensor) -> torch.Tensor:
 def entity_spans(tags: list[str]) -> set[tuple[str, int, int]]:
     """The entities in one sentence's IOB2 tags, as (type, first word, last word + 1).
 
-    An entity starts at B-X, or at an I-X that does not continue an X (as the CoNLL script
-    reads it), and takes in the I-X that follow."""
+    An entity starts at B-X, or at an I-X that does not continue an X (as the CoNLL
+    script reads it), and takes in the I-X that follow."""
     spans, start, kind = set(), None, None
-    for i, tag in enumerate([*tags, "O"]):                  # the final O ends the last entity
+    # the final O ends the last entity
+    for i, tag in enumerate([*tags, "O"]):
         prefix, _, label = tag.partition("-")
         if tag != "O" and (prefix not in ("B", "I") or not label):
-            raise ValueError(f"IOB2 tags are 'O', 'B-TYPE' or 'I-TYPE', got {tag!r} "
-                             f"at position {i}")
+            raise ValueError(
+                f"IOB2 tags are 'O', 'B-TYPE' or 'I-TYPE', got {tag!r} at position {i}"
+            )
         if start is not None and (prefix != "I" or label != kind):
             spans.add((kind, start, i))
             start = None
@@ -95,26 +117,38 @@ def _prf(correct: int, predicted: int, gold: int) -> dict[str, float]:
 
 # Built in chapter 10, section "Named entities: BIO tags and entity-level scores":
 # chapters/10_finetuning.html#named-entities-bio-tags-and-entity-level-scores
-def entity_scores(gold: list[list[str]],
-                  predicted: list[list[str]]) -> dict[str, dict[str, float]]:
+def entity_scores(
+    gold: list[list[str]], predicted: list[list[str]]
+) -> dict[str, dict[str, float]]:
     """Entity-level precision, recall, F1 and support (gold entities) for every entity
     type, and pooled over all types under "overall" (micro-averaged)."""
     if len(gold) != len(predicted):
-        raise ValueError(f"one predicted sequence per gold one: got {len(gold)} gold and "
-                         f"{len(predicted)} predicted")
-    counts: dict[str, list[int]] = {}                  # type -> [correct, predicted, gold]
+        raise ValueError(
+            f"one predicted sequence per gold one: got {len(gold)} gold "
+            f"and {len(predicted)} predicted"
+        )
+    # type -> [correct, predicted, gold]
+    counts: dict[str, list[int]] = {}
     for i, (gold_tags, predicted_tags) in enumerate(zip(gold, predicted)):
         if len(gold_tags) != len(predicted_tags):
-            raise ValueError(f"sentence {i}: {len(gold_tags)} gold tags but "
-                             f"{len(predicted_tags)} predicted")
-        gold_spans, predicted_spans = entity_spans(gold_tags), entity_spans(predicted_tags)
-        for column, spans in enumerate((gold_spans & predicted_spans, predicted_spans,
-                                        gold_spans)):
+            raise ValueError(
+                f"sentence {i}: {len(gold_tags)} gold tags but "
+                f"{len(predicted_tags)} predicted"
+            )
+        gold_spans, predicted_spans = (
+            entity_spans(gold_tags),
+            entity_spans(predicted_tags),
+        )
+        for column, spans in enumerate(
+            (gold_spans & predicted_spans, predicted_spans, gold_spans)
+        ):
             for kind, _, _ in spans:
                 counts.setdefault(kind, [0, 0, 0])[column] += 1
     overall = [sum(c[column] for c in counts.values()) for column in range(3)]
-    return {**{kind: _prf(*counts[kind]) for kind in sorted(counts)},
-            "overall": _prf(*overall)}
+    return {
+        **{kind: _prf(*counts[kind]) for kind in sorted(counts)},
+        "overall": _prf(*overall),
+    }
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -124,8 +158,8 @@ _PUNCTUATION = frozenset(string.punctuation)
 # Built in chapter 10, section "Exact match and F1":
 # chapters/10_finetuning.html#exact-match-and-f1
 def normalize_answer(text: str) -> str:
-    """SQuAD v1.1's normalisation, in the official script's order: lower-case, remove ASCII
-    punctuation, remove the articles a/an/the, collapse runs of whitespace."""
+    """SQuAD v1.1's normalisation, in the official script's order: lower-case, remove
+    ASCII punctuation, remove the articles a/an/the, collapse runs of whitespace."""
     text = text.lower()
     text = "".join(ch for ch in text if ch not in _PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
@@ -136,23 +170,33 @@ def normalize_answer(text: str) -> str:
 # chapters/10_finetuning.html#exact-match-and-f1
 def _check_references(references: list[str]) -> None:
     if isinstance(references, str) or len(references) == 0:
-        raise ValueError("references must be a non-empty list of answer strings "
-                         f"(SQuAD v1.1 gives every question at least one), got {references!r}")
+        raise ValueError(
+            "references must be a non-empty list of answer strings "
+            f"(SQuAD v1.1 gives every question at least one), got "
+            f"{references!r}"
+        )
 
 
 # Built in chapter 10, section "Exact match and F1":
 # chapters/10_finetuning.html#exact-match-and-f1
 def squad_exact_match(prediction: str, references: list[str]) -> float:
-    """1.0 when the normalised prediction equals one of the normalised references, else 0.0."""
+    """1.0 when the normalised prediction equals one of the normalised references,
+    else 0.0."""
     _check_references(references)
-    return max(float(normalize_answer(prediction) == normalize_answer(r)) for r in references)
+    return max(
+        float(normalize_answer(prediction) == normalize_answer(r)) for r in references
+    )
 
 
 # Built in chapter 10, section "Exact match and F1":
 # chapters/10_finetuning.html#exact-match-and-f1
 def _bag_of_words_f1(prediction: str, reference: str) -> float:
-    predicted, gold = normalize_answer(prediction).split(), normalize_answer(reference).split()
-    common = sum((Counter(predicted) & Counter(gold)).values())   # words in both, with multiplicity
+    predicted, gold = (
+        normalize_answer(prediction).split(),
+        normalize_answer(reference).split(),
+    )
+    # words in both, with multiplicity
+    common = sum((Counter(predicted) & Counter(gold)).values())
     if common == 0:
         return 0.0
     precision, recall = common / len(predicted), common / len(gold)
@@ -169,9 +213,11 @@ def squad_f1(prediction: str, references: list[str]) -> float:
 
 # Built in chapter 10, section "Exact match and F1":
 # chapters/10_finetuning.html#exact-match-and-f1
-def squad_evaluate(predictions: dict[str, str], references: dict[str, list[str]]) -> dict:
-    """Exact match and F1 in percent over every question of ``references``, as the official
-    v1.1 script computes them: a question without a prediction counts as 0."""
+def squad_evaluate(
+    predictions: dict[str, str], references: dict[str, list[str]]
+) -> dict:
+    """Exact match and F1 in percent over every question of ``references``, as the
+    official v1.1 script computes them: a question without a prediction counts as 0."""
     if not references:
         raise ValueError("no questions to evaluate")
     exact = f1 = 0.0
@@ -181,5 +227,9 @@ def squad_evaluate(predictions: dict[str, str], references: dict[str, list[str]]
             f1 += squad_f1(predictions[question_id], answers)
     unanswered = sum(question_id not in predictions for question_id in references)
     n = len(references)
-    return {"exact_match": 100 * exact / n, "f1": 100 * f1 / n, "questions": n,
-            "unanswered": unanswered}
+    return {
+        "exact_match": 100 * exact / n,
+        "f1": 100 * f1 / n,
+        "questions": n,
+        "unanswered": unanswered,
+    }

@@ -5,10 +5,18 @@
 Built in chapter 10 (Fine-tuning BERT); read it with its explanations at
 chapters/10_finetuning.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['window_starts', 'answer_token_span', 'make_qa_features', 'best_span',
-           'Answer', 'predict_answers', 'answer_question']
+__all__ = [
+    'window_starts',
+    'answer_token_span',
+    'make_qa_features',
+    'best_span',
+    'Answer',
+    'predict_answers',
+    'answer_question',
+]
 
 
 from collections import Counter
@@ -24,10 +32,13 @@ from tinybert.finetuning.tasks import QAExample
 # Built in chapter 10, section "Windows over long paragraphs":
 # chapters/10_finetuning.html#windows-over-long-paragraphs
 def window_starts(n_tokens: int, window: int, stride: int) -> list[int]:
-    """Where each window of ``window`` tokens starts, ``stride`` apart, until one reaches the end."""
+    """Where each window of ``window`` tokens starts, ``stride`` apart, until one
+    reaches the end."""
     if not 1 <= stride <= window:
-        raise ValueError(f"the stride must be in 1..window = {window} (a larger one would skip "
-                         f"tokens), got {stride}")
+        raise ValueError(
+            f"the stride must be in 1..window = {window} (a larger one "
+            f"would skip tokens), got {stride}"
+        )
     starts = [0]
     while starts[-1] + window < n_tokens:
         starts.append(starts[-1] + stride)
@@ -36,22 +47,34 @@ def window_starts(n_tokens: int, window: int, stride: int) -> list[int]:
 
 # Built in chapter 10, section "Windows over long paragraphs":
 # chapters/10_finetuning.html#windows-over-long-paragraphs
-def answer_token_span(offsets: list[tuple[int, int]], start_char: int,
-                      end_char: int) -> tuple[int, int] | None:
-    """The first and last token overlapping the characters [start_char, end_char), or None."""
-    inside = [i for i, (start, end) in enumerate(offsets) if start < end_char and end > start_char]
+def answer_token_span(
+    offsets: list[tuple[int, int]], start_char: int, end_char: int
+) -> tuple[int, int] | None:
+    """The first and last token overlapping the characters [start_char,
+    end_char), or None."""
+    inside = [
+        i
+        for i, (start, end) in enumerate(offsets)
+        if start < end_char and end > start_char
+    ]
     return (inside[0], inside[-1]) if inside else None
 
 
 # Built in chapter 10, section "Windows over long paragraphs":
 # chapters/10_finetuning.html#windows-over-long-paragraphs
-def make_qa_features(tokenizer, examples: list[QAExample], *, max_len: int = 128,
-                     doc_stride: int = 64, max_query_len: int = 32,
-                     with_answers: bool = True) -> tuple[list[dict], Counter]:
-    """One feature per window: [CLS] question [SEP] paragraph window [SEP]; its offsets (None
-    outside the paragraph); where an answer may start (first piece of a paragraph word) and end
-    (last piece); the index of its example; and, with_answers, its labels. Returns the features
-    and a Counter of what was cut, skipped or labelled [CLS]."""
+def make_qa_features(
+    tokenizer,
+    examples: list[QAExample],
+    *,
+    max_len: int = 128,
+    doc_stride: int = 64,
+    max_query_len: int = 32,
+    with_answers: bool = True,
+) -> tuple[list[dict], Counter]:
+    """One feature per window: [CLS] question [SEP] paragraph window [SEP]; its offsets
+    (None outside the paragraph); where an answer may start (first piece of a paragraph
+    word) and end (last piece); the index of its example; and, with_answers, its labels.
+    Returns the features and a Counter of what was cut, skipped or labelled [CLS]."""
     stats = Counter()
     features = []
     for example_index, example in enumerate(examples):
@@ -59,13 +82,18 @@ def make_qa_features(tokenizer, examples: list[QAExample], *, max_len: int = 128
         if len(question) > max_query_len:
             stats["questions cut to max_query_len"] += 1
             question = question[:max_query_len]
-        window = max_len - len(question) - 3                 # room for [CLS], [SEP] and [SEP]
+        # room for [CLS], [SEP] and [SEP]
+        window = max_len - len(question) - 3
         if window < 1:
-            raise ValueError(f"max_len = {max_len} leaves no room for the paragraph after a "
-                             f"question of {len(question)} tokens")
+            raise ValueError(
+                f"max_len = {max_len} leaves no room for the paragraph "
+                f"after a question of {len(question)} tokens"
+            )
         context = tokenizer.encode(example.context)
         n = len(context.ids)
-        word_start = [not t.startswith(tokenizer.continuing_prefix) for t in context.tokens]
+        word_start = [
+            not t.startswith(tokenizer.continuing_prefix) for t in context.tokens
+        ]
         word_end = [i + 1 == n or word_start[i + 1] for i in range(n)]
         if with_answers:
             start_char, text = example.answer_starts[0], example.answers[0]
@@ -80,22 +108,27 @@ def make_qa_features(tokenizer, examples: list[QAExample], *, max_len: int = 128
                 stats["skipped: answer longer than a window"] += 1
                 continue
         for start in window_starts(n, window, doc_stride):
-            piece = context.ids[start:start + window]
+            piece = context.ids[start : start + window]
             input_ids, token_type_ids = pack_pair(tokenizer, question, piece)
-            first = len(question) + 2                        # position of the first paragraph token
-            outside = [None] * first, [None]                 # [CLS] question [SEP] and the last [SEP]
+            # position of the first paragraph token
+            first = len(question) + 2
+            # [CLS] question [SEP] and the last [SEP]
+            outside = [None] * first, [None]
             inside = slice(start, start + len(piece))
-            feature = {"input_ids": input_ids, "token_type_ids": token_type_ids,
-                       "offsets": outside[0] + context.offsets[inside] + outside[1],
-                       "can_start": [False] * first + word_start[inside] + [False],
-                       "can_end": [False] * first + word_end[inside] + [False],
-                       "example_index": example_index}
+            feature = {
+                "input_ids": input_ids,
+                "token_type_ids": token_type_ids,
+                "offsets": outside[0] + context.offsets[inside] + outside[1],
+                "can_start": [False] * first + word_start[inside] + [False],
+                "can_end": [False] * first + word_end[inside] + [False],
+                "example_index": example_index,
+            }
             if with_answers:
                 if start <= span[0] and span[1] < start + len(piece):
                     feature["start_positions"] = first + span[0] - start
                     feature["end_positions"] = first + span[1] - start
                 else:
-                    feature["start_positions"] = feature["end_positions"] = 0   # [CLS]
+                    feature["start_positions"] = feature["end_positions"] = 0  # [CLS]
                     stats["windows without the answer, labelled [CLS]"] += 1
             features.append(feature)
     stats["windows"] = len(features)
@@ -104,18 +137,32 @@ def make_qa_features(tokenizer, examples: list[QAExample], *, max_len: int = 128
 
 # Built in chapter 10, section "From scores to an answer":
 # chapters/10_finetuning.html#from-scores-to-an-answer
-def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, can_start: torch.Tensor,
-              can_end: torch.Tensor, max_answer_len: int = 30) -> tuple[int, int, float]:
-    """The (start, end) maximising start_logits[start] + end_logits[end] with start <= end <
-    start + max_answer_len, can_start[start] and can_end[end]; and its score. Inputs are (T,)."""
+def best_span(
+    start_logits: torch.Tensor,
+    end_logits: torch.Tensor,
+    can_start: torch.Tensor,
+    can_end: torch.Tensor,
+    max_answer_len: int = 30,
+) -> tuple[int, int, float]:
+    """The (start, end) maximising start_logits[start] + end_logits[end] with start <=
+    end < start + max_answer_len, can_start[start] and can_end[end]; and its score.
+    Inputs are (T,)."""
     T = start_logits.shape[0]
-    scores = start_logits[:, None] + end_logits[None, :]                   # (T, T) row start, column end
+    # (T, T) row start, column end
+    scores = start_logits[:, None] + end_logits[None, :]
     position = torch.arange(T)
-    length = position[None, :] - position[:, None] + 1                      # (T, T) end - start + 1
-    valid = (length >= 1) & (length <= max_answer_len) & can_start[:, None] & can_end[None, :]
+    # (T, T) end - start + 1
+    length = position[None, :] - position[:, None] + 1
+    valid = (
+        (length >= 1)
+        & (length <= max_answer_len)
+        & can_start[:, None]
+        & can_end[None, :]
+    )
     if not bool(valid.any()):
         raise ValueError("no span to choose from: no position is allowed")
-    scores = scores.masked_fill(~valid, float("-inf"))                     # argmax never picks these
+    # argmax never picks these
+    scores = scores.masked_fill(~valid, float("-inf"))
     start, end = divmod(int(scores.argmax()), T)
     return start, end, scores[start, end].item()
 
@@ -124,37 +171,60 @@ def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, can_start: t
 # chapters/10_finetuning.html#from-scores-to-an-answer
 @dataclass
 class Answer:
-    text: str           # the answer as it is written in the paragraph
-    start: int          # character offsets: text == context[start:end]
+    text: str  # the answer as it is written in the paragraph
+    start: int  # character offsets: text == context[start:end]
     end: int
-    score: float        # start score + end score of its span
+    score: float  # start score + end score of its span
 
 
 # Built in chapter 10, section "From scores to an answer":
 # chapters/10_finetuning.html#from-scores-to-an-answer
-def predict_answers(logits: list[torch.Tensor], features: list[dict], examples: list[QAExample],
-                    *, max_answer_len: int = 30) -> list[Answer | None]:
-    """The best answer of every example over all its windows; logits as ``predict`` returns
-    them, (T, 2) per window."""
+def predict_answers(
+    logits: list[torch.Tensor],
+    features: list[dict],
+    examples: list[QAExample],
+    *,
+    max_answer_len: int = 30,
+) -> list[Answer | None]:
+    """The best answer of every example over all its windows; logits as ``predict``
+    returns them, (T, 2) per window."""
     best: dict[int, Answer] = {}
     for window_logits, feature in zip(logits, features, strict=True):
         offsets = feature["offsets"]
-        start, end, score = best_span(window_logits[:, 0], window_logits[:, 1], torch.tensor(feature["can_start"]),
-                                      torch.tensor(feature["can_end"]), max_answer_len)
+        start, end, score = best_span(
+            window_logits[:, 0],
+            window_logits[:, 1],
+            torch.tensor(feature["can_start"]),
+            torch.tensor(feature["can_end"]),
+            max_answer_len,
+        )
         index = feature["example_index"]
         if index not in best or score > best[index].score:
             first, last = offsets[start][0], offsets[end][1]
-            best[index] = Answer(examples[index].context[first:last], first, last, score)
+            best[index] = Answer(
+                examples[index].context[first:last], first, last, score
+            )
     return [best.get(i) for i in range(len(examples))]
 
 
 # Built in chapter 10, section "From scores to an answer":
 # chapters/10_finetuning.html#from-scores-to-an-answer
-def answer_question(model, tokenizer, question: str, context: str, *, max_len: int = 128,
-                    doc_stride: int = 64, max_answer_len: int = 30) -> Answer:
+def answer_question(
+    model,
+    tokenizer,
+    question: str,
+    context: str,
+    *,
+    max_len: int = 128,
+    doc_stride: int = 64,
+    max_answer_len: int = 30,
+) -> Answer:
     """Ask one question of one paragraph."""
     example = QAExample("question", question, context, [], [])
-    features, _ = make_qa_features(tokenizer, [example], max_len=max_len, doc_stride=doc_stride,
-                                   with_answers=False)
+    features, _ = make_qa_features(
+        tokenizer, [example], max_len=max_len, doc_stride=doc_stride, with_answers=False
+    )
     logits = predict(model, features, pad_id=special_token_id(tokenizer, "[PAD]"))
-    return predict_answers(logits, features, [example], max_answer_len=max_answer_len)[0]
+    return predict_answers(logits, features, [example], max_answer_len=max_answer_len)[
+        0
+    ]

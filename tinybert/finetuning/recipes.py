@@ -5,10 +5,21 @@
 Built in chapter 10 (Fine-tuning BERT); read it with its explanations at
 chapters/10_finetuning.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['TASKS', 'task_data', 'TaskRun', 'finetune_task', 'LadderTask', 'LADDER',
-           'LADDER_LRS', 'LadderArm', 'ladder_arms', 'ladder_score']
+__all__ = [
+    'TASKS',
+    'task_data',
+    'TaskRun',
+    'finetune_task',
+    'LadderTask',
+    'LADDER',
+    'LADDER_LRS',
+    'LadderArm',
+    'ladder_arms',
+    'ladder_score',
+]
 
 
 import copy
@@ -21,18 +32,33 @@ from torch import nn
 
 from tinybert.data import fetch
 from tinybert.finetuning.loop import FinetuneResult, finetune, predict
-from tinybert.finetuning.features import (encode_sentences, encode_tagged,
-                                          special_token_id)
-from tinybert.finetuning.heads import (QuestionAnswerer, SequenceClassifier,
-                                       TokenClassifier, set_trainable_layers)
+from tinybert.finetuning.features import (
+    encode_sentences,
+    encode_tagged,
+    special_token_id,
+)
+from tinybert.finetuning.heads import (
+    QuestionAnswerer,
+    SequenceClassifier,
+    TokenClassifier,
+    set_trainable_layers,
+)
 from tinybert.finetuning.metrics import accuracy, squad_evaluate
 from tinybert.finetuning.qa import make_qa_features, predict_answers
 from tinybert.models.bert import BertModel
 from tinybert.runtime import get_device, pick
-from tinybert.finetuning.tasks import (POEM_LABELS, UPOS_TAGS, evenly_spaced,
-                                       holdout_split, load_squad_dev_split, per_label,
-                                       read_banking77, read_conllu, read_poem_sentiment,
-                                       read_squad)
+from tinybert.finetuning.tasks import (
+    POEM_LABELS,
+    UPOS_TAGS,
+    evenly_spaced,
+    holdout_split,
+    load_squad_dev_split,
+    per_label,
+    read_banking77,
+    read_conllu,
+    read_poem_sentiment,
+    read_squad,
+)
 
 
 TASKS = ("banking77", "poem_sentiment", "ud_pos", "squad")
@@ -44,7 +70,9 @@ def task_data(task: str, split: str) -> tuple[list, list[str] | None]:
     """A task's examples for split "train", "validation" or "test", and its label names
     (None for SQuAD, whose validation and test are both the evaluation articles)."""
     if split not in ("train", "validation", "test"):
-        raise ValueError(f"split must be 'train', 'validation' or 'test', got {split!r}")
+        raise ValueError(
+            f"split must be 'train', 'validation' or 'test', got {split!r}"
+        )
     file_split = "dev" if split == "validation" else split
     if task == "banking77":
         if split == "test":
@@ -67,34 +95,59 @@ def task_data(task: str, split: str) -> tuple[list, list[str] | None]:
 @dataclass
 class TaskRun:
     task: str
-    metrics: dict[str, float]        # on the evaluation split
-    result: FinetuneResult           # losses, learning rates, seconds, trainable parameters
-    model: nn.Module                 # the fine-tuned head with its encoder
+    metrics: dict[str, float]  # on the evaluation split
+    # losses, learning rates, seconds, trainable parameters
+    result: FinetuneResult
+    model: nn.Module  # the fine-tuned head with its encoder
 
 
 # Built in chapter 10, section "One call per task, and the command line":
 # chapters/10_finetuning.html#one-call-per-task-and-the-command-line
-def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: int | None = None,
-                  eval_examples: int | None = None, eval_split: str = "validation",
-                  epochs: int = 3, lr: float = 1e-4, batch_size: int = 32,
-                  trainable_layers: int | None = None, seed: int = 0, pooling: str = "pooler",
-                  train_per_label: int | None = None, desc: str | None = None) -> TaskRun:
-    """Fine-tune a new head over ``encoder`` on ``task`` and score it. The example counts pick
-    evenly spread subsets (None = everything); ``train_per_label`` instead takes that many
-    training examples of every label (sentence tasks); ``pooling`` is the sentence classifiers'
-    summary (see SequenceClassifier)."""
+def finetune_task(
+    task: str,
+    encoder: nn.Module,
+    tokenizer,
+    *,
+    train_examples: int | None = None,
+    eval_examples: int | None = None,
+    eval_split: str = "validation",
+    epochs: int = 3,
+    lr: float = 1e-4,
+    batch_size: int = 32,
+    trainable_layers: int | None = None,
+    seed: int = 0,
+    pooling: str = "pooler",
+    train_per_label: int | None = None,
+    desc: str | None = None,
+) -> TaskRun:
+    """Fine-tune a new head over ``encoder`` on ``task`` and score it. The example
+    counts pick evenly spread subsets (None = everything); ``train_per_label`` instead
+    takes that many training examples of every label (sentence tasks); ``pooling`` is
+    the sentence classifiers' summary (see SequenceClassifier)."""
     train, labels = task_data(task, "train")
     evaluation, _ = task_data(task, eval_split)
-    train, evaluation = evenly_spaced(train, train_examples), evenly_spaced(evaluation, eval_examples)
+    train, evaluation = (
+        evenly_spaced(train, train_examples),
+        evenly_spaced(evaluation, eval_examples),
+    )
     if train_per_label is not None:
         train = per_label(train, train_per_label)
     pad = special_token_id(tokenizer, "[PAD]")
-    max_len = getattr(encoder.config, "max_tokens", encoder.config.max_len)   # RoBERTa reads max_len - pad - 1
+    # RoBERTa reads max_len - pad - 1
+    max_len = getattr(encoder.config, "max_tokens", encoder.config.max_len)
     if task == "squad":
-        model, (features, _) = QuestionAnswerer(encoder), make_qa_features(tokenizer, train, max_len=max_len)
-        eval_features, _ = make_qa_features(tokenizer, evaluation, max_len=max_len, with_answers=False)
+        model, (features, _) = (
+            QuestionAnswerer(encoder),
+            make_qa_features(tokenizer, train, max_len=max_len),
+        )
+        eval_features, _ = make_qa_features(
+            tokenizer, evaluation, max_len=max_len, with_answers=False
+        )
     elif task == "ud_pos":
-        model, (features, _) = TokenClassifier(encoder, len(labels)), encode_tagged(tokenizer, train, max_len=max_len)
+        model, (features, _) = (
+            TokenClassifier(encoder, len(labels)),
+            encode_tagged(tokenizer, train, max_len=max_len),
+        )
         eval_features, _ = encode_tagged(tokenizer, evaluation, max_len=max_len)
     else:
         model = SequenceClassifier(encoder, len(labels), pooling=pooling)
@@ -102,19 +155,38 @@ def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: i
         eval_features = encode_sentences(tokenizer, evaluation, max_len=max_len)
     model = model.to(next(encoder.parameters()).device)
     set_trainable_layers(model, trainable_layers)
-    torch.manual_seed(seed)                                           # dropout
-    result = finetune(model, features, pad_id=pad, epochs=epochs, batch_size=batch_size, lr=lr,
-                      seed=seed, desc=desc)
+    torch.manual_seed(seed)  # dropout
+    result = finetune(
+        model,
+        features,
+        pad_id=pad,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        desc=desc,
+    )
     logits = predict(model, eval_features, pad_id=pad)
     if task == "squad":
         answers = predict_answers(logits, eval_features, evaluation)
-        metrics = squad_evaluate({e.id: a.text for e, a in zip(evaluation, answers)},
-                                 {e.id: e.answers for e in evaluation})
+        metrics = squad_evaluate(
+            {e.id: a.text for e, a in zip(evaluation, answers)},
+            {e.id: e.answers for e in evaluation},
+        )
     elif task == "ud_pos":
         gold = [torch.tensor(f["labels"]) for f in eval_features]
-        metrics = {"accuracy": accuracy(torch.cat([x.argmax(-1) for x in logits]), torch.cat(gold))}
+        metrics = {
+            "accuracy": accuracy(
+                torch.cat([x.argmax(-1) for x in logits]), torch.cat(gold)
+            )
+        }
     else:
-        metrics = {"accuracy": accuracy(torch.stack(logits).argmax(-1), torch.tensor([e.label for e in evaluation]))}
+        metrics = {
+            "accuracy": accuracy(
+                torch.stack(logits).argmax(-1),
+                torch.tensor([e.label for e in evaluation]),
+            )
+        }
     return TaskRun(task, metrics, result, model)
 
 
@@ -122,36 +194,47 @@ def finetune_task(task: str, encoder: nn.Module, tokenizer, *, train_examples: i
 # chapters/10_finetuning.html#one-call-per-task-and-the-command-line
 @dataclass(frozen=True)
 class LadderTask:
-    train_examples: int | None   # evenly spread over the training split (None: per_label decides)
-    eval_examples: int           # evenly spread over the validation or test split
-    epochs: int                  # enough passes for few-shot data
-    per_label: int | None = None # few-shot: this many training examples of every label
+    # evenly spread over the training split (None: per_label decides)
+    train_examples: int | None
+    eval_examples: int  # evenly spread over the validation or test split
+    epochs: int  # enough passes for few-shot data
+    per_label: int | None = None  # few-shot: this many training examples of every label
     batch_size: int = 16
 
 
-LADDER = {"banking77": LadderTask(None, pick(quick=16, full=500), pick(quick=1, full=16),
-                                  per_label=pick(quick=1, full=2)),
-          "ud_pos": LadderTask(pick(quick=8, full=150), pick(quick=8, full=300),
-                               pick(quick=1, full=12))}
-LADDER_LRS = (1e-4, 3e-4, 1e-3, 3e-3)     # one grid for every arm; each picks its best on validation
+LADDER = {
+    "banking77": LadderTask(
+        None,
+        pick(quick=16, full=500),
+        pick(quick=1, full=16),
+        per_label=pick(quick=1, full=2),
+    ),
+    "ud_pos": LadderTask(
+        pick(quick=8, full=150), pick(quick=8, full=300), pick(quick=1, full=12)
+    ),
+}
+# one grid for every arm; each picks its best on validation
+LADDER_LRS = (1e-4, 3e-4, 1e-3, 3e-3)
 
 
 # Built in chapter 10, section "One call per task, and the command line":
 # chapters/10_finetuning.html#one-call-per-task-and-the-command-line
 @dataclass
 class LadderArm:
-    make_encoder: Callable[[int], nn.Module]   # seed -> a fresh encoder
+    make_encoder: Callable[[int], nn.Module]  # seed -> a fresh encoder
     tokenizer: object
-    pooling: str                               # SequenceClassifier's summary
+    pooling: str  # SequenceClassifier's summary
 
 
 # Built in chapter 10, section "One call per task, and the command line":
 # chapters/10_finetuning.html#one-call-per-task-and-the-command-line
 def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
-    """The three encoders of the ladder. The course checkpoint was trained by MLM alone (no NSP),
-    like all-MiniLM-L6-v2, so both (and the random start) summarise a sentence by the mean."""
+    """The three encoders of the ladder. The course checkpoint was trained by MLM alone
+    (no NSP), like all-MiniLM-L6-v2, so both (and the random start) summarise a sentence
+    by the mean."""
     # chapter 8: the real encoder, offline
     from tinybert.models.convert import load_minilm
+
     # chapter 9: the course's checkpoint
     from tinybert.checkpoint.pretrained import load_pretrained
 
@@ -169,21 +252,41 @@ def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
         encoder.load_state_dict(weights)
         return encoder
 
-    return {"random init": LadderArm(random_init, course.tokenizer, "mean"),
-            "course checkpoint": LadderArm(course_checkpoint, course.tokenizer, "mean"),
-            "all-MiniLM-L6-v2": LadderArm(lambda seed: copy.deepcopy(real.model), real.tokenizer,
-                                          "mean")}
+    return {
+        "random init": LadderArm(random_init, course.tokenizer, "mean"),
+        "course checkpoint": LadderArm(course_checkpoint, course.tokenizer, "mean"),
+        "all-MiniLM-L6-v2": LadderArm(
+            lambda seed: copy.deepcopy(real.model), real.tokenizer, "mean"
+        ),
+    }
 
 
 # Built in chapter 10, section "One call per task, and the command line":
 # chapters/10_finetuning.html#one-call-per-task-and-the-command-line
-def ladder_score(task: str, arm: LadderArm, *, lr: float, seed: int, split: str = "validation",
-                 pooling: str | None = None) -> float:
-    """Fine-tune arm's fresh encoder on ``task`` with the ladder's settings; the accuracy."""
+def ladder_score(
+    task: str,
+    arm: LadderArm,
+    *,
+    lr: float,
+    seed: int,
+    split: str = "validation",
+    pooling: str | None = None,
+) -> float:
+    """Fine-tune arm's fresh encoder on ``task`` with the ladder's settings; the
+    accuracy."""
     settings = LADDER[task]
-    run = finetune_task(task, arm.make_encoder(seed).to(get_device()), arm.tokenizer,
-                        train_examples=settings.train_examples, eval_examples=settings.eval_examples,
-                        eval_split=split, epochs=settings.epochs, lr=lr,
-                        batch_size=settings.batch_size, seed=seed, pooling=pooling or arm.pooling,
-                        train_per_label=settings.per_label)
+    run = finetune_task(
+        task,
+        arm.make_encoder(seed).to(get_device()),
+        arm.tokenizer,
+        train_examples=settings.train_examples,
+        eval_examples=settings.eval_examples,
+        eval_split=split,
+        epochs=settings.epochs,
+        lr=lr,
+        batch_size=settings.batch_size,
+        seed=seed,
+        pooling=pooling or arm.pooling,
+        train_per_label=settings.per_label,
+    )
     return run.metrics["accuracy"]

@@ -4,11 +4,20 @@
 
 Built in chapter 13 (ALBERT); read it with its explanations at chapters/13_albert.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['AlbertConfig', 'ALBERT_PRESETS', 'AlbertEmbeddings', 'AlbertEncoder',
-           'AlbertModel', 'AlbertMLMHead', 'AlbertForMaskedLM',
-           'AlbertPreTrainingOutput', 'AlbertForPreTraining']
+__all__ = [
+    'AlbertConfig',
+    'ALBERT_PRESETS',
+    'AlbertEmbeddings',
+    'AlbertEncoder',
+    'AlbertModel',
+    'AlbertMLMHead',
+    'AlbertForMaskedLM',
+    'AlbertPreTrainingOutput',
+    'AlbertForPreTraining',
+]
 
 
 from dataclasses import dataclass, fields
@@ -18,107 +27,156 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.bert import (BertConfig, BertEmbeddings, BertLayer, BertModel,
-                                  tuple_or_none, init_bert_weights)
-from tinybert.models.bert_heads import (BertMLMHead, MaskedLMOutput, check_labels,
-                                        masked_lm_logits_and_loss)
+from tinybert.models.bert import (
+    BertConfig,
+    BertEmbeddings,
+    BertLayer,
+    BertModel,
+    tuple_or_none,
+    init_bert_weights,
+)
+from tinybert.models.bert_heads import (
+    BertMLMHead,
+    MaskedLMOutput,
+    check_labels,
+    masked_lm_logits_and_loss,
+)
 
 
 # Built in chapter 13, section "The configuration":
 # chapters/13_albert.html#the-configuration
 @dataclass
 class AlbertConfig(BertConfig):
-    """BERT's configuration with ALBERT's defaults (albert-base-v2) and four more fields.
+    """BERT's configuration with ALBERT's defaults (albert-base-v2) and four
+    more fields.
 
-    d_model is the width D of the layers; embedding_size the width E of the embedding tables.
-    Hugging Face's names are in tinybert.models.convert_albert.
+    d_model is the width D of the layers; embedding_size the width E of the embedding
+    tables. Hugging Face's names are in tinybert.models.convert_albert.
     """
 
-    vocab_size: int = 30000           # V, ALBERT's SentencePiece vocabulary
-    dropout: float = 0.0              # the v2 models were trained without dropout
+    vocab_size: int = 30000  # V, ALBERT's SentencePiece vocabulary
+    dropout: float = 0.0  # the v2 models were trained without dropout
     attention_dropout: float = 0.0
-    activation: str = "gelu_tanh"     # the tanh GELU: "gelu" in Google's ALBERT code, "gelu_new" in HF's
-    embedding_size: int = 128         # E, width of the token, segment and position tables
-    n_groups: int = 1                 # G, distinct sets of layer weights; depth i uses set i·G // N
-    inner_group_num: int = 1          # layers inside one set, applied one after the other
-    classifier_dropout: float = 0.1   # before the sentence-order head (HF classifier_dropout_prob)
+    # the tanh GELU: "gelu" in Google's ALBERT code, "gelu_new" in HF's
+    activation: str = "gelu_tanh"
+    # E, width of the token, segment and position tables
+    embedding_size: int = 128
+    # G, distinct sets of layer weights; depth i uses set i·G // N
+    n_groups: int = 1
+    # layers inside one set, applied one after the other
+    inner_group_num: int = 1
+    # before the sentence-order head (HF classifier_dropout_prob)
+    classifier_dropout: float = 0.1
 
     def __post_init__(self) -> None:
-        super().__post_init__()                              # BERT's checks
+        super().__post_init__()  # BERT's checks
         for name in ("embedding_size", "n_groups", "inner_group_num"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"AlbertConfig.{name}: expected a positive int, got {value!r}")
+                raise ValueError(
+                    f"AlbertConfig.{name}: expected a positive int, got {value!r}"
+                )
         if self.n_groups > self.n_layers:
-            raise ValueError(f"AlbertConfig: n_groups = {self.n_groups} exceeds n_layers = {self.n_layers}; "
-                             "a group that no depth uses would never be trained")
+            raise ValueError(
+                f"AlbertConfig: n_groups = {self.n_groups} exceeds "
+                f"n_layers = {self.n_layers}; a group that no depth uses "
+                f"would never be trained"
+            )
         if not 0.0 <= self.classifier_dropout < 1.0:
-            raise ValueError(f"AlbertConfig.classifier_dropout: expected a probability in [0, 1), "
-                             f"got {self.classifier_dropout!r}")
+            raise ValueError(
+                f"AlbertConfig.classifier_dropout: expected a probability "
+                f"in [0, 1), got {self.classifier_dropout!r}"
+            )
 
     @classmethod
     def preset(cls, name: str, **overrides) -> AlbertConfig:
         """A published size by name (see ALBERT_PRESETS), with any field overridden."""
         if name not in ALBERT_PRESETS:
-            raise ValueError(f"unknown ALBERT preset {name!r}; known presets: {', '.join(ALBERT_PRESETS)}")
+            raise ValueError(
+                f"unknown ALBERT preset {name!r}; known presets: "
+                f"{', '.join(ALBERT_PRESETS)}"
+            )
         return cls(**{**ALBERT_PRESETS[name], **overrides})
 
     def embedding_config(self) -> BertConfig:
-        """The BertConfig of ALBERT's embedding block: BERT's block at width E (heads play no part there)."""
+        """The BertConfig of ALBERT's embedding block: BERT's block at width E (heads
+        play no part there)."""
         shared = {f.name: getattr(self, f.name) for f in fields(BertConfig)}
         return BertConfig(**{**shared, "d_model": self.embedding_size, "n_heads": 1})
 
 
 ALBERT_PRESETS = {
-    "albert-base-v2": dict(),                                                       # N=12, D=768, H=12, E=128
-    "albert-large-v2": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),     # N=24, D=1024, H=16
-    "albert-xxlarge-v2": dict(d_model=4096, n_layers=12, n_heads=64, d_ff=16384),  # N=12, D=4096, H=64
-    "albert-mini": dict(vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128),  # this course's
+    # N=12, D=768, H=12, E=128
+    "albert-base-v2": dict(),
+    # N=24, D=1024, H=16
+    "albert-large-v2": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
+    # N=12, D=4096, H=64
+    "albert-xxlarge-v2": dict(d_model=4096, n_layers=12, n_heads=64, d_ff=16384),
+    # this course's
+    "albert-mini": dict(
+        vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128
+    ),
 }
 
 
 # Built in chapter 13, section "Factorised embeddings":
 # chapters/13_albert.html#factorised-embeddings
 class AlbertEmbeddings(BertEmbeddings):
-    """BERT's embeddings at width E, then one linear map to width D: (B, T) ids -> (B, T, D).
+    """BERT's embeddings at width E, then one linear map to width D: (B, T) ids
+    -> (B, T, D).
 
-    The three tables are (V, E), (2, E) and (max_len, E); the projection adds E·D + D parameters.
+    The three tables are (V, E), (2, E) and (max_len, E); the projection adds E·D +
+    D parameters.
     """
 
     def __init__(self, config: AlbertConfig):
-        super().__init__(config.embedding_config())                         # tables, LayerNorm(E), dropout
-        self.projection = nn.Linear(config.embedding_size, config.d_model)   # E -> D, shared by every token
+        # tables, LayerNorm(E), dropout
+        super().__init__(config.embedding_config())
+        # E -> D, shared by every token
+        self.projection = nn.Linear(config.embedding_size, config.d_model)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
-        x = super().forward(input_ids, token_type_ids)                       # (B, T, E)
-        return self.projection(x)                                            # (B, T, D)
+    def forward(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
+        x = super().forward(input_ids, token_type_ids)  # (B, T, E)
+        return self.projection(x)  # (B, T, D)
 
 
 # Built in chapter 13, section "Cross-layer parameter sharing":
 # chapters/13_albert.html#cross-layer-parameter-sharing
 class AlbertEncoder(nn.Module):
-    """N layers deep with only G sets of weights: depth i runs group i·G // N. (B, T, D) -> (B, T, D).
+    """N layers deep with only G sets of weights: depth i runs group i·G // N. (B, T, D)
+    -> (B, T, D).
 
-    With G = 1, ALBERT's default, one BertLayer is applied N times. A group may hold several
-    layers (inner_group_num), applied one after the other each time the group runs.
+    With G = 1, ALBERT's default, one BertLayer is applied N times. A group may hold
+    several layers (inner_group_num), applied one after the other each time
+    the group runs.
     """
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
         self.n_layers = config.n_layers
-        self.groups = nn.ModuleList(nn.ModuleList(BertLayer(config) for _ in range(config.inner_group_num))
-                                    for _ in range(config.n_groups))
+        self.groups = nn.ModuleList(
+            nn.ModuleList(BertLayer(config) for _ in range(config.inner_group_num))
+            for _ in range(config.n_groups)
+        )
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                output_hidden_states: bool = False, output_attentions: bool = False
-                ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
-        hidden_states = [x] if output_hidden_states else None       # the projected embeddings come first
-        attentions = [] if output_attentions else None   # (B, H, T, T) at every depth
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
+        # the projected embeddings come first
+        hidden_states = [x] if output_hidden_states else None
+        attentions = [] if output_attentions else None  # (B, H, T, T) at every depth
         G = len(self.groups)
         for depth in range(self.n_layers):
-            for layer in self.groups[depth * G // self.n_layers]:    # the same modules at several depths
+            # the same modules at several depths
+            for layer in self.groups[depth * G // self.n_layers]:
                 if attentions is None:
-                    x = layer(x, mask)                               # (B, T, D)
+                    x = layer(x, mask)  # (B, T, D)
                 else:
                     x, weights = layer(x, mask, output_attentions=True)
                     attentions.append(weights)
@@ -143,11 +201,14 @@ class AlbertModel(BertModel):
 # Built in chapter 13, section "The model":
 # chapters/13_albert.html#the-model
 class AlbertMLMHead(BertMLMHead):
-    """BERT's MLM head at width E: dense D -> E, activation, LayerNorm(E), then the (V, E) token table + bias."""
+    """BERT's MLM head at width E: dense D -> E, activation, LayerNorm(E), then the (V,
+    E) token table + bias."""
 
     def __init__(self, config: AlbertConfig, token_embeddings: nn.Embedding):
-        super().__init__(config.embedding_config(), token_embeddings)   # LayerNorm(E), decoder tied to (V, E)
-        self.dense = nn.Linear(config.d_model, config.embedding_size)   # the one change: D -> E instead of E -> E
+        # LayerNorm(E), decoder tied to (V, E)
+        super().__init__(config.embedding_config(), token_embeddings)
+        # the one change: D -> E instead of E -> E
+        self.dense = nn.Linear(config.d_model, config.embedding_size)
         init_bert_weights(self.dense, config.initializer_range)
 
 
@@ -164,10 +225,19 @@ class AlbertForMaskedLM(nn.Module):
         self.albert = AlbertModel(config, add_pooler=False)
         self.mlm_head = AlbertMLMHead(config, self.albert.embeddings.token_embeddings)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> MaskedLMOutput:
-        hidden = self.albert(input_ids, token_type_ids, attention_mask).last_hidden_state   # (B, T, D)
-        logits, loss = masked_lm_logits_and_loss(self.mlm_head, hidden, labels, self.config.vocab_size)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> MaskedLMOutput:
+        hidden = self.albert(
+            input_ids, token_type_ids, attention_mask
+        ).last_hidden_state  # (B, T, D)
+        logits, loss = masked_lm_logits_and_loss(
+            self.mlm_head, hidden, labels, self.config.vocab_size
+        )
         return MaskedLMOutput(loss=loss, logits=logits)
 
 
@@ -175,14 +245,17 @@ class AlbertForMaskedLM(nn.Module):
 # chapters/13_albert.html#the-model
 @dataclass
 class AlbertPreTrainingOutput:
-    loss: torch.Tensor | None          # mlm_loss + sop_loss, the sum of those whose labels were given
+    # mlm_loss + sop_loss, the sum of those whose labels were given
+    loss: torch.Tensor | None
     mlm_loss: torch.Tensor | None
     sop_loss: torch.Tensor | None
-    mlm_logits: torch.Tensor           # (B, T, V); with mlm_labels only the labelled positions, (N, V)
-    sop_logits: torch.Tensor           # (B, 2); class 0 = segments in order, 1 = swapped
+    # (B, T, V); with mlm_labels only the labelled positions, (N, V)
+    mlm_logits: torch.Tensor
+    # (B, 2); class 0 = segments in order, 1 = swapped
+    sop_logits: torch.Tensor
 
     @property
-    def pair_loss(self) -> torch.Tensor | None:     # what chapter 9's loop reads
+    def pair_loss(self) -> torch.Tensor | None:  # what chapter 9's loop reads
         return self.sop_loss
 
     @property
@@ -193,10 +266,11 @@ class AlbertPreTrainingOutput:
 # Built in chapter 13, section "The model":
 # chapters/13_albert.html#the-model
 class AlbertForPreTraining(nn.Module):
-    """ALBERT with both pretraining heads: masked language model and sentence-order prediction."""
+    """ALBERT with both pretraining heads: masked language model and sentence-order
+    prediction."""
 
     config_class = AlbertConfig
-    pair_labels = "sop_labels"          # what forward calls the sentence-pair labels
+    pair_labels = "sop_labels"  # what forward calls the sentence-pair labels
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
@@ -204,24 +278,37 @@ class AlbertForPreTraining(nn.Module):
         self.albert = AlbertModel(config, add_pooler=True)
         self.mlm_head = AlbertMLMHead(config, self.albert.embeddings.token_embeddings)
         self.sop_dropout = nn.Dropout(config.classifier_dropout)
-        self.sop_head = nn.Linear(config.d_model, 2)          # reads the pooled [CLS] vector
+        # reads the pooled [CLS] vector
+        self.sop_head = nn.Linear(config.d_model, 2)
         init_bert_weights(self.sop_head, config.initializer_range)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, mlm_labels: torch.Tensor | None = None,
-                sop_labels: torch.Tensor | None = None) -> AlbertPreTrainingOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        mlm_labels: torch.Tensor | None = None,
+        sop_labels: torch.Tensor | None = None,
+    ) -> AlbertPreTrainingOutput:
         out = self.albert(input_ids, token_type_ids, attention_mask)
-        mlm_logits, mlm_loss = masked_lm_logits_and_loss(self.mlm_head, out.last_hidden_state, mlm_labels,
-                                                         self.config.vocab_size)
-        sop_logits = self.sop_head(self.sop_dropout(out.pooler_output))     # (B, 2)
+        mlm_logits, mlm_loss = masked_lm_logits_and_loss(
+            self.mlm_head, out.last_hidden_state, mlm_labels, self.config.vocab_size
+        )
+        sop_logits = self.sop_head(self.sop_dropout(out.pooler_output))  # (B, 2)
         sop_loss = None
         if sop_labels is not None:
             check_labels("sop_labels", sop_labels, (input_ids.shape[0],), 2)
             sop_loss = F.cross_entropy(sop_logits, sop_labels)
         losses = [loss for loss in (mlm_loss, sop_loss) if loss is not None]
-        return AlbertPreTrainingOutput(loss=sum(losses) if losses else None, mlm_loss=mlm_loss,
-                                       sop_loss=sop_loss, mlm_logits=mlm_logits, sop_logits=sop_logits)
+        return AlbertPreTrainingOutput(
+            loss=sum(losses) if losses else None,
+            mlm_loss=mlm_loss,
+            sop_loss=sop_loss,
+            mlm_logits=mlm_logits,
+            sop_logits=sop_logits,
+        )
 
 
 for _cls in (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining):
-    register_model_class(_cls)        # tinybert.checkpoint.files.save_model / load_model know them now
+    # tinybert.checkpoint.files.save_model / load_model know them now
+    register_model_class(_cls)

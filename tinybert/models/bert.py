@@ -4,11 +4,22 @@
 
 Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['BertConfig', 'BERT_PRESETS', 'init_bert_weights', 'BertEmbeddings',
-           'BertLayer', 'BertEncoder', 'tuple_or_none', 'bert_attention_mask',
-           'BertOutput', 'BertPooler', 'BertModel']
+__all__ = [
+    'BertConfig',
+    'BERT_PRESETS',
+    'init_bert_weights',
+    'BertEmbeddings',
+    'BertLayer',
+    'BertEncoder',
+    'tuple_or_none',
+    'bert_attention_mask',
+    'BertOutput',
+    'BertPooler',
+    'BertModel',
+]
 
 
 import math
@@ -29,85 +40,145 @@ from tinybert.blocks.multihead import MultiHeadAttention
 # chapters/08_bert.html#the-configuration
 @dataclass
 class BertConfig:
-    """Every number that fixes a BERT before training. Hugging Face's names are in tinybert.models.convert."""
+    """Every number that fixes a BERT before training. Hugging Face's names are in
+    tinybert.models.convert."""
 
-    vocab_size: int = 30522           # V, WordPiece vocabulary of bert-base-uncased
-    d_model: int = 768                # D, width of every position's vector (HF hidden_size)
-    n_layers: int = 12                # N, encoder layers (HF num_hidden_layers)
-    n_heads: int = 12                 # H, attention heads per layer; Dh = D / H
-    d_ff: int = 3072                  # F, hidden width of the feed-forward block (HF intermediate_size)
-    max_len: int = 512                # rows of the position table: the longest input (HF max_position_embeddings)
-    type_vocab_size: int = 2          # rows of the segment table: sentence A and sentence B
-    dropout: float = 0.1              # on the embeddings and every sub-layer's output (HF hidden_dropout_prob)
-    attention_dropout: float = 0.1    # on the attention weights (HF attention_probs_dropout_prob)
-    layer_norm_eps: float = 1e-12     # ε of every LayerNorm (Google's checkpoints use 1e-12)
-    initializer_range: float = 0.02   # std of the normal initialisation of weights and embeddings
-    pad_token_id: int = 0             # the [PAD] row of the token table, kept at zero
-    activation: str = "gelu"          # exact (erf) GELU, Hugging Face's "gelu"
-    norm_first: bool = False          # True: pre-LN layers and a final LayerNorm (not in HF's BERT)
-    fast: bool = True                 # SDPA + one fused QKV matmul; False: the chapter 3/4 path (same function)
+    vocab_size: int = 30522  # V, WordPiece vocabulary of bert-base-uncased
+    # D, width of every position's vector (HF hidden_size)
+    d_model: int = 768
+    n_layers: int = 12  # N, encoder layers (HF num_hidden_layers)
+    n_heads: int = 12  # H, attention heads per layer; Dh = D / H
+    # F, hidden width of the feed-forward block (HF intermediate_size)
+    d_ff: int = 3072
+    # rows of the position table: the longest input (HF max_position_embeddings)
+    max_len: int = 512
+    # rows of the segment table: sentence A and sentence B
+    type_vocab_size: int = 2
+    # on the embeddings and every sub-layer's output (HF hidden_dropout_prob)
+    dropout: float = 0.1
+    # on the attention weights (HF attention_probs_dropout_prob)
+    attention_dropout: float = 0.1
+    # ε of every LayerNorm (Google's checkpoints use 1e-12)
+    layer_norm_eps: float = 1e-12
+    # std of the normal initialisation of weights and embeddings
+    initializer_range: float = 0.02
+    pad_token_id: int = 0  # the [PAD] row of the token table, kept at zero
+    activation: str = "gelu"  # exact (erf) GELU, Hugging Face's "gelu"
+    # True: pre-LN layers and a final LayerNorm (not in HF's BERT)
+    norm_first: bool = False
+    # SDPA + one fused QKV matmul; False: the chapter 3/4 path (same function)
+    fast: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_len", "type_vocab_size"):
+        for name in (
+            "vocab_size",
+            "d_model",
+            "n_layers",
+            "n_heads",
+            "d_ff",
+            "max_len",
+            "type_vocab_size",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"BertConfig.{name}: expected a positive int, got {value!r}")
+                raise ValueError(
+                    f"BertConfig.{name}: expected a positive int, got {value!r}"
+                )
         if self.d_model % self.n_heads:
-            raise ValueError(f"BertConfig: d_model = {self.d_model} must be divisible by n_heads = {self.n_heads}")
+            raise ValueError(
+                f"BertConfig: d_model = {self.d_model} must be divisible by n_heads = "
+                f"{self.n_heads}"
+            )
         for name in ("dropout", "attention_dropout"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-                raise ValueError(f"BertConfig.{name}: expected a probability in [0, 1), got {value!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0.0 <= value < 1.0
+            ):
+                raise ValueError(
+                    f"BertConfig.{name}: expected a probability in [0, 1), "
+                    f"got {value!r}"
+                )
         pad = self.pad_token_id
-        if isinstance(pad, bool) or not (isinstance(pad, int)
-                                         and 0 <= pad < self.vocab_size):
-            raise ValueError(f"BertConfig.pad_token_id: expected an id in [0, {self.vocab_size}), "
-                             f"got {pad!r}")
+        if isinstance(pad, bool) or not (
+            isinstance(pad, int) and 0 <= pad < self.vocab_size
+        ):
+            raise ValueError(
+                f"BertConfig.pad_token_id: expected an id in [0, "
+                f"{self.vocab_size}), got {pad!r}"
+            )
         for name in ("layer_norm_eps", "initializer_range"):
             value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, (int, float))
-                    or not 0 < value < math.inf):
-                raise ValueError(f"BertConfig.{name}: expected a finite positive "
-                                 f"number, got {value!r}")
-        get_activation(self.activation)                      # raises ValueError for an unknown name
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 < value < math.inf
+            ):
+                raise ValueError(
+                    f"BertConfig.{name}: expected a finite positive "
+                    f"number, got {value!r}"
+                )
+        # raises ValueError for an unknown name
+        get_activation(self.activation)
         for name in ("norm_first", "fast"):
             if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"BertConfig.{name}: expected True or False, got {getattr(self, name)!r}")
+                raise ValueError(
+                    f"BertConfig.{name}: expected True or False, got "
+                    f"{getattr(self, name)!r}"
+                )
 
     @classmethod
     def preset(cls, name: str, **overrides) -> BertConfig:
         """A published size by name (see BERT_PRESETS), with any field overridden."""
         if name not in BERT_PRESETS:
-            raise ValueError(f"unknown BERT preset {name!r}; known presets: {', '.join(BERT_PRESETS)}")
+            raise ValueError(
+                f"unknown BERT preset {name!r}; known presets: "
+                f"{', '.join(BERT_PRESETS)}"
+            )
         return cls(**{**BERT_PRESETS[name], **overrides})
 
     def to_dict(self) -> dict:
-        return asdict(self)                                  # only ints, floats, strs and bools: JSON-safe
+        # only ints, floats, strs and bools: JSON-safe
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> BertConfig:
         names = {f.name for f in fields(cls)}
         unknown, missing = sorted(set(d) - names), sorted(names - set(d))
         if unknown or missing:
-            raise ValueError(f"{cls.__name__}.from_dict: unknown keys {unknown}, missing keys {missing}")
+            raise ValueError(
+                f"{cls.__name__}.from_dict: unknown keys {unknown}, missing "
+                f"keys {missing}"
+            )
         return cls(**d)
 
 
 BERT_PRESETS = {
-    "bert-base-uncased": dict(),                                                    # N=12, D=768, H=12
-    "bert-large-uncased": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),  # N=24, D=1024, H=16
-    "bert-base-cased": dict(vocab_size=28996),                                       # a cased WordPiece vocabulary
-    "bert-large-cased": dict(vocab_size=28996, d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
-    "bert-mini": dict(vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128),  # this course's
+    # N=12, D=768, H=12
+    "bert-base-uncased": dict(),
+    # N=24, D=1024, H=16
+    "bert-large-uncased": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
+    # a cased WordPiece vocabulary
+    "bert-base-cased": dict(vocab_size=28996),
+    "bert-large-cased": dict(
+        vocab_size=28996, d_model=1024, n_layers=24, n_heads=16, d_ff=4096
+    ),
+    # this course's
+    "bert-mini": dict(
+        vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128
+    ),
 }
 
 
 # Built in chapter 8, section "Input embeddings":
 # chapters/08_bert.html#input-embeddings
 def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
-    """BERT's initialisation, applied with module.apply: N(0, std²) weights, zero biases, identity LayerNorms.
+    """BERT's initialisation, applied with module.apply: N(0, std²) weights, zero
+    biases, identity LayerNorms.
 
-    The [PAD] row of a token table (its padding_idx) starts at zero, as in Hugging Face's code.
+    The [PAD] row of a token table (its padding_idx) starts at zero, as in Hugging
+    Face's code.
     """
     if isinstance(module, nn.Linear):
         nn.init.normal_(module.weight, mean=0.0, std=std)
@@ -126,34 +197,45 @@ def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
 # Built in chapter 8, section "Input embeddings":
 # chapters/08_bert.html#input-embeddings
 class BertEmbeddings(nn.Module):
-    """x_t = Dropout(LayerNorm(E_token[w_t] + E_segment[s_t] + E_position[t])): (B, T) ids -> (B, T, D)."""
+    """x_t = Dropout(LayerNorm(E_token[w_t] + E_segment[s_t] + E_position[t])): (B, T)
+    ids -> (B, T, D)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
         D = config.d_model
-        self.token_embeddings = nn.Embedding(config.vocab_size, D, padding_idx=config.pad_token_id)
-        self.segment_embeddings = nn.Embedding(config.type_vocab_size, D)   # E_A, E_B
-        self.position_embeddings = nn.Embedding(config.max_len, D)          # E_0 ... E_{max_len - 1}, learned
+        self.token_embeddings = nn.Embedding(
+            config.vocab_size, D, padding_idx=config.pad_token_id
+        )
+        self.segment_embeddings = nn.Embedding(config.type_vocab_size, D)  # E_A, E_B
+        # E_0 ... E_{max_len - 1}, learned
+        self.position_embeddings = nn.Embedding(config.max_len, D)
         self.norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
         B, T = input_ids.shape
-        positions = torch.arange(T, device=input_ids.device)                # (T,) 0, 1, ..., T - 1
-        x = self.token_embeddings(input_ids) + self.segment_embeddings(token_type_ids)  # (B, T, D)
-        x = x + self.position_embeddings(positions)                         # (B, T, D) + (T, D)
-        return self.dropout(self.norm(x))                                   # (B, T, D)
+        # (T,) 0, 1, ..., T - 1
+        positions = torch.arange(T, device=input_ids.device)
+        # (B, T, D)
+        x = self.token_embeddings(input_ids) + self.segment_embeddings(token_type_ids)
+        # (B, T, D) + (T, D)
+        x = x + self.position_embeddings(positions)
+        return self.dropout(self.norm(x))  # (B, T, D)
 
 
 # Built in chapter 8, section "The encoder":
 # chapters/08_bert.html#the-encoder
 class BertLayer(nn.Module):
-    """One post-LN encoder layer: x = LN(x + Dropout(SelfAttention(x))), then x = LN(x + Dropout(FFN(x))).
+    """One post-LN encoder layer: x = LN(x + Dropout(SelfAttention(x))), then x = LN(x +
+    Dropout(FFN(x))).
 
-    With config.norm_first, the pre-LN layer of chapter 6: x = x + Dropout(SelfAttention(LN(x))),
-    then x = x + Dropout(FFN(LN(x))). Same parameters, same names; only the order differs.
-    Shapes: x (B, T, D) -> (B, T, D); mask bool (True = may attend) broadcastable to (B, H, T, T).
-    With output_attentions, returns (x, weights (B, H, T, T)) from the explicit path.
+    With config.norm_first, the pre-LN layer of chapter 6: x = x +
+    Dropout(SelfAttention(LN(x))), then x = x + Dropout(FFN(LN(x))). Same parameters,
+    same names; only the order differs. Shapes: x (B, T, D) -> (B, T, D); mask bool
+    (True = may attend) broadcastable to (B, H, T, T). With output_attentions, returns
+    (x, weights (B, H, T, T)) from the explicit path.
     """
 
     def __init__(self, config: BertConfig):
@@ -161,12 +243,16 @@ class BertLayer(nn.Module):
         D = config.d_model
         self.norm_first = config.norm_first
         # chapter 4's layer, with both paths: explicit (weights) and fast (fused kernel)
-        self.attention = MultiHeadAttention(D, config.n_heads, fast=config.fast,
-                                            dropout=config.attention_dropout)
+        self.attention = MultiHeadAttention(
+            D, config.n_heads, fast=config.fast, dropout=config.attention_dropout
+        )
         self.attention_norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
-        self.feed_forward = PositionwiseFeedForward(D, config.d_ff, activation=config.activation)
+        self.feed_forward = PositionwiseFeedForward(
+            D, config.d_ff, activation=config.activation
+        )
         self.feed_forward_norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.dropout)                 # residual dropout on each sub-layer's output
+        # residual dropout on each sub-layer's output
+        self.dropout = nn.Dropout(config.dropout)
 
     @property
     def fast(self) -> bool:
@@ -176,16 +262,21 @@ class BertLayer(nn.Module):
     def fast(self, value: bool) -> None:
         self.attention.fast = bool(value)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                output_attentions: bool = False):
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        output_attentions: bool = False,
+    ):
         # weights only when asked for; otherwise the path that config.fast chose
-        attend = partial(self.attention, mask=mask,
-                         need_weights=True if output_attentions else None)
-        if self.norm_first:                                   # pre-LN: norm, then add
+        attend = partial(
+            self.attention, mask=mask, need_weights=True if output_attentions else None
+        )
+        if self.norm_first:  # pre-LN: norm, then add
             h, weights = attend(self.attention_norm(x))
             x = x + self.dropout(h)
             x = x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
-        else:                                                 # post-LN: add, then norm
+        else:  # post-LN: add, then norm
             h, weights = attend(x)
             x = self.attention_norm(x + self.dropout(h))
             x = self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))
@@ -201,17 +292,27 @@ class BertEncoder(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.n_layers))
-        # pre-LN layers leave their sum un-normalised: one LayerNorm at the end (chapter 6)
-        self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
+        # pre-LN layers leave their sum un-normalised: one LayerNorm at the
+        # end (chapter 6)
+        self.final_norm = (
+            nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+            if config.norm_first
+            else None
+        )
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                output_hidden_states: bool = False, output_attentions: bool = False
-                ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
-        hidden_states = [x] if output_hidden_states else None       # the embeddings come first
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
+        # the embeddings come first
+        hidden_states = [x] if output_hidden_states else None
         attentions = [] if output_attentions else None
         for i, layer in enumerate(self.layers):
             if attentions is None:
-                x = layer(x, mask)                                   # (B, T, D)
+                x = layer(x, mask)  # (B, T, D)
             else:
                 x, weights = layer(x, mask, output_attentions=True)  # and (B, H, T, T)
                 attentions.append(weights)
@@ -230,72 +331,104 @@ def tuple_or_none(items: list | None) -> tuple | None:
 
 # Built in chapter 8, section "The model":
 # chapters/08_bert.html#the-model
-def _check_ids(name: str, ids, shape: tuple[int, ...] | None, upper: int, why: str) -> None:
-    """Raise ValueError unless ``ids`` is an integer tensor (of ``shape``) with values in [0, upper)."""
+def _check_ids(
+    name: str, ids, shape: tuple[int, ...] | None, upper: int, why: str
+) -> None:
+    """Raise ValueError unless ``ids`` is an integer tensor (of ``shape``) with values
+    in [0, upper)."""
     if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.long, torch.int32):
-        raise ValueError(f"{name}: expected an integer tensor (torch.long or "
-                         f"torch.int32, what an embedding table takes), "
-                         f"got {describe(ids)}")
+        raise ValueError(
+            f"{name}: expected an integer tensor (torch.long or "
+            f"torch.int32, what an embedding table takes), "
+            f"got {describe(ids)}"
+        )
     if shape is None and ids.dim() != 2:
         raise ValueError(f"{name}: expected shape (B, T), got {describe(ids)}")
     if shape is not None and tuple(ids.shape) != shape:
-        raise ValueError(f"{name}: expected shape {shape} like input_ids, got {describe(ids)}")
+        raise ValueError(
+            f"{name}: expected shape {shape} like input_ids, got {describe(ids)}"
+        )
     if ids.numel():
-        low, high = (int(v) for v in torch.aminmax(ids))              # one pass over the ids
+        # one pass over the ids
+        low, high = (int(v) for v in torch.aminmax(ids))
         if low < 0 or high >= upper:
-            raise ValueError(f"{name}: expected values in [0, {upper}) ({why}), got values from {low} to {high}")
+            raise ValueError(
+                f"{name}: expected values in [0, {upper}) ({why}), got values from "
+                f"{low} to {high}"
+            )
 
 
 # Built in chapter 8, section "The model":
 # chapters/08_bert.html#the-model
 def bert_attention_mask(attention_mask, shape: tuple[int, int]) -> torch.Tensor | None:
-    """(B, T) bool or 0/1 ints, True/1 = real token -> bool (B, 1, 1, T) mask for attention, or None.
+    """(B, T) bool or 0/1 ints, True/1 = real token -> bool (B, 1, 1, T) mask for
+    attention, or None.
 
     None when there is no padding at all, so that attention skips masking altogether.
     """
     if attention_mask is None:
         return None
-    if not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != shape:
-        raise ValueError(f"attention_mask: expected shape {shape} like input_ids, got {describe(attention_mask)}")
+    if (
+        not isinstance(attention_mask, torch.Tensor)
+        or tuple(attention_mask.shape) != shape
+    ):
+        raise ValueError(
+            f"attention_mask: expected shape {shape} like input_ids, got "
+            f"{describe(attention_mask)}"
+        )
     if attention_mask.dtype == torch.bool:
         no_padding = bool(attention_mask.all())
     else:
-        integer = not (attention_mask.is_floating_point() or attention_mask.is_complex())
-        low, high = (int(v) for v in torch.aminmax(attention_mask)) if integer and attention_mask.numel() else (1, 1)
+        integer = not (
+            attention_mask.is_floating_point() or attention_mask.is_complex()
+        )
+        low, high = (
+            (int(v) for v in torch.aminmax(attention_mask))
+            if integer and attention_mask.numel()
+            else (1, 1)
+        )
         if not integer or low < 0 or high > 1:
-            raise ValueError(f"attention_mask: expected bool or 0/1 integers (1 = real token), "
-                             f"got {describe(attention_mask)}")
+            raise ValueError(
+                f"attention_mask: expected bool or 0/1 integers (1 = real "
+                f"token), got {describe(attention_mask)}"
+            )
         no_padding, attention_mask = low == 1, attention_mask == 1
-    return None if no_padding else padding_mask(attention_mask)     # (B, 1, 1, T)
+    return None if no_padding else padding_mask(attention_mask)  # (B, 1, 1, T)
 
 
 # Built in chapter 8, section "The model":
 # chapters/08_bert.html#the-model
 @dataclass
 class BertOutput:
-    last_hidden_state: torch.Tensor                          # (B, T, D) one contextual vector per token
-    pooler_output: torch.Tensor | None                       # (B, D) tanh(dense([CLS])), None without a pooler
-    hidden_states: tuple[torch.Tensor, ...] | None = None    # embeddings + every layer's output, when asked
-    attentions: tuple[torch.Tensor, ...] | None = None       # every layer's weights
+    # (B, T, D) one contextual vector per token
+    last_hidden_state: torch.Tensor
+    # (B, D) tanh(dense([CLS])), None without a pooler
+    pooler_output: torch.Tensor | None
+    # embeddings + every layer's output, when asked
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None  # every layer's weights
 
 
 # Built in chapter 8, section "The model":
 # chapters/08_bert.html#the-model
 class BertPooler(nn.Module):
-    """pooled = tanh(W h_[CLS] + b): the sequence summarised by its first position, (B, T, D) -> (B, D)."""
+    """pooled = tanh(W h_[CLS] + b): the sequence summarised by its first position, (B,
+    T, D) -> (B, D)."""
 
     def __init__(self, d_model: int):
         super().__init__()
         self.dense = nn.Linear(d_model, d_model)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.dense(hidden[:, 0]))          # (B, D) the [CLS] position only
+        # (B, D) the [CLS] position only
+        return torch.tanh(self.dense(hidden[:, 0]))
 
 
 # Built in chapter 8, section "The model":
 # chapters/08_bert.html#the-model
 class BertModel(nn.Module):
-    """BERT's encoder: embeddings, N post-LN Transformer layers, and the pooler on [CLS].
+    """BERT's encoder: embeddings, N post-LN Transformer layers, and the
+    pooler on [CLS].
 
     The variants of chapters 11-13 subclass it and change only the class attributes: the
     configuration they take, their embeddings, their encoder.
@@ -308,8 +441,11 @@ class BertModel(nn.Module):
     def __init__(self, config: BertConfig, add_pooler: bool = True):
         super().__init__()
         if not isinstance(config, self.config_class):
-            raise ValueError(f"{type(self).__name__} expects a "
-                             f"{self.config_class.__name__}, got {type(config).__name__}")
+            raise ValueError(
+                f"{type(self).__name__} expects a "
+                f"{self.config_class.__name__}, got "
+                f"{type(config).__name__}"
+            )
         self.config = config
         # what tinybert.checkpoint.files needs to rebuild it
         self.init_kwargs = {"add_pooler": add_pooler}
@@ -318,22 +454,43 @@ class BertModel(nn.Module):
         self.pooler = BertPooler(config.d_model) if add_pooler else None
         self.apply(lambda module: init_bert_weights(module, config.initializer_range))
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None,
-                output_hidden_states: bool = False,
-                output_attentions: bool = False) -> BertOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+    ) -> BertOutput:
         c = self.config
         _check_ids("input_ids", input_ids, None, c.vocab_size, "the vocabulary size")
         B, T = input_ids.shape
         if not 1 <= T <= c.max_len:
-            raise ValueError(f"input_ids: sequences of 1 to max_len = {c.max_len} tokens, got length {T}")
+            raise ValueError(
+                f"input_ids: sequences of 1 to max_len = {c.max_len} tokens, "
+                f"got length {T}"
+            )
         if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)                 # everything is sentence A
-        _check_ids("token_type_ids", token_type_ids, (B, T), c.type_vocab_size, "the number of segments")
-        mask = bert_attention_mask(attention_mask, (B, T))               # (B, 1, 1, T) or None
-        x = self.embeddings(input_ids, token_type_ids)                    # (B, T, D)
-        x, hidden_states, attentions = self.encoder(x, mask, output_hidden_states,
-                                                    output_attentions)   # (B, T, D)
-        pooled = self.pooler(x) if self.pooler is not None else None      # (B, D)
-        return BertOutput(last_hidden_state=x, pooler_output=pooled,
-                          hidden_states=hidden_states, attentions=attentions)
+            # everything is sentence A
+            token_type_ids = torch.zeros_like(input_ids)
+        _check_ids(
+            "token_type_ids",
+            token_type_ids,
+            (B, T),
+            c.type_vocab_size,
+            "the number of segments",
+        )
+        # (B, 1, 1, T) or None
+        mask = bert_attention_mask(attention_mask, (B, T))
+        x = self.embeddings(input_ids, token_type_ids)  # (B, T, D)
+        # (B, T, D)
+        x, hidden_states, attentions = self.encoder(
+            x, mask, output_hidden_states, output_attentions
+        )
+        pooled = self.pooler(x) if self.pooler is not None else None  # (B, D)
+        return BertOutput(
+            last_hidden_state=x,
+            pooler_output=pooled,
+            hidden_states=hidden_states,
+            attentions=attentions,
+        )

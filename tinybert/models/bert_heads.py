@@ -5,11 +5,19 @@ carry them.
 
 Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['IGNORE_INDEX', 'BertMLMHead', 'check_labels', 'masked_lm_logits_and_loss',
-           'MaskedLMOutput', 'BertForMaskedLM', 'PreTrainingOutput',
-           'BertForPreTraining']
+__all__ = [
+    'IGNORE_INDEX',
+    'BertMLMHead',
+    'check_labels',
+    'masked_lm_logits_and_loss',
+    'MaskedLMOutput',
+    'BertForMaskedLM',
+    'PreTrainingOutput',
+    'BertForPreTraining',
+]
 
 
 from dataclasses import dataclass
@@ -23,16 +31,18 @@ from tinybert.blocks.feedforward import get_activation
 from tinybert.models.bert import BertConfig, BertModel, init_bert_weights
 
 
-IGNORE_INDEX = -100                                          # label of positions that carry no loss
+# label of positions that carry no loss
+IGNORE_INDEX = -100
 
 
 # Built in chapter 8, section "The masked-language-model head":
 # chapters/08_bert.html#the-masked-language-model-head
 class BertMLMHead(nn.Module):
-    """Scores for every vocabulary entry: dense, activation, LayerNorm, then the token table transposed + bias.
+    """Scores for every vocabulary entry: dense, activation, LayerNorm, then the token
+    table transposed + bias.
 
-    (..., D) -> (..., V). The decoder's weight IS the token embedding table (tied), so the head
-    adds only D² + 3D + V parameters of its own.
+    (..., D) -> (..., V). The decoder's weight IS the token embedding table (tied), so
+    the head adds only D² + 3D + V parameters of its own.
     """
 
     def __init__(self, config: BertConfig, token_embeddings: nn.Embedding):
@@ -41,43 +51,56 @@ class BertMLMHead(nn.Module):
         self.dense = nn.Linear(D, D)
         self.activation = get_activation(config.activation)
         self.norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
-        self.decoder = nn.Linear(D, V)                       # its bias is the head's own (V,) bias
+        # its bias is the head's own (V,) bias
+        self.decoder = nn.Linear(D, V)
         self.apply(lambda module: init_bert_weights(module, config.initializer_range))
-        self.decoder.weight = token_embeddings.weight        # tied: one (V, D) tensor, two uses
+        # tied: one (V, D) tensor, two uses
+        self.decoder.weight = token_embeddings.weight
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         h = self.norm(self.activation(self.dense(hidden)))  # (..., D)
-        return self.decoder(h)                               # (..., V)
+        return self.decoder(h)  # (..., V)
 
 
 # Built in chapter 8, section "The masked-language-model head":
 # chapters/08_bert.html#the-masked-language-model-head
 def check_labels(name: str, labels, shape: tuple[int, ...], n_classes: int) -> None:
-    if not isinstance(labels, torch.Tensor) or labels.dtype == torch.bool or labels.is_floating_point():
+    if (
+        not isinstance(labels, torch.Tensor)
+        or labels.dtype == torch.bool
+        or labels.is_floating_point()
+    ):
         raise ValueError(f"{name}: expected an integer tensor, got {describe(labels)}")
     if tuple(labels.shape) != shape:
         raise ValueError(f"{name}: expected shape {shape}, got {describe(labels)}")
     bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= n_classes))
     if bool(bad.any()):
-        raise ValueError(f"{name}: expected values in [0, {n_classes}) or {IGNORE_INDEX} (ignored), "
-                         f"got {labels[bad][:5].tolist()}")
+        raise ValueError(
+            f"{name}: expected values in [0, {n_classes}) or "
+            f"{IGNORE_INDEX} (ignored), got {labels[bad][:5].tolist()}"
+        )
 
 
 # Built in chapter 8, section "The masked-language-model head":
 # chapters/08_bert.html#the-masked-language-model-head
-def masked_lm_logits_and_loss(head: BertMLMHead, hidden: torch.Tensor, labels: torch.Tensor | None,
-                              vocab_size: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Without labels: logits (B, T, V) for every position and no loss. With labels (B, T): the
-    head runs only where labels != -100, so logits is (N, V) for those N positions (in the order of
-    labels[labels != -100]) and loss is their mean cross-entropy (0 if there are none).
+def masked_lm_logits_and_loss(
+    head: BertMLMHead,
+    hidden: torch.Tensor,
+    labels: torch.Tensor | None,
+    vocab_size: int,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Without labels: logits (B, T, V) for every position and no loss. With labels (B,
+    T): the head runs only where labels != -100, so logits is (N, V) for those N
+    positions (in the order of labels[labels != -100]) and loss is their mean
+    cross-entropy (0 if there are none).
     """
     if labels is None:
-        return head(hidden), None                            # (B, T, V)
+        return head(hidden), None  # (B, T, V)
     check_labels("labels", labels, tuple(hidden.shape[:2]), vocab_size)
-    selected = labels != IGNORE_INDEX                        # (B, T)
-    logits = head(hidden[selected])                          # (N, D) -> (N, V)
-    if logits.shape[0] == 0:                     # nothing to predict: a loss of 0,
-        return logits, logits.sum()              # not the mean of nothing (NaN)
+    selected = labels != IGNORE_INDEX  # (B, T)
+    logits = head(hidden[selected])  # (N, D) -> (N, V)
+    if logits.shape[0] == 0:  # nothing to predict: a loss of 0,
+        return logits, logits.sum()  # not the mean of nothing (NaN)
     return logits, F.cross_entropy(logits, labels[selected])
 
 
@@ -85,16 +108,20 @@ def masked_lm_logits_and_loss(head: BertMLMHead, hidden: torch.Tensor, labels: t
 # chapters/08_bert.html#the-masked-language-model-head
 @dataclass
 class MaskedLMOutput:
-    loss: torch.Tensor | None          # mean cross-entropy over the positions whose label != -100
-    logits: torch.Tensor               # (B, T, V); with labels only the labelled positions, (N, V)
+    # mean cross-entropy over the positions whose label != -100
+    loss: torch.Tensor | None
+    # (B, T, V); with labels only the labelled positions, (N, V)
+    logits: torch.Tensor
 
 
 # Built in chapter 8, section "The masked-language-model head":
 # chapters/08_bert.html#the-masked-language-model-head
 class BertForMaskedLM(nn.Module):
-    """BERT with the masked-language-model head (no pooler): predict the token at each position.
+    """BERT with the masked-language-model head (no pooler): predict the token at
+    each position.
 
-    A variant sets ``model_class`` (its encoder) and, if its head differs, ``mlm_head_class``.
+    A variant sets ``model_class`` (its encoder) and, if its head differs,
+    ``mlm_head_class``.
     """
 
     config_class = BertConfig
@@ -104,13 +131,23 @@ class BertForMaskedLM(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
-        self.bert = self.model_class(config, add_pooler=False)      # checks the config
-        self.mlm_head = self.mlm_head_class(config, self.bert.embeddings.token_embeddings)
+        self.bert = self.model_class(config, add_pooler=False)  # checks the config
+        self.mlm_head = self.mlm_head_class(
+            config, self.bert.embeddings.token_embeddings
+        )
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> MaskedLMOutput:
-        hidden = self.bert(input_ids, token_type_ids, attention_mask).last_hidden_state   # (B, T, D)
-        logits, loss = masked_lm_logits_and_loss(self.mlm_head, hidden, labels, self.config.vocab_size)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> MaskedLMOutput:
+        # (B, T, D)
+        hidden = self.bert(input_ids, token_type_ids, attention_mask).last_hidden_state
+        logits, loss = masked_lm_logits_and_loss(
+            self.mlm_head, hidden, labels, self.config.vocab_size
+        )
         return MaskedLMOutput(loss=loss, logits=logits)
 
 
@@ -118,16 +155,19 @@ class BertForMaskedLM(nn.Module):
 # chapters/08_bert.html#the-next-sentence-head
 @dataclass
 class PreTrainingOutput:
-    loss: torch.Tensor | None          # mlm_loss + nsp_loss, the sum of those whose labels were given
+    # mlm_loss + nsp_loss, the sum of those whose labels were given
+    loss: torch.Tensor | None
     mlm_loss: torch.Tensor | None
     nsp_loss: torch.Tensor | None
-    mlm_logits: torch.Tensor           # (B, T, V); with mlm_labels only the labelled positions, (N, V)
-    nsp_logits: torch.Tensor           # (B, 2); class 0 = B follows A (IsNext), 1 = NotNext
+    # (B, T, V); with mlm_labels only the labelled positions, (N, V)
+    mlm_logits: torch.Tensor
+    # (B, 2); class 0 = B follows A (IsNext), 1 = NotNext
+    nsp_logits: torch.Tensor
 
     @property
     def pair_loss(self) -> torch.Tensor | None:
-        """The loss of the sentence-pair objective, whatever it is (NSP here; ALBERT's is
-        sentence order): what the pretraining loop reads."""
+        """The loss of the sentence-pair objective, whatever it is (NSP here; ALBERT's
+        is sentence order): what the pretraining loop reads."""
         return self.nsp_loss
 
     @property
@@ -138,32 +178,47 @@ class PreTrainingOutput:
 # Built in chapter 8, section "The next-sentence head":
 # chapters/08_bert.html#the-next-sentence-head
 class BertForPreTraining(nn.Module):
-    """BERT with both pretraining heads: masked language model and next sentence prediction."""
+    """BERT with both pretraining heads: masked language model and next sentence
+    prediction."""
 
     config_class = BertConfig
     model_class = BertModel
     mlm_head_class = BertMLMHead
-    pair_labels = "nsp_labels"          # what forward calls the sentence-pair labels
+    pair_labels = "nsp_labels"  # what forward calls the sentence-pair labels
 
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
         self.bert = self.model_class(config, add_pooler=True)
-        self.mlm_head = self.mlm_head_class(config, self.bert.embeddings.token_embeddings)
-        self.nsp_head = nn.Linear(config.d_model, 2)          # reads the pooled [CLS] vector
+        self.mlm_head = self.mlm_head_class(
+            config, self.bert.embeddings.token_embeddings
+        )
+        # reads the pooled [CLS] vector
+        self.nsp_head = nn.Linear(config.d_model, 2)
         init_bert_weights(self.nsp_head, config.initializer_range)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, mlm_labels: torch.Tensor | None = None,
-                nsp_labels: torch.Tensor | None = None) -> PreTrainingOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        mlm_labels: torch.Tensor | None = None,
+        nsp_labels: torch.Tensor | None = None,
+    ) -> PreTrainingOutput:
         out = self.bert(input_ids, token_type_ids, attention_mask)
-        mlm_logits, mlm_loss = masked_lm_logits_and_loss(self.mlm_head, out.last_hidden_state, mlm_labels,
-                                                         self.config.vocab_size)
-        nsp_logits = self.nsp_head(out.pooler_output)                      # (B, 2)
+        mlm_logits, mlm_loss = masked_lm_logits_and_loss(
+            self.mlm_head, out.last_hidden_state, mlm_labels, self.config.vocab_size
+        )
+        nsp_logits = self.nsp_head(out.pooler_output)  # (B, 2)
         nsp_loss = None
         if nsp_labels is not None:
             check_labels("nsp_labels", nsp_labels, (input_ids.shape[0],), 2)
             nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
         losses = [loss for loss in (mlm_loss, nsp_loss) if loss is not None]
-        return PreTrainingOutput(loss=sum(losses) if losses else None, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
-                                 mlm_logits=mlm_logits, nsp_logits=nsp_logits)
+        return PreTrainingOutput(
+            loss=sum(losses) if losses else None,
+            mlm_loss=mlm_loss,
+            nsp_loss=nsp_loss,
+            mlm_logits=mlm_logits,
+            nsp_logits=nsp_logits,
+        )

@@ -4,12 +4,25 @@
 
 Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['Converter', 'register', 'from_hf', 'to_hf', 'load_renamed',
-           'ACTIVATIONS_TO_HF', 'ACTIVATIONS_FROM_HF', 'bert_config_from_hf',
-           'bert_config_to_hf', 'bert_encoder_names', 'bert_weight_names',
-           'PretrainedEncoder', 'load_hf_bert', 'load_minilm']
+__all__ = [
+    'Converter',
+    'register',
+    'from_hf',
+    'to_hf',
+    'load_renamed',
+    'ACTIVATIONS_TO_HF',
+    'ACTIVATIONS_FROM_HF',
+    'bert_config_from_hf',
+    'bert_config_to_hf',
+    'bert_encoder_names',
+    'bert_weight_names',
+    'PretrainedEncoder',
+    'load_hf_bert',
+    'load_minilm',
+]
 
 
 import importlib
@@ -34,23 +47,31 @@ from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 # chapters/08_bert.html#converting-to-and-from-hugging-face
 @dataclass
 class Converter:
-    hf_class_name: str                  # transformers' class, e.g. "BertForMaskedLM"
-    tinybert_class: type                # ours, e.g. tinybert.models.bert_heads.BertForMaskedLM
-    from_fn: Callable                   # hf_model -> tinybert model
-    to_fn: Callable                     # tinybert model -> hf_model
+    hf_class_name: str  # transformers' class, e.g. "BertForMaskedLM"
+    # ours, e.g. tinybert.models.bert_heads.BertForMaskedLM
+    tinybert_class: type
+    from_fn: Callable  # hf_model -> tinybert model
+    to_fn: Callable  # tinybert model -> hf_model
 
 
-_FROM_HF: dict[str, Converter] = {}     # keyed by the Hugging Face class name (no transformers import needed)
-_TO_HF: dict[type, Converter] = {}      # keyed by our class
-_FAMILY_MODULES = {"Roberta": "tinybert.models.roberta",        # chapter 11 registers RoBERTa's converters,
-                   "DistilBert": "tinybert.models.distilbert",  # chapter 12 DistilBERT's,
-                   "Albert": "tinybert.models.convert_albert"}         # chapter 13 ALBERT's
+# keyed by the Hugging Face class name (no transformers import needed)
+_FROM_HF: dict[str, Converter] = {}
+_TO_HF: dict[type, Converter] = {}  # keyed by our class
+# chapter 11 registers RoBERTa's converters,
+_FAMILY_MODULES = {
+    "Roberta": "tinybert.models.roberta",
+    # chapter 12 DistilBERT's,
+    "DistilBert": "tinybert.models.distilbert",
+    # chapter 13 ALBERT's
+    "Albert": "tinybert.models.convert_albert",
+}
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face":
 # chapters/08_bert.html#converting-to-and-from-hugging-face
 def _import_family(class_name: str) -> None:
-    """Import the module that registers the converters of ``class_name``'s family (by its prefix)."""
+    """Import the module that registers the converters of ``class_name``'s family (by
+    its prefix)."""
     for prefix, module in _FAMILY_MODULES.items():
         if class_name.startswith(prefix):
             importlib.import_module(module)
@@ -58,8 +79,11 @@ def _import_family(class_name: str) -> None:
 
 # Built in chapter 8, section "Converting to and from Hugging Face":
 # chapters/08_bert.html#converting-to-and-from-hugging-face
-def register(hf_class_name: str, tinybert_class: type, from_fn: Callable, to_fn: Callable) -> None:
-    """Teach from_hf and to_hf a pair of classes; the RoBERTa, DistilBERT and ALBERT chapters call this."""
+def register(
+    hf_class_name: str, tinybert_class: type, from_fn: Callable, to_fn: Callable
+) -> None:
+    """Teach from_hf and to_hf a pair of classes; the RoBERTa, DistilBERT and ALBERT
+    chapters call this."""
     converter = Converter(hf_class_name, tinybert_class, from_fn, to_fn)
     _FROM_HF[hf_class_name] = converter
     _TO_HF[tinybert_class] = converter
@@ -68,72 +92,116 @@ def register(hf_class_name: str, tinybert_class: type, from_fn: Callable, to_fn:
 # Built in chapter 8, section "Converting to and from Hugging Face":
 # chapters/08_bert.html#converting-to-and-from-hugging-face
 def from_hf(hf_model) -> nn.Module:
-    """The tinybert model that computes the same function as the Hugging Face model ``hf_model``."""
+    """The tinybert model that computes the same function as the Hugging Face model
+    ``hf_model``."""
     name = type(hf_model).__name__
     if name not in _FROM_HF:
         _import_family(name)
     if name not in _FROM_HF:
-        raise ValueError(f"from_hf: no converter for {name}; known classes: {', '.join(sorted(_FROM_HF))}")
+        raise ValueError(
+            f"from_hf: no converter for {name}; known classes: "
+            f"{', '.join(sorted(_FROM_HF))}"
+        )
     return _FROM_HF[name].from_fn(hf_model)
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face":
 # chapters/08_bert.html#converting-to-and-from-hugging-face
 def to_hf(model: nn.Module):
-    """The Hugging Face transformers model that computes the same function as our ``model``."""
+    """The Hugging Face transformers model that computes the same function as our
+    ``model``."""
     if type(model) not in _TO_HF:
         _import_family(type(model).__name__)
     if type(model) not in _TO_HF:
         known = ", ".join(sorted(cls.__name__ for cls in _TO_HF))
-        raise ValueError(f"to_hf: no converter for {type(model).__name__}; known classes: {known}")
+        raise ValueError(
+            f"to_hf: no converter for {type(model).__name__}; known classes: {known}"
+        )
     return _TO_HF[type(model)].to_fn(model)
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face":
 # chapters/08_bert.html#converting-to-and-from-hugging-face
-def load_renamed(target: nn.Module, source: dict[str, torch.Tensor], names: dict[str, str]) -> None:
-    """Copy source[names[t]] into target's tensor t, for every t; fail loudly on anything left over.
+def load_renamed(
+    target: nn.Module, source: dict[str, torch.Tensor], names: dict[str, str]
+) -> None:
+    """Copy source[names[t]] into target's tensor t, for every t; fail loudly on
+    anything left over.
 
-    Every tensor of ``target`` (tied ones once) must be named, every tensor of ``source`` must be
-    used (directly or through a tied alias), and shapes must match: no silent partial conversions.
+    Every tensor of ``target`` (tied ones once) must be named, every tensor of
+    ``source`` must be used (directly or through a tied alias), and shapes must match:
+    no silent partial conversions.
     """
     wanted = unique_state_dict(target)
     unnamed = sorted(set(wanted) - set(names))
     absent = sorted(s for s in names.values() if s not in source)
-    storage = {key: (t.untyped_storage().data_ptr(), t.storage_offset(), t.shape) for key, t in source.items()}
+    storage = {
+        key: (t.untyped_storage().data_ptr(), t.storage_offset(), t.shape)
+        for key, t in source.items()
+    }
     used = {storage[s] for s in names.values() if s in source}
     unused = sorted(key for key in source if storage[key] not in used)
-    wrong = [f"{t} {tuple(wanted[t].shape)} <- {s} {tuple(source[s].shape)}" for t, s in names.items()
-             if t in wanted and s in source and wanted[t].shape != source[s].shape]
+    wrong = [
+        f"{t} {tuple(wanted[t].shape)} <- {s} {tuple(source[s].shape)}"
+        for t, s in names.items()
+        if t in wanted and s in source and wanted[t].shape != source[s].shape
+    ]
     if unnamed or absent or unused or wrong:
-        raise ValueError(f"cannot convert into {type(target).__name__}: target tensors without a source "
-                         f"{unnamed[:5]}, missing source tensors {absent[:5]}, unused source tensors "
-                         f"{unused[:5]}, shape mismatches {wrong[:5]}")
-    target.load_state_dict({t: source[names[t]] for t in wanted}, strict=False)   # tied aliases follow
+        raise ValueError(
+            f"cannot convert into {type(target).__name__}: target tensors "
+            f"without a source {unnamed[:5]}, missing source tensors "
+            f"{absent[:5]}, unused source tensors {unused[:5]}, shape "
+            f"mismatches {wrong[:5]}"
+        )
+    # tied aliases follow
+    target.load_state_dict({t: source[names[t]] for t in wanted}, strict=False)
 
 
-ACTIVATIONS_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu", "tanh": "tanh",
-                      "sigmoid": "sigmoid"}
-ACTIVATIONS_FROM_HF = {**{hf: ours for ours, hf in ACTIVATIONS_TO_HF.items()}, "gelu_new": "gelu_tanh"}
+ACTIVATIONS_TO_HF = {
+    "gelu": "gelu",
+    "gelu_tanh": "gelu_pytorch_tanh",
+    "relu": "relu",
+    "tanh": "tanh",
+    "sigmoid": "sigmoid",
+}
+ACTIVATIONS_FROM_HF = {
+    **{hf: ours for ours, hf in ACTIVATIONS_TO_HF.items()},
+    "gelu_new": "gelu_tanh",
+}
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face":
 # chapters/08_bert.html#converting-to-and-from-hugging-face
 def bert_config_from_hf(hf_config) -> BertConfig:
-    """Hugging Face's BertConfig (hidden_size, num_hidden_layers, ...) -> ours (d_model, n_layers, ...)."""
+    """Hugging Face's BertConfig (hidden_size, num_hidden_layers, ...) -> ours (d_model,
+    n_layers, ...)."""
     if getattr(hf_config, "position_embedding_type", None) not in (None, "absolute"):
-        raise ValueError(f"only absolute (learned) positions are supported, got {hf_config.position_embedding_type!r}")
+        raise ValueError(
+            f"only absolute (learned) positions are supported, got "
+            f"{hf_config.position_embedding_type!r}"
+        )
     if getattr(hf_config, "is_decoder", False):
         raise ValueError("BERT here is an encoder; got a config with is_decoder=True")
     if hf_config.hidden_act not in ACTIVATIONS_FROM_HF:
-        raise ValueError(f"unsupported hidden_act {hf_config.hidden_act!r}; supported: {sorted(ACTIVATIONS_FROM_HF)}")
+        raise ValueError(
+            f"unsupported hidden_act {hf_config.hidden_act!r}; supported: "
+            f"{sorted(ACTIVATIONS_FROM_HF)}"
+        )
     return BertConfig(
-        vocab_size=hf_config.vocab_size, d_model=hf_config.hidden_size, n_layers=hf_config.num_hidden_layers,
-        n_heads=hf_config.num_attention_heads, d_ff=hf_config.intermediate_size,
-        max_len=hf_config.max_position_embeddings, type_vocab_size=hf_config.type_vocab_size,
-        dropout=hf_config.hidden_dropout_prob, attention_dropout=hf_config.attention_probs_dropout_prob,
-        layer_norm_eps=hf_config.layer_norm_eps, initializer_range=hf_config.initializer_range,
-        pad_token_id=hf_config.pad_token_id or 0, activation=ACTIVATIONS_FROM_HF[hf_config.hidden_act])
+        vocab_size=hf_config.vocab_size,
+        d_model=hf_config.hidden_size,
+        n_layers=hf_config.num_hidden_layers,
+        n_heads=hf_config.num_attention_heads,
+        d_ff=hf_config.intermediate_size,
+        max_len=hf_config.max_position_embeddings,
+        type_vocab_size=hf_config.type_vocab_size,
+        dropout=hf_config.hidden_dropout_prob,
+        attention_dropout=hf_config.attention_probs_dropout_prob,
+        layer_norm_eps=hf_config.layer_norm_eps,
+        initializer_range=hf_config.initializer_range,
+        pad_token_id=hf_config.pad_token_id or 0,
+        activation=ACTIVATIONS_FROM_HF[hf_config.hidden_act],
+    )
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face":
@@ -145,53 +213,97 @@ def bert_config_to_hf(config: BertConfig):
     if config.activation not in ACTIVATIONS_TO_HF:
         raise ValueError(f"Hugging Face's BERT has no activation {config.activation!r}")
     if config.norm_first:
-        raise ValueError("Hugging Face's BERT has post-LN layers only; this model has "
-                         "norm_first=True (pre-LN), so it has no Hugging Face equivalent")
+        raise ValueError(
+            "Hugging Face's BERT has post-LN layers only; this model has "
+            "norm_first=True (pre-LN), so it has no Hugging "
+            "Face equivalent"
+        )
     return transformers.BertConfig(
-        vocab_size=config.vocab_size, hidden_size=config.d_model, num_hidden_layers=config.n_layers,
-        num_attention_heads=config.n_heads, intermediate_size=config.d_ff,
-        max_position_embeddings=config.max_len, type_vocab_size=config.type_vocab_size,
-        hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.attention_dropout,
-        layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
-        pad_token_id=config.pad_token_id, hidden_act=ACTIVATIONS_TO_HF[config.activation])
+        vocab_size=config.vocab_size,
+        hidden_size=config.d_model,
+        num_hidden_layers=config.n_layers,
+        num_attention_heads=config.n_heads,
+        intermediate_size=config.d_ff,
+        max_position_embeddings=config.max_len,
+        type_vocab_size=config.type_vocab_size,
+        hidden_dropout_prob=config.dropout,
+        attention_probs_dropout_prob=config.attention_dropout,
+        layer_norm_eps=config.layer_norm_eps,
+        initializer_range=config.initializer_range,
+        pad_token_id=config.pad_token_id,
+        hidden_act=ACTIVATIONS_TO_HF[config.activation],
+    )
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face":
 # chapters/08_bert.html#converting-to-and-from-hugging-face
-def bert_encoder_names(n_layers: int, ours: str = "", theirs: str = "", pooler: bool = True) -> dict[str, str]:
-    """Our tensor names -> Hugging Face's for BERT's embeddings, layers and pooler (``ours``/``theirs``: prefixes)."""
-    pairs = [("embeddings.token_embeddings", "embeddings.word_embeddings"),
-             ("embeddings.segment_embeddings", "embeddings.token_type_embeddings"),
-             ("embeddings.position_embeddings", "embeddings.position_embeddings"),
-             ("embeddings.norm", "embeddings.LayerNorm")]
+def bert_encoder_names(
+    n_layers: int, ours: str = "", theirs: str = "", pooler: bool = True
+) -> dict[str, str]:
+    """Our tensor names -> Hugging Face's for BERT's embeddings, layers and pooler
+    (``ours``/``theirs``: prefixes)."""
+    pairs = [
+        ("embeddings.token_embeddings", "embeddings.word_embeddings"),
+        ("embeddings.segment_embeddings", "embeddings.token_type_embeddings"),
+        ("embeddings.position_embeddings", "embeddings.position_embeddings"),
+        ("embeddings.norm", "embeddings.LayerNorm"),
+    ]
     for i in range(n_layers):
-        pairs += [(f"encoder.layers.{i}.{a}", f"encoder.layer.{i}.{b}") for a, b in [
-            ("attention.query", "attention.self.query"), ("attention.key", "attention.self.key"),
-            ("attention.value", "attention.self.value"), ("attention.output", "attention.output.dense"),
-            ("attention_norm", "attention.output.LayerNorm"), ("feed_forward.expand", "intermediate.dense"),
-            ("feed_forward.contract", "output.dense"), ("feed_forward_norm", "output.LayerNorm")]]
+        pairs += [
+            (f"encoder.layers.{i}.{a}", f"encoder.layer.{i}.{b}")
+            for a, b in [
+                ("attention.query", "attention.self.query"),
+                ("attention.key", "attention.self.key"),
+                ("attention.value", "attention.self.value"),
+                ("attention.output", "attention.output.dense"),
+                ("attention_norm", "attention.output.LayerNorm"),
+                ("feed_forward.expand", "intermediate.dense"),
+                ("feed_forward.contract", "output.dense"),
+                ("feed_forward_norm", "output.LayerNorm"),
+            ]
+        ]
     if pooler:
         pairs.append(("pooler.dense", "pooler.dense"))
-    names = {f"{ours}{a}.{w}": f"{theirs}{b}.{w}" for a, b in pairs for w in ("weight", "bias")}
+    names = {
+        f"{ours}{a}.{w}": f"{theirs}{b}.{w}"
+        for a, b in pairs
+        for w in ("weight", "bias")
+    }
     for embedding in ("token_embeddings", "segment_embeddings", "position_embeddings"):
-        del names[f"{ours}embeddings.{embedding}.bias"]                 # embeddings have no bias
+        # embeddings have no bias
+        del names[f"{ours}embeddings.{embedding}.bias"]
     return names
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face":
 # chapters/08_bert.html#converting-to-and-from-hugging-face
 def bert_weight_names(model: nn.Module) -> dict[str, str]:
-    """Every tensor name of our BertModel / BertForMaskedLM / BertForPreTraining -> Hugging Face's."""
+    """Every tensor name of our BertModel / BertForMaskedLM / BertForPreTraining ->
+    Hugging Face's."""
     if isinstance(model, BertModel):
-        return bert_encoder_names(model.config.n_layers, pooler=model.pooler is not None)
-    names = bert_encoder_names(model.config.n_layers, "bert.", "bert.", pooler=model.bert.pooler is not None)
-    names.update({"mlm_head.dense.weight": "cls.predictions.transform.dense.weight",
-                  "mlm_head.dense.bias": "cls.predictions.transform.dense.bias",
-                  "mlm_head.norm.weight": "cls.predictions.transform.LayerNorm.weight",
-                  "mlm_head.norm.bias": "cls.predictions.transform.LayerNorm.bias",
-                  "mlm_head.decoder.bias": "cls.predictions.bias"})   # decoder.weight: tied to the token table
+        return bert_encoder_names(
+            model.config.n_layers, pooler=model.pooler is not None
+        )
+    names = bert_encoder_names(
+        model.config.n_layers, "bert.", "bert.", pooler=model.bert.pooler is not None
+    )
+    names.update(
+        {
+            "mlm_head.dense.weight": "cls.predictions.transform.dense.weight",
+            "mlm_head.dense.bias": "cls.predictions.transform.dense.bias",
+            "mlm_head.norm.weight": "cls.predictions.transform.LayerNorm.weight",
+            "mlm_head.norm.bias": "cls.predictions.transform.LayerNorm.bias",
+            # decoder.weight: tied to the token table
+            "mlm_head.decoder.bias": "cls.predictions.bias",
+        }
+    )
     if isinstance(model, BertForPreTraining):
-        names.update({"nsp_head.weight": "cls.seq_relationship.weight", "nsp_head.bias": "cls.seq_relationship.bias"})
+        names.update(
+            {
+                "nsp_head.weight": "cls.seq_relationship.weight",
+                "nsp_head.bias": "cls.seq_relationship.bias",
+            }
+        )
     return names
 
 
@@ -199,11 +311,23 @@ def bert_weight_names(model: nn.Module) -> dict[str, str]:
 # chapters/08_bert.html#converting-to-and-from-hugging-face
 def _bert_from_hf(hf_model) -> nn.Module:
     config = bert_config_from_hf(hf_model.config)
-    cls = {"BertModel": BertModel, "BertForMaskedLM": BertForMaskedLM,
-           "BertForPreTraining": BertForPreTraining}[type(hf_model).__name__]
-    model = BertModel(config, add_pooler=hf_model.pooler is not None) if cls is BertModel else cls(config)
-    source = {name: tensor for name, tensor in hf_model.state_dict().items()    # older transformers versions
-              if not name.endswith(("embeddings.position_ids", "embeddings.token_type_ids"))}  # save index buffers
+    cls = {
+        "BertModel": BertModel,
+        "BertForMaskedLM": BertForMaskedLM,
+        "BertForPreTraining": BertForPreTraining,
+    }[type(hf_model).__name__]
+    model = (
+        BertModel(config, add_pooler=hf_model.pooler is not None)
+        if cls is BertModel
+        else cls(config)
+    )
+    # older transformers versions
+    # save index buffers
+    source = {
+        name: tensor
+        for name, tensor in hf_model.state_dict().items()
+        if not name.endswith(("embeddings.position_ids", "embeddings.token_type_ids"))
+    }
     load_renamed(model, source, bert_weight_names(model))
     return model.to(next(hf_model.parameters()).device).train(hf_model.training)
 
@@ -213,8 +337,13 @@ def _bert_from_hf(hf_model) -> nn.Module:
 def _bert_to_hf(model: nn.Module):
     import transformers
 
-    hf_class = getattr(transformers, type(model).__name__)            # same class names as ours
-    kwargs = {"add_pooling_layer": model.pooler is not None} if isinstance(model, BertModel) else {}
+    # same class names as ours
+    hf_class = getattr(transformers, type(model).__name__)
+    kwargs = (
+        {"add_pooling_layer": model.pooler is not None}
+        if isinstance(model, BertModel)
+        else {}
+    )
     hf_model = hf_class(bert_config_to_hf(model.config), **kwargs)
     theirs_to_ours = {theirs: ours for ours, theirs in bert_weight_names(model).items()}
     load_renamed(hf_model, model.state_dict(), theirs_to_ours)
@@ -225,13 +354,24 @@ for _cls in (BertModel, BertForMaskedLM, BertForPreTraining):
     register(_cls.__name__, _cls, _bert_from_hf, _bert_to_hf)
 
 
-_HF_BERT_SIZES = ("vocab_size", "hidden_size", "num_hidden_layers",
-                  "num_attention_heads", "intermediate_size")
-_HF_BERT_DEFAULTS = {                  # the defaults of transformers' BertConfig
-    "hidden_act": "gelu", "max_position_embeddings": 512, "type_vocab_size": 2,
-    "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-    "layer_norm_eps": 1e-12, "initializer_range": 0.02, "pad_token_id": 0}
-_HF_BERT_WEIGHTS = ("model.safetensors", "pytorch_model.bin")   # in order of preference
+_HF_BERT_SIZES = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+)
+_HF_BERT_DEFAULTS = {  # the defaults of transformers' BertConfig
+    "hidden_act": "gelu",
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1,
+    "layer_norm_eps": 1e-12,
+    "initializer_range": 0.02,
+    "pad_token_id": 0,
+}
+_HF_BERT_WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # in order of preference
 
 
 # Built in chapter 8, section "Running a real pretrained BERT":
@@ -240,8 +380,8 @@ _HF_BERT_WEIGHTS = ("model.safetensors", "pytorch_model.bin")   # in order of pr
 class PretrainedEncoder:
     """A pretrained BERT encoder from a Hugging Face folder (eval mode, on the CPU)."""
 
-    model: BertModel                  # the encoder, with a pooler if the folder has one
-    tokenizer: WordPieceTokenizer     # the folder's vocab.txt
+    model: BertModel  # the encoder, with a pooler if the folder has one
+    tokenizer: WordPieceTokenizer  # the folder's vocab.txt
     config: BertConfig
     directory: Path
 
@@ -253,12 +393,13 @@ def _hf_bert_config(directory: Path) -> BertConfig:
     hf = json.loads((directory / "config.json").read_text(encoding="utf-8"))
     kind = hf.get("model_type")
     if kind is None and str((hf.get("architectures") or ["?"])[0]).startswith("Bert"):
-        kind = "bert"                 # saved before transformers wrote model_type
+        kind = "bert"  # saved before transformers wrote model_type
     if kind != "bert":
         raise ValueError(
             f"{directory} does not hold a BERT: its config.json says model_type "
             f"{hf.get('model_type')!r}, architectures {hf.get('architectures')}; "
-            "expected model_type 'bert'")
+            "expected model_type 'bert'"
+        )
     missing = [key for key in _HF_BERT_SIZES if key not in hf]
     if missing:
         raise ValueError(f"{directory}/config.json lacks {', '.join(missing)}")
@@ -271,17 +412,20 @@ def _hf_bert_tensors(path: Path) -> dict[str, torch.Tensor]:
     """The encoder's tensors in ``path``, named as in BertModel (no prefix or heads)."""
     if path.suffix == ".safetensors":
         state = load_file(path)
-    else:                                                  # tensors only, never code
+    else:  # tensors only, never code
         state = torch.load(path, map_location="cpu", weights_only=True)
-    if any(name.startswith("bert.") for name in state):   # BertFor*: keep the encoder
-        state = {name.removeprefix("bert."): tensor for name, tensor in state.items()
-                 if name.startswith("bert.")}
+    if any(name.startswith("bert.") for name in state):  # BertFor*: keep the encoder
+        state = {
+            name.removeprefix("bert."): tensor
+            for name, tensor in state.items()
+            if name.startswith("bert.")
+        }
     tensors = {}
     for name, tensor in state.items():
         if name.endswith(("position_ids", "token_type_ids")):  # index buffers
             continue
         name = name.replace("LayerNorm.gamma", "LayerNorm.weight")  # the names of
-        name = name.replace("LayerNorm.beta", "LayerNorm.bias")     # TensorFlow's files
+        name = name.replace("LayerNorm.beta", "LayerNorm.bias")  # TensorFlow's files
         tensors[name] = tensor.float()
     return tensors
 
@@ -298,25 +442,32 @@ def load_hf_bert(directory: str | Path) -> PretrainedEncoder:
     directory = Path(directory)
     expected = "config.json, model.safetensors (or pytorch_model.bin) and vocab.txt"
     if not directory.is_dir():
-        raise FileNotFoundError(f"{directory} is not a folder; a Hugging Face BERT "
-                                f"folder holds {expected}")
+        raise FileNotFoundError(
+            f"{directory} is not a folder; a Hugging Face BERT folder holds {expected}"
+        )
     weights = [f for f in _HF_BERT_WEIGHTS if (directory / f).is_file()]
     missing = [f for f in ("config.json", "vocab.txt") if not (directory / f).is_file()]
     missing += [] if weights else ["model.safetensors (or pytorch_model.bin)"]
     if missing:
-        raise FileNotFoundError(f"{directory} lacks {', '.join(missing)}; a Hugging "
-                                f"Face BERT folder holds {expected}")
+        raise FileNotFoundError(
+            f"{directory} lacks {', '.join(missing)}; a Hugging "
+            f"Face BERT folder holds {expected}"
+        )
     config = _hf_bert_config(directory)
     options, settings = {}, directory / "tokenizer_config.json"
     if settings.is_file():
         options = json.loads(settings.read_text(encoding="utf-8"))
     tokenizer = WordPieceTokenizer.from_file(
-        directory / "vocab.txt", lowercase=options.get("do_lower_case", True),
+        directory / "vocab.txt",
+        lowercase=options.get("do_lower_case", True),
         strip_accents=options.get("strip_accents"),
-        handle_chinese_chars=options.get("tokenize_chinese_chars", True))
+        handle_chinese_chars=options.get("tokenize_chinese_chars", True),
+    )
     if len(tokenizer) != config.vocab_size:
-        raise ValueError(f"{directory}: vocab.txt has {len(tokenizer):,} tokens but "
-                         f"config.json says vocab_size {config.vocab_size:,}")
+        raise ValueError(
+            f"{directory}: vocab.txt has {len(tokenizer):,} tokens but "
+            f"config.json says vocab_size {config.vocab_size:,}"
+        )
     tensors = _hf_bert_tensors(directory / weights[0])
     model = BertModel(config, add_pooler="pooler.dense.weight" in tensors)
     try:

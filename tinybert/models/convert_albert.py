@@ -4,6 +4,7 @@
 
 Built in chapter 13 (ALBERT); read it with its explanations at chapters/13_albert.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['albert_config_from_hf', 'albert_config_to_hf', 'albert_weight_names']
@@ -11,19 +12,34 @@ __all__ = ['albert_config_from_hf', 'albert_config_to_hf', 'albert_weight_names'
 
 from torch import nn
 
-from tinybert.models.convert import (ACTIVATIONS_TO_HF, bert_config_from_hf,
-                                     bert_encoder_names, load_renamed, register)
-from tinybert.models.albert import AlbertConfig, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel
+from tinybert.models.convert import (
+    ACTIVATIONS_TO_HF,
+    bert_config_from_hf,
+    bert_encoder_names,
+    load_renamed,
+    register,
+)
+from tinybert.models.albert import (
+    AlbertConfig,
+    AlbertForMaskedLM,
+    AlbertForPreTraining,
+    AlbertModel,
+)
 
 
 # Built in chapter 13, section "Converting to and from Hugging Face":
 # chapters/13_albert.html#converting-to-and-from-hugging-face
 def albert_config_from_hf(hf_config) -> AlbertConfig:
-    """Hugging Face's AlbertConfig -> ours: BERT's fields (same names in HF) plus ALBERT's four."""
+    """Hugging Face's AlbertConfig -> ours: BERT's fields (same names in HF) plus
+    ALBERT's four."""
     shared = bert_config_from_hf(hf_config).to_dict()
-    return AlbertConfig(**shared, embedding_size=hf_config.embedding_size, n_groups=hf_config.num_hidden_groups,
-                        inner_group_num=hf_config.inner_group_num,
-                        classifier_dropout=hf_config.classifier_dropout_prob)
+    return AlbertConfig(
+        **shared,
+        embedding_size=hf_config.embedding_size,
+        n_groups=hf_config.num_hidden_groups,
+        inner_group_num=hf_config.inner_group_num,
+        classifier_dropout=hf_config.classifier_dropout_prob,
+    )
 
 
 # Built in chapter 13, section "Converting to and from Hugging Face":
@@ -33,50 +49,94 @@ def albert_config_to_hf(config: AlbertConfig):
     import transformers
 
     if config.activation not in ACTIVATIONS_TO_HF:
-        raise ValueError(f"Hugging Face's ALBERT has no activation {config.activation!r}")
-    hidden_act = "gelu_new" if config.activation == "gelu_tanh" else ACTIVATIONS_TO_HF[config.activation]
+        raise ValueError(
+            f"Hugging Face's ALBERT has no activation {config.activation!r}"
+        )
+    hidden_act = (
+        "gelu_new"
+        if config.activation == "gelu_tanh"
+        else ACTIVATIONS_TO_HF[config.activation]
+    )
     return transformers.AlbertConfig(
-        vocab_size=config.vocab_size, embedding_size=config.embedding_size, hidden_size=config.d_model,
-        num_hidden_layers=config.n_layers, num_hidden_groups=config.n_groups, num_attention_heads=config.n_heads,
-        intermediate_size=config.d_ff, inner_group_num=config.inner_group_num, hidden_act=hidden_act,
-        hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.attention_dropout,
-        max_position_embeddings=config.max_len, type_vocab_size=config.type_vocab_size,
-        initializer_range=config.initializer_range, layer_norm_eps=config.layer_norm_eps,
-        classifier_dropout_prob=config.classifier_dropout, pad_token_id=config.pad_token_id)
+        vocab_size=config.vocab_size,
+        embedding_size=config.embedding_size,
+        hidden_size=config.d_model,
+        num_hidden_layers=config.n_layers,
+        num_hidden_groups=config.n_groups,
+        num_attention_heads=config.n_heads,
+        intermediate_size=config.d_ff,
+        inner_group_num=config.inner_group_num,
+        hidden_act=hidden_act,
+        hidden_dropout_prob=config.dropout,
+        attention_probs_dropout_prob=config.attention_dropout,
+        max_position_embeddings=config.max_len,
+        type_vocab_size=config.type_vocab_size,
+        initializer_range=config.initializer_range,
+        layer_norm_eps=config.layer_norm_eps,
+        classifier_dropout_prob=config.classifier_dropout,
+        pad_token_id=config.pad_token_id,
+    )
 
 
-_LAYER_NAMES = [("attention.query", "attention.query"), ("attention.key", "attention.key"),
-                ("attention.value", "attention.value"), ("attention.output", "attention.dense"),
-                ("attention_norm", "attention.LayerNorm"), ("feed_forward.expand", "ffn"),
-                ("feed_forward.contract", "ffn_output"), ("feed_forward_norm", "full_layer_layer_norm")]
+_LAYER_NAMES = [
+    ("attention.query", "attention.query"),
+    ("attention.key", "attention.key"),
+    ("attention.value", "attention.value"),
+    ("attention.output", "attention.dense"),
+    ("attention_norm", "attention.LayerNorm"),
+    ("feed_forward.expand", "ffn"),
+    ("feed_forward.contract", "ffn_output"),
+    ("feed_forward_norm", "full_layer_layer_norm"),
+]
 
 
 # Built in chapter 13, section "Converting to and from Hugging Face":
 # chapters/13_albert.html#converting-to-and-from-hugging-face
 def albert_weight_names(model: nn.Module) -> dict[str, str]:
-    """Every tensor name of our AlbertModel / AlbertForMaskedLM / AlbertForPreTraining -> Hugging Face's."""
+    """Every tensor name of our AlbertModel / AlbertForMaskedLM / AlbertForPreTraining
+    -> Hugging Face's."""
     base = model if isinstance(model, AlbertModel) else model.albert
-    prefix = "" if base is model else "albert."                      # the same prefix on both sides
+    # the same prefix on both sides
+    prefix = "" if base is model else "albert."
     c = model.config
-    names = bert_encoder_names(0, prefix, prefix, pooler=False)      # the three tables and their LayerNorm
+    # the three tables and their LayerNorm
+    names = bert_encoder_names(0, prefix, prefix, pooler=False)
     pairs = [("embeddings.projection", "encoder.embedding_hidden_mapping_in")]
     for g in range(c.n_groups):
         for i in range(c.inner_group_num):
-            pairs += [(f"encoder.groups.{g}.{i}.{ours}", f"encoder.albert_layer_groups.{g}.albert_layers.{i}.{theirs}")
-                      for ours, theirs in _LAYER_NAMES]
+            pairs += [
+                (
+                    f"encoder.groups.{g}.{i}.{ours}",
+                    (f"encoder.albert_layer_groups.{g}.albert_layers.{i}.{theirs}"),
+                )
+                for ours, theirs in _LAYER_NAMES
+            ]
     if base.pooler is not None:
         pairs.append(("pooler.dense", "pooler"))
-    names |= {f"{prefix}{ours}.{w}": f"{prefix}{theirs}.{w}" for ours, theirs in pairs for w in ("weight", "bias")}
-    if base is not model:                                            # the MLM head; its decoder weight is tied
-        names |= {f"mlm_head.{ours}.{w}": f"predictions.{theirs}.{w}"
-                  for ours, theirs in [("dense", "dense"), ("norm", "LayerNorm")] for w in ("weight", "bias")}
+    names |= {
+        f"{prefix}{ours}.{w}": f"{prefix}{theirs}.{w}"
+        for ours, theirs in pairs
+        for w in ("weight", "bias")
+    }
+    # the MLM head; its decoder weight is tied
+    if base is not model:
+        names |= {
+            f"mlm_head.{ours}.{w}": f"predictions.{theirs}.{w}"
+            for ours, theirs in [("dense", "dense"), ("norm", "LayerNorm")]
+            for w in ("weight", "bias")
+        }
         names["mlm_head.decoder.bias"] = "predictions.bias"
     if isinstance(model, AlbertForPreTraining):
-        names |= {f"sop_head.{w}": f"sop_classifier.classifier.{w}" for w in ("weight", "bias")}
+        names |= {
+            f"sop_head.{w}": f"sop_classifier.classifier.{w}"
+            for w in ("weight", "bias")
+        }
     return names
 
 
-_ALBERT_CLASSES = {cls.__name__: cls for cls in (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining)}
+_ALBERT_CLASSES = {
+    cls.__name__: cls for cls in (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining)
+}
 
 
 # Built in chapter 13, section "Converting to and from Hugging Face":
@@ -84,7 +144,11 @@ _ALBERT_CLASSES = {cls.__name__: cls for cls in (AlbertModel, AlbertForMaskedLM,
 def _albert_from_hf(hf_model) -> nn.Module:
     config = albert_config_from_hf(hf_model.config)
     cls = _ALBERT_CLASSES[type(hf_model).__name__]
-    model = AlbertModel(config, add_pooler=hf_model.pooler is not None) if cls is AlbertModel else cls(config)
+    model = (
+        AlbertModel(config, add_pooler=hf_model.pooler is not None)
+        if cls is AlbertModel
+        else cls(config)
+    )
     load_renamed(model, hf_model.state_dict(), albert_weight_names(model))
     return model.to(next(hf_model.parameters()).device).train(hf_model.training)
 
@@ -94,10 +158,17 @@ def _albert_from_hf(hf_model) -> nn.Module:
 def _albert_to_hf(model: nn.Module):
     import transformers
 
-    hf_class = getattr(transformers, type(model).__name__)            # the same class names as ours
-    kwargs = {"add_pooling_layer": model.pooler is not None} if isinstance(model, AlbertModel) else {}
+    # the same class names as ours
+    hf_class = getattr(transformers, type(model).__name__)
+    kwargs = (
+        {"add_pooling_layer": model.pooler is not None}
+        if isinstance(model, AlbertModel)
+        else {}
+    )
     hf_model = hf_class(albert_config_to_hf(model.config), **kwargs)
-    theirs_to_ours = {theirs: ours for ours, theirs in albert_weight_names(model).items()}
+    theirs_to_ours = {
+        theirs: ours for ours, theirs in albert_weight_names(model).items()
+    }
     load_renamed(hf_model, model.state_dict(), theirs_to_ours)
     return hf_model.to(next(model.parameters()).device).train(model.training)
 

@@ -5,11 +5,19 @@
 Built in chapter 12 (DistilBERT); read it with its explanations at
 chapters/12_distilbert.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['DistilBertConfig', 'DISTILBERT_PRESETS', 'DistilBertEmbeddings',
-           'DistilBertModel', 'DistilBertForMaskedLM', 'distilbert_config_from_hf',
-           'distilbert_config_to_hf', 'distilbert_weight_names']
+__all__ = [
+    'DistilBertConfig',
+    'DISTILBERT_PRESETS',
+    'DistilBertEmbeddings',
+    'DistilBertModel',
+    'DistilBertForMaskedLM',
+    'distilbert_config_from_hf',
+    'distilbert_config_to_hf',
+    'distilbert_weight_names',
+]
 
 
 from dataclasses import dataclass
@@ -18,8 +26,13 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.convert import (ACTIVATIONS_FROM_HF, ACTIVATIONS_TO_HF,
-                                     bert_encoder_names, load_renamed, register)
+from tinybert.models.convert import (
+    ACTIVATIONS_FROM_HF,
+    ACTIVATIONS_TO_HF,
+    bert_encoder_names,
+    load_renamed,
+    register,
+)
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import BertForMaskedLM
 
@@ -28,21 +41,27 @@ from tinybert.models.bert_heads import BertForMaskedLM
 # chapters/12_distilbert.html#the-student
 @dataclass
 class DistilBertConfig(BertConfig):
-    """BERT's configuration with distilbert-base-uncased's defaults: BERT-base with half the layers."""
+    """BERT's configuration with distilbert-base-uncased's defaults: BERT-base with half
+    the layers."""
 
-    n_layers: int = 6                 # BERT-base's 12, halved
-    type_vocab_size: int = 1          # one segment and no segment table: token_type_ids must be all 0
+    n_layers: int = 6  # BERT-base's 12, halved
+    # one segment and no segment table: token_type_ids must be all 0
+    type_vocab_size: int = 1
 
     @classmethod
     def preset(cls, name: str, **overrides) -> DistilBertConfig:
-        """A released size by name (see DISTILBERT_PRESETS), with any field overridden."""
+        """A released size by name (see DISTILBERT_PRESETS), with any field
+        overridden."""
         if name not in DISTILBERT_PRESETS:
-            raise ValueError(f"unknown DistilBERT preset {name!r}; known presets: {', '.join(DISTILBERT_PRESETS)}")
+            raise ValueError(
+                f"unknown DistilBERT preset {name!r}; known presets: "
+                f"{', '.join(DISTILBERT_PRESETS)}"
+            )
         return cls(**{**DISTILBERT_PRESETS[name], **overrides})
 
 
 DISTILBERT_PRESETS = {
-    "distilbert-base-uncased": dict(),                      # N=6, D=768, H=12
+    "distilbert-base-uncased": dict(),  # N=6, D=768, H=12
     "distilbert-base-cased": dict(vocab_size=28996),
 }
 
@@ -50,42 +69,55 @@ DISTILBERT_PRESETS = {
 # Built in chapter 12, section "The student":
 # chapters/12_distilbert.html#the-student
 class DistilBertEmbeddings(nn.Module):
-    """BERT's embeddings without the segment table: Dropout(LayerNorm(E_token[w_t] + E_position[t]))."""
+    """BERT's embeddings without the segment table: Dropout(LayerNorm(E_token[w_t] +
+    E_position[t]))."""
 
     def __init__(self, config: DistilBertConfig):
         super().__init__()
         D = config.d_model
-        self.token_embeddings = nn.Embedding(config.vocab_size, D, padding_idx=config.pad_token_id)
+        self.token_embeddings = nn.Embedding(
+            config.vocab_size, D, padding_idx=config.pad_token_id
+        )
         self.position_embeddings = nn.Embedding(config.max_len, D)
         self.norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        # token_type_ids: passed by BertModel.forward, which has checked that they are all 0; unused
-        positions = torch.arange(input_ids.shape[1], device=input_ids.device)             # (T,)
-        x = self.token_embeddings(input_ids) + self.position_embeddings(positions)        # (B, T, D)
-        return self.dropout(self.norm(x))                                                 # (B, T, D)
+    def forward(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        # token_type_ids: passed by BertModel.forward, which has checked that they are
+        # all 0; unused
+        # (T,)
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        # (B, T, D)
+        x = self.token_embeddings(input_ids) + self.position_embeddings(positions)
+        # (B, T, D)
+        return self.dropout(self.norm(x))
 
 
 # Built in chapter 12, section "The student":
 # chapters/12_distilbert.html#the-student
 class DistilBertModel(BertModel):
-    """BertModel with DistilBertEmbeddings and no pooler; layers, checks and outputs are BERT's."""
+    """BertModel with DistilBertEmbeddings and no pooler; layers, checks and outputs
+    are BERT's."""
 
     config_class = DistilBertConfig
     embeddings_class = DistilBertEmbeddings
 
     def __init__(self, config: DistilBertConfig, add_pooler: bool = False):
         if add_pooler:
-            raise ValueError("DistilBertModel has no pooler (DistilBERT drops BERT's), "
-                             "got add_pooler=True")
+            raise ValueError(
+                "DistilBertModel has no pooler (DistilBERT drops BERT's), "
+                "got add_pooler=True"
+            )
         super().__init__(config, add_pooler=False)
 
 
 # Built in chapter 12, section "The student":
 # chapters/12_distilbert.html#the-student
 class DistilBertForMaskedLM(BertForMaskedLM):
-    """BertForMaskedLM over a DistilBertModel: the same tied head and the same forward."""
+    """BertForMaskedLM over a DistilBertModel: the same tied head and the
+    same forward."""
 
     config_class = DistilBertConfig
     model_class = DistilBertModel
@@ -95,57 +127,103 @@ for _cls in (DistilBertModel, DistilBertForMaskedLM):
     register_model_class(_cls)
 
 
-_BERT_TO_DISTILBERT_NAMES = (                               # Hugging Face's BERT names -> its DistilBERT names
-    ("encoder.layer.", "transformer.layer."), ("attention.self.query", "attention.q_lin"),
-    ("attention.self.key", "attention.k_lin"), ("attention.self.value", "attention.v_lin"),
-    ("attention.output.dense", "attention.out_lin"), ("attention.output.LayerNorm", "sa_layer_norm"),
-    ("intermediate.dense", "ffn.lin1"), ("output.dense", "ffn.lin2"), ("output.LayerNorm", "output_layer_norm"))
+# Hugging Face's BERT names -> its DistilBERT names
+_BERT_TO_DISTILBERT_NAMES = (
+    ("encoder.layer.", "transformer.layer."),
+    ("attention.self.query", "attention.q_lin"),
+    ("attention.self.key", "attention.k_lin"),
+    ("attention.self.value", "attention.v_lin"),
+    ("attention.output.dense", "attention.out_lin"),
+    ("attention.output.LayerNorm", "sa_layer_norm"),
+    ("intermediate.dense", "ffn.lin1"),
+    ("output.dense", "ffn.lin2"),
+    ("output.LayerNorm", "output_layer_norm"),
+)
 
 
 # Built in chapter 12, section "Converting to and from Hugging Face":
 # chapters/12_distilbert.html#converting-to-and-from-hugging-face
 def distilbert_config_from_hf(hf_config) -> DistilBertConfig:
-    """transformers.DistilBertConfig (dim, hidden_dim, ...) -> ours (d_model, d_ff, ...)."""
+    """transformers.DistilBertConfig (dim, hidden_dim, ...) -> ours (d_model,
+    d_ff, ...)."""
     if getattr(hf_config, "sinusoidal_pos_embds", False):
-        raise ValueError("only learned position embeddings are supported (sinusoidal_pos_embds=False)")
+        raise ValueError(
+            "only learned position embeddings are supported "
+            "(sinusoidal_pos_embds=False)"
+        )
     if hf_config.activation not in ACTIVATIONS_FROM_HF:
-        raise ValueError(f"unsupported activation {hf_config.activation!r}; supported: {sorted(ACTIVATIONS_FROM_HF)}")
-    return DistilBertConfig(vocab_size=hf_config.vocab_size, d_model=hf_config.dim, n_layers=hf_config.n_layers,
-                            n_heads=hf_config.n_heads, d_ff=hf_config.hidden_dim,
-                            max_len=hf_config.max_position_embeddings, dropout=hf_config.dropout,
-                            attention_dropout=hf_config.attention_dropout, layer_norm_eps=1e-12,
-                            initializer_range=hf_config.initializer_range, pad_token_id=hf_config.pad_token_id or 0,
-                            activation=ACTIVATIONS_FROM_HF[hf_config.activation])
+        raise ValueError(
+            f"unsupported activation {hf_config.activation!r}; supported: "
+            f"{sorted(ACTIVATIONS_FROM_HF)}"
+        )
+    return DistilBertConfig(
+        vocab_size=hf_config.vocab_size,
+        d_model=hf_config.dim,
+        n_layers=hf_config.n_layers,
+        n_heads=hf_config.n_heads,
+        d_ff=hf_config.hidden_dim,
+        max_len=hf_config.max_position_embeddings,
+        dropout=hf_config.dropout,
+        attention_dropout=hf_config.attention_dropout,
+        layer_norm_eps=1e-12,
+        initializer_range=hf_config.initializer_range,
+        pad_token_id=hf_config.pad_token_id or 0,
+        activation=ACTIVATIONS_FROM_HF[hf_config.activation],
+    )
 
 
 # Built in chapter 12, section "Converting to and from Hugging Face":
 # chapters/12_distilbert.html#converting-to-and-from-hugging-face
 def distilbert_config_to_hf(config: DistilBertConfig):
-    """Our DistilBertConfig -> transformers.DistilBertConfig (whose LayerNorms have ε = 1e-12, fixed)."""
+    """Our DistilBertConfig -> transformers.DistilBertConfig (whose LayerNorms have ε =
+    1e-12, fixed)."""
     import transformers
 
     if config.layer_norm_eps != 1e-12 or config.activation not in ACTIVATIONS_TO_HF:
-        raise ValueError(f"Hugging Face's DistilBERT needs layer_norm_eps = 1e-12 and an activation in "
-                         f"{sorted(ACTIVATIONS_TO_HF)}, got {config.layer_norm_eps} and {config.activation!r}")
+        raise ValueError(
+            f"Hugging Face's DistilBERT needs layer_norm_eps = 1e-12 and "
+            f"an activation in {sorted(ACTIVATIONS_TO_HF)}, got "
+            f"{config.layer_norm_eps} and {config.activation!r}"
+        )
     return transformers.DistilBertConfig(
-        vocab_size=config.vocab_size, dim=config.d_model, n_layers=config.n_layers, n_heads=config.n_heads,
-        hidden_dim=config.d_ff, max_position_embeddings=config.max_len, dropout=config.dropout,
-        attention_dropout=config.attention_dropout, initializer_range=config.initializer_range,
-        pad_token_id=config.pad_token_id, activation=ACTIVATIONS_TO_HF[config.activation])
+        vocab_size=config.vocab_size,
+        dim=config.d_model,
+        n_layers=config.n_layers,
+        n_heads=config.n_heads,
+        hidden_dim=config.d_ff,
+        max_position_embeddings=config.max_len,
+        dropout=config.dropout,
+        attention_dropout=config.attention_dropout,
+        initializer_range=config.initializer_range,
+        pad_token_id=config.pad_token_id,
+        activation=ACTIVATIONS_TO_HF[config.activation],
+    )
 
 
 # Built in chapter 12, section "Converting to and from Hugging Face":
 # chapters/12_distilbert.html#converting-to-and-from-hugging-face
 def distilbert_weight_names(model: nn.Module) -> dict[str, str]:
-    """Every tensor name of our DistilBertModel / DistilBertForMaskedLM -> Hugging Face's."""
+    """Every tensor name of our DistilBertModel / DistilBertForMaskedLM ->
+    Hugging Face's."""
     ours = "" if isinstance(model, DistilBertModel) else "bert."
-    names = bert_encoder_names(model.config.n_layers, ours, "" if ours == "" else "distilbert.", pooler=False)
-    del names[f"{ours}embeddings.segment_embeddings.weight"]                  # no segment table
+    names = bert_encoder_names(
+        model.config.n_layers, ours, "" if ours == "" else "distilbert.", pooler=False
+    )
+    # no segment table
+    del names[f"{ours}embeddings.segment_embeddings.weight"]
     if ours:
-        names.update({"mlm_head.dense.weight": "vocab_transform.weight", "mlm_head.dense.bias": "vocab_transform.bias",
-                      "mlm_head.norm.weight": "vocab_layer_norm.weight", "mlm_head.norm.bias": "vocab_layer_norm.bias",
-                      "mlm_head.decoder.bias": "vocab_projector.bias"})      # decoder.weight: tied to the token table
-    for bert_name, distilbert_name in _BERT_TO_DISTILBERT_NAMES:              # in order: the longer names first
+        names.update(
+            {
+                "mlm_head.dense.weight": "vocab_transform.weight",
+                "mlm_head.dense.bias": "vocab_transform.bias",
+                "mlm_head.norm.weight": "vocab_layer_norm.weight",
+                "mlm_head.norm.bias": "vocab_layer_norm.bias",
+                # decoder.weight: tied to the token table
+                "mlm_head.decoder.bias": "vocab_projector.bias",
+            }
+        )
+    # in order: the longer names first
+    for bert_name, distilbert_name in _BERT_TO_DISTILBERT_NAMES:
         names = {o: t.replace(bert_name, distilbert_name) for o, t in names.items()}
     return names
 
@@ -154,7 +232,11 @@ def distilbert_weight_names(model: nn.Module) -> dict[str, str]:
 # chapters/12_distilbert.html#converting-to-and-from-hugging-face
 def _distilbert_from_hf(hf_model) -> nn.Module:
     config = distilbert_config_from_hf(hf_model.config)
-    model = DistilBertModel(config) if type(hf_model).__name__ == "DistilBertModel" else DistilBertForMaskedLM(config)
+    model = (
+        DistilBertModel(config)
+        if type(hf_model).__name__ == "DistilBertModel"
+        else DistilBertForMaskedLM(config)
+    )
     load_renamed(model, hf_model.state_dict(), distilbert_weight_names(model))
     return model.to(next(hf_model.parameters()).device).train(hf_model.training)
 
@@ -164,8 +246,12 @@ def _distilbert_from_hf(hf_model) -> nn.Module:
 def _distilbert_to_hf(model: nn.Module):
     import transformers
 
-    hf_model = getattr(transformers, type(model).__name__)(distilbert_config_to_hf(model.config))
-    theirs_to_ours = {theirs: ours for ours, theirs in distilbert_weight_names(model).items()}
+    hf_model = getattr(transformers, type(model).__name__)(
+        distilbert_config_to_hf(model.config)
+    )
+    theirs_to_ours = {
+        theirs: ours for ours, theirs in distilbert_weight_names(model).items()
+    }
     load_renamed(hf_model, model.state_dict(), theirs_to_ours)
     return hf_model.to(next(model.parameters()).device).train(model.training)
 

@@ -5,11 +5,20 @@
 Built in chapter 11 (RoBERTa); read it with its explanations at
 chapters/11_roberta.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['RobertaConfig', 'ROBERTA_PRESETS', 'roberta_position_ids',
-           'RobertaEmbeddings', 'RobertaModel', 'RobertaForMaskedLM',
-           'roberta_config_from_hf', 'roberta_config_to_hf', 'roberta_weight_names']
+__all__ = [
+    'RobertaConfig',
+    'ROBERTA_PRESETS',
+    'roberta_position_ids',
+    'RobertaEmbeddings',
+    'RobertaModel',
+    'RobertaForMaskedLM',
+    'roberta_config_from_hf',
+    'roberta_config_to_hf',
+    'roberta_weight_names',
+]
 
 
 from dataclasses import dataclass
@@ -18,8 +27,13 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.convert import (bert_config_from_hf, bert_config_to_hf,
-                                     bert_encoder_names, load_renamed, register)
+from tinybert.models.convert import (
+    bert_config_from_hf,
+    bert_config_to_hf,
+    bert_encoder_names,
+    load_renamed,
+    register,
+)
 from tinybert.models.bert import BertConfig, BertEmbeddings, BertModel
 from tinybert.models.bert_heads import BertForMaskedLM
 
@@ -28,74 +42,99 @@ from tinybert.models.bert_heads import BertForMaskedLM
 # chapters/11_roberta.html#the-configuration
 @dataclass
 class RobertaConfig(BertConfig):
-    """BERT's configuration with the released roberta-base as defaults; every field means the same."""
+    """BERT's configuration with the released roberta-base as defaults; every field
+    means the same."""
 
-    vocab_size: int = 50265           # byte-level BPE: GPT-2's tokens and RoBERTa's special tokens
-    max_len: int = 514                # position rows: 512 usable ones + pad_token_id + 1 that real tokens skip
-    type_vocab_size: int = 1          # one segment: without NSP there is no sentence B
-    layer_norm_eps: float = 1e-5      # fairseq's default (Google's BERT: 1e-12)
-    pad_token_id: int = 1             # <s> = 0, <pad> = 1, </s> = 2, <unk> = 3 in fairseq's vocabulary
+    # byte-level BPE: GPT-2's tokens and RoBERTa's special tokens
+    vocab_size: int = 50265
+    # position rows: 512 usable ones + pad_token_id + 1 that real tokens skip
+    max_len: int = 514
+    type_vocab_size: int = 1  # one segment: without NSP there is no sentence B
+    layer_norm_eps: float = 1e-5  # fairseq's default (Google's BERT: 1e-12)
+    # <s> = 0, <pad> = 1, </s> = 2, <unk> = 3 in fairseq's vocabulary
+    pad_token_id: int = 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.max_len < self.pad_token_id + 2:
-            raise ValueError(f"RobertaConfig: max_len = {self.max_len} leaves no position for a real token "
-                             f"(positions start at pad_token_id + 1 = {self.pad_token_id + 1})")
+            raise ValueError(
+                f"RobertaConfig: max_len = {self.max_len} leaves no "
+                f"position for a real token (positions start at "
+                f"pad_token_id + 1 = {self.pad_token_id + 1})"
+            )
 
     @property
     def max_tokens(self) -> int:
-        """The longest input: rows 0 .. pad_token_id of the position table are never used by real tokens."""
+        """The longest input: rows 0 .. pad_token_id of the position table are never
+        used by real tokens."""
         return self.max_len - self.pad_token_id - 1
 
     @classmethod
     def preset(cls, name: str, **overrides) -> RobertaConfig:
         """A released size by name (see ROBERTA_PRESETS), with any field overridden."""
         if name not in ROBERTA_PRESETS:
-            raise ValueError(f"unknown RoBERTa preset {name!r}; known presets: {', '.join(ROBERTA_PRESETS)}")
+            raise ValueError(
+                f"unknown RoBERTa preset {name!r}; known presets: "
+                f"{', '.join(ROBERTA_PRESETS)}"
+            )
         return cls(**{**ROBERTA_PRESETS[name], **overrides})
 
 
 ROBERTA_PRESETS = {
-    "roberta-base": dict(),                                                    # N=12, D=768, H=12
-    "roberta-large": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),  # N=24, D=1024, H=16
+    # N=12, D=768, H=12
+    "roberta-base": dict(),
+    # N=24, D=1024, H=16
+    "roberta-large": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
 }
 
 
 # Built in chapter 11, section "Positions that skip the padding":
 # chapters/11_roberta.html#positions-that-skip-the-padding
 def roberta_position_ids(input_ids: torch.Tensor, pad_token_id: int) -> torch.Tensor:
-    """Position of every token, counting real tokens only and starting at pad_token_id + 1; padding
-    gets pad_token_id. (B, T) -> (B, T); with pad 1: [[<s>, a, b, </s>, <pad>]] -> [[2, 3, 4, 5, 1]]."""
-    real = (input_ids != pad_token_id).long()                  # (B, T) 1 at real tokens
-    return torch.cumsum(real, dim=1) * real + pad_token_id     # (B, T)
+    """Position of every token, counting real tokens only and starting at pad_token_id +
+    1; padding gets pad_token_id. (B, T) -> (B, T); with pad 1: [[<s>, a, b, </s>,
+    <pad>]] -> [[2, 3, 4, 5, 1]]."""
+    real = (input_ids != pad_token_id).long()  # (B, T) 1 at real tokens
+    return torch.cumsum(real, dim=1) * real + pad_token_id  # (B, T)
 
 
 # Built in chapter 11, section "Positions that skip the padding":
 # chapters/11_roberta.html#positions-that-skip-the-padding
 class RobertaEmbeddings(BertEmbeddings):
-    """BertEmbeddings with roberta_position_ids in place of 0, 1, ..., T - 1 (the only difference)."""
+    """BertEmbeddings with roberta_position_ids in place of 0, 1, ..., T - 1 (the only
+    difference)."""
 
     def __init__(self, config: RobertaConfig):
         super().__init__(config)
         self.pad_token_id = config.pad_token_id
-        self.position_embeddings.padding_idx = config.pad_token_id      # the padding row: zero, never trained
+        # the padding row: zero, never trained
+        self.position_embeddings.padding_idx = config.pad_token_id
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
         B, T = input_ids.shape
         usable = self.position_embeddings.num_embeddings - self.pad_token_id - 1
         if T > usable:
-            raise ValueError(f"input_ids: RoBERTa reads at most max_len - pad_token_id - 1 = {usable} tokens, "
-                             f"got length {T}")
-        positions = roberta_position_ids(input_ids, self.pad_token_id)                   # (B, T)
-        x = self.token_embeddings(input_ids) + self.segment_embeddings(token_type_ids)   # (B, T, D)
-        x = x + self.position_embeddings(positions)                                      # (B, T, D), per row
-        return self.dropout(self.norm(x))                                                # (B, T, D)
+            raise ValueError(
+                f"input_ids: RoBERTa reads at most max_len - pad_token_id "
+                f"- 1 = {usable} tokens, got length {T}"
+            )
+        # (B, T)
+        positions = roberta_position_ids(input_ids, self.pad_token_id)
+        # (B, T, D)
+        x = self.token_embeddings(input_ids) + self.segment_embeddings(token_type_ids)
+        # (B, T, D), per row
+        x = x + self.position_embeddings(positions)
+        # (B, T, D)
+        return self.dropout(self.norm(x))
 
 
 # Built in chapter 11, section "The models":
 # chapters/11_roberta.html#the-models
 class RobertaModel(BertModel):
-    """BertModel with RobertaEmbeddings; layers, pooler, input checks and outputs are BERT's."""
+    """BertModel with RobertaEmbeddings; layers, pooler, input checks and outputs
+    are BERT's."""
 
     config_class = RobertaConfig
     embeddings_class = RobertaEmbeddings
@@ -107,23 +146,37 @@ class RobertaForMaskedLM(BertForMaskedLM):
     """BertForMaskedLM over a RobertaModel: the same tied head and the same forward."""
 
     config_class = RobertaConfig
-    model_class = RobertaModel        # built as self.bert, so code for BertForMaskedLM works as is
+    # built as self.bert, so code for BertForMaskedLM works as is
+    model_class = RobertaModel
 
 
 for _cls in (RobertaModel, RobertaForMaskedLM):
-    register_model_class(_cls)                               # tinybert.checkpoint.files.load_model can rebuild them
+    # tinybert.checkpoint.files.load_model can rebuild them
+    register_model_class(_cls)
 
 
-_HF_CONFIG_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                     "max_position_embeddings", "type_vocab_size", "hidden_dropout_prob",
-                     "attention_probs_dropout_prob", "layer_norm_eps", "initializer_range", "pad_token_id",
-                     "hidden_act")
+_HF_CONFIG_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "layer_norm_eps",
+    "initializer_range",
+    "pad_token_id",
+    "hidden_act",
+)
 
 
 # Built in chapter 11, section "Converting to and from Hugging Face":
 # chapters/11_roberta.html#converting-to-and-from-hugging-face
 def roberta_config_from_hf(hf_config) -> RobertaConfig:
-    """transformers.RobertaConfig -> ours (the same fields as BERT's, read by bert_config_from_hf)."""
+    """transformers.RobertaConfig -> ours (the same fields as BERT's, read by
+    bert_config_from_hf)."""
     return RobertaConfig(**bert_config_from_hf(hf_config).to_dict())
 
 
@@ -134,7 +187,9 @@ def roberta_config_to_hf(config: RobertaConfig):
     import transformers
 
     bert = bert_config_to_hf(config)
-    return transformers.RobertaConfig(**{name: getattr(bert, name) for name in _HF_CONFIG_FIELDS})
+    return transformers.RobertaConfig(
+        **{name: getattr(bert, name) for name in _HF_CONFIG_FIELDS}
+    )
 
 
 # Built in chapter 11, section "Converting to and from Hugging Face":
@@ -142,11 +197,20 @@ def roberta_config_to_hf(config: RobertaConfig):
 def roberta_weight_names(model: nn.Module) -> dict[str, str]:
     """Every tensor name of our RobertaModel / RobertaForMaskedLM -> Hugging Face's."""
     if isinstance(model, RobertaModel):
-        return bert_encoder_names(model.config.n_layers, pooler=model.pooler is not None)
+        return bert_encoder_names(
+            model.config.n_layers, pooler=model.pooler is not None
+        )
     names = bert_encoder_names(model.config.n_layers, "bert.", "roberta.", pooler=False)
-    names.update({"mlm_head.dense.weight": "lm_head.dense.weight", "mlm_head.dense.bias": "lm_head.dense.bias",
-                  "mlm_head.norm.weight": "lm_head.layer_norm.weight", "mlm_head.norm.bias": "lm_head.layer_norm.bias",
-                  "mlm_head.decoder.bias": "lm_head.bias"})     # decoder.weight: tied to the token table
+    names.update(
+        {
+            "mlm_head.dense.weight": "lm_head.dense.weight",
+            "mlm_head.dense.bias": "lm_head.dense.bias",
+            "mlm_head.norm.weight": "lm_head.layer_norm.weight",
+            "mlm_head.norm.bias": "lm_head.layer_norm.bias",
+            # decoder.weight: tied to the token table
+            "mlm_head.decoder.bias": "lm_head.bias",
+        }
+    )
     return names
 
 
@@ -167,9 +231,17 @@ def _roberta_from_hf(hf_model) -> nn.Module:
 def _roberta_to_hf(model: nn.Module):
     import transformers
 
-    kwargs = {"add_pooling_layer": model.pooler is not None} if isinstance(model, RobertaModel) else {}
-    hf_model = getattr(transformers, type(model).__name__)(roberta_config_to_hf(model.config), **kwargs)
-    theirs_to_ours = {theirs: ours for ours, theirs in roberta_weight_names(model).items()}
+    kwargs = (
+        {"add_pooling_layer": model.pooler is not None}
+        if isinstance(model, RobertaModel)
+        else {}
+    )
+    hf_model = getattr(transformers, type(model).__name__)(
+        roberta_config_to_hf(model.config), **kwargs
+    )
+    theirs_to_ours = {
+        theirs: ours for ours, theirs in roberta_weight_names(model).items()
+    }
     load_renamed(hf_model, model.state_dict(), theirs_to_ours)
     return hf_model.to(next(model.parameters()).device).train(model.training)
 

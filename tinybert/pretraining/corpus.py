@@ -5,11 +5,21 @@
 Built in chapter 9 (Pretraining BERT); read it with its explanations at
 chapters/09_pretraining.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['split_sentences', 'wikitext_articles', 'book_documents', 'TRAIN_BOOKS',
-           'course_documents', 'encode_sentence', 'tokenize_documents',
-           'vocabulary_texts', 'make_segments', 'task_documents']
+__all__ = [
+    'split_sentences',
+    'wikitext_articles',
+    'book_documents',
+    'TRAIN_BOOKS',
+    'course_documents',
+    'encode_sentence',
+    'tokenize_documents',
+    'vocabulary_texts',
+    'make_segments',
+    'task_documents',
+]
 
 
 import re
@@ -20,26 +30,33 @@ from tinybert.data import fetch
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 
-_ABBREVIATIONS = frozenset("mr mrs ms dr st mt jr sr co lt col gen capt rev prof messrs no vs".split())
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr st mt jr sr co lt col gen capt rev prof messrs no vs".split()
+)
 _BOUNDARY = re.compile(r"[.!?][\"'\u2019\u201d)\]]*(?= [\"'\u2018\u201c(\[]*[A-Z0-9])")
 
 
 # Built in chapter 9, section "From text to documents":
 # chapters/09_pretraining.html#from-text-to-documents
 def split_sentences(text: str) -> list[str]:
-    """Cut ``text`` after ., ! or ? (and closing quotes or brackets) when a capital or digit follows.
+    """Cut ``text`` after ., ! or ? (and closing quotes or brackets) when a capital or
+    digit follows.
 
-    A full stop after a common abbreviation ("Mr.") or an initial ("H. americanus") is no
-    boundary. Good enough for novels and Wikipedia; large pipelines use a trained splitter.
+    A full stop after a common abbreviation ("Mr.") or an initial ("H. americanus") is
+    no boundary. Good enough for novels and Wikipedia; large pipelines use a
+    trained splitter.
     """
-    text = " ".join(text.split())                   # one space between words, none at the ends
+    # one space between words, none at the ends
+    text = " ".join(text.split())
     sentences, start = [], 0
     for match in _BOUNDARY.finditer(text):
-        last_word = text[start:match.start()].rsplit(" ", 1)[-1]
-        if match.group()[0] == "." and (last_word.lower() in _ABBREVIATIONS
-                                        or (len(last_word) == 1 and last_word.isupper())):
+        last_word = text[start : match.start()].rsplit(" ", 1)[-1]
+        if match.group()[0] == "." and (
+            last_word.lower() in _ABBREVIATIONS
+            or (len(last_word) == 1 and last_word.isupper())
+        ):
             continue
-        sentences.append(text[start:match.end()].strip())
+        sentences.append(text[start : match.end()].strip())
         start = match.end()
     if text[start:].strip():
         sentences.append(text[start:].strip())
@@ -51,15 +68,16 @@ def split_sentences(text: str) -> list[str]:
 def wikitext_articles(text: str) -> list[list[str]]:
     """WikiText's articles as documents, each a list of sentences (headings dropped).
 
-    A line `` = Title = `` starts an article, `` = = Section = = `` lines are dropped, and the
-    dataset's number tokens ``@-@``, ``@,@``, ``@.@`` are joined back (``1 @,@ 000`` -> ``1,000``).
-    ``<unk>`` (a word WikiText removed) is kept; encode_sentence turns it into [UNK].
+    A line `` = Title = `` starts an article, `` = = Section = = `` lines are dropped,
+    and the dataset's number tokens ``@-@``, ``@,@``, ``@.@`` are joined back
+    (``1 @,@ 000`` -> ``1,000``). ``<unk>`` (a word WikiText removed) is kept;
+    encode_sentence turns it into [UNK].
     """
     articles: list[list[str]] = []
     for line in text.split("\n"):
         stripped = line.strip()
         if stripped.startswith("= ") and not stripped.startswith("= ="):
-            articles.append([])                     # a new article
+            articles.append([])  # a new article
         elif stripped and not stripped.startswith("="):
             paragraph = re.sub(r" @([-,.])@ ", r"\1", stripped)
             if not articles:
@@ -73,26 +91,36 @@ def wikitext_articles(text: str) -> list[list[str]]:
 def book_documents(text: str, sentences_per_document: int = 64) -> list[list[str]]:
     """A book as documents: windows of ``sentences_per_document`` consecutive sentences.
 
-    Paragraphs are separated by blank lines; underscores (Project Gutenberg's italics) are dropped.
+    Paragraphs are separated by blank lines; underscores (Project Gutenberg's italics)
+    are dropped.
     """
     if sentences_per_document < 2:
-        raise ValueError(f"sentences_per_document must be at least 2, got {sentences_per_document}")
-    sentences = [s for paragraph in re.split(r"\n\s*\n", text.replace("_", ""))
-                 for s in split_sentences(paragraph)]
+        raise ValueError(
+            f"sentences_per_document must be at least 2, got {sentences_per_document}"
+        )
+    sentences = [
+        s
+        for paragraph in re.split(r"\n\s*\n", text.replace("_", ""))
+        for s in split_sentences(paragraph)
+    ]
     n = sentences_per_document
-    return [sentences[i:i + n] for i in range(0, len(sentences), n)]
+    return [sentences[i : i + n] for i in range(0, len(sentences), n)]
 
 
-TRAIN_BOOKS = (1342, 158, 98, 1400, 76, 74, 1661, 2852)   # not 105, 730, 86, 2097: unseen text
+# not 105, 730, 86, 2097: unseen text
+TRAIN_BOOKS = (1342, 158, 98, 1400, 76, 74, 1661, 2852)
 
 
 # Built in chapter 9, section "From text to documents":
 # chapters/09_pretraining.html#from-text-to-documents
-def course_documents(split: str = "train", *, max_documents: int | None = None) -> list[list[str]]:
+def course_documents(
+    split: str = "train", *, max_documents: int | None = None
+) -> list[list[str]]:
     """The course's pretraining text as documents of sentences.
 
-    ``"train"``: WikiText-2's validation articles, then the eight TRAIN_BOOKS in windows of 64
-    sentences. ``"heldout"``: WikiText-2's test articles. ``max_documents`` keeps the first ones.
+    ``"train"``: WikiText-2's validation articles, then the eight TRAIN_BOOKS in windows
+    of 64 sentences. ``"heldout"``: WikiText-2's test articles. ``max_documents`` keeps
+    the first ones.
     """
     if split not in ("train", "heldout"):
         raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
@@ -107,8 +135,11 @@ def course_documents(split: str = "train", *, max_documents: int | None = None) 
 
 # Built in chapter 9, section "A vocabulary for the corpus":
 # chapters/09_pretraining.html#a-vocabulary-for-the-corpus
-def encode_sentence(tokenizer: WordPieceTokenizer, sentence: str, unk_marker: str = "<unk>") -> list[int]:
-    """The WordPiece ids of one sentence; each ``unk_marker`` in the text becomes the [UNK] id."""
+def encode_sentence(
+    tokenizer: WordPieceTokenizer, sentence: str, unk_marker: str = "<unk>"
+) -> list[int]:
+    """The WordPiece ids of one sentence; each ``unk_marker`` in the text becomes the
+    [UNK] id."""
     unk = tokenizer.vocab[tokenizer.unk_token]
     ids: list[int] = []
     for i, piece in enumerate(sentence.split(unk_marker)):
@@ -120,15 +151,23 @@ def encode_sentence(tokenizer: WordPieceTokenizer, sentence: str, unk_marker: st
 
 # Built in chapter 9, section "A vocabulary for the corpus":
 # chapters/09_pretraining.html#a-vocabulary-for-the-corpus
-def tokenize_documents(documents: Sequence[Sequence[str]], tokenizer: WordPieceTokenizer,
-                       ) -> list[list[list[int]]]:
-    """Documents of sentences -> documents of token-id lists (empty sentences dropped)."""
-    return [[ids for sentence in document if (ids := encode_sentence(tokenizer, sentence))]
-            for document in documents]
+def tokenize_documents(
+    documents: Sequence[Sequence[str]],
+    tokenizer: WordPieceTokenizer,
+) -> list[list[list[int]]]:
+    """Documents of sentences -> documents of token-id lists (empty sentences
+    dropped)."""
+    return [
+        [ids for sentence in document if (ids := encode_sentence(tokenizer, sentence))]
+        for document in documents
+    ]
+
 
 # Built in chapter 9, section "A vocabulary for the corpus":
 # chapters/09_pretraining.html#a-vocabulary-for-the-corpus
-def vocabulary_texts(documents: Sequence[Sequence[str]], unk_marker: str = "<unk>") -> list[str]:
+def vocabulary_texts(
+    documents: Sequence[Sequence[str]], unk_marker: str = "<unk>"
+) -> list[str]:
     """One text per document for training a vocabulary, with ``unk_marker`` removed."""
     return [" ".join(document).replace(unk_marker, " ") for document in documents]
 
@@ -138,7 +177,8 @@ def vocabulary_texts(documents: Sequence[Sequence[str]], unk_marker: str = "<unk
 def make_segments(document: Sequence[list[int]], max_tokens: int) -> list[list[int]]:
     """Pack consecutive sentences into segments of at most ``max_tokens`` tokens.
 
-    A sentence starts a new segment when it would not fit; one longer than ``max_tokens`` is cut.
+    A sentence starts a new segment when it would not fit; one longer than
+    ``max_tokens`` is cut.
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be positive, got {max_tokens}")
@@ -161,9 +201,10 @@ def make_segments(document: Sequence[list[int]], max_tokens: int) -> list[list[i
 def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
     """The unlabelled training text of chapter 10's tasks, as documents of sentences.
 
-    Banking77's training questions (not the tenth chapter 10 validates on), UD English-EWT's
-    training sentences (runs of ``sentences_per_document``) and the paragraphs of the SQuAD
-    training articles. No label, and no validation or test text, is used.
+    Banking77's training questions (not the tenth chapter 10 validates on), UD
+    English-EWT's training sentences (runs of ``sentences_per_document``) and the
+    paragraphs of the SQuAD training articles. No label, and no validation or test
+    text, is used.
     """
     # chapter 10's readers; they import nothing of ours
     from tinybert.finetuning.recipes import task_data
@@ -173,8 +214,9 @@ def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
     squad, _ = task_data("squad", "train")
     n = sentences_per_document
     questions = [e.text for e in banking]
-    documents = [questions[i:i + n] for i in range(0, len(questions), n)]
+    documents = [questions[i : i + n] for i in range(0, len(questions), n)]
     ud_sentences = [" ".join(s.words) for s in ud]
-    documents += [ud_sentences[i:i + n] for i in range(0, len(ud_sentences), n)]
-    contexts = list(dict.fromkeys(e.context for e in squad))        # each paragraph once, in order
+    documents += [ud_sentences[i : i + n] for i in range(0, len(ud_sentences), n)]
+    # each paragraph once, in order
+    contexts = list(dict.fromkeys(e.context for e in squad))
     return documents + [split_sentences(c) for c in contexts]

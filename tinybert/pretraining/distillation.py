@@ -5,6 +5,7 @@
 Built in chapter 12 (DistilBERT); read it with its explanations at
 chapters/12_distilbert.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['DistillationLoss', 'distillation_loss', 'student_from_teacher']
@@ -26,80 +27,138 @@ from tinybert.models.distilbert import DistilBertConfig, DistilBertForMaskedLM
 # chapters/12_distilbert.html#distilbert-s-triple-loss
 @dataclass
 class DistillationLoss:
-    loss: torch.Tensor                 # alpha * kl + beta * mlm + gamma * cosine (the terms that were computed)
-    kl: torch.Tensor                   # T² · KL(teacher ‖ student) at temperature T, mean over the N positions
-    mlm: torch.Tensor | None           # the student's cross-entropy with the true tokens (T = 1)
-    cosine: torch.Tensor | None        # mean over the M positions of 1 - cos(student hidden, teacher hidden)
+    # alpha * kl + beta * mlm + gamma * cosine (the terms that were computed)
+    loss: torch.Tensor
+    # T² · KL(teacher ‖ student) at temperature T, mean over the N positions
+    kl: torch.Tensor
+    # the student's cross-entropy with the true tokens (T = 1)
+    mlm: torch.Tensor | None
+    # mean over the M positions of 1 - cos(student hidden, teacher hidden)
+    cosine: torch.Tensor | None
 
 
 # Built in chapter 12, section "DistilBERT's triple loss":
 # chapters/12_distilbert.html#distilbert-s-triple-loss
-def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, *, temperature: float = 2.0,
-                      labels: torch.Tensor | None = None, student_hidden: torch.Tensor | None = None,
-                      teacher_hidden: torch.Tensor | None = None, alpha: float = 5.0, beta: float = 2.0,
-                      gamma: float = 1.0) -> DistillationLoss:
-    """DistilBERT's loss, alpha · T² KL(teacher ‖ student) + beta · MLM + gamma · cosine.
+def distillation_loss(
+    student_logits: torch.Tensor,
+    teacher_logits: torch.Tensor,
+    *,
+    temperature: float = 2.0,
+    labels: torch.Tensor | None = None,
+    student_hidden: torch.Tensor | None = None,
+    teacher_hidden: torch.Tensor | None = None,
+    alpha: float = 5.0,
+    beta: float = 2.0,
+    gamma: float = 1.0,
+) -> DistillationLoss:
+    """DistilBERT's loss, alpha · T² KL(teacher ‖ student) + beta · MLM +
+    gamma · cosine.
 
-    Logits are (N, V) at the N positions distilled, ``labels`` (N,) the true tokens there (-100 =
-    none), hidden states (M, D) at the M positions aligned. The teacher's tensors are detached.
+    Logits are (N, V) at the N positions distilled, ``labels`` (N,) the true tokens
+    there (-100 = none), hidden states (M, D) at the M positions aligned. The teacher's
+    tensors are detached.
     """
     if not temperature > 0:
         raise ValueError(f"temperature must be positive, got {temperature!r}")
     if student_logits.dim() != 2 or student_logits.shape != teacher_logits.shape:
-        raise ValueError(f"expected student and teacher logits of the same shape (N, V), got "
-                         f"{tuple(student_logits.shape)} and {tuple(teacher_logits.shape)}")
+        raise ValueError(
+            f"expected student and teacher logits of the same shape (N, "
+            f"V), got {tuple(student_logits.shape)} and "
+            f"{tuple(teacher_logits.shape)}"
+        )
     T = temperature
-    log_p_student = F.log_softmax(student_logits / T, dim=-1)                  # (N, V)
-    log_p_teacher = F.log_softmax(teacher_logits.detach() / T, dim=-1)         # (N, V)
+    log_p_student = F.log_softmax(student_logits / T, dim=-1)  # (N, V)
+    log_p_teacher = F.log_softmax(teacher_logits.detach() / T, dim=-1)  # (N, V)
     kl = (log_p_teacher.exp() * (log_p_teacher - log_p_student)).sum(-1).mean() * T**2
     loss, mlm, cosine = alpha * kl, None, None
     if labels is not None:
         if tuple(labels.shape) != tuple(student_logits.shape[:1]):
-            raise ValueError(f"labels: expected shape ({student_logits.shape[0]},), got {tuple(labels.shape)}")
-        labelled = labels != IGNORE_INDEX                                      # (N,)
-        mlm = F.cross_entropy(student_logits[labelled], labels[labelled]) if labelled.any() \
-            else student_logits.sum() * 0.0                                    # no label: no MLM term
+            raise ValueError(
+                f"labels: expected shape ({student_logits.shape[0]},), got "
+                f"{tuple(labels.shape)}"
+            )
+        labelled = labels != IGNORE_INDEX  # (N,)
+        # no label: no MLM term
+        mlm = (
+            F.cross_entropy(student_logits[labelled], labels[labelled])
+            if labelled.any()
+            else student_logits.sum() * 0.0
+        )
         loss = loss + beta * mlm
     if (student_hidden is None) != (teacher_hidden is None):
         raise ValueError("give both student_hidden and teacher_hidden, or neither")
     if student_hidden is not None:
         if student_hidden.dim() != 2 or student_hidden.shape != teacher_hidden.shape:
-            raise ValueError(f"expected hidden states of the same shape (M, D), got "
-                             f"{tuple(student_hidden.shape)} and {tuple(teacher_hidden.shape)}")
-        cosine = (1 - F.cosine_similarity(student_hidden, teacher_hidden.detach(), dim=-1)).mean()
+            raise ValueError(
+                f"expected hidden states of the same shape (M, D), got "
+                f"{tuple(student_hidden.shape)} and "
+                f"{tuple(teacher_hidden.shape)}"
+            )
+        cosine = (
+            1 - F.cosine_similarity(student_hidden, teacher_hidden.detach(), dim=-1)
+        ).mean()
         loss = loss + gamma * cosine
     return DistillationLoss(loss=loss, kl=kl, mlm=mlm, cosine=cosine)
 
 
 # Built in chapter 12, section "Initialising the student from the teacher":
 # chapters/12_distilbert.html#initialising-the-student-from-the-teacher
-def student_from_teacher(teacher: nn.Module, layers: Sequence[int] | None = None) -> DistilBertForMaskedLM:
-    """A DistilBERT student built from a BERT teacher (BertForMaskedLM or BertForPreTraining), copied.
+def student_from_teacher(
+    teacher: nn.Module, layers: Sequence[int] | None = None
+) -> DistilBertForMaskedLM:
+    """A DistilBERT student built from a BERT teacher (BertForMaskedLM or
+    BertForPreTraining), copied.
 
-    It gets the teacher's token table, position table (plus the segment-A vector, so that on
-    single-segment inputs its embeddings equal the teacher's), embedding LayerNorm, MLM head, and
-    the encoder layers listed in ``layers``, in that order (default: every other one, 0, 2, 4, ...).
+    It gets the teacher's token table, position table (plus the segment-A vector, so
+    that on single-segment inputs its embeddings equal the teacher's), embedding
+    LayerNorm, MLM head, and the encoder layers listed in ``layers``, in that order
+    (default: every other one, 0, 2, 4, ...).
     """
     bert = getattr(teacher, "bert", None)
-    if not hasattr(teacher, "mlm_head") or type(getattr(bert, "embeddings", None)) is not BertEmbeddings:
-        raise ValueError(f"student_from_teacher: expected a BERT with an MLM head (BertForMaskedLM or "
-                         f"BertForPreTraining), got {type(teacher).__name__}")
+    if (
+        not hasattr(teacher, "mlm_head")
+        or type(getattr(bert, "embeddings", None)) is not BertEmbeddings
+    ):
+        raise ValueError(
+            f"student_from_teacher: expected a BERT with an MLM head "
+            f"(BertForMaskedLM or BertForPreTraining), got "
+            f"{type(teacher).__name__}"
+        )
     n = teacher.config.n_layers
     layers = list(range(0, n, 2)) if layers is None else list(layers)
-    if not layers or len(set(layers)) != len(layers) or \
-            not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n for i in layers):
-        raise ValueError(f"layers: expected distinct layer indices in [0, {n}), got {layers}")
-    config = DistilBertConfig(**{**teacher.config.to_dict(), "n_layers": len(layers), "type_vocab_size": 1})
+    if (
+        not layers
+        or len(set(layers)) != len(layers)
+        or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n
+            for i in layers
+        )
+    ):
+        raise ValueError(
+            f"layers: expected distinct layer indices in [0, {n}), got {layers}"
+        )
+    config = DistilBertConfig(
+        **{**teacher.config.to_dict(), "n_layers": len(layers), "type_vocab_size": 1}
+    )
     student = DistilBertForMaskedLM(config).to(next(teacher.parameters()).device)
     source, target = bert.embeddings, student.bert.embeddings
     with torch.no_grad():
         target.token_embeddings.weight.copy_(source.token_embeddings.weight)
-        target.position_embeddings.weight.copy_(source.position_embeddings.weight
-                                                + source.segment_embeddings.weight[0])   # (P, D) + (D,)
+        target.position_embeddings.weight.copy_(
+            source.position_embeddings.weight
+            # (P, D) + (D,)
+            + source.segment_embeddings.weight[0]
+        )
         target.norm.load_state_dict(source.norm.state_dict())
         for k, i in enumerate(layers):
-            student.bert.encoder.layers[k].load_state_dict(bert.encoder.layers[i].state_dict())
-        if bert.encoder.final_norm is not None:                          # a pre-LN teacher's last norm
-            student.bert.encoder.final_norm.load_state_dict(bert.encoder.final_norm.state_dict())
-        student.mlm_head.load_state_dict(teacher.mlm_head.state_dict())     # its decoder is the (copied) token table
+            student.bert.encoder.layers[k].load_state_dict(
+                bert.encoder.layers[i].state_dict()
+            )
+        # a pre-LN teacher's last norm
+        if bert.encoder.final_norm is not None:
+            student.bert.encoder.final_norm.load_state_dict(
+                bert.encoder.final_norm.state_dict()
+            )
+        # its decoder is the (copied) token table
+        student.mlm_head.load_state_dict(teacher.mlm_head.state_dict())
     return student.train(teacher.training)

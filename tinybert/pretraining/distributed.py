@@ -5,6 +5,7 @@
 Built in chapter 9 (Pretraining BERT); read it with its explanations at
 chapters/09_pretraining.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['DistributedContext', 'init_distributed']
@@ -21,7 +22,8 @@ import torch.distributed as dist
 # chapters/09_pretraining.html#several-gpus
 @dataclass(frozen=True)
 class DistributedContext:
-    """Where this process stands in a run of ``world_size`` processes (1 = an ordinary run)."""
+    """Where this process stands in a run of ``world_size`` processes (1 = an
+    ordinary run)."""
 
     rank: int = 0
     world_size: int = 1
@@ -33,7 +35,8 @@ class DistributedContext:
         return self.rank == 0
 
     def all_reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
-        """The sum of ``tensor`` over all processes (the tensor itself in a single process)."""
+        """The sum of ``tensor`` over all processes (the tensor itself in a single
+        process)."""
         if self.world_size == 1:
             return tensor
         total = tensor.clone()
@@ -56,9 +59,10 @@ class DistributedContext:
 def init_distributed(backend: str | None = None) -> DistributedContext:
     """Join the process group that ``torchrun`` describes in the environment.
 
-    torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT for every process it
-    starts; without them (a plain ``python`` run) this returns the single-process context.
-    The backend is NCCL for GPUs and Gloo for CPUs unless ``backend`` says otherwise.
+    torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT for every
+    process it starts; without them (a plain ``python`` run) this returns the
+    single-process context. The backend is NCCL for GPUs and Gloo for CPUs unless
+    ``backend`` says otherwise.
     """
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size == 1:
@@ -67,7 +71,8 @@ def init_distributed(backend: str | None = None) -> DistributedContext:
     if backend is None:
         backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend == "nccl":
-        torch.cuda.set_device(local_rank)    # one GPU per process
+        torch.cuda.set_device(local_rank)  # one GPU per process
     if not dist.is_initialized():
-        dist.init_process_group(backend)     # reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+        # reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+        dist.init_process_group(backend)
     return DistributedContext(dist.get_rank(), dist.get_world_size(), local_rank)

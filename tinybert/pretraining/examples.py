@@ -5,10 +5,19 @@
 Built in chapter 9 (Pretraining BERT); read it with its explanations at
 chapters/09_pretraining.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['SegmentPair', 'sample_nsp_pairs', 'encode_pair', 'PretrainingExample',
-           'make_examples', 'single_segment_examples', 'collate', 'PretrainingBatches']
+__all__ = [
+    'SegmentPair',
+    'sample_nsp_pairs',
+    'encode_pair',
+    'PretrainingExample',
+    'make_examples',
+    'single_segment_examples',
+    'collate',
+    'PretrainingBatches',
+]
 
 
 from collections.abc import Sequence
@@ -32,7 +41,8 @@ from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 # chapters/09_pretraining.html#segment-pairs-for-next-sentence-prediction
 @dataclass(frozen=True)
 class SegmentPair:
-    """Two segments and the NSP label: 0 = B follows A in the text (IsNext), 1 = B is random (NotNext)."""
+    """Two segments and the NSP label: 0 = B follows A in the text (IsNext), 1 = B is
+    random (NotNext)."""
 
     a: list[int]
     b: list[int]
@@ -47,16 +57,23 @@ def _randint(n: int, generator: torch.Generator) -> int:
 
 # Built in chapter 9, section "Segment pairs for next sentence prediction":
 # chapters/09_pretraining.html#segment-pairs-for-next-sentence-prediction
-def sample_nsp_pairs(documents: Sequence[Sequence[list[int]]], generator: torch.Generator, *,
-                     p_next: float = 0.5) -> list[SegmentPair]:
+def sample_nsp_pairs(
+    documents: Sequence[Sequence[list[int]]],
+    generator: torch.Generator,
+    *,
+    p_next: float = 0.5,
+) -> list[SegmentPair]:
     """One pair for every segment that has a successor in its document.
 
-    With probability ``p_next`` segment B is that successor (label 0, IsNext); otherwise B is a
-    random segment of a random *other* document (label 1, NotNext).
+    With probability ``p_next`` segment B is that successor (label 0, IsNext); otherwise
+    B is a random segment of a random *other* document (label 1, NotNext).
     """
     usable = [d for d, segments in enumerate(documents) if segments]
     if len(usable) < 2:
-        raise ValueError(f"next sentence prediction needs at least two non-empty documents, got {len(usable)}")
+        raise ValueError(
+            f"next sentence prediction needs at least two non-empty documents, got "
+            f"{len(usable)}"
+        )
     position = {d: k for k, d in enumerate(usable)}
     pairs = []
     for d, segments in enumerate(documents):
@@ -65,7 +82,8 @@ def sample_nsp_pairs(documents: Sequence[Sequence[list[int]]], generator: torch.
                 pairs.append(SegmentPair(segments[i], segments[i + 1], 0))
             else:
                 k = _randint(len(usable) - 1, generator)
-                other = usable[k + (k >= position[d])]               # any document but d
+                # any document but d
+                other = usable[k + (k >= position[d])]
                 b = documents[other][_randint(len(documents[other]), generator)]
                 pairs.append(SegmentPair(segments[i], b, 1))
     return pairs
@@ -73,15 +91,19 @@ def sample_nsp_pairs(documents: Sequence[Sequence[list[int]]], generator: torch.
 
 # Built in chapter 9, section "Segment pairs for next sentence prediction":
 # chapters/09_pretraining.html#segment-pairs-for-next-sentence-prediction
-def encode_pair(a: Sequence[int], b: Sequence[int], special: SpecialTokens,
-                max_len: int) -> tuple[list[int], list[int]]:
+def encode_pair(
+    a: Sequence[int], b: Sequence[int], special: SpecialTokens, max_len: int
+) -> tuple[list[int], list[int]]:
     """``[CLS] A [SEP] B [SEP]`` and its segment ids (0 up to the first [SEP], 1 after).
 
-    When the pair does not fit in ``max_len``, tokens are dropped from the end of the longer
-    segment, one at a time, as BERT's data pipeline does.
+    When the pair does not fit in ``max_len``, tokens are dropped from the end of the
+    longer segment, one at a time, as BERT's data pipeline does.
     """
     if max_len < 5:
-        raise ValueError(f"max_len must leave room for [CLS], [SEP], [SEP] and two tokens, got {max_len}")
+        raise ValueError(
+            f"max_len must leave room for [CLS], [SEP], [SEP] and two tokens, "
+            f"got {max_len}"
+        )
     na, nb = len(a), len(b)
     while na + nb > max_len - 3:
         na, nb = (na - 1, nb) if na > nb else (na, nb - 1)
@@ -94,7 +116,8 @@ def encode_pair(a: Sequence[int], b: Sequence[int], special: SpecialTokens,
 # chapters/09_pretraining.html#examples-and-batches
 @dataclass(frozen=True)
 class PretrainingExample:
-    """One input sequence of BERT's pretraining; ``mlm_labels`` is set once it is masked (static masking)."""
+    """One input sequence of BERT's pretraining; ``mlm_labels`` is set once it is masked
+    (static masking)."""
 
     input_ids: list[int]
     token_type_ids: list[int]
@@ -104,38 +127,56 @@ class PretrainingExample:
 
 # Built in chapter 9, section "Examples and batches":
 # chapters/09_pretraining.html#examples-and-batches
-def make_examples(documents: Sequence[Sequence[list[int]]], special: SpecialTokens, max_len: int,
-                  generator: torch.Generator) -> list[PretrainingExample]:
-    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> NSP pairs -> examples."""
+def make_examples(
+    documents: Sequence[Sequence[list[int]]],
+    special: SpecialTokens,
+    max_len: int,
+    generator: torch.Generator,
+) -> list[PretrainingExample]:
+    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> NSP pairs
+    -> examples."""
     segmented = [make_segments(document, (max_len - 3) // 2) for document in documents]
-    return [PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
-            for p in sample_nsp_pairs(segmented, generator)]
+    return [
+        PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
+        for p in sample_nsp_pairs(segmented, generator)
+    ]
 
 
 # Built in chapter 9, section "Examples and batches":
 # chapters/09_pretraining.html#examples-and-batches
-def single_segment_examples(documents: Sequence[Sequence[list[int]]], special: SpecialTokens,
-                            max_len: int) -> list[PretrainingExample]:
-    """Examples for MLM alone: [CLS] segment [SEP], each segment up to max_len - 2 consecutive
-    tokens of one document, one segment type, no NSP label (-100). No sequence is wasted on a
-    random second half, and each is about twice as long as one half of an NSP pair."""
-    return [PretrainingExample([special.cls, *segment, special.sep], [0] * (len(segment) + 2), IGNORE_INDEX)
-            for document in documents for segment in make_segments(document, max_len - 2)]
+def single_segment_examples(
+    documents: Sequence[Sequence[list[int]]], special: SpecialTokens, max_len: int
+) -> list[PretrainingExample]:
+    """Examples for MLM alone: [CLS] segment [SEP], each segment up to max_len - 2
+    consecutive tokens of one document, one segment type, no NSP label (-100). No
+    sequence is wasted on a random second half, and each is about twice as long as one
+    half of an NSP pair."""
+    return [
+        PretrainingExample(
+            [special.cls, *segment, special.sep], [0] * (len(segment) + 2), IGNORE_INDEX
+        )
+        for document in documents
+        for segment in make_segments(document, max_len - 2)
+    ]
 
 
 # Built in chapter 9, section "Examples and batches":
 # chapters/09_pretraining.html#examples-and-batches
-def collate(examples: Sequence[PretrainingExample], special: SpecialTokens) -> dict[str, torch.Tensor]:
+def collate(
+    examples: Sequence[PretrainingExample], special: SpecialTokens
+) -> dict[str, torch.Tensor]:
     """Pad a list of examples into a batch: the keyword arguments of BertForPreTraining.
 
-    input_ids, token_type_ids, attention_mask (True = real token) are (B, T) with T the longest
-    example; nsp_labels is (B,), left out when no example has one (MLM only: every label is
-    -100); mlm_labels (B, T) when every example is already masked.
+    input_ids, token_type_ids, attention_mask (True = real token) are (B, T) with T the
+    longest example; nsp_labels is (B,), left out when no example has one (MLM only:
+    every label is -100); mlm_labels (B, T) when every example is already masked.
     """
     B, T = len(examples), max(len(e.input_ids) for e in examples)
-    batch = {"input_ids": torch.full((B, T), special.pad),
-             "token_type_ids": torch.zeros(B, T, dtype=torch.long),
-             "attention_mask": torch.zeros(B, T, dtype=torch.bool)}
+    batch = {
+        "input_ids": torch.full((B, T), special.pad),
+        "token_type_ids": torch.zeros(B, T, dtype=torch.long),
+        "attention_mask": torch.zeros(B, T, dtype=torch.bool),
+    }
     if any(e.nsp_label != IGNORE_INDEX for e in examples):
         batch["nsp_labels"] = torch.tensor([e.nsp_label for e in examples])
     masked = all(e.mlm_labels is not None for e in examples)
@@ -154,46 +195,90 @@ def collate(examples: Sequence[PretrainingExample], special: SpecialTokens) -> d
 # Built in chapter 9, section "Examples and batches":
 # chapters/09_pretraining.html#examples-and-batches
 class PretrainingBatches:
-    """The batches of a run as a function of the step: ``batches(step) -> dict of (B, T) tensors``.
+    """The batches of a run as a function of the step:
+    ``batches(step) -> dict of (B, T) tensors``.
 
-    Epoch e visits the examples in the order of a permutation drawn from (seed, e); process
-    ``rank`` of ``world_size`` takes every ``world_size``-th example of each global batch, as
-    PyTorch's DistributedSampler does. Dynamic masking draws a fresh mask for every batch from
-    (seed, step, rank); static masking masks every example once, here, from (seed,). Because
-    nothing depends on earlier calls, a resumed run sees exactly the batches it would have seen.
-    ``mlm_probability`` is the share of tokens chosen for the MLM loss (BERT: 0.15).
+    Epoch e visits the examples in the order of a permutation drawn from (seed, e);
+    process ``rank`` of ``world_size`` takes every ``world_size``-th example of each
+    global batch, as PyTorch's DistributedSampler does. Dynamic masking draws a fresh
+    mask for every batch from (seed, step, rank); static masking masks every example
+    once, here, from (seed,). Because nothing depends on earlier calls, a resumed run
+    sees exactly the batches it would have seen. ``mlm_probability`` is the share of
+    tokens chosen for the MLM loss (BERT: 0.15).
     """
 
-    def __init__(self, examples: Sequence[PretrainingExample], special: SpecialTokens, batch_size: int,
-                 *, seed: int = 0, dynamic_masking: bool = True, rank: int = 0, world_size: int = 1,
-                 mlm_probability: float = 0.15):
+    def __init__(
+        self,
+        examples: Sequence[PretrainingExample],
+        special: SpecialTokens,
+        batch_size: int,
+        *,
+        seed: int = 0,
+        dynamic_masking: bool = True,
+        rank: int = 0,
+        world_size: int = 1,
+        mlm_probability: float = 0.15,
+    ):
         if not 0 <= rank < world_size:
-            raise ValueError(f"rank must lie in [0, world_size = {world_size}), got {rank}")
+            raise ValueError(
+                f"rank must lie in [0, world_size = {world_size}), got {rank}"
+            )
         self.global_batch = batch_size * world_size
         self.steps_per_epoch = len(examples) // self.global_batch
         if batch_size < 1 or self.steps_per_epoch == 0:
-            raise ValueError(f"{len(examples)} examples cannot fill one global batch of "
-                             f"{batch_size} x {world_size} processes")
+            raise ValueError(
+                f"{len(examples)} examples cannot fill one global batch "
+                f"of {batch_size} x {world_size} processes"
+            )
         if not dynamic_masking:
             g = seeded_generator(seed, "static")
-            examples = [replace(e, input_ids=ids[0].tolist(), mlm_labels=labels[0].tolist())
-                        for e in examples
-                        for ids, labels in [mask_tokens(torch.tensor([e.input_ids]), special, g,
-                                                        mlm_probability=mlm_probability)]]
-        self.examples, self.special, self.batch_size = list(examples), special, batch_size
-        self.seed, self.dynamic_masking, self.rank, self.world_size = seed, dynamic_masking, rank, world_size
+            examples = [
+                replace(e, input_ids=ids[0].tolist(), mlm_labels=labels[0].tolist())
+                for e in examples
+                for ids, labels in [
+                    mask_tokens(
+                        torch.tensor([e.input_ids]),
+                        special,
+                        g,
+                        mlm_probability=mlm_probability,
+                    )
+                ]
+            ]
+        self.examples, self.special, self.batch_size = (
+            list(examples),
+            special,
+            batch_size,
+        )
+        self.seed, self.dynamic_masking, self.rank, self.world_size = (
+            seed,
+            dynamic_masking,
+            rank,
+            world_size,
+        )
         self.mlm_probability = mlm_probability
         self._order: tuple[int, torch.Tensor | None] = (-1, None)
 
     def __call__(self, step: int) -> dict[str, torch.Tensor]:
         epoch, index = divmod(step, self.steps_per_epoch)
         if self._order[0] != epoch:
-            self._order = (epoch, torch.randperm(len(self.examples), generator=seeded_generator(self.seed, "order", epoch)))
+            self._order = (
+                epoch,
+                torch.randperm(
+                    len(self.examples),
+                    generator=seeded_generator(self.seed, "order", epoch),
+                ),
+            )
         order = self._order[1]
-        mine = order[index * self.global_batch:(index + 1) * self.global_batch][self.rank::self.world_size]
+        mine = order[index * self.global_batch : (index + 1) * self.global_batch][
+            self.rank :: self.world_size
+        ]
         batch = collate([self.examples[i] for i in mine.tolist()], self.special)
         if self.dynamic_masking:
             g = seeded_generator(self.seed, "mask", step, self.rank)
             batch["input_ids"], batch["mlm_labels"] = mask_tokens(
-                batch["input_ids"], self.special, g, mlm_probability=self.mlm_probability)
+                batch["input_ids"],
+                self.special,
+                g,
+                mlm_probability=self.mlm_probability,
+            )
         return batch

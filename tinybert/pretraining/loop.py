@@ -5,11 +5,21 @@
 Built in chapter 9 (Pretraining BERT); read it with its explanations at
 chapters/09_pretraining.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['TrainingInterrupted', 'ctrl_c_requests', 'for_model', 'pretraining_losses',
-           'evaluate_pretraining', 'PretrainingConfig', 'write_json',
-           'RESUME_MUST_MATCH', 'pretrain', 'plot_history']
+__all__ = [
+    'TrainingInterrupted',
+    'ctrl_c_requests',
+    'for_model',
+    'pretraining_losses',
+    'evaluate_pretraining',
+    'PretrainingConfig',
+    'write_json',
+    'RESUME_MUST_MATCH',
+    'pretrain',
+    'plot_history',
+]
 
 
 import json
@@ -23,8 +33,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import (CONFIG_NAME, model_files, load_model,
-                                       save_files, saved_file)
+from tinybert.checkpoint.files import (
+    CONFIG_NAME,
+    model_files,
+    load_model,
+    save_files,
+    saved_file,
+)
 
 
 # Built in chapter 9, section "Checkpoints":
@@ -75,76 +90,110 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tinybert.checkpoint.files import (CONFIG_NAME, write_atomically, save_model,
-                                       saved_file)
+from tinybert.checkpoint.files import (
+    CONFIG_NAME,
+    write_atomically,
+    save_model,
+    saved_file,
+)
 from tinybert.pretraining.distributed import DistributedContext
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
-from tinybert.pretraining.examples import (PretrainingBatches, make_examples,
-                                           single_segment_examples)
-from tinybert.pretraining.corpus import (course_documents, task_documents,
-                                         tokenize_documents, vocabulary_texts)
+from tinybert.pretraining.examples import (
+    PretrainingBatches,
+    make_examples,
+    single_segment_examples,
+)
+from tinybert.pretraining.corpus import (
+    course_documents,
+    task_documents,
+    tokenize_documents,
+    vocabulary_texts,
+)
 from tinybert.runtime import get_device, progress
 from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 from tinybert.checkpoint.state import STATE_NAME, load_checkpoint, save_checkpoint
-from tinybert.pretraining.optim import (autocast_dtype, linear_warmup_decay,
-                                        make_optimizer)
+from tinybert.pretraining.optim import (
+    autocast_dtype,
+    linear_warmup_decay,
+    make_optimizer,
+)
 
 
 # Built in chapter 9, section "The training loop":
 # chapters/09_pretraining.html#the-training-loop
-def for_model(model: nn.Module, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def for_model(
+    model: nn.Module, batch: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
     """The batch with its sentence-pair labels under the name ``model`` takes them by
     (``nsp_labels`` for BERT, ``sop_labels`` for ALBERT: the class attribute
     ``pair_labels``): the loop works with any pair objective, no adapter needed."""
     name = getattr(getattr(model, "module", model), "pair_labels", "nsp_labels")
     if "nsp_labels" not in batch or name == "nsp_labels":
         return batch
-    return {(name if key == "nsp_labels" else key): value for key, value in batch.items()}
+    return {
+        (name if key == "nsp_labels" else key): value for key, value in batch.items()
+    }
 
 
 # Built in chapter 9, section "The training loop":
 # chapters/09_pretraining.html#the-training-loop
-def pretraining_losses(model: nn.Module, batch: dict[str, torch.Tensor],
-                       dist: DistributedContext = DistributedContext()) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def pretraining_losses(
+    model: nn.Module,
+    batch: dict[str, torch.Tensor],
+    dist: DistributedContext = DistributedContext(),
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(loss, mlm_loss, nsp_loss) of one batch, loss = mlm_loss + nsp_loss as in BERT.
 
-    A batch without nsp_labels (MLM only, as in RoBERTa) has nsp_loss 0 and loss = mlm_loss.
+    A batch without nsp_labels (MLM only, as in RoBERTa) has nsp_loss 0 and
+    loss = mlm_loss.
 
-    In a run of several processes the MLM loss that is differentiated is divided by the number
-    of masked tokens of *all* processes, not this one's: DistributedDataParallel averages the
-    gradients, and an average of per-process means is not the mean over the whole batch.
+    In a run of several processes the MLM loss that is differentiated is divided by the
+    number of masked tokens of *all* processes, not this one's: DistributedDataParallel
+    averages the gradients, and an average of per-process means is not the mean over the
+    whole batch.
     """
     out = model(**for_model(model, batch))
     mlm_loss = out.mlm_loss
     if dist.world_size > 1:
-        count = (batch["mlm_labels"] != IGNORE_INDEX).sum()                  # masked tokens here
-        total = dist.all_reduce_sum(count).clamp(min=1)          # ... and everywhere
+        # masked tokens here
+        count = (batch["mlm_labels"] != IGNORE_INDEX).sum()
+        total = dist.all_reduce_sum(count).clamp(min=1)  # ... and everywhere
         mlm_loss = mlm_loss * count * dist.world_size / total
-    nsp_loss = out.pair_loss if out.pair_loss is not None else torch.zeros_like(mlm_loss)
+    nsp_loss = (
+        out.pair_loss if out.pair_loss is not None else torch.zeros_like(mlm_loss)
+    )
     return mlm_loss + nsp_loss, out.mlm_loss.detach(), nsp_loss.detach()
 
 
 # Built in chapter 9, section "The training loop":
 # chapters/09_pretraining.html#the-training-loop
 @torch.no_grad()
-def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Tensor]], *,
-                         dtype: torch.dtype | None = None) -> dict[str, float]:
+def evaluate_pretraining(
+    model: nn.Module,
+    batches: Sequence[dict[str, torch.Tensor]],
+    *,
+    dtype: torch.dtype | None = None,
+) -> dict[str, float]:
     """Held-out MLM loss and accuracy (over the masked tokens) and NSP loss and accuracy
     (NSP only when the batches carry nsp_labels). A batch without masked tokens adds
     nothing to the MLM numbers; no masked token at all is an error, not NaN."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    total = dict.fromkeys(["mlm_loss", "mlm_correct", "mlm_tokens", "nsp_loss", "nsp_correct", "pairs"], 0.0)
+    total = dict.fromkeys(
+        ["mlm_loss", "mlm_correct", "mlm_tokens", "nsp_loss", "nsp_correct", "pairs"],
+        0.0,
+    )
     for batch in batches:
         batch = {k: v.to(device) for k, v in batch.items()}
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
             out = model(**for_model(model, batch))
-        targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]   # (N,) the order of out.mlm_logits
+        # (N,) the order of out.mlm_logits
+        targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]
         n = len(targets)
         total["mlm_loss"] += out.mlm_loss.item() * n if n else 0.0
         total["mlm_correct"] += (out.mlm_logits.argmax(-1) == targets).sum().item()
@@ -153,18 +202,27 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
             continue
         b = len(batch["nsp_labels"])
         total["nsp_loss"] += out.pair_loss.item() * b
-        total["nsp_correct"] += (out.pair_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
+        total["nsp_correct"] += (
+            (out.pair_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
+        )
         total["pairs"] += b
     model.train(was_training)
     if not total["mlm_tokens"]:
-        raise ValueError(f"evaluate_pretraining: no masked token (mlm_labels != "
-                         f"{IGNORE_INDEX}) in the {len(batches)} held-out batches")
-    metrics = {"mlm_loss": total["mlm_loss"] / total["mlm_tokens"],
-               "mlm_accuracy": total["mlm_correct"] / total["mlm_tokens"],
-               "mlm_tokens": int(total["mlm_tokens"]), "pairs": int(total["pairs"])}
+        raise ValueError(
+            f"evaluate_pretraining: no masked token (mlm_labels != "
+            f"{IGNORE_INDEX}) in the {len(batches)} held-out batches"
+        )
+    metrics = {
+        "mlm_loss": total["mlm_loss"] / total["mlm_tokens"],
+        "mlm_accuracy": total["mlm_correct"] / total["mlm_tokens"],
+        "mlm_tokens": int(total["mlm_tokens"]),
+        "pairs": int(total["pairs"]),
+    }
     if total["pairs"]:
-        metrics.update(nsp_loss=total["nsp_loss"] / total["pairs"],
-                       nsp_accuracy=total["nsp_correct"] / total["pairs"])
+        metrics.update(
+            nsp_loss=total["nsp_loss"] / total["pairs"],
+            nsp_accuracy=total["nsp_correct"] / total["pairs"],
+        )
     return metrics
 
 
@@ -172,139 +230,222 @@ def evaluate_pretraining(model: nn.Module, batches: Sequence[dict[str, torch.Ten
 # chapters/09_pretraining.html#the-training-loop
 @dataclass
 class PretrainingConfig:
-    """The optimisation side of a pretraining run (the data side is PretrainingBatches)."""
+    """The optimisation side of a pretraining run (the data side is
+    PretrainingBatches)."""
 
-    steps: int                       # optimizer updates in the whole run
-    lr: float = 1e-3                 # peak learning rate (BERT-base: 1e-4; small models take more)
-    warmup_fraction: float = 0.05    # share of the steps spent warming up
+    steps: int  # optimizer updates in the whole run
+    # peak learning rate (BERT-base: 1e-4; small models take more)
+    lr: float = 1e-3
+    warmup_fraction: float = 0.05  # share of the steps spent warming up
     weight_decay: float = 0.01
-    adam_beta2: float = 0.999        # BERT: 0.999; RoBERTa: 0.98, steadier with large learning rates
-    max_grad_norm: float = 1.0       # gradient clipping
-    log_every: int = 10              # training losses are averaged over this many steps
-    eval_every: int = 100            # held-out evaluation (and metrics file) every this many steps
-    checkpoint_every: int = 0        # 0 = only at the end (and when stopping early)
-    seed: int = 0                    # dropout of step s is seeded from (seed, s, rank)
-    mixed_precision: bool = True     # autocast where the device supports it (CUDA)
+    # BERT: 0.999; RoBERTa: 0.98, steadier with large learning rates
+    adam_beta2: float = 0.999
+    max_grad_norm: float = 1.0  # gradient clipping
+    log_every: int = 10  # training losses are averaged over this many steps
+    # held-out evaluation (and metrics file) every this many steps
+    eval_every: int = 100
+    checkpoint_every: int = 0  # 0 = only at the end (and when stopping early)
+    seed: int = 0  # dropout of step s is seeded from (seed, s, rank)
+    mixed_precision: bool = True  # autocast where the device supports it (CUDA)
 
 
 # Built in chapter 9, section "The training loop":
 # chapters/09_pretraining.html#the-training-loop
 def write_json(path: str | Path, data: dict) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1) + "\n"))
+    write_atomically(
+        Path(path), lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1) + "\n")
+    )
 
 
 # Built in chapter 9, section "The training loop":
 # chapters/09_pretraining.html#the-training-loop
 def _diverged(step: int, loss, mlm_loss, nsp_loss, checkpoint_dir) -> str:
     state = None if checkpoint_dir is None else saved_file(checkpoint_dir, STATE_NAME)
-    kept = (f"the last checkpoint, {checkpoint_dir} (step "
-            f"{json.loads(state.read_text())['step']}), is kept"
-            if state is not None and state.is_file() else "no checkpoint was saved yet")
-    return (f"step {step}: the training loss is {loss.item()} (MLM {mlm_loss.item()}, "
-            f"NSP {nsp_loss.item()}), so the run stops here; {kept}. A lower learning "
-            "rate or more warm-up usually helps.")
+    kept = (
+        f"the last checkpoint, {checkpoint_dir} (step "
+        f"{json.loads(state.read_text())['step']}), is kept"
+        if state is not None and state.is_file()
+        else "no checkpoint was saved yet"
+    )
+    return (
+        f"step {step}: the training loss is {loss.item()} (MLM {mlm_loss.item()}, "
+        f"NSP {nsp_loss.item()}), so the run stops here; {kept}. A lower learning "
+        "rate or more warm-up usually helps."
+    )
 
 
-RESUME_MUST_MATCH = ("steps", "lr", "warmup_fraction", "weight_decay", "adam_beta2",
-                     "max_grad_norm", "seed")    # the others log or save more often
+# the others log or save more often
+RESUME_MUST_MATCH = (
+    "steps",
+    "lr",
+    "warmup_fraction",
+    "weight_decay",
+    "adam_beta2",
+    "max_grad_norm",
+    "seed",
+)
 
 
 # Built in chapter 9, section "The training loop":
 # chapters/09_pretraining.html#the-training-loop
-def _resume_differences(checkpoint_dir, model: nn.Module, config: PretrainingConfig,
-                        batch_size) -> list[str]:
+def _resume_differences(
+    checkpoint_dir, model: nn.Module, config: PretrainingConfig, batch_size
+) -> list[str]:
     """What a resumed run would change about the saved one: each difference, named."""
     state = json.loads(saved_file(checkpoint_dir, STATE_NAME).read_text())
     saved = state.get("extra", {}).get("history", {})
     now = {**asdict(config), "batch_size": batch_size}
     before = saved.get("config", {})
-    differences = [f"{key}: saved {before[key]!r}, now {now[key]!r}"
-                   for key in RESUME_MUST_MATCH
-                   if key in before and before[key] != now[key]]
+    differences = [
+        f"{key}: saved {before[key]!r}, now {now[key]!r}"
+        for key in RESUME_MUST_MATCH
+        if key in before and before[key] != now[key]
+    ]
     if saved.get("batch_size") not in (None, batch_size):
         differences.append(f"batch_size: saved {saved['batch_size']}, now {batch_size}")
     config_path = saved_file(checkpoint_dir, CONFIG_NAME)
     if config_path.is_file():
         model_before = json.loads(config_path.read_text()).get("config", {})
-        differences += [f"model {key}: saved {model_before[key]!r}, now {value!r}"
-                        for key, value in model.config.to_dict().items()
-                        if key in model_before and model_before[key] != value]
+        differences += [
+            f"model {key}: saved {model_before[key]!r}, now {value!r}"
+            for key, value in model.config.to_dict().items()
+            if key in model_before and model_before[key] != value
+        ]
     return differences
 
 
 # Built in chapter 9, section "The training loop":
 # chapters/09_pretraining.html#the-training-loop
-def _train_step(net: nn.Module, batch: dict[str, torch.Tensor], optimizer, scheduler,
-                scaler, config: PretrainingConfig, dtype, dist: DistributedContext,
-                step: int, checkpoint_dir) -> torch.Tensor:
+def _train_step(
+    net: nn.Module,
+    batch: dict[str, torch.Tensor],
+    optimizer,
+    scheduler,
+    scaler,
+    config: PretrainingConfig,
+    dtype,
+    dist: DistributedContext,
+    step: int,
+    checkpoint_dir,
+) -> torch.Tensor:
     """One update of ``net`` on ``batch``: (loss, mlm, nsp, 1), for the running sums."""
     device = batch["input_ids"].device
     with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
         loss, mlm_loss, nsp_loss = pretraining_losses(net, batch, dist)
-    if not torch.isfinite(loss):                 # stop before the update spreads it
+    if not torch.isfinite(loss):  # stop before the update spreads it
         raise FloatingPointError(
-            _diverged(step + 1, loss, mlm_loss, nsp_loss, checkpoint_dir))
+            _diverged(step + 1, loss, mlm_loss, nsp_loss, checkpoint_dir)
+        )
     scaler.scale(loss).backward()
-    scaler.unscale_(optimizer)              # clip the true gradients, not scaled ones
+    scaler.unscale_(optimizer)  # clip the true gradients, not scaled ones
     torch.nn.utils.clip_grad_norm_(net.parameters(), config.max_grad_norm)
     scaler.step(optimizer)
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
     scheduler.step()
-    return torch.stack([loss.detach().float(), mlm_loss.float(), nsp_loss.float(),
-                        torch.ones((), device=device)]).cpu()
+    return torch.stack(
+        [
+            loss.detach().float(),
+            mlm_loss.float(),
+            nsp_loss.float(),
+            torch.ones((), device=device),
+        ]
+    ).cpu()
 
 
 # Built in chapter 9, section "The training loop":
 # chapters/09_pretraining.html#the-training-loop
-def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
-             eval_batches: Sequence[dict[str, torch.Tensor]] = (), device: torch.device | str | None = None,
-             checkpoint_dir: str | Path | None = None, resume: bool = False, stop_after: int | None = None,
-             metrics_path: str | Path | None = None, recipe: dict | None = None,
-             dist: DistributedContext = DistributedContext()) -> dict:
-    """Train ``model`` (a BertForPreTraining) on ``batches(step)``; return the history of losses.
+def pretrain(
+    model: nn.Module,
+    batches,
+    config: PretrainingConfig,
+    *,
+    eval_batches: Sequence[dict[str, torch.Tensor]] = (),
+    device: torch.device | str | None = None,
+    checkpoint_dir: str | Path | None = None,
+    resume: bool = False,
+    stop_after: int | None = None,
+    metrics_path: str | Path | None = None,
+    recipe: dict | None = None,
+    dist: DistributedContext = DistributedContext(),
+) -> dict:
+    """Train ``model`` (a BertForPreTraining) on ``batches(step)``; return the
+    history of losses.
 
-    With ``checkpoint_dir`` it saves a checkpoint every ``config.checkpoint_every`` steps, at the
-    end and when it stops early at ``stop_after``; with ``resume`` it continues from the one there.
-    Only rank 0 prints, evaluates and writes files. A NaN or infinite loss raises
-    FloatingPointError before the update: the checkpoint on disk is the last good one.
-    Ctrl-C lets the step finish, saves a checkpoint there (with ``checkpoint_dir``) and
-    raises TrainingInterrupted. The checkpoint keeps the training-loss sums of the
-    unfinished logging window, so a resumed run logs what an uninterrupted one logs.
-    Resuming with other settings of RESUME_MUST_MATCH, another batch size or another model
-    configuration raises ValueError naming each difference: the run would no longer be the
-    one that was interrupted. log_every, eval_every, checkpoint_every and mixed_precision
-    may change. ``recipe`` (JSON: how the data were made) is kept in the history.
+    With ``checkpoint_dir`` it saves a checkpoint every ``config.checkpoint_every``
+    steps, at the end and when it stops early at ``stop_after``; with ``resume`` it
+    continues from the one there. Only rank 0 prints, evaluates and writes files. A NaN
+    or infinite loss raises FloatingPointError before the update: the checkpoint on disk
+    is the last good one. Ctrl-C lets the step finish, saves a checkpoint there (with
+    ``checkpoint_dir``) and raises TrainingInterrupted. The checkpoint keeps the
+    training-loss sums of the unfinished logging window, so a resumed run logs what an
+    uninterrupted one logs. Resuming with other settings of RESUME_MUST_MATCH, another
+    batch size or another model configuration raises ValueError naming each difference:
+    the run would no longer be the one that was interrupted. log_every, eval_every,
+    checkpoint_every and mixed_precision may change. ``recipe`` (JSON: how the data were
+    made) is kept in the history.
     """
     device = torch.device(device) if device is not None else get_device()
     model.to(device).train()
-    optimizer = make_optimizer(model, config.lr, config.weight_decay, betas=(0.9, config.adam_beta2))
-    scheduler = linear_warmup_decay(optimizer, round(config.warmup_fraction * config.steps), config.steps)
+    optimizer = make_optimizer(
+        model, config.lr, config.weight_decay, betas=(0.9, config.adam_beta2)
+    )
+    scheduler = linear_warmup_decay(
+        optimizer, round(config.warmup_fraction * config.steps), config.steps
+    )
     dtype = autocast_dtype(device) if config.mixed_precision else None
-    scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)   # float16 needs loss scaling
+    # float16 needs loss scaling
+    scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
     batch_size = getattr(batches, "batch_size", None)
-    history, start = {"train": [], "eval": [], "seconds": 0.0, "config": asdict(config),
-                      "batch_size": batch_size}, 0
-    running = torch.zeros(4)      # loss, mlm, nsp sums since the last log; their count
-    if resume and checkpoint_dir is not None and saved_file(checkpoint_dir,
-                                                            STATE_NAME).is_file():
+    history, start = (
+        {
+            "train": [],
+            "eval": [],
+            "seconds": 0.0,
+            "config": asdict(config),
+            "batch_size": batch_size,
+        },
+        0,
+    )
+    running = torch.zeros(4)  # loss, mlm, nsp sums since the last log; their count
+    if (
+        resume
+        and checkpoint_dir is not None
+        and saved_file(checkpoint_dir, STATE_NAME).is_file()
+    ):
         differences = _resume_differences(checkpoint_dir, model, config, batch_size)
         if differences:
-            raise ValueError(f"{checkpoint_dir}: cannot resume with other settings "
-                             f"than the saved run's ({'; '.join(differences)}); resume "
-                             "with the saved settings, or start a new run")
-        checkpoint = load_checkpoint(checkpoint_dir, model, optimizer=optimizer, scheduler=scheduler,
-                                     scaler=scaler, map_location=device)
+            raise ValueError(
+                f"{checkpoint_dir}: cannot resume with other settings "
+                f"than the saved run's ({'; '.join(differences)}); resume "
+                "with the saved settings, or start a new run"
+            )
+        checkpoint = load_checkpoint(
+            checkpoint_dir,
+            model,
+            optimizer=optimizer,
+            scheduler=scheduler,
+            scaler=scaler,
+            map_location=device,
+        )
         start, history = checkpoint.step, checkpoint.extra["history"]
         running = torch.tensor(checkpoint.extra.get("running", running.tolist()))
-        history["config"] = asdict(config)    # how often it logs, evaluates, saves now
+        history["config"] = asdict(config)  # how often it logs, evaluates, saves now
     if recipe is not None:
         history["recipe"] = recipe
-    if dist.is_main and metrics_path is not None:   # forget what a crashed run logged
-        write_json(metrics_path, history)          # after its last checkpoint
-    net = model if dist.world_size == 1 else DistributedDataParallel(    # MLM only: NSP head unused
-        model, device_ids=[device.index] if device.type == "cuda" else None, find_unused_parameters=True)
+    if dist.is_main and metrics_path is not None:  # forget what a crashed run logged
+        write_json(metrics_path, history)  # after its last checkpoint
+    # MLM only: NSP head unused
+    net = (
+        model
+        if dist.world_size == 1
+        else DistributedDataParallel(
+            model,
+            device_ids=[device.index] if device.type == "cuda" else None,
+            find_unused_parameters=True,
+        )
+    )
     end = config.steps if stop_after is None else min(config.steps, stop_after)
     steps = range(start, end)
     bar = progress(steps, desc="pretraining", updates=10) if dist.is_main else None
@@ -313,43 +454,78 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
         for step in bar if bar is not None else steps:
             dropout = seeded_generator(config.seed, "dropout", step, dist.rank)
             torch.manual_seed(dropout.initial_seed())
-            batch = {k: v.to(device, non_blocking=True)
-                     for k, v in batches(step).items()}
-            running += _train_step(net, batch, optimizer, scheduler, scaler, config,
-                                   dtype, dist, step, checkpoint_dir)
+            batch = {
+                k: v.to(device, non_blocking=True) for k, v in batches(step).items()
+            }
+            running += _train_step(
+                net,
+                batch,
+                optimizer,
+                scheduler,
+                scaler,
+                config,
+                dtype,
+                dist,
+                step,
+                checkpoint_dir,
+            )
             done = step + 1
             if done % config.log_every == 0:
                 loss_, mlm_, nsp_ = (running[:3] / running[3]).tolist()
-                history["train"].append({"step": done, "loss": loss_, "mlm_loss": mlm_,
-                                         "nsp_loss": nsp_,
-                                         "lr": scheduler.get_last_lr()[0]})
+                history["train"].append(
+                    {
+                        "step": done,
+                        "loss": loss_,
+                        "mlm_loss": mlm_,
+                        "nsp_loss": nsp_,
+                        "lr": scheduler.get_last_lr()[0],
+                    }
+                )
                 running.zero_()
-            stop = dist.any(bool(requests), device) and done < end      # Ctrl-C
-            evaluate = eval_batches and (done % config.eval_every == 0
-                                         or done == config.steps)
-            save = checkpoint_dir is not None and (stop or done == end or (
-                config.checkpoint_every > 0 and done % config.checkpoint_every == 0))
+            stop = dist.any(bool(requests), device) and done < end  # Ctrl-C
+            evaluate = eval_batches and (
+                done % config.eval_every == 0 or done == config.steps
+            )
+            save = checkpoint_dir is not None and (
+                stop
+                or done == end
+                or (config.checkpoint_every > 0 and done % config.checkpoint_every == 0)
+            )
             if dist.is_main and (evaluate or save or stop):
                 history["seconds"] += time.perf_counter() - clock
                 clock = time.perf_counter()
             if dist.is_main and evaluate:
                 metrics = evaluate_pretraining(model, eval_batches, dtype=dtype)
                 history["eval"].append({"step": done, **metrics})
-                train = (f"train loss {history['train'][-1]['loss']:.3f} | "
-                         if history["train"] else "")
-                nsp = (f" | NSP acc {metrics['nsp_accuracy']:.3f}"
-                       if "nsp_accuracy" in metrics else "")
-                bar.write(f"step {done:>6}/{config.steps} | {train}held-out MLM loss "
-                          f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}"
-                          f"{nsp} | {history['seconds']:.0f} s")
+                train = (
+                    f"train loss {history['train'][-1]['loss']:.3f} | "
+                    if history["train"]
+                    else ""
+                )
+                nsp = (
+                    f" | NSP acc {metrics['nsp_accuracy']:.3f}"
+                    if "nsp_accuracy" in metrics
+                    else ""
+                )
+                bar.write(
+                    f"step {done:>6}/{config.steps} | {train}held-out MLM loss "
+                    f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}"
+                    f"{nsp} | {history['seconds']:.0f} s"
+                )
             if dist.is_main and metrics_path is not None and (evaluate or stop):
                 write_json(metrics_path, history)
             if save:
                 if dist.is_main:
                     extra = {"history": history, "running": running.tolist()}
-                    save_checkpoint(checkpoint_dir, model, optimizer=optimizer,
-                                    scheduler=scheduler, scaler=scaler, step=done,
-                                    extra=extra)
+                    save_checkpoint(
+                        checkpoint_dir,
+                        model,
+                        optimizer=optimizer,
+                        scheduler=scheduler,
+                        scaler=scaler,
+                        step=done,
+                        extra=extra,
+                    )
                 dist.barrier()
             if stop:
                 raise TrainingInterrupted(done, checkpoint_dir)
@@ -359,19 +535,50 @@ def pretrain(model: nn.Module, batches, config: PretrainingConfig, *,
 # Built in chapter 9, section "The training loop":
 # chapters/09_pretraining.html#the-training-loop
 def plot_history(history: dict, path: str | Path | None = None):
-    """Training and held-out losses (left) and held-out accuracies (right); saved when ``path`` is given."""
+    """Training and held-out losses (left) and held-out accuracies (right); saved when
+    ``path`` is given."""
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
     train, held = history["train"], history["eval"]
-    nsp = any("nsp_accuracy" in r for r in held)           # False for an MLM-only run
-    left.plot([r["step"] for r in train], [r["mlm_loss"] for r in train], label="MLM, training", alpha=0.7)
-    left.plot([r["step"] for r in held], [r["mlm_loss"] for r in held], "o-", label="MLM, held-out")
-    right.plot([r["step"] for r in held], [r["mlm_accuracy"] for r in held], "o-", label="MLM (masked tokens)")
+    nsp = any("nsp_accuracy" in r for r in held)  # False for an MLM-only run
+    left.plot(
+        [r["step"] for r in train],
+        [r["mlm_loss"] for r in train],
+        label="MLM, training",
+        alpha=0.7,
+    )
+    left.plot(
+        [r["step"] for r in held],
+        [r["mlm_loss"] for r in held],
+        "o-",
+        label="MLM, held-out",
+    )
+    right.plot(
+        [r["step"] for r in held],
+        [r["mlm_accuracy"] for r in held],
+        "o-",
+        label="MLM (masked tokens)",
+    )
     if nsp:
-        left.plot([r["step"] for r in train], [r["nsp_loss"] for r in train], label="NSP, training", alpha=0.7)
-        left.plot([r["step"] for r in held], [r["nsp_loss"] for r in held], "o-", label="NSP, held-out")
-        right.plot([r["step"] for r in held], [r["nsp_accuracy"] for r in held], "o-", label="NSP (pairs)")
+        left.plot(
+            [r["step"] for r in train],
+            [r["nsp_loss"] for r in train],
+            label="NSP, training",
+            alpha=0.7,
+        )
+        left.plot(
+            [r["step"] for r in held],
+            [r["nsp_loss"] for r in held],
+            "o-",
+            label="NSP, held-out",
+        )
+        right.plot(
+            [r["step"] for r in held],
+            [r["nsp_accuracy"] for r in held],
+            "o-",
+            label="NSP (pairs)",
+        )
         right.axhline(0.5, color="0.6", linestyle=":", label="NSP chance")
     left.set(xlabel="step", ylabel="cross-entropy (nats)", title="losses")
     right.set(xlabel="step", ylabel="held-out accuracy", title="accuracy", ylim=(0, 1))

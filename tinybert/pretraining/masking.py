@@ -5,6 +5,7 @@
 Built in chapter 9 (Pretraining BERT); read it with its explanations at
 chapters/09_pretraining.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['SpecialTokens', 'seeded_generator', 'mask_tokens']
@@ -23,7 +24,8 @@ from tinybert.models.bert_heads import IGNORE_INDEX
 # chapters/09_pretraining.html#masking-for-the-masked-language-model
 @dataclass(frozen=True)
 class SpecialTokens:
-    """The ids of BERT's special tokens and the vocabulary size, read from a vocabulary."""
+    """The ids of BERT's special tokens and the vocabulary size, read from a
+    vocabulary."""
 
     pad: int
     unk: int
@@ -34,13 +36,23 @@ class SpecialTokens:
 
     @classmethod
     def from_vocab(cls, vocab: Mapping[str, int]) -> SpecialTokens:
-        names = {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
+        names = {
+            "pad": "[PAD]",
+            "unk": "[UNK]",
+            "cls": "[CLS]",
+            "sep": "[SEP]",
+            "mask": "[MASK]",
+        }
         missing = [token for token in names.values() if token not in vocab]
         if missing:
-            raise ValueError(f"the vocabulary lacks the special tokens {missing}; BERT needs "
-                             f"{list(names.values())}")
-        return cls(**{field: vocab[token] for field, token in names.items()},
-                   vocab_size=max(vocab.values()) + 1)
+            raise ValueError(
+                f"the vocabulary lacks the special tokens {missing}; BERT "
+                f"needs {list(names.values())}"
+            )
+        return cls(
+            **{field: vocab[token] for field, token in names.items()},
+            vocab_size=max(vocab.values()) + 1,
+        )
 
     @property
     def ids(self) -> tuple[int, ...]:
@@ -50,49 +62,75 @@ class SpecialTokens:
 # Built in chapter 9, section "Masking for the masked language model":
 # chapters/09_pretraining.html#masking-for-the-masked-language-model
 def seeded_generator(*keys) -> torch.Generator:
-    """A torch.Generator seeded from a hash of ``keys``: ``seeded_generator(seed, "mask", step, rank)``."""
+    """A torch.Generator seeded from a hash of ``keys``:
+    ``seeded_generator(seed, "mask", step, rank)``."""
     digest = hashlib.sha256(repr(keys).encode()).digest()
     return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
 
 
 # Built in chapter 9, section "Masking for the masked language model":
 # chapters/09_pretraining.html#masking-for-the-masked-language-model
-def mask_tokens(input_ids: torch.Tensor, special: SpecialTokens,
-                generator: torch.Generator | None = None, *, mlm_probability: float = 0.15,
-                mask_fraction: float = 0.8, random_fraction: float = 0.1,
-                ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's masked-LM corruption of a (B, T) batch: returns (corrupted input_ids, labels).
+def mask_tokens(
+    input_ids: torch.Tensor,
+    special: SpecialTokens,
+    generator: torch.Generator | None = None,
+    *,
+    mlm_probability: float = 0.15,
+    mask_fraction: float = 0.8,
+    random_fraction: float = 0.1,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's masked-LM corruption of a (B, T) batch: returns (corrupted
+    input_ids, labels).
 
-    Each ordinary token is chosen with probability ``mlm_probability`` (special tokens and padding
-    never are). A chosen token becomes [MASK] with probability ``mask_fraction``, a random
-    ordinary token with probability ``random_fraction``, and stays itself otherwise. ``labels``
-    holds the original id at the chosen positions and -100 (ignored by the loss) everywhere else.
-    Every random draw comes from ``generator``, so the same generator state gives the same masks.
+    Each ordinary token is chosen with probability ``mlm_probability`` (special tokens
+    and padding never are). A chosen token becomes [MASK] with probability
+    ``mask_fraction``, a random ordinary token with probability ``random_fraction``, and
+    stays itself otherwise. ``labels`` holds the original id at the chosen positions and
+    -100 (ignored by the loss) everywhere else. Every random draw comes from
+    ``generator``, so the same generator state gives the same masks.
     """
-    if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (torch.int32, torch.int64):
-        raise ValueError(f"input_ids: expected an integer tensor of token ids, got {input_ids!r:.80}")
-    for name, p in (("mlm_probability", mlm_probability), ("mask_fraction", mask_fraction),
-                    ("random_fraction", random_fraction)):
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (
+        torch.int32,
+        torch.int64,
+    ):
+        raise ValueError(
+            f"input_ids: expected an integer tensor of token ids, got {input_ids!r:.80}"
+        )
+    for name, p in (
+        ("mlm_probability", mlm_probability),
+        ("mask_fraction", mask_fraction),
+        ("random_fraction", random_fraction),
+    ):
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"{name}: expected a probability in [0, 1], got {p!r}")
     if mask_fraction + random_fraction > 1.0:
-        raise ValueError(f"mask_fraction + random_fraction must be at most 1, got "
-                         f"{mask_fraction} + {random_fraction}")
+        raise ValueError(
+            f"mask_fraction + random_fraction must be at most 1, got "
+            f"{mask_fraction} + {random_fraction}"
+        )
     device = input_ids.device
     special_ids = torch.tensor(special.ids, device=device)
 
-    def uniform() -> torch.Tensor:                   # (B, T) draws in [0, 1) from the generator
+    # (B, T) draws in [0, 1) from the generator
+    def uniform() -> torch.Tensor:
         return torch.rand(input_ids.shape, generator=generator).to(device)
 
-    maskable = ~torch.isin(input_ids, special_ids)                          # (B, T)
-    chosen = maskable & (uniform() < mlm_probability)                       # (B, T) ~15%
-    labels = torch.where(chosen, input_ids, IGNORE_INDEX)                   # (B, T)
-    action = uniform()                                                      # (B, T) one draw decides 80/10/10
+    maskable = ~torch.isin(input_ids, special_ids)  # (B, T)
+    # (B, T) ~15%
+    chosen = maskable & (uniform() < mlm_probability)
+    labels = torch.where(chosen, input_ids, IGNORE_INDEX)  # (B, T)
+    # (B, T) one draw decides 80/10/10
+    action = uniform()
     to_mask = chosen & (action < mask_fraction)
-    to_random = chosen & (action >= mask_fraction) & (action < mask_fraction + random_fraction)
+    to_random = (
+        chosen & (action >= mask_fraction) & (action < mask_fraction + random_fraction)
+    )
     every_id = torch.arange(special.vocab_size, device=device)
-    ordinary = every_id[~torch.isin(every_id, special_ids)]                 # ids a random token may take
-    random_ids = ordinary[torch.randint(len(ordinary), input_ids.shape, generator=generator).to(device)]
+    # ids a random token may take
+    ordinary = every_id[~torch.isin(every_id, special_ids)]
+    random_ids = ordinary[
+        torch.randint(len(ordinary), input_ids.shape, generator=generator).to(device)
+    ]
     corrupted = torch.where(to_mask, special.mask, input_ids)
     corrupted = torch.where(to_random, random_ids, corrupted)
     return corrupted, labels

@@ -5,6 +5,7 @@
 Built in chapter 9 (Pretraining BERT); read it with its explanations at
 chapters/09_pretraining.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['make_optimizer', 'linear_warmup_decay', 'autocast_dtype']
@@ -21,42 +22,66 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import (CONFIG_NAME, model_files, load_model,
-                                       save_files, saved_file)
+from tinybert.checkpoint.files import (
+    CONFIG_NAME,
+    model_files,
+    load_model,
+    save_files,
+    saved_file,
+)
 
 
 # Built in chapter 9, section "The optimizer and the learning-rate schedule":
 # chapters/09_pretraining.html#the-optimizer-and-the-learning-rate-schedule
-def make_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.01,
-                   betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6) -> torch.optim.AdamW:
-    """AdamW with two parameter groups: weight decay on weight matrices (and embedding tables),
-    none on biases and LayerNorm weights (every parameter with fewer than two dimensions)."""
+def make_optimizer(
+    model: nn.Module,
+    lr: float,
+    weight_decay: float = 0.01,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-6,
+) -> torch.optim.AdamW:
+    """AdamW with two parameter groups: weight decay on weight matrices (and embedding
+    tables), none on biases and LayerNorm weights (every parameter with fewer than two
+    dimensions)."""
     if not lr > 0 or weight_decay < 0:
-        raise ValueError(f"lr must be positive and weight_decay non-negative, got {lr!r} and {weight_decay!r}")
+        raise ValueError(
+            f"lr must be positive and weight_decay non-negative, got {lr!r} and "
+            f"{weight_decay!r}"
+        )
     decay, no_decay = [], []
-    for parameter in model.parameters():         # shared (tied) parameters are listed once
+    # shared (tied) parameters are listed once
+    for parameter in model.parameters():
         if parameter.requires_grad:
             (decay if parameter.ndim >= 2 else no_decay).append(parameter)
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    groups = [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
     # foreach: one batched update over all tensors, the same numbers as a loop over them
     return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, foreach=True)
 
 
 # Built in chapter 9, section "The optimizer and the learning-rate schedule":
 # chapters/09_pretraining.html#the-optimizer-and-the-learning-rate-schedule
-def linear_warmup_decay(optimizer: torch.optim.Optimizer, warmup_steps: int,
-                        total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
-    """lr(s) = peak · s / warmup for s < warmup, then peak · (total - s) / (total - warmup), 0 after.
+def linear_warmup_decay(
+    optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """lr(s) = peak · s / warmup for s < warmup, then peak · (total - s) / (total -
+    warmup), 0 after.
 
-    s counts the optimizer steps taken so far (call ``scheduler.step()`` after ``optimizer.step()``),
-    so the very first update uses lr 0 when warmup_steps > 0, as in BERT and Hugging Face.
+    s counts the optimizer steps taken so far (call ``scheduler.step()`` after
+    ``optimizer.step()``), so the very first update uses lr 0 when warmup_steps > 0, as
+    in BERT and Hugging Face.
     """
     for name, value in (("warmup_steps", warmup_steps), ("total_steps", total_steps)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name}: expected a non-negative int, got {value!r}")
     if total_steps < 1 or warmup_steps > total_steps:
-        raise ValueError(f"expected 0 <= warmup_steps <= total_steps and total_steps >= 1, got "
-                         f"warmup_steps={warmup_steps}, total_steps={total_steps}")
+        raise ValueError(
+            f"expected 0 <= warmup_steps <= total_steps and total_steps "
+            f">= 1, got warmup_steps={warmup_steps}, "
+            f"total_steps={total_steps}"
+        )
 
     def factor(step: int) -> float:
         if step < warmup_steps:
@@ -69,8 +94,9 @@ def linear_warmup_decay(optimizer: torch.optim.Optimizer, warmup_steps: int,
 # Built in chapter 9, section "Mixed precision":
 # chapters/09_pretraining.html#mixed-precision
 def autocast_dtype(device: torch.device | str) -> torch.dtype | None:
-    """The mixed-precision type for ``device``: bfloat16 on CUDA GPUs that have it, else float16;
-    None (full float32) on CPU and MPS, where autocast rarely pays off for training."""
+    """The mixed-precision type for ``device``: bfloat16 on CUDA GPUs that have it, else
+    float16; None (full float32) on CPU and MPS, where autocast rarely pays off for
+    training."""
     device = torch.device(device)
     if device.type != "cuda":
         return None

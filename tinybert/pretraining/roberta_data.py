@@ -5,6 +5,7 @@
 Built in chapter 11 (RoBERTa); read it with its explanations at
 chapters/11_roberta.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['pack_full_sentences', 'full_sentence_examples', 'mask_for_epoch']
@@ -21,16 +22,23 @@ from tinybert.pretraining.examples import PretrainingExample
 
 # Built in chapter 11, section "FULL-SENTENCES: one long segment, no NSP":
 # chapters/11_roberta.html#full-sentences-one-long-segment-no-nsp
-def pack_full_sentences(documents: Sequence[Sequence[list[int]]], max_tokens: int,
-                        separator: int) -> list[list[int]]:
-    """RoBERTa's FULL-SENTENCES inputs: consecutive sentences packed up to ``max_tokens`` tokens,
-    crossing from one document into the next with ``separator`` between them.
+def pack_full_sentences(
+    documents: Sequence[Sequence[list[int]]], max_tokens: int, separator: int
+) -> list[list[int]]:
+    """RoBERTa's FULL-SENTENCES inputs: consecutive sentences packed up to
+    ``max_tokens`` tokens, crossing from one document into the next with ``separator``
+    between them.
 
-    ``documents`` are lists of sentences, each a list of token ids. A sentence that does not fit
-    starts the next input; a sentence longer than ``max_tokens`` is cut into pieces. Nothing is
-    dropped: the inputs, joined, are the documents joined with separators at the crossings.
+    ``documents`` are lists of sentences, each a list of token ids. A sentence that does
+    not fit starts the next input; a sentence longer than ``max_tokens`` is cut into
+    pieces. Nothing is dropped: the inputs, joined, are the documents joined with
+    separators at the crossings.
     """
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 2:
+    if (
+        isinstance(max_tokens, bool)
+        or not isinstance(max_tokens, int)
+        or max_tokens < 2
+    ):
         raise ValueError(f"max_tokens must be an int of at least 2, got {max_tokens!r}")
     inputs, current = [], []
     for document in documents:
@@ -38,10 +46,11 @@ def pack_full_sentences(documents: Sequence[Sequence[list[int]]], max_tokens: in
         if not sentences:
             continue
         if current and len(current) < max_tokens:
-            current.append(separator)                     # the input runs on into a new document
+            # the input runs on into a new document
+            current.append(separator)
         for sentence in sentences:
             for start in range(0, len(sentence), max_tokens):
-                piece = list(sentence[start:start + max_tokens])
+                piece = list(sentence[start : start + max_tokens])
                 if len(current) + len(piece) > max_tokens:
                     inputs.append(current)
                     current = []
@@ -53,29 +62,57 @@ def pack_full_sentences(documents: Sequence[Sequence[list[int]]], max_tokens: in
 
 # Built in chapter 11, section "FULL-SENTENCES: one long segment, no NSP":
 # chapters/11_roberta.html#full-sentences-one-long-segment-no-nsp
-def full_sentence_examples(documents: Sequence[Sequence[list[int]]], special: SpecialTokens,
-                           max_len: int) -> list[PretrainingExample]:
-    """FULL-SENTENCES inputs as chapter 9's examples: [CLS] sentences [SEP], one segment, no NSP label.
+def full_sentence_examples(
+    documents: Sequence[Sequence[list[int]]], special: SpecialTokens, max_len: int
+) -> list[PretrainingExample]:
+    """FULL-SENTENCES inputs as chapter 9's examples: [CLS] sentences [SEP], one
+    segment, no NSP label.
 
-    The documents are separated by [SEP] (RoBERTa's </s>); ``nsp_label`` is -100 (ignored).
+    The documents are separated by [SEP] (RoBERTa's </s>); ``nsp_label`` is
+    -100 (ignored).
     """
-    return [PretrainingExample([special.cls, *ids, special.sep], [0] * (len(ids) + 2), IGNORE_INDEX)
-            for ids in pack_full_sentences(documents, max_len - 2, special.sep)]
+    return [
+        PretrainingExample(
+            [special.cls, *ids, special.sep], [0] * (len(ids) + 2), IGNORE_INDEX
+        )
+        for ids in pack_full_sentences(documents, max_len - 2, special.sep)
+    ]
 
 
 # Built in chapter 11, section "Dynamic masking":
 # chapters/11_roberta.html#dynamic-masking
-def mask_for_epoch(input_ids: torch.Tensor, special: SpecialTokens, *, seed: int, epoch: int, index: int,
-                   copies: int | None = None, **mask_options) -> tuple[torch.Tensor, torch.Tensor]:
-    """The MLM corruption of sequence ``index`` (or a batch) in ``epoch``: (corrupted ids, labels).
+def mask_for_epoch(
+    input_ids: torch.Tensor,
+    special: SpecialTokens,
+    *,
+    seed: int,
+    epoch: int,
+    index: int,
+    copies: int | None = None,
+    **mask_options,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The MLM corruption of sequence ``index`` (or a batch) in ``epoch``: (corrupted
+    ids, labels).
 
-    ``copies`` None is dynamic masking (RoBERTa): a new mask in every epoch. ``copies`` k is static
-    masking with k copies of the data (BERT wrote 10): epoch e reuses mask e mod k; k = 1 never
-    changes the mask. The mask is chapter 9's mask_tokens; ``mask_options`` go to it.
+    ``copies`` None is dynamic masking (RoBERTa): a new mask in every epoch. ``copies``
+    k is static masking with k copies of the data (BERT wrote 10): epoch e reuses mask e
+    mod k; k = 1 never changes the mask. The mask is chapter 9's mask_tokens;
+    ``mask_options`` go to it.
     """
-    if copies is not None and (isinstance(copies, bool) or not isinstance(copies, int) or copies < 1):
-        raise ValueError(f"copies must be None (dynamic masking) or a positive int, got {copies!r}")
+    if copies is not None and (
+        isinstance(copies, bool) or not isinstance(copies, int) or copies < 1
+    ):
+        raise ValueError(
+            f"copies must be None (dynamic masking) or a positive int, got {copies!r}"
+        )
     if epoch < 0 or index < 0:
-        raise ValueError(f"epoch and index must be non-negative, got epoch={epoch}, index={index}")
+        raise ValueError(
+            f"epoch and index must be non-negative, got epoch={epoch}, index={index}"
+        )
     version = epoch if copies is None else epoch % copies
-    return mask_tokens(input_ids, special, seeded_generator(seed, "mask", index, version), **mask_options)
+    return mask_tokens(
+        input_ids,
+        special,
+        seeded_generator(seed, "mask", index, version),
+        **mask_options,
+    )

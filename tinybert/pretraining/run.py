@@ -5,6 +5,7 @@
 Built in chapter 9 (Pretraining BERT); read it with its explanations at
 chapters/09_pretraining.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['RUN_FILES', 'check_run_folder', 'pretrain_bert']
@@ -21,37 +22,63 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tinybert.checkpoint.files import (CONFIG_NAME, write_atomically, save_model,
-                                       saved_file)
+from tinybert.checkpoint.files import (
+    CONFIG_NAME,
+    write_atomically,
+    save_model,
+    saved_file,
+)
 from tinybert.pretraining.distributed import DistributedContext
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
-from tinybert.pretraining.examples import (PretrainingBatches, make_examples,
-                                           single_segment_examples)
-from tinybert.pretraining.corpus import (course_documents, task_documents,
-                                         tokenize_documents, vocabulary_texts)
+from tinybert.pretraining.examples import (
+    PretrainingBatches,
+    make_examples,
+    single_segment_examples,
+)
+from tinybert.pretraining.corpus import (
+    course_documents,
+    task_documents,
+    tokenize_documents,
+    vocabulary_texts,
+)
 from tinybert.runtime import get_device, progress
 from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 from tinybert.checkpoint.state import STATE_NAME, load_checkpoint, save_checkpoint
-from tinybert.pretraining.optim import (autocast_dtype, linear_warmup_decay,
-                                        make_optimizer)
+from tinybert.pretraining.optim import (
+    autocast_dtype,
+    linear_warmup_decay,
+    make_optimizer,
+)
 
 
-from tinybert.pretraining.loop import (PretrainingConfig, pretrain, plot_history,
-                                       write_json)
+from tinybert.pretraining.loop import (
+    PretrainingConfig,
+    pretrain,
+    plot_history,
+    write_json,
+)
 
 
-RUN_FILES = ("vocab.txt", "model.safetensors", "config.json", "metrics.json",
-             "loss_curves.png", "training_state")    # what pretrain_bert writes
+# what pretrain_bert writes
+RUN_FILES = (
+    "vocab.txt",
+    "model.safetensors",
+    "config.json",
+    "metrics.json",
+    "loss_curves.png",
+    "training_state",
+)
 
 
 # Built in chapter 9, section "The real run":
 # chapters/09_pretraining.html#the-real-run
-def check_run_folder(out_dir: str | Path, *, resume: bool = False,
-                     overwrite: bool = False) -> Path:
+def check_run_folder(
+    out_dir: str | Path, *, resume: bool = False, overwrite: bool = False
+) -> Path:
     """The folder of a run, checked before any work: never overwrite a run silently.
 
     A folder holding a finished or partial run (any of RUN_FILES) is refused unless
@@ -79,9 +106,11 @@ def check_run_folder(out_dir: str | Path, *, resume: bool = False,
         what = f"a partial run (saved at step {json.loads(state.read_text())['step']})"
     else:
         what = "a partial run (stopped before its first checkpoint)"
-    raise FileExistsError(f"{out} already holds {what}: {', '.join(present)}. "
-                          "Continue it with --resume (resume=True), replace it with "
-                          "--overwrite (overwrite=True), or choose another folder")
+    raise FileExistsError(
+        f"{out} already holds {what}: {', '.join(present)}. "
+        "Continue it with --resume (resume=True), replace it with "
+        "--overwrite (overwrite=True), or choose another folder"
+    )
 
 
 # Built in chapter 9, section "The real run":
@@ -98,10 +127,13 @@ def _check_config(preset: str, overrides: dict, vocab_size: int) -> None:
     """Build the model configuration once, with a stand-in vocabulary: errors first."""
     unknown = sorted(set(overrides) - {f.name for f in fields(BertConfig)})
     if unknown:
-        raise ValueError(f"unknown BertConfig field(s) {unknown}; known: "
-                         f"{', '.join(f.name for f in fields(BertConfig))}")
-    BertConfig.preset(preset, **{"vocab_size": vocab_size, "pad_token_id": 0,
-                                 **overrides})
+        raise ValueError(
+            f"unknown BertConfig field(s) {unknown}; known: "
+            f"{', '.join(f.name for f in fields(BertConfig))}"
+        )
+    BertConfig.preset(
+        preset, **{"vocab_size": vocab_size, "pad_token_id": 0, **overrides}
+    )
 
 
 # Built in chapter 9, section "The real run":
@@ -124,70 +156,114 @@ def _saved_recipe(out: Path) -> dict:
 def _check_recipe(out: Path, recipe: dict) -> None:
     """Resuming with other data than the saved run's is refused, naming each change."""
     saved = _saved_recipe(out)
-    differences = [f"{key}: saved {saved[key]!r}, now {value!r}"
-                   for key, value in recipe.items()
-                   if key in saved and saved[key] != value]
+    differences = [
+        f"{key}: saved {saved[key]!r}, now {value!r}"
+        for key, value in recipe.items()
+        if key in saved and saved[key] != value
+    ]
     if differences:
-        raise ValueError(f"{out}: cannot resume with another data recipe than the "
-                         f"saved run's ({'; '.join(differences)}); resume with the "
-                         "saved settings, or start a new run (--overwrite)")
+        raise ValueError(
+            f"{out}: cannot resume with another data recipe than the "
+            f"saved run's ({'; '.join(differences)}); resume with the "
+            "saved settings, or start a new run (--overwrite)"
+        )
 
 
 # Built in chapter 9, section "The real run":
 # chapters/09_pretraining.html#the-real-run
-def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: dict | None = None,
-                  steps: int = 1000, batch_size: int = 32, lr: float = 1e-3, warmup_fraction: float = 0.05,
-                  vocab_size: int = 8192, vocab_min_count: int = 40,
-                  vocab_score: str = "count", eval_every: int = 100,
-                  eval_batches: int = 25, checkpoint_every: int = 0, seed: int = 0,
-                  max_documents: int | None = None, dynamic_masking: bool = True, resume: bool = False,
-                  stop_after: int | None = None, device: torch.device | str | None = None,
-                  objective: str = "mlm+nsp", mlm_probability: float = 0.15, adam_beta2: float = 0.999,
-                  task_text: bool = False, overwrite: bool = False,
-                  dist: DistributedContext = DistributedContext()) -> dict:
-    """The course's pretraining run, end to end, into ``out_dir``: what ``tinybert pretrain`` runs.
+def pretrain_bert(
+    out_dir: str | Path,
+    *,
+    preset: str = "bert-mini",
+    overrides: dict | None = None,
+    steps: int = 1000,
+    batch_size: int = 32,
+    lr: float = 1e-3,
+    warmup_fraction: float = 0.05,
+    vocab_size: int = 8192,
+    vocab_min_count: int = 40,
+    vocab_score: str = "count",
+    eval_every: int = 100,
+    eval_batches: int = 25,
+    checkpoint_every: int = 0,
+    seed: int = 0,
+    max_documents: int | None = None,
+    dynamic_masking: bool = True,
+    resume: bool = False,
+    stop_after: int | None = None,
+    device: torch.device | str | None = None,
+    objective: str = "mlm+nsp",
+    mlm_probability: float = 0.15,
+    adam_beta2: float = 0.999,
+    task_text: bool = False,
+    overwrite: bool = False,
+    dist: DistributedContext = DistributedContext(),
+) -> dict:
+    """The course's pretraining run, end to end, into ``out_dir``: what
+    ``tinybert pretrain`` runs.
 
     Trains an uncased WordPiece vocabulary on the training documents, merging by
     pair count (``vocab_score``; with ``resume``, reuses out_dir/vocab.txt),
-    builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``, RoBERTa) and
-    MLM batches, pretrains a BertForPreTraining with ``pretrain``, and writes vocab.txt,
-    model.safetensors + config.json, metrics.json, loss_curves.png, and the resumable state in
-    out_dir/training_state/. ``task_text`` adds task_documents() to the training text. The
-    held-out batches always mask 15% of the tokens, whatever ``mlm_probability`` trains with.
-    Arguments and folder are checked before any work (check_run_folder: ``resume``,
-    ``overwrite``). The data recipe (these arguments, and the sizes they gave) is saved
-    with the run; ``resume`` with another one raises ValueError naming each difference.
+    builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``,
+    RoBERTa) and MLM batches, pretrains a BertForPreTraining with ``pretrain``, and
+    writes vocab.txt, model.safetensors + config.json, metrics.json, loss_curves.png,
+    and the resumable state in out_dir/training_state/. ``task_text`` adds
+    task_documents() to the training text. The held-out batches always mask 15% of the
+    tokens, whatever ``mlm_probability`` trains with. Arguments and folder are checked
+    before any work (check_run_folder: ``resume``, ``overwrite``). The data recipe
+    (these arguments, and the sizes they gave) is saved with the run; ``resume`` with
+    another one raises ValueError naming each difference.
     """
     if objective not in ("mlm+nsp", "mlm"):
         raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
     if vocab_score not in ("count", "likelihood"):
-        raise ValueError(f"vocab_score must be 'count' or 'likelihood', "
-                         f"got {vocab_score!r}")
-    _check_counts(steps=steps, batch_size=batch_size, eval_every=eval_every,
-                  eval_batches=eval_batches, vocab_size=vocab_size)
+        raise ValueError(
+            f"vocab_score must be 'count' or 'likelihood', got {vocab_score!r}"
+        )
+    _check_counts(
+        steps=steps,
+        batch_size=batch_size,
+        eval_every=eval_every,
+        eval_batches=eval_batches,
+        vocab_size=vocab_size,
+    )
     _check_counts(minimum=0, checkpoint_every=checkpoint_every)
     if stop_after is not None:
         _check_counts(stop_after=stop_after)
     if vocab_size <= len(SPECIAL_TOKENS):
-        raise ValueError(f"vocab_size must be more than the {len(SPECIAL_TOKENS)} "
-                         f"special tokens {', '.join(SPECIAL_TOKENS)}, "
-                         f"got {vocab_size}")
+        raise ValueError(
+            f"vocab_size must be more than the {len(SPECIAL_TOKENS)} "
+            f"special tokens {', '.join(SPECIAL_TOKENS)}, "
+            f"got {vocab_size}"
+        )
     _check_config(preset, overrides or {}, vocab_size)
     if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not lr > 0:
-        raise ValueError(f"expected 0 < mlm_probability < 1, 0 <= warmup_fraction <= 1"
-                         f" and lr > 0, got {mlm_probability}, {warmup_fraction}, {lr}")
+        raise ValueError(
+            f"expected 0 < mlm_probability < 1, 0 <= warmup_fraction <= 1"
+            f" and lr > 0, got {mlm_probability}, {warmup_fraction}, {lr}"
+        )
     try:
         device = get_device(device) if device is not None else None
-    except RuntimeError as error:               # a device asked for that is not here
+    except RuntimeError as error:  # a device asked for that is not here
         raise ValueError(str(error)) from None
     out = check_run_folder(out_dir, resume=resume, overwrite=overwrite)
-    recipe = dict(preset=preset, overrides=overrides or {}, batch_size=batch_size,
-                  processes=dist.world_size, vocab_size=vocab_size,
-                  vocab_min_count=vocab_min_count, vocab_score=vocab_score,
-                  eval_batches=eval_batches, dynamic_masking=dynamic_masking, seed=seed,
-                  max_documents=max_documents, objective=objective,
-                  mlm_probability=mlm_probability, adam_beta2=adam_beta2,
-                  task_text=task_text)
+    recipe = dict(
+        preset=preset,
+        overrides=overrides or {},
+        batch_size=batch_size,
+        processes=dist.world_size,
+        vocab_size=vocab_size,
+        vocab_min_count=vocab_min_count,
+        vocab_score=vocab_score,
+        eval_batches=eval_batches,
+        dynamic_masking=dynamic_masking,
+        seed=seed,
+        max_documents=max_documents,
+        objective=objective,
+        mlm_probability=mlm_probability,
+        adam_beta2=adam_beta2,
+        task_text=task_text,
+    )
     if resume:
         _check_recipe(out, recipe)
     out.mkdir(parents=True, exist_ok=True)
@@ -199,48 +275,105 @@ def pretrain_bert(out_dir: str | Path, *, preset: str = "bert-mini", overrides: 
         documents += task_documents()[:max_documents]
     heldout = course_documents("heldout", max_documents=max_documents)
     if dist.is_main and not (out / "vocab.txt").is_file():
-        say(f"training a {vocab_size}-token WordPiece vocabulary on {len(documents)} documents")
-        vocab = train_wordpiece_tokenizer(vocabulary_texts(documents), vocab_size,
-                                          min_count=vocab_min_count, score=vocab_score)
+        say(
+            f"training a {vocab_size}-token WordPiece vocabulary on "
+            f"{len(documents)} documents"
+        )
+        vocab = train_wordpiece_tokenizer(
+            vocabulary_texts(documents),
+            vocab_size,
+            min_count=vocab_min_count,
+            score=vocab_score,
+        )
         write_atomically(out / "vocab.txt", vocab.save)
-    dist.barrier()                                  # the other processes read rank 0's vocabulary
+    # the other processes read rank 0's vocabulary
+    dist.barrier()
     tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
     special = SpecialTokens.from_vocab(tokenizer.vocab)
-    config = BertConfig.preset(preset, **{"vocab_size": len(tokenizer), "pad_token_id": special.pad,
-                                          **(overrides or {})})
+    config = BertConfig.preset(
+        preset,
+        **{
+            "vocab_size": len(tokenizer),
+            "pad_token_id": special.pad,
+            **(overrides or {}),
+        },
+    )
     if objective == "mlm":
-        train_examples = single_segment_examples(tokenize_documents(documents, tokenizer), special,
-                                                 config.max_len)
-        eval_examples = single_segment_examples(tokenize_documents(heldout, tokenizer), special,
-                                                config.max_len)
+        train_examples = single_segment_examples(
+            tokenize_documents(documents, tokenizer), special, config.max_len
+        )
+        eval_examples = single_segment_examples(
+            tokenize_documents(heldout, tokenizer), special, config.max_len
+        )
     else:
-        train_examples = make_examples(tokenize_documents(documents, tokenizer), special, config.max_len,
-                                       seeded_generator(seed, "pairs"))
-        eval_examples = make_examples(tokenize_documents(heldout, tokenizer), special, config.max_len,
-                                      seeded_generator(seed, "held-out pairs"))
-    held = PretrainingBatches(eval_examples, special, batch_size, seed=seed, dynamic_masking=False)
+        train_examples = make_examples(
+            tokenize_documents(documents, tokenizer),
+            special,
+            config.max_len,
+            seeded_generator(seed, "pairs"),
+        )
+        eval_examples = make_examples(
+            tokenize_documents(heldout, tokenizer),
+            special,
+            config.max_len,
+            seeded_generator(seed, "held-out pairs"),
+        )
+    held = PretrainingBatches(
+        eval_examples, special, batch_size, seed=seed, dynamic_masking=False
+    )
     eval_list = [held(i) for i in range(min(eval_batches, held.steps_per_epoch))]
-    batches = PretrainingBatches(train_examples, special, batch_size, seed=seed,
-                                 dynamic_masking=dynamic_masking, rank=dist.rank, world_size=dist.world_size,
-                                 mlm_probability=mlm_probability)
-    recipe.update(vocab_tokens=len(tokenizer), train_pairs=len(train_examples),
-                  held_out_batches=len(eval_list))
+    batches = PretrainingBatches(
+        train_examples,
+        special,
+        batch_size,
+        seed=seed,
+        dynamic_masking=dynamic_masking,
+        rank=dist.rank,
+        world_size=dist.world_size,
+        mlm_probability=mlm_probability,
+    )
+    recipe.update(
+        vocab_tokens=len(tokenizer),
+        train_pairs=len(train_examples),
+        held_out_batches=len(eval_list),
+    )
     if resume:
-        _check_recipe(out, recipe)            # the same arguments, but other data?
+        _check_recipe(out, recipe)  # the same arguments, but other data?
     what = "pairs" if objective == "mlm+nsp" else "sequences"
-    say(f"{len(train_examples)} training {what} ({batches.steps_per_epoch} steps per epoch), "
-        f"{len(eval_list) * batch_size} held-out {what}; model {preset}: {config}")
-    torch.manual_seed(seed)                          # the same initial weights in every process
+    say(
+        f"{len(train_examples)} training {what} ({batches.steps_per_epoch} steps per "
+        f"epoch), {len(eval_list) * batch_size} held-out {what}; model "
+        f"{preset}: {config}"
+    )
+    # the same initial weights in every process
+    torch.manual_seed(seed)
     model = BertForPreTraining(config)
-    run = PretrainingConfig(steps=steps, lr=lr, warmup_fraction=warmup_fraction, eval_every=eval_every,
-                            checkpoint_every=checkpoint_every, seed=seed, adam_beta2=adam_beta2)
-    history = pretrain(model, batches, run, eval_batches=eval_list, device=device,
-                       checkpoint_dir=out / "training_state", resume=resume, stop_after=stop_after,
-                       metrics_path=out / "metrics.json", recipe=recipe, dist=dist)
+    run = PretrainingConfig(
+        steps=steps,
+        lr=lr,
+        warmup_fraction=warmup_fraction,
+        eval_every=eval_every,
+        checkpoint_every=checkpoint_every,
+        seed=seed,
+        adam_beta2=adam_beta2,
+    )
+    history = pretrain(
+        model,
+        batches,
+        run,
+        eval_batches=eval_list,
+        device=device,
+        checkpoint_dir=out / "training_state",
+        resume=resume,
+        stop_after=stop_after,
+        metrics_path=out / "metrics.json",
+        recipe=recipe,
+        dist=dist,
+    )
     if dist.is_main:
         save_model(model, out)
         write_json(out / "metrics.json", history)
         import matplotlib.pyplot as plt
 
-        plt.close(plot_history(history, out / "loss_curves.png"))    # not kept open
+        plt.close(plot_history(history, out / "loss_curves.png"))  # not kept open
     return history

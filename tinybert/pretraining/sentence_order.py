@@ -4,6 +4,7 @@
 
 Built in chapter 13 (ALBERT); read it with its explanations at chapters/13_albert.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['sample_sop_pairs', 'make_sop_examples']
@@ -20,37 +21,57 @@ from tinybert.pretraining.corpus import make_segments
 
 # Built in chapter 13, section "Sentence-order prediction":
 # chapters/13_albert.html#sentence-order-prediction
-def sample_sop_pairs(documents: Sequence[Sequence[list[int]]], generator: torch.Generator, *,
-                     p_in_order: float = 0.5) -> list[SegmentPair]:
-    """One pair for every two consecutive segments of a document, for sentence-order prediction.
+def sample_sop_pairs(
+    documents: Sequence[Sequence[list[int]]],
+    generator: torch.Generator,
+    *,
+    p_in_order: float = 0.5,
+) -> list[SegmentPair]:
+    """One pair for every two consecutive segments of a document, for
+    sentence-order prediction.
 
-    With probability ``p_in_order`` the pair keeps the text's order (label 0, as NSP's IsNext);
-    otherwise the same two segments are swapped (label 1). Both come from one document, so
-    topic and vocabulary cannot tell the classes apart. Every draw comes from ``generator``.
+    With probability ``p_in_order`` the pair keeps the text's order (label 0, as NSP's
+    IsNext); otherwise the same two segments are swapped (label 1). Both come from one
+    document, so topic and vocabulary cannot tell the classes apart. Every draw comes
+    from ``generator``.
     """
     if not 0.0 <= p_in_order <= 1.0:
-        raise ValueError(f"p_in_order: expected a probability in [0, 1], got {p_in_order!r}")
+        raise ValueError(
+            f"p_in_order: expected a probability in [0, 1], got {p_in_order!r}"
+        )
     if not any(len(segments) >= 2 for segments in documents):
-        raise ValueError("sentence-order prediction needs a document with at least two segments; "
-                         f"got {len(documents)} documents with at most one")
+        raise ValueError(
+            f"sentence-order prediction needs a document with at least "
+            f"two segments; got {len(documents)} documents "
+            f"with at most one"
+        )
     pairs = []
     for segments in documents:
-        for first, second in zip(segments, segments[1:]):          # consecutive segments (i, i + 1)
+        # consecutive segments (i, i + 1)
+        for first, second in zip(segments, segments[1:]):
             if float(torch.rand(1, generator=generator)) < p_in_order:
-                pairs.append(SegmentPair(first, second, 0))          # in order
+                pairs.append(SegmentPair(first, second, 0))  # in order
             else:
-                pairs.append(SegmentPair(second, first, 1))          # swapped
+                pairs.append(SegmentPair(second, first, 1))  # swapped
     return pairs
 
 
 # Built in chapter 13, section "Sentence-order prediction":
 # chapters/13_albert.html#sentence-order-prediction
-def make_sop_examples(documents: Sequence[Sequence[list[int]]], special: SpecialTokens, max_len: int,
-                      generator: torch.Generator) -> list[PretrainingExample]:
-    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> SOP pairs -> examples.
+def make_sop_examples(
+    documents: Sequence[Sequence[list[int]]],
+    special: SpecialTokens,
+    max_len: int,
+    generator: torch.Generator,
+) -> list[PretrainingExample]:
+    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> SOP pairs
+    -> examples.
 
-    The sentence-order twin of chapter 9's make_examples; PretrainingBatches batches and masks them.
+    The sentence-order twin of chapter 9's make_examples; PretrainingBatches batches
+    and masks them.
     """
     segmented = [make_segments(document, (max_len - 3) // 2) for document in documents]
-    return [PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
-            for p in sample_sop_pairs(segmented, generator)]
+    return [
+        PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
+        for p in sample_sop_pairs(segmented, generator)
+    ]

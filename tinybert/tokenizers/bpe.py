@@ -5,6 +5,7 @@
 Built in chapter 7 (Tokenization); read it with its explanations at
 chapters/07_tokenization.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['merge_pair', 'BPEModel', 'train_bpe', 'encode_and_show_work']
@@ -18,9 +19,11 @@ from dataclasses import dataclass
 
 # Built in chapter 7, section "Byte-pair encoding from scratch":
 # chapters/07_tokenization.html#byte-pair-encoding-from-scratch
-def merge_pair(symbols: list[str], pair: tuple[str, str], into: str | None = None) -> list[str]:
-    """Replace every occurrence of ``pair`` in ``symbols`` by ``into`` (by default the two
-    symbols joined), scanning left to right."""
+def merge_pair(
+    symbols: list[str], pair: tuple[str, str], into: str | None = None
+) -> list[str]:
+    """Replace every occurrence of ``pair`` in ``symbols`` by ``into`` (by default the
+    two symbols joined), scanning left to right."""
     merged = pair[0] + pair[1] if into is None else into
     out, i = [], 0
     while i < len(symbols):
@@ -37,7 +40,8 @@ def merge_pair(symbols: list[str], pair: tuple[str, str], into: str | None = Non
 # chapters/07_tokenization.html#byte-pair-encoding-from-scratch
 @dataclass
 class BPEModel:
-    """A trained BPE: token -> id (characters first, then one token per merge) and the merges."""
+    """A trained BPE: token -> id (characters first, then one token per merge) and
+    the merges."""
 
     vocab: dict[str, int]
     merges: list[tuple[str, str]]
@@ -45,14 +49,24 @@ class BPEModel:
 
 # Built in chapter 7, section "Byte-pair encoding from scratch":
 # chapters/07_tokenization.html#byte-pair-encoding-from-scratch
-def train_bpe(word_counts: Mapping[str, int], num_merges: int, *, min_count: int = 1,
-              alphabet: list[str] | tuple[str, ...] = ()) -> BPEModel:
-    """Learn up to ``num_merges`` merges from ``{word: count}``; stop when no pair occurs
-    ``min_count`` times. ``alphabet`` lists characters to put first in the vocabulary."""
+def train_bpe(
+    word_counts: Mapping[str, int],
+    num_merges: int,
+    *,
+    min_count: int = 1,
+    alphabet: list[str] | tuple[str, ...] = (),
+) -> BPEModel:
+    """Learn up to ``num_merges`` merges from ``{word: count}``; stop when no pair
+    occurs ``min_count`` times. ``alphabet`` lists characters to put first in the
+    vocabulary."""
     if num_merges < 0 or min_count < 1:
-        raise ValueError(f"expected num_merges >= 0 and min_count >= 1, "
-                         f"got {num_merges} and {min_count}")
-    if not all(isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()):
+        raise ValueError(
+            f"expected num_merges >= 0 and min_count >= 1, "
+            f"got {num_merges} and {min_count}"
+        )
+    if not all(
+        isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()
+    ):
         raise ValueError("expected a mapping from non-empty strings to counts >= 0")
     ids: dict[str, int] = {}
     for char in [*alphabet, *(c for word in word_counts for c in word)]:
@@ -60,13 +74,16 @@ def train_bpe(word_counts: Mapping[str, int], num_merges: int, *, min_count: int
     words = [list(word) for word in word_counts]
     counts = list(word_counts.values())
     pair_counts: Counter[tuple[str, str]] = Counter()
-    where: defaultdict[tuple[str, str], set[int]] = defaultdict(set)   # pair -> word indices
+    # pair -> word indices
+    where: defaultdict[tuple[str, str], set[int]] = defaultdict(set)
     for w, (symbols, n) in enumerate(zip(words, counts)):
         for pair in zip(symbols, symbols[1:]):
             pair_counts[pair] += n
             where[pair].add(w)
+
     def entry(pair: tuple[str, str]) -> tuple[int, int, int, int, tuple[str, str]]:
-        # Highest count first; ties: shorter new token, then older symbols. Stale entries
+        # Highest count first; ties: shorter new token, then older symbols.
+        # Stale entries
         # (whose count has changed since they were pushed) are skipped when popped.
         a, b = pair
         return (-pair_counts[pair], len(a) + len(b), ids[a], ids[b], pair)
@@ -77,7 +94,8 @@ def train_bpe(word_counts: Mapping[str, int], num_merges: int, *, min_count: int
     while heap and len(merges) < num_merges:
         neg_count, *_, pair = heapq.heappop(heap)
         if pair_counts[pair] != -neg_count:
-            continue                                   # stale entry: the count has changed
+            # stale entry: the count has changed
+            continue
         if -neg_count < min_count:
             break
         merges.append(pair)
@@ -102,11 +120,13 @@ def train_bpe(word_counts: Mapping[str, int], num_merges: int, *, min_count: int
 
 # Built in chapter 7, section "Byte-pair encoding from scratch":
 # chapters/07_tokenization.html#byte-pair-encoding-from-scratch
-def encode_and_show_work(word: str, merges: list[tuple[str, str]],
-                         names: Mapping[str, str] | None = None) -> list[str]:
+def encode_and_show_work(
+    word: str, merges: list[tuple[str, str]], names: Mapping[str, str] | None = None
+) -> list[str]:
     """Apply ``merges`` in order, printing the word after each merge that changes it.
 
-    ``names`` optionally renames merged symbols for display (the slides write Z for "aa").
+    ``names`` optionally renames merged symbols for display (the slides write
+    Z for "aa").
     """
     names = names or {}
 
@@ -119,7 +139,11 @@ def encode_and_show_work(word: str, merges: list[tuple[str, str]],
         new = merge_pair(symbols, pair)
         if new != symbols:
             a, b = (names.get(s, s) for s in pair)
-            label = f" ({names[pair[0] + pair[1]]}={a}{b})" if pair[0] + pair[1] in names else ""
+            label = (
+                f" ({names[pair[0] + pair[1]]}={a}{b})"
+                if pair[0] + pair[1] in names
+                else ""
+            )
             print(f"step {step}: {show(new)}{label}")
         symbols = new
     return symbols

@@ -5,11 +5,20 @@
 Built in chapter 7 (Tokenization); read it with its explanations at
 chapters/07_tokenization.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['GPT2_PATTERN', 'bytes_to_unicode', 'BYTE_TO_CHAR', 'CHAR_TO_BYTE',
-           'read_merges_txt', 'read_vocab_json', 'apply_merges',
-           'ByteLevelBPETokenizer', 'train_byte_level_bpe']
+__all__ = [
+    'GPT2_PATTERN',
+    'bytes_to_unicode',
+    'BYTE_TO_CHAR',
+    'CHAR_TO_BYTE',
+    'read_merges_txt',
+    'read_vocab_json',
+    'apply_merges',
+    'ByteLevelBPETokenizer',
+    'train_byte_level_bpe',
+]
 
 
 import json
@@ -18,20 +27,29 @@ from pathlib import Path
 import regex
 
 from tinybert.tokenizers.bpe import merge_pair
-from tinybert.tokenizers.encoding import (Encoding, batch_encode, check_text,
-                                         import_tokenizers, read_lines)
+from tinybert.tokenizers.encoding import (
+    Encoding,
+    batch_encode,
+    check_text,
+    import_tokenizers,
+    read_lines,
+)
 
 # GPT-2's pre-tokenisation pattern.
 GPT2_PATTERN = regex.compile(
-    r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+    r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+)
 
 
 # Built in chapter 7, section "Byte-level BPE":
 # chapters/07_tokenization.html#byte-level-bpe
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's map from each byte value to a printable character."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     mapping = {b: chr(b) for b in printable}
     shifted = 0
     for b in range(256):
@@ -56,8 +74,10 @@ def read_merges_txt(path: str | Path) -> list[tuple[str, str]]:
         parts = tuple(line.split())
         if len(parts) != 2 or parts in merges:
             got = f"a repeat of line {merges[parts]}" if parts in merges else repr(line)
-            raise ValueError(f"{path}:{number}: expected two tokens separated by a space, "
-                             f"each merge once, got {got}")
+            raise ValueError(
+                f"{path}:{number}: expected two tokens separated by a "
+                f"space, each merge once, got {got}"
+            )
         merges[parts] = number
     return list(merges)
 
@@ -66,6 +86,7 @@ def read_merges_txt(path: str | Path) -> list[tuple[str, str]]:
 # chapters/07_tokenization.html#byte-level-bpe
 def read_vocab_json(path: str | Path) -> dict[str, int]:
     """vocab.json: a JSON object token -> id, each token and each id once."""
+
     def no_repeats(pairs: list[tuple[str, int]]) -> dict[str, int]:
         vocab: dict[str, int] = {}
         owner: dict[int, str] = {}
@@ -81,8 +102,9 @@ def read_vocab_json(path: str | Path) -> dict[str, int]:
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}:{error.lineno}: not JSON ({error.msg})") from None
     if not isinstance(vocab, dict):
-        raise ValueError(f"{path}: expected a JSON object token -> id, "
-                         f"got {type(vocab).__name__}")
+        raise ValueError(
+            f"{path}: expected a JSON object token -> id, got {type(vocab).__name__}"
+        )
     return vocab
 
 
@@ -91,24 +113,29 @@ def read_vocab_json(path: str | Path) -> dict[str, int]:
 def apply_merges(symbols: list[str], ranks: dict[tuple[str, str], int]) -> list[str]:
     """Repeatedly merge the adjacent pair with the lowest rank, everywhere it occurs."""
     while len(symbols) > 1:
-        best = min(zip(symbols, symbols[1:]), key=lambda pair: ranks.get(pair, len(ranks)))
+        best = min(
+            zip(symbols, symbols[1:]), key=lambda pair: ranks.get(pair, len(ranks))
+        )
         if best not in ranks:
             break
-        symbols = merge_pair(symbols, best)   # the merge step of the BPE section above
+        symbols = merge_pair(symbols, best)  # the merge step of the BPE section above
     return symbols
 
 
 # Built in chapter 7, section "Byte-level BPE":
 # chapters/07_tokenization.html#byte-level-bpe
 class ByteLevelBPETokenizer:
-    """GPT-2 / RoBERTa tokenizer: bytes as characters, a regex pre-split, BPE merges by rank."""
+    """GPT-2 / RoBERTa tokenizer: bytes as characters, a regex pre-split, BPE
+    merges by rank."""
 
     def __init__(self, vocab: dict[str, int], merges: list[tuple[str, str]]):
         for rank, (a, b) in enumerate(merges):
             missing = [t for t in (a, b, a + b) if t not in vocab]
             if missing:
-                raise ValueError(f"merge {rank} ({a!r}, {b!r}) does not match the vocabulary: "
-                                 f"expected {missing} in it")
+                raise ValueError(
+                    f"merge {rank} ({a!r}, {b!r}) does not match the "
+                    f"vocabulary: expected {missing} in it"
+                )
         self.vocab = dict(vocab)
         self.id_to_token = {i: t for t, i in self.vocab.items()}
         self.merges = list(merges)
@@ -116,19 +143,26 @@ class ByteLevelBPETokenizer:
         self._cache: dict[str, list[str]] = {}
 
     @classmethod
-    def from_files(cls, vocab_json: str | Path, merges_txt: str | Path) -> ByteLevelBPETokenizer:
+    def from_files(
+        cls, vocab_json: str | Path, merges_txt: str | Path
+    ) -> ByteLevelBPETokenizer:
         return cls(read_vocab_json(vocab_json), read_merges_txt(merges_txt))
 
     def save(self, directory: str | Path) -> tuple[Path, Path]:
         directory = Path(directory)
         vocab_json, merges_txt = directory / "vocab.json", directory / "merges.txt"
-        vocab_json.write_text(json.dumps(self.vocab, ensure_ascii=False), encoding="utf-8")
-        merges_txt.write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in self.merges),
-                              encoding="utf-8")
+        vocab_json.write_text(
+            json.dumps(self.vocab, ensure_ascii=False), encoding="utf-8"
+        )
+        merges_txt.write_text(
+            "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in self.merges),
+            encoding="utf-8",
+        )
         return vocab_json, merges_txt
 
     def to_hugging_face(self):
-        """The equivalent Rust tokenizer from the ``tokenizers`` library (for bulk speed)."""
+        """The equivalent Rust tokenizer from the ``tokenizers`` library (for
+        bulk speed)."""
         return import_tokenizers().ByteLevelBPETokenizer(self.vocab, self.merges)
 
     def split_piece(self, piece: str) -> list[str]:
@@ -140,31 +174,39 @@ class ByteLevelBPETokenizer:
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []
         for match in GPT2_PATTERN.finditer(check_text(text)):
-            char_of_byte = []                          # which character each byte belongs to
+            # which character each byte belongs to
+            char_of_byte = []
             for i, char in enumerate(match.group()):
                 char_of_byte += [match.start() + i] * len(char.encode("utf-8"))
             piece = "".join(BYTE_TO_CHAR[b] for b in match.group().encode("utf-8"))
             position = 0
             for token in self.split_piece(piece):
                 tokens.append(token)
-                last = position + len(token) - 1               # the token's last byte
+                last = position + len(token) - 1  # the token's last byte
                 offsets.append((char_of_byte[position], char_of_byte[last] + 1))
                 position += len(token)
         unknown = [t for t in tokens if t not in self.vocab]
         if unknown:
-            raise ValueError(f"tokens {unknown[:5]} are not in the vocabulary (expected all 256 "
-                             "byte characters in it)")
+            raise ValueError(
+                f"tokens {unknown[:5]} are not in the vocabulary "
+                f"(expected all 256 byte characters in it)"
+            )
         return Encoding([self.vocab[t] for t in tokens], tokens, offsets)
 
-    def encode_batch(self, texts: list[str], *, backend: str = "python") -> list[Encoding]:
-        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster, from Rust."""
+    def encode_batch(
+        self, texts: list[str], *, backend: str = "python"
+    ) -> list[Encoding]:
+        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
+        from Rust."""
         return batch_encode(self, texts, backend)
 
     def decode(self, ids: list[int]) -> str:
         unknown = [i for i in ids if i not in self.id_to_token]
         if unknown:
-            raise ValueError(f"ids must be in the vocabulary (0..{len(self.vocab) - 1}), "
-                             f"got {unknown[:5]}")
+            raise ValueError(
+                f"ids must be in the vocabulary "
+                f"(0..{len(self.vocab) - 1}), got {unknown[:5]}"
+            )
         data = bytes(CHAR_TO_BYTE[c] for i in ids for c in self.id_to_token[i])
         return data.decode("utf-8", errors="replace")
 
@@ -174,19 +216,26 @@ class ByteLevelBPETokenizer:
 
 # Built in chapter 7, section "Byte-level BPE":
 # chapters/07_tokenization.html#byte-level-bpe
-def train_byte_level_bpe(texts: list[str], vocab_size: int, *,
-                         min_count: int = 2) -> ByteLevelBPETokenizer:
+def train_byte_level_bpe(
+    texts: list[str], vocab_size: int, *, min_count: int = 2
+) -> ByteLevelBPETokenizer:
     """Learn ``vocab_size - 256`` merges (fewer if pairs run out) from ``texts``."""
     from tinybert.tokenizers.bpe import train_bpe
 
     if isinstance(texts, str) or vocab_size < 256:
-        raise ValueError(f"expected a list of texts and vocab_size >= 256, "
-                         f"got {type(texts).__name__} and {vocab_size}")
+        raise ValueError(
+            f"expected a list of texts and vocab_size >= 256, "
+            f"got {type(texts).__name__} and {vocab_size}"
+        )
     counts: dict[str, int] = {}
     for text in texts:
         for piece in GPT2_PATTERN.findall(text):
             word = "".join(BYTE_TO_CHAR[b] for b in piece.encode("utf-8"))
             counts[word] = counts.get(word, 0) + 1
-    model = train_bpe(counts, vocab_size - 256, min_count=min_count,
-                      alphabet=list(BYTE_TO_CHAR.values()))
+    model = train_bpe(
+        counts,
+        vocab_size - 256,
+        min_count=min_count,
+        alphabet=list(BYTE_TO_CHAR.values()),
+    )
     return ByteLevelBPETokenizer(model.vocab, model.merges)

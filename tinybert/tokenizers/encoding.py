@@ -5,10 +5,17 @@
 Built in chapter 7 (Tokenization); read it with its explanations at
 chapters/07_tokenization.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['Encoding', 'BACKENDS', 'batch_encode', 'import_tokenizers', 'check_text',
-           'read_lines']
+__all__ = [
+    'Encoding',
+    'BACKENDS',
+    'batch_encode',
+    'import_tokenizers',
+    'check_text',
+    'read_lines',
+]
 
 
 from dataclasses import dataclass, field
@@ -21,8 +28,8 @@ from pathlib import Path
 class Encoding:
     """The result of encoding one text: ids, token strings, and character offsets.
 
-    ``offsets[i] = (start, end)`` means token ``i`` came from ``text[start:end]`` of the original
-    text (special tokens added by the tokenizer get ``(0, 0)``).
+    ``offsets[i] = (start, end)`` means token ``i`` came from ``text[start:end]`` of the
+    original text (special tokens added by the tokenizer get ``(0, 0)``).
     """
 
     ids: list[int] = field(default_factory=list)
@@ -31,8 +38,11 @@ class Encoding:
 
     def __post_init__(self) -> None:
         if not len(self.ids) == len(self.tokens) == len(self.offsets):
-            raise ValueError(f"ids, tokens and offsets must have the same length, got "
-                             f"{len(self.ids)}, {len(self.tokens)} and {len(self.offsets)}")
+            raise ValueError(
+                f"ids, tokens and offsets must have the same length, got "
+                f"{len(self.ids)}, {len(self.tokens)} and "
+                f"{len(self.offsets)}"
+            )
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -43,23 +53,31 @@ BACKENDS = ("python", "tokenizers")
 
 # Built in chapter 7, section "What an encoding holds":
 # chapters/07_tokenization.html#what-an-encoding-holds
-def batch_encode(tokenizer, texts: list[str], backend: str = "python", **kwargs) -> list[Encoding]:
-    """``tokenizer.encode(text, **kwargs)`` for each text, or the same from the Rust tokenizer
-    that ``tokenizer.to_hugging_face()`` builds (``backend="tokenizers"``)."""
+def batch_encode(
+    tokenizer, texts: list[str], backend: str = "python", **kwargs
+) -> list[Encoding]:
+    """``tokenizer.encode(text, **kwargs)`` for each text, or the same from the Rust
+    tokenizer that ``tokenizer.to_hugging_face()`` builds (``backend="tokenizers"``)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if not isinstance(texts, (list, tuple)):
-        raise ValueError(f"encode_batch expects a list of str, got {type(texts).__name__}")
+        raise ValueError(
+            f"encode_batch expects a list of str, got {type(texts).__name__}"
+        )
     for text in texts:
         if not isinstance(text, str):
-            raise ValueError(f"encode_batch expects a list of str, got an item of type "
-                             f"{type(text).__name__}")
-        check_text(text)                       # the Rust backend's own error is cryptic
+            raise ValueError(
+                f"encode_batch expects a list of str, got an item of type "
+                f"{type(text).__name__}"
+            )
+        check_text(text)  # the Rust backend's own error is cryptic
     if backend == "python":
         return [tokenizer.encode(text, **kwargs) for text in texts]
     rust = tokenizer.to_hugging_face()
-    return [Encoding(list(e.ids), list(e.tokens), [tuple(o) for o in e.offsets])
-            for e in rust.encode_batch(list(texts), **kwargs)]
+    return [
+        Encoding(list(e.ids), list(e.tokens), [tuple(o) for o in e.offsets])
+        for e in rust.encode_batch(list(texts), **kwargs)
+    ]
 
 
 # Built in chapter 7, section "What an encoding holds":
@@ -69,8 +87,11 @@ def import_tokenizers():
     try:
         import tokenizers
     except ImportError as error:
-        raise ImportError("backend='tokenizers' needs Hugging Face's tokenizers library, which "
-                          "is not installed: pip install tokenizers") from error
+        raise ImportError(
+            "backend='tokenizers' needs Hugging Face's tokenizers "
+            "library, which is not installed: pip "
+            "install tokenizers"
+        ) from error
     return tokenizers
 
 
@@ -87,7 +108,8 @@ def check_text(text) -> str:
             raise ValueError(
                 f"the text holds a lone surrogate {text[error.start]!r} at index "
                 f"{error.start}: not a character, it has no UTF-8 bytes (decode the "
-                "bytes with errors='replace', or remove it)") from None
+                "bytes with errors='replace', or remove it)"
+            ) from None
     return text
 
 
@@ -100,8 +122,10 @@ def read_lines(path: str | Path) -> list[str]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = data[:error.start].count(b"\n") + 1
-        raise ValueError(f"{path}:{line}: not UTF-8 (byte {data[error.start]:#04x}); "
-                         "save the file as UTF-8") from None
+        line = data[: error.start].count(b"\n") + 1
+        raise ValueError(
+            f"{path}:{line}: not UTF-8 (byte {data[error.start]:#04x}); "
+            "save the file as UTF-8"
+        ) from None
     lines = text.split("\n")
     return lines[:-1] if lines[-1] == "" else lines

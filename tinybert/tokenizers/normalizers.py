@@ -5,22 +5,40 @@
 Built in chapter 7 (Tokenization); read it with its explanations at
 chapters/07_tokenization.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['WHITESPACE', 'CJK_RANGES', 'is_cjk', 'is_punctuation', 'bert_normalize',
-           'bert_pre_tokenize']
+__all__ = [
+    'WHITESPACE',
+    'CJK_RANGES',
+    'is_cjk',
+    'is_punctuation',
+    'bert_normalize',
+    'bert_pre_tokenize',
+]
 
 
 import string
 import unicodedata
 
-# Characters with the Unicode White_Space property (what Rust's char::is_whitespace tests).
-WHITESPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"
-                       + "".join(chr(c) for c in range(0x2000, 0x200B)))
+# Characters with the Unicode White_Space property (what Rust's
+# char::is_whitespace tests).
+WHITESPACE = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+)
 
 # The CJK Unified Ideograph blocks that BERT surrounds with spaces.
-CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-              (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
 
 
 # Built in chapter 7, section "BERT's normalisation and pre-tokenisation":
@@ -33,15 +51,23 @@ def is_cjk(char: str) -> bool:
 # Built in chapter 7, section "BERT's normalisation and pre-tokenisation":
 # chapters/07_tokenization.html#bert-s-normalisation-and-pre-tokenisation
 def is_punctuation(char: str) -> bool:
-    """ASCII punctuation (which includes $ + < = > ^ ` | ~) or any Unicode P* category."""
+    """ASCII punctuation (which includes $ + < = > ^ ` | ~) or any Unicode P*
+    category."""
     return char in string.punctuation or unicodedata.category(char).startswith("P")
 
 
 # Built in chapter 7, section "BERT's normalisation and pre-tokenisation":
 # chapters/07_tokenization.html#bert-s-normalisation-and-pre-tokenisation
-def bert_normalize(text: str, *, clean_text: bool = True, handle_chinese_chars: bool = True,
-                   strip_accents: bool = False, lowercase: bool = False) -> tuple[str, list[int]]:
-    """BERT's normaliser. Returns the new text and, per new character, its index in ``text``."""
+def bert_normalize(
+    text: str,
+    *,
+    clean_text: bool = True,
+    handle_chinese_chars: bool = True,
+    strip_accents: bool = False,
+    lowercase: bool = False,
+) -> tuple[str, list[int]]:
+    """BERT's normaliser. Returns the new text and, per new character, its index in
+    ``text``."""
     out: list[str] = []
     source: list[int] = []
     for i, char in enumerate(text):
@@ -49,15 +75,20 @@ def bert_normalize(text: str, *, clean_text: bool = True, handle_chinese_chars: 
             if char in "\t\n\r":
                 char = " "
             elif char in "\x00\ufffd" or unicodedata.category(char).startswith("C"):
-                continue                                   # control, format, unassigned ...
+                # control, format, unassigned ...
+                continue
             elif char.isspace():
                 char = " "
         pieces = f" {char} " if handle_chinese_chars and is_cjk(char) else char
         if strip_accents:
-            pieces = "".join(c for c in unicodedata.normalize("NFD", pieces)
-                             if unicodedata.category(c) != "Mn")
+            pieces = "".join(
+                c
+                for c in unicodedata.normalize("NFD", pieces)
+                if unicodedata.category(c) != "Mn"
+            )
         if lowercase:
-            pieces = "".join(c.lower() for c in pieces)    # per character: no final-sigma rule
+            # per character: no final-sigma rule
+            pieces = "".join(c.lower() for c in pieces)
         out.extend(pieces)
         source.extend([i] * len(pieces))
     return "".join(out), source

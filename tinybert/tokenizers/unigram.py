@@ -5,10 +5,17 @@
 Built in chapter 7 (Tokenization); read it with its explanations at
 chapters/07_tokenization.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['SPACE', 'UNIGRAM_SPECIAL_TOKENS', 'UNK_PENALTY', 'metaspace_split',
-           'viterbi', 'UnigramTokenizer']
+__all__ = [
+    'SPACE',
+    'UNIGRAM_SPECIAL_TOKENS',
+    'UNK_PENALTY',
+    'metaspace_split',
+    'viterbi',
+    'UnigramTokenizer',
+]
 
 
 import json
@@ -16,13 +23,18 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from tinybert.tokenizers.encoding import (Encoding, batch_encode, check_text,
-                                         import_tokenizers, read_lines)
+from tinybert.tokenizers.encoding import (
+    Encoding,
+    batch_encode,
+    check_text,
+    import_tokenizers,
+    read_lines,
+)
 
-SPACE = "\u2581"        # "▁", SentencePiece's visible space
+SPACE = "\u2581"  # "▁", SentencePiece's visible space
 # ALBERT's first five ids:
 UNIGRAM_SPECIAL_TOKENS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
-UNK_PENALTY = 10.0      # an unknown character scores this much below the rarest piece
+UNK_PENALTY = 10.0  # an unknown character scores this much below the rarest piece
 
 
 # Built in chapter 7, section "The unigram language model":
@@ -46,8 +58,9 @@ def metaspace_split(text: str) -> tuple[str, list[int], list[tuple[int, int]]]:
 
 # Built in chapter 7, section "The unigram language model":
 # chapters/07_tokenization.html#the-unigram-language-model
-def viterbi(word: str, scores: Mapping[str, float], unk_score: float,
-            max_len: int) -> list[tuple[int, int]]:
+def viterbi(
+    word: str, scores: Mapping[str, float], unk_score: float, max_len: int
+) -> list[tuple[int, int]]:
     """The most probable segmentation of ``word``: the ``(start, end)`` of each piece.
 
     ``scores`` maps each piece (at most ``max_len`` characters) to its log-probability.
@@ -56,8 +69,8 @@ def viterbi(word: str, scores: Mapping[str, float], unk_score: float,
     shorter piece.
     """
     n = len(word)
-    best = [-math.inf] * (n + 1)    # best[e]: log-probability of the best path to e
-    back = [-1] * (n + 1)           # back[e]: where the last piece of that path starts
+    best = [-math.inf] * (n + 1)  # best[e]: log-probability of the best path to e
+    back = [-1] * (n + 1)  # back[e]: where the last piece of that path starts
     best[0] = 0.0
     for start in range(n):
         single = False
@@ -68,11 +81,11 @@ def viterbi(word: str, scores: Mapping[str, float], unk_score: float,
             single = single or end == start + 1
             if back[end] < 0 or best[start] + score > best[end]:
                 best[end], back[end] = best[start] + score, start
-        end = start + 1                 # no piece of one character: an unknown
+        end = start + 1  # no piece of one character: an unknown
         if not single and (back[end] < 0 or best[start] + unk_score > best[end]):
             best[end], back[end] = best[start] + unk_score, start
     spans, end = [], n
-    while end > 0:                  # follow the back pointers from the end
+    while end > 0:  # follow the back pointers from the end
         spans.append((back[end], end))
         end = back[end]
     return spans[::-1]
@@ -87,12 +100,15 @@ class UnigramTokenizer:
     def __init__(self, pieces: list[tuple[str, float]], unk_id: int = 1):
         pieces = [(str(piece), float(score)) for piece, score in pieces]
         if not 0 <= unk_id < len(pieces):
-            raise ValueError(f"unk_id must index the {len(pieces)} pieces, "
-                             f"got {unk_id}")
+            raise ValueError(
+                f"unk_id must index the {len(pieces)} pieces, got {unk_id}"
+            )
         bad = [p for p, score in pieces if not p or not math.isfinite(score)]
         if bad or len({piece for piece, _ in pieces}) < len(pieces):
-            raise ValueError("expected distinct non-empty pieces with finite scores, "
-                             f"got {bad[:3] or 'a piece twice'}")
+            raise ValueError(
+                "expected distinct non-empty pieces with finite scores, "
+                f"got {bad[:3] or 'a piece twice'}"
+            )
         self.pieces, self.unk_id = pieces, unk_id
         self.unk_token = pieces[unk_id][0]
         self.vocab = {piece: i for i, (piece, _) in enumerate(pieces)}
@@ -105,16 +121,24 @@ class UnigramTokenizer:
     @classmethod
     def from_file(cls, path: str | Path) -> UnigramTokenizer:
         """Read what ``save`` writes, or a Hugging Face tokenizer.json of that kind."""
-        data = json.loads("\n".join(read_lines(path)))       # UTF-8, or the line
+        data = json.loads("\n".join(read_lines(path)))  # UTF-8, or the line
         model = data.get("model", data)
         pre = data.get("pre_tokenizer") or {}
-        metaspace = {"type": "Metaspace", "replacement": SPACE,
-                     "prepend_scheme": "always", "split": True}
-        if (model.get("type") != "Unigram" or data.get("normalizer")
-                or any(pre.get(key, value) != value
-                       for key, value in metaspace.items())):
-            raise ValueError(f"{path}: expected a Unigram model with no normaliser "
-                             f"and the pre-tokeniser {metaspace}")
+        metaspace = {
+            "type": "Metaspace",
+            "replacement": SPACE,
+            "prepend_scheme": "always",
+            "split": True,
+        }
+        if (
+            model.get("type") != "Unigram"
+            or data.get("normalizer")
+            or any(pre.get(key, value) != value for key, value in metaspace.items())
+        ):
+            raise ValueError(
+                f"{path}: expected a Unigram model with no normaliser "
+                f"and the pre-tokeniser {metaspace}"
+            )
         return cls([tuple(entry) for entry in model["vocab"]], model["unk_id"])
 
     def save(self, path: str | Path) -> Path:
@@ -132,7 +156,7 @@ class UnigramTokenizer:
             for start, end in viterbi(word, self.scores, self.unk_score, self.max_len):
                 unknown = self.vocab.get(word[start:end], self.unk_id) == self.unk_id
                 if unknown and after_unknown:
-                    start = out.pop()[1]              # extend the previous unknown run
+                    start = out.pop()[1]  # extend the previous unknown run
                 out.append((word[start:end], start, end))
                 after_unknown = unknown
             self._cache[word] = out
@@ -144,31 +168,42 @@ class UnigramTokenizer:
         for word_start, word_end in words:
             for token, start, end in self.split_word(marked[word_start:word_end]):
                 tokens.append(token)
-                offsets.append((source[word_start + start], source[word_start + end - 1] + 1))
+                offsets.append(
+                    (source[word_start + start], source[word_start + end - 1] + 1)
+                )
         if add_special_tokens:
             if "[CLS]" not in self.vocab or "[SEP]" not in self.vocab:
-                raise ValueError("add_special_tokens needs [CLS] and [SEP] in the "
-                                 "vocabulary")
+                raise ValueError(
+                    "add_special_tokens needs [CLS] and [SEP] in the vocabulary"
+                )
             tokens = ["[CLS]", *tokens, "[SEP]"]
             offsets = [(0, 0), *offsets, (0, 0)]
         ids = [self.vocab.get(token, self.unk_id) for token in tokens]
         return Encoding(ids, tokens, offsets)
 
-    def encode_batch(self, texts: list[str], add_special_tokens: bool = False, *,
-                     backend: str = "python") -> list[Encoding]:
-        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster, from Rust."""
+    def encode_batch(
+        self,
+        texts: list[str],
+        add_special_tokens: bool = False,
+        *,
+        backend: str = "python",
+    ) -> list[Encoding]:
+        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
+        from Rust."""
         return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
 
     def decode(self, ids: list[int]) -> str:
         unknown = [i for i in ids if i not in self.id_to_token]
         if unknown:
-            raise ValueError(f"ids must be in 0..{len(self.pieces) - 1}, "
-                             f"got {unknown[:5]}")
+            raise ValueError(
+                f"ids must be in 0..{len(self.pieces) - 1}, got {unknown[:5]}"
+            )
         text = "".join(self.id_to_token[i] for i in ids).replace(SPACE, " ")
-        return text.removeprefix(" ")             # the ▁ that encoding put in front
+        return text.removeprefix(" ")  # the ▁ that encoding put in front
 
     def to_hugging_face(self):
-        """The equivalent Rust tokenizer from the ``tokenizers`` library (for bulk speed)."""
+        """The equivalent Rust tokenizer from the ``tokenizers`` library (for
+        bulk speed)."""
         hf = import_tokenizers()
         rust = hf.Tokenizer(hf.models.Unigram(self.pieces, unk_id=self.unk_id))
         metaspace = dict(replacement=SPACE, prepend_scheme="always", split=True)
@@ -176,8 +211,12 @@ class UnigramTokenizer:
         rust.decoder = hf.decoders.Metaspace(**metaspace)
         if "[CLS]" in self.vocab and "[SEP]" in self.vocab:
             rust.post_processor = hf.processors.TemplateProcessing(
-                single="[CLS] $A [SEP]", special_tokens=[
-                    ("[CLS]", self.vocab["[CLS]"]), ("[SEP]", self.vocab["[SEP]"])])
+                single="[CLS] $A [SEP]",
+                special_tokens=[
+                    ("[CLS]", self.vocab["[CLS]"]),
+                    ("[SEP]", self.vocab["[SEP]"]),
+                ],
+            )
         return rust
 
     def __len__(self) -> int:

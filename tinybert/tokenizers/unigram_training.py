@@ -5,11 +5,21 @@
 Built in chapter 7 (Tokenization); read it with its explanations at
 chapters/07_tokenization.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['unigram_word_counts', 'log_add', 'lattice', 'expected_counts',
-           'seed_pieces', 'em_step', 'prune', 'UnigramModel', 'train_unigram',
-           'train_unigram_tokenizer']
+__all__ = [
+    'unigram_word_counts',
+    'log_add',
+    'lattice',
+    'expected_counts',
+    'seed_pieces',
+    'em_step',
+    'prune',
+    'UnigramModel',
+    'train_unigram',
+    'train_unigram_tokenizer',
+]
 
 
 import math
@@ -17,8 +27,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from tinybert.tokenizers.unigram import (UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer,
-                                         metaspace_split, viterbi)
+from tinybert.tokenizers.unigram import (
+    UNIGRAM_SPECIAL_TOKENS,
+    UnigramTokenizer,
+    metaspace_split,
+    viterbi,
+)
 
 
 # Built in chapter 7, section "Training by EM and pruning":
@@ -43,30 +57,38 @@ def log_add(a: float, b: float) -> float:
 
 # Built in chapter 7, section "Training by EM and pruning":
 # chapters/07_tokenization.html#training-by-em-and-pruning
-def lattice(word: str, ids: Mapping[str, int],
-            max_len: int) -> list[tuple[int, int, int]]:
+def lattice(
+    word: str, ids: Mapping[str, int], max_len: int
+) -> list[tuple[int, int, int]]:
     """Every piece of ``ids`` in ``word``: ``(start, end, id)``, by start."""
-    return [(start, end, ids[word[start:end]]) for start in range(len(word))
-            for end in range(start + 1, min(len(word), start + max_len) + 1)
-            if word[start:end] in ids]
+    return [
+        (start, end, ids[word[start:end]])
+        for start in range(len(word))
+        for end in range(start + 1, min(len(word), start + max_len) + 1)
+        if word[start:end] in ids
+    ]
 
 
 # Built in chapter 7, section "Training by EM and pruning":
 # chapters/07_tokenization.html#training-by-em-and-pruning
-def expected_counts(lattices: list[list[tuple[int, int, int]]], lengths: list[int],
-                    counts: list[int], log_p: list[float]) -> tuple[list[float], float]:
+def expected_counts(
+    lattices: list[list[tuple[int, int, int]]],
+    lengths: list[int],
+    counts: list[int],
+    log_p: list[float],
+) -> tuple[list[float], float]:
     """The E step, by forward-backward: each piece's expected number of occurrences in
     all segmentations of all words, and the log-likelihood of the words."""
     expected, log_likelihood = [0.0] * len(log_p), 0.0
     for nodes, n, count in zip(lattices, lengths, counts):
-        alpha = [0.0] + [-math.inf] * n          # log P(all segmentations of word[:i])
+        alpha = [0.0] + [-math.inf] * n  # log P(all segmentations of word[:i])
         for start, end, k in nodes:
             alpha[end] = log_add(alpha[end], alpha[start] + log_p[k])
-        beta = [-math.inf] * n + [0.0]          # log P(all segmentations of word[i:])
+        beta = [-math.inf] * n + [0.0]  # log P(all segmentations of word[i:])
         for start, end, k in reversed(nodes):
             beta[start] = log_add(beta[start], log_p[k] + beta[end])
         log_likelihood += count * alpha[n]
-        for start, end, k in nodes:             # P(this piece, here | the word)
+        for start, end, k in nodes:  # P(this piece, here | the word)
             log_posterior = alpha[start] + log_p[k] + beta[end] - alpha[n]
             expected[k] += count * math.exp(log_posterior)
     return expected, log_likelihood
@@ -74,8 +96,9 @@ def expected_counts(lattices: list[list[tuple[int, int, int]]], lengths: list[in
 
 # Built in chapter 7, section "Training by EM and pruning":
 # chapters/07_tokenization.html#training-by-em-and-pruning
-def seed_pieces(word_counts: Mapping[str, int], seed_size: int,
-                max_len: int) -> dict[str, float]:
+def seed_pieces(
+    word_counts: Mapping[str, int], seed_size: int, max_len: int
+) -> dict[str, float]:
     """Every character, plus the ``seed_size`` substrings (2 to ``max_len`` characters,
     seen at least twice) with the highest count times length, with log-probabilities
     proportional to those scores (to the counts, for characters)."""
@@ -86,8 +109,10 @@ def seed_pieces(word_counts: Mapping[str, int], seed_size: int,
             chars[word[start]] += n
             for end in range(start + 2, min(len(word), start + max_len) + 1):
                 substrings[word[start:end]] += n
-    scored = sorted(((n * len(s), s) for s, n in substrings.items() if n >= 2),
-                    key=lambda score_piece: -score_piece[0])[:seed_size]
+    scored = sorted(
+        ((n * len(s), s) for s, n in substrings.items() if n >= 2),
+        key=lambda score_piece: -score_piece[0],
+    )[:seed_size]
     counts = {**chars, **{piece: score for score, piece in scored}}
     total = sum(counts.values())
     return {piece: math.log(n / total) for piece, n in counts.items()}
@@ -95,9 +120,13 @@ def seed_pieces(word_counts: Mapping[str, int], seed_size: int,
 
 # Built in chapter 7, section "Training by EM and pruning":
 # chapters/07_tokenization.html#training-by-em-and-pruning
-def em_step(words: list[str], counts: list[int], log_p: dict[str, float],
-            chars: set[str], max_len: int
-            ) -> tuple[dict[str, float], dict[str, float], float]:
+def em_step(
+    words: list[str],
+    counts: list[int],
+    log_p: dict[str, float],
+    chars: set[str],
+    max_len: int,
+) -> tuple[dict[str, float], dict[str, float], float]:
     """One EM step: expected counts (E), then log-probabilities log(count / total) (M).
 
     Pieces expected less than half a time are dropped, except characters, which keep at
@@ -108,8 +137,9 @@ def em_step(words: list[str], counts: list[int], log_p: dict[str, float],
     ids = {piece: k for k, piece in enumerate(pieces)}
     lattices = [lattice(word, ids, max_len) for word in words]
     lengths = [len(word) for word in words]
-    expected, log_likelihood = expected_counts(lattices, lengths, counts,
-                                               list(log_p.values()))
+    expected, log_likelihood = expected_counts(
+        lattices, lengths, counts, list(log_p.values())
+    )
     kept = {p: max(n, 0.5) for p, n in zip(pieces, expected) if n >= 0.5 or p in chars}
     total = sum(kept.values())
     return {p: math.log(n / total) for p, n in kept.items()}, kept, log_likelihood
@@ -117,8 +147,13 @@ def em_step(words: list[str], counts: list[int], log_p: dict[str, float],
 
 # Built in chapter 7, section "Training by EM and pruning":
 # chapters/07_tokenization.html#training-by-em-and-pruning
-def prune(log_p: dict[str, float], expected: Mapping[str, float], size: int,
-          chars: set[str], max_len: int) -> dict[str, float]:
+def prune(
+    log_p: dict[str, float],
+    expected: Mapping[str, float],
+    size: int,
+    chars: set[str],
+    max_len: int,
+) -> dict[str, float]:
     """Keep ``size`` pieces: the characters, and the pieces whose removal costs most.
 
     The cost of removing a piece: its expected count times how much less probable the
@@ -127,12 +162,13 @@ def prune(log_p: dict[str, float], expected: Mapping[str, float], size: int,
     loss = {}
     for piece, score in list(log_p.items()):
         if piece in chars:
-            continue                                   # characters always stay
+            continue  # characters always stay
         del log_p[piece]
         alternative = viterbi(piece, log_p, -math.inf, max_len)
         log_p[piece] = score
-        loss[piece] = expected[piece] * (score - sum(log_p[piece[a:b]]
-                                                     for a, b in alternative))
+        loss[piece] = expected[piece] * (
+            score - sum(log_p[piece[a:b]] for a, b in alternative)
+        )
     best = set(sorted(loss, key=lambda piece: -loss[piece])[: size - len(chars)])
     return {p: s for p, s in log_p.items() if p in chars or p in best}
 
@@ -151,11 +187,18 @@ class UnigramModel:
 
 # Built in chapter 7, section "Training by EM and pruning":
 # chapters/07_tokenization.html#training-by-em-and-pruning
-def train_unigram(word_counts: Mapping[str, int], vocab_size: int, *,
-                  min_count: int = 1, seed_size: int = 30_000, max_len: int = 16,
-                  shrink: float = 0.75, em_steps: int = 2,
-                  special_tokens: Iterable[str] = UNIGRAM_SPECIAL_TOKENS,
-                  unk_token: str = "<unk>") -> UnigramModel:
+def train_unigram(
+    word_counts: Mapping[str, int],
+    vocab_size: int,
+    *,
+    min_count: int = 1,
+    seed_size: int = 30_000,
+    max_len: int = 16,
+    shrink: float = 0.75,
+    em_steps: int = 2,
+    special_tokens: Iterable[str] = UNIGRAM_SPECIAL_TOKENS,
+    unk_token: str = "<unk>",
+) -> UnigramModel:
     """Learn a unigram vocabulary of ``vocab_size`` entries, special tokens included
     (fewer if the EM steps leave fewer pieces, as on a tiny corpus).
 
@@ -168,16 +211,22 @@ def train_unigram(word_counts: Mapping[str, int], vocab_size: int, *,
     if unk_token not in special_tokens:
         raise ValueError(f"unk_token {unk_token!r} must be one of {special_tokens}")
     if not 0 < shrink < 1 or min_count < 1 or em_steps < 1 or seed_size < 0:
-        raise ValueError(f"expected 0 < shrink < 1, min_count >= 1, em_steps >= 1 and "
-                         f"seed_size >= 0, got {shrink}, {min_count}, {em_steps} and "
-                         f"{seed_size}")
-    if not all(isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()):
+        raise ValueError(
+            f"expected 0 < shrink < 1, min_count >= 1, em_steps >= 1 and "
+            f"seed_size >= 0, got {shrink}, {min_count}, {em_steps} and "
+            f"{seed_size}"
+        )
+    if not all(
+        isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()
+    ):
         raise ValueError("expected a mapping from non-empty strings to counts >= 0")
     chars = {char for word in word_counts for char in word} - set(special_tokens)
     target = vocab_size - len(special_tokens)
     if target < len(chars):
-        raise ValueError(f"vocab_size {vocab_size} leaves no room for the {len(chars)} "
-                         f"characters and {len(special_tokens)} special tokens")
+        raise ValueError(
+            f"vocab_size {vocab_size} leaves no room for the {len(chars)} "
+            f"characters and {len(special_tokens)} special tokens"
+        )
     words = [word for word, n in word_counts.items() if n >= min_count]
     counts = [word_counts[word] for word in words]
     log_p = seed_pieces(dict(zip(words, counts)), seed_size, max_len)
@@ -189,8 +238,9 @@ def train_unigram(word_counts: Mapping[str, int], vocab_size: int, *,
     while True:
         for _ in range(em_steps):
             size = len(log_p)
-            log_p, expected, log_likelihood = em_step(words, counts, log_p, chars,
-                                                      max_len)
+            log_p, expected, log_likelihood = em_step(
+                words, counts, log_p, chars, max_len
+            )
             history.append((size, log_likelihood / max(sum(counts), 1)))
         if len(log_p) <= 1.1 * target:
             break
@@ -198,16 +248,22 @@ def train_unigram(word_counts: Mapping[str, int], vocab_size: int, *,
         log_p = prune(log_p, expected, size, chars, max_len)
     best = sorted((p for p in log_p if p not in chars), key=lambda p: -log_p[p])
     kept = chars | set(best[: target - len(chars)])
-    pieces = sorted(((p, s) for p, s in log_p.items() if p in kept),
-                    key=lambda piece_score: -piece_score[1])
-    return UnigramModel([(token, 0.0) for token in special_tokens] + pieces,
-                        special_tokens.index(unk_token), history)
+    pieces = sorted(
+        ((p, s) for p, s in log_p.items() if p in kept),
+        key=lambda piece_score: -piece_score[1],
+    )
+    return UnigramModel(
+        [(token, 0.0) for token in special_tokens] + pieces,
+        special_tokens.index(unk_token),
+        history,
+    )
 
 
 # Built in chapter 7, section "Training by EM and pruning":
 # chapters/07_tokenization.html#training-by-em-and-pruning
-def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, **kwargs
-                            ) -> UnigramTokenizer:
+def train_unigram_tokenizer(
+    texts: Iterable[str], vocab_size: int, **kwargs
+) -> UnigramTokenizer:
     """Count the words of ``texts`` and train a unigram tokenizer on them (see
     ``train_unigram`` for the options)."""
     model = train_unigram(unigram_word_counts(texts), vocab_size, **kwargs)

@@ -5,6 +5,7 @@
 Built in chapter 7 (Tokenization); read it with its explanations at
 chapters/07_tokenization.html.
 """
+
 from __future__ import annotations
 
 __all__ = ['SPECIAL_TOKENS', 'read_vocab_txt', 'save_vocab_txt', 'WordPieceTokenizer']
@@ -12,8 +13,13 @@ __all__ = ['SPECIAL_TOKENS', 'read_vocab_txt', 'save_vocab_txt', 'WordPieceToken
 
 from pathlib import Path
 
-from tinybert.tokenizers.encoding import (Encoding, batch_encode, check_text,
-                                         import_tokenizers, read_lines)
+from tinybert.tokenizers.encoding import (
+    Encoding,
+    batch_encode,
+    check_text,
+    import_tokenizers,
+    read_lines,
+)
 from tinybert.tokenizers.normalizers import bert_normalize, bert_pre_tokenize
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -28,10 +34,15 @@ def read_vocab_txt(path: str | Path) -> dict[str, int]:
     for i, line in enumerate(read_lines(path)):
         token = line.rstrip()
         if not token or token in vocab:
-            what = ("is blank" if not token
-                    else f"repeats line {vocab[token] + 1}, {token!r}")
-            raise ValueError(f"{path}:{i + 1}: the line {what}; a vocabulary file "
-                             "holds one distinct token per line")
+            what = (
+                "is blank"
+                if not token
+                else f"repeats line {vocab[token] + 1}, {token!r}"
+            )
+            raise ValueError(
+                f"{path}:{i + 1}: the line {what}; a vocabulary file "
+                "holds one distinct token per line"
+            )
         vocab[token] = i
     return vocab
 
@@ -41,25 +52,40 @@ def read_vocab_txt(path: str | Path) -> dict[str, int]:
 def save_vocab_txt(vocab: dict[str, int], path: str | Path) -> Path:
     ids = sorted(vocab.values())
     if ids != list(range(len(ids))):
-        raise ValueError(f"vocabulary ids must be 0..{len(ids) - 1} without gaps, got {ids[:5]}...")
+        raise ValueError(
+            f"vocabulary ids must be 0..{len(ids) - 1} without gaps, got {ids[:5]}..."
+        )
     path = Path(path)
-    path.write_text("".join(t + "\n" for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(t + "\n" for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])),
+        encoding="utf-8",
+    )
     return path
 
 
 # Built in chapter 7, section "WordPiece encoding":
 # chapters/07_tokenization.html#wordpiece-encoding
 class WordPieceTokenizer:
-    """BERT's tokenizer: normalise, split on whitespace and punctuation, then greedy WordPiece."""
+    """BERT's tokenizer: normalise, split on whitespace and punctuation, then greedy
+    WordPiece."""
 
-    def __init__(self, vocab: dict[str, int], *, lowercase: bool = True,
-                 strip_accents: bool | None = None, clean_text: bool = True,
-                 handle_chinese_chars: bool = True, unk_token: str = "[UNK]",
-                 continuing_prefix: str = "##", max_input_chars_per_word: int = 100):
+    def __init__(
+        self,
+        vocab: dict[str, int],
+        *,
+        lowercase: bool = True,
+        strip_accents: bool | None = None,
+        clean_text: bool = True,
+        handle_chinese_chars: bool = True,
+        unk_token: str = "[UNK]",
+        continuing_prefix: str = "##",
+        max_input_chars_per_word: int = 100,
+    ):
         if unk_token not in vocab:
-            raise ValueError(f"the vocabulary must contain the unknown token {unk_token!r}; "
-                             f"got {len(vocab)} entries without it")
+            raise ValueError(
+                f"the vocabulary must contain the unknown token "
+                f"{unk_token!r}; got {len(vocab)} entries without it"
+            )
         self.vocab = dict(vocab)
         self.id_to_token = {i: t for t, i in self.vocab.items()}
         self.lowercase = lowercase
@@ -73,18 +99,24 @@ class WordPieceTokenizer:
     def from_file(cls, path: str | Path, **kwargs) -> WordPieceTokenizer:
         """The vocabulary in ``path`` (read_vocab_txt), with [UNK], [CLS] and [SEP]."""
         vocab = read_vocab_txt(path)
-        missing = [t for t in (kwargs.get("unk_token", "[UNK]"), "[CLS]", "[SEP]")
-                   if t not in vocab]
+        missing = [
+            t
+            for t in (kwargs.get("unk_token", "[UNK]"), "[CLS]", "[SEP]")
+            if t not in vocab
+        ]
         if missing:
-            raise ValueError(f"{path}: the vocabulary lacks {', '.join(missing)}; "
-                             "a BERT vocabulary holds [UNK], [CLS] and [SEP]")
+            raise ValueError(
+                f"{path}: the vocabulary lacks {', '.join(missing)}; "
+                "a BERT vocabulary holds [UNK], [CLS] and [SEP]"
+            )
         return cls(vocab, **kwargs)
 
     def save(self, path: str | Path) -> Path:
         return save_vocab_txt(self.vocab, path)
 
     def split_word(self, word: str) -> list[tuple[str, int, int]] | None:
-        """Greedy longest-match-first: ``[(piece, start, end), ...]``, or None for ``[UNK]``."""
+        """Greedy longest-match-first: ``[(piece, start, end), ...]``, or None for
+        ``[UNK]``."""
         if word in self._cache:
             return self._cache[word]
         pieces: list[tuple[str, int, int]] | None = []
@@ -93,21 +125,29 @@ class WordPieceTokenizer:
         start = 0
         while pieces is not None and start < len(word):
             for end in range(len(word), start, -1):
-                piece = word[start:end] if start == 0 else self.continuing_prefix + word[start:end]
+                piece = (
+                    word[start:end]
+                    if start == 0
+                    else self.continuing_prefix + word[start:end]
+                )
                 if piece in self.vocab:
                     pieces.append((piece, start, end))
                     start = end
                     break
             else:
-                pieces = None                      # no piece fits: the whole word is unknown
+                # no piece fits: the whole word is unknown
+                pieces = None
         self._cache[word] = pieces
         return pieces
 
     def encode(self, text: str, add_special_tokens: bool = False) -> Encoding:
         normalized, source = bert_normalize(
-            check_text(text), clean_text=self.clean_text,
+            check_text(text),
+            clean_text=self.clean_text,
             handle_chinese_chars=self.handle_chinese_chars,
-            strip_accents=self.strip_accents, lowercase=self.lowercase)
+            strip_accents=self.strip_accents,
+            lowercase=self.lowercase,
+        )
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []
         for word_start, word_end in bert_pre_tokenize(normalized):
@@ -116,32 +156,48 @@ class WordPieceTokenizer:
                 pieces = [(self.unk_token, 0, word_end - word_start)]
             for piece, start, end in pieces:
                 tokens.append(piece)
-                offsets.append((source[word_start + start], source[word_start + end - 1] + 1))
+                offsets.append(
+                    (source[word_start + start], source[word_start + end - 1] + 1)
+                )
         if add_special_tokens:
             tokens = ["[CLS]"] + tokens + ["[SEP]"]
             offsets = [(0, 0)] + offsets + [(0, 0)]
         return Encoding([self.vocab[t] for t in tokens], tokens, offsets)
 
-    def encode_batch(self, texts: list[str], add_special_tokens: bool = False, *,
-                     backend: str = "python") -> list[Encoding]:
-        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster, from Rust."""
+    def encode_batch(
+        self,
+        texts: list[str],
+        add_special_tokens: bool = False,
+        *,
+        backend: str = "python",
+    ) -> list[Encoding]:
+        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
+        from Rust."""
         return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
 
     def to_hugging_face(self):
-        """The equivalent Rust tokenizer from the ``tokenizers`` library (for bulk speed)."""
+        """The equivalent Rust tokenizer from the ``tokenizers`` library (for
+        bulk speed)."""
         rust = import_tokenizers().BertWordPieceTokenizer(
-            self.vocab, unk_token=self.unk_token, lowercase=self.lowercase,
-            strip_accents=self.strip_accents, clean_text=self.clean_text,
+            self.vocab,
+            unk_token=self.unk_token,
+            lowercase=self.lowercase,
+            strip_accents=self.strip_accents,
+            clean_text=self.clean_text,
             handle_chinese_chars=self.handle_chinese_chars,
-            wordpieces_prefix=self.continuing_prefix)
-        # BertWordPieceTokenizer has no argument for the word-length limit: set it on the model.
+            wordpieces_prefix=self.continuing_prefix,
+        )
+        # BertWordPieceTokenizer has no argument for the word-length limit: set it
+        # on the model.
         rust._tokenizer.model.max_input_chars_per_word = self.max_input_chars_per_word
         return rust
 
     def decode(self, ids: list[int]) -> str:
         unknown = [i for i in ids if i not in self.id_to_token]
         if unknown:
-            raise ValueError(f"ids must be in 0..{len(self.vocab) - 1}, got {unknown[:5]}")
+            raise ValueError(
+                f"ids must be in 0..{len(self.vocab) - 1}, got {unknown[:5]}"
+            )
         text = " ".join(self.id_to_token[i] for i in ids)
         return text.replace(" " + self.continuing_prefix, "")
 

@@ -5,10 +5,17 @@
 Built in chapter 7 (Tokenization); read it with its explanations at
 chapters/07_tokenization.html.
 """
+
 from __future__ import annotations
 
-__all__ = ['wordpiece_merge_scores', 'wordpiece_start', 'train_wordpiece_simple',
-           'train_wordpiece', 'bert_word_counts', 'train_wordpiece_tokenizer']
+__all__ = [
+    'wordpiece_merge_scores',
+    'wordpiece_start',
+    'train_wordpiece_simple',
+    'train_wordpiece',
+    'bert_word_counts',
+    'train_wordpiece_tokenizer',
+]
 
 
 import heapq
@@ -22,9 +29,11 @@ from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 
 # Built in chapter 7, section "Training WordPiece":
 # chapters/07_tokenization.html#training-wordpiece
-def wordpiece_merge_scores(words: list[list[str]], counts: list[int],
-                           min_count: int = 1) -> dict[tuple[str, str], float]:
-    """count(ij) / (count(i) count(j)) for every adjacent pair seen at least ``min_count`` times."""
+def wordpiece_merge_scores(
+    words: list[list[str]], counts: list[int], min_count: int = 1
+) -> dict[tuple[str, str], float]:
+    """count(ij) / (count(i) count(j)) for every adjacent pair seen at least
+    ``min_count`` times."""
     symbol_counts: Counter[str] = Counter()
     pair_counts: Counter[tuple[str, str]] = Counter()
     for symbols, n in zip(words, counts):
@@ -32,17 +41,27 @@ def wordpiece_merge_scores(words: list[list[str]], counts: list[int],
             symbol_counts[s] += n
         for pair in zip(symbols, symbols[1:]):
             pair_counts[pair] += n
-    return {pair: c / (symbol_counts[pair[0]] * symbol_counts[pair[1]])
-            for pair, c in pair_counts.items() if c >= min_count}
+    return {
+        pair: c / (symbol_counts[pair[0]] * symbol_counts[pair[1]])
+        for pair, c in pair_counts.items()
+        if c >= min_count
+    }
 
 
 # Built in chapter 7, section "Training WordPiece":
 # chapters/07_tokenization.html#training-wordpiece
-def wordpiece_start(word_counts: Mapping[str, int], min_count: int, special_tokens: Iterable[str],
-                    prefix: str) -> tuple[list[list[str]], dict[str, int]]:
-    """Each word as its first character and ``prefix``-marked continuations, and the first
-    vocabulary: the special tokens, then the symbols in order of first appearance."""
-    if not all(isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()):
+def wordpiece_start(
+    word_counts: Mapping[str, int],
+    min_count: int,
+    special_tokens: Iterable[str],
+    prefix: str,
+) -> tuple[list[list[str]], dict[str, int]]:
+    """Each word as its first character and ``prefix``-marked continuations, and the
+    first vocabulary: the special tokens, then the symbols in order of first
+    appearance."""
+    if not all(
+        isinstance(w, str) and w and int(c) == c >= 0 for w, c in word_counts.items()
+    ):
         raise ValueError("expected a mapping from non-empty strings to counts >= 0")
     if min_count < 1:
         raise ValueError(f"expected min_count >= 1, got {min_count}")
@@ -55,22 +74,29 @@ def wordpiece_start(word_counts: Mapping[str, int], min_count: int, special_toke
 
 # Built in chapter 7, section "Training WordPiece":
 # chapters/07_tokenization.html#training-wordpiece
-def train_wordpiece_simple(word_counts: Mapping[str, int], vocab_size: int, *, min_count: int = 1,
-                           special_tokens: Iterable[str] = SPECIAL_TOKENS,
-                           prefix: str = "##") -> dict[str, int]:
+def train_wordpiece_simple(
+    word_counts: Mapping[str, int],
+    vocab_size: int,
+    *,
+    min_count: int = 1,
+    special_tokens: Iterable[str] = SPECIAL_TOKENS,
+    prefix: str = "##",
+) -> dict[str, int]:
     """Learn a WordPiece vocabulary (special tokens, characters, then merged pieces).
 
-    Each step merges the pair with the highest count(ij) / (count(i) count(j)) among pairs seen
-    at least ``min_count`` times; ties go to the pair of older symbols.
+    Each step merges the pair with the highest count(ij) / (count(i) count(j)) among
+    pairs seen at least ``min_count`` times; ties go to the pair of older symbols.
     """
     words, vocab = wordpiece_start(word_counts, min_count, special_tokens, prefix)
     counts = list(word_counts.values())
     while len(vocab) < vocab_size:
         scores = wordpiece_merge_scores(words, counts, min_count)
         if not scores:
-            break                                    # every word is a single symbol
-        a, b = min(scores, key=lambda pair: (-scores[pair], vocab[pair[0]], vocab[pair[1]]))
-        merged = a + b.removeprefix(prefix)          # "t" + "##he" -> "the"
+            break  # every word is a single symbol
+        a, b = min(
+            scores, key=lambda pair: (-scores[pair], vocab[pair[0]], vocab[pair[1]])
+        )
+        merged = a + b.removeprefix(prefix)  # "t" + "##he" -> "the"
         vocab.setdefault(merged, len(vocab))
         words = [merge_pair(symbols, (a, b), merged) for symbols in words]
     return vocab
@@ -78,18 +104,25 @@ def train_wordpiece_simple(word_counts: Mapping[str, int], vocab_size: int, *, m
 
 # Built in chapter 7, section "A faster trainer":
 # chapters/07_tokenization.html#a-faster-trainer
-def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_count: int = 1,
-                    special_tokens: Iterable[str] = SPECIAL_TOKENS,
-                    prefix: str = "##", score: str = "likelihood") -> dict[str, int]:
-    """``train_wordpiece_simple`` with counts kept up to date: the same vocabulary, faster.
+def train_wordpiece(
+    word_counts: Mapping[str, int],
+    vocab_size: int,
+    *,
+    min_count: int = 1,
+    special_tokens: Iterable[str] = SPECIAL_TOKENS,
+    prefix: str = "##",
+    score: str = "likelihood",
+) -> dict[str, int]:
+    """``train_wordpiece_simple`` with counts kept up to date: the same
+    vocabulary, faster.
 
     ``score="count"`` merges the most frequent pair instead, as BPE does and as Hugging
     Face's WordPiece trainer does; section "Which score?" compares the two.
 
-    What changes: an index pair -> words, so a merge touches only the words that contain the
-    pair; symbol and pair counts updated in place instead of recounted; a heap of scores whose
-    out-of-date entries are skipped, and rebuilt when they outnumber the live pairs. The chapter
-    and ``benchmarks/bench_tokenizers.py`` measure the speed-up.
+    What changes: an index pair -> words, so a merge touches only the words that contain
+    the pair; symbol and pair counts updated in place instead of recounted; a heap of
+    scores whose out-of-date entries are skipped, and rebuilt when they outnumber the
+    live pairs. The chapter and ``benchmarks/bench_tokenizers.py`` measure the speed-up.
     """
     if score not in ("likelihood", "count"):
         raise ValueError(f"score must be 'likelihood' or 'count', got {score!r}")
@@ -97,8 +130,9 @@ def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_coun
     counts = list(word_counts.values())
     symbol_counts: Counter[str] = Counter()
     pair_counts: Counter[tuple[str, str]] = Counter()
-    where: defaultdict[tuple[str, str], set[int]] = defaultdict(set)     # pair -> words
-    partners: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)  # symbol -> pairs
+    where: defaultdict[tuple[str, str], set[int]] = defaultdict(set)  # pair -> words
+    # symbol -> pairs
+    partners: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
 
     def count(w: int, sign: int) -> list[tuple[str, str]]:
         """Add word ``w`` to the counts (``sign=1``) or take it out (``sign=-1``)."""
@@ -115,7 +149,8 @@ def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_coun
         return pairs
 
     def entry(pair: tuple[str, str]) -> tuple[float, int, int, tuple[str, str]]:
-        a, b = pair      # the heap pops the smallest: best score first, then older symbols
+        # the heap pops the smallest: best score first, then older symbols
+        a, b = pair
         value = pair_counts[pair]
         if score == "likelihood":
             value /= symbol_counts[a] * symbol_counts[b]
@@ -133,29 +168,30 @@ def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_coun
         item = heapq.heappop(heap)
         pair = item[-1]
         if pair_counts[pair] < min_count or item != entry(pair):
-            continue                                       # out of date
+            continue  # out of date
         a, b = pair
         merged = a + b.removeprefix(prefix)
         vocab.setdefault(merged, len(vocab))
         touched = set()
-        for w in where.pop(pair):                          # only these words change
+        for w in where.pop(pair):  # only these words change
             touched.update(count(w, -1))
             words[w] = merge_pair(words[w], pair, merged)
             touched.update(count(w, +1))
         for p in touched:
-            if pair_counts[p] == 0:                        # gone from every word
+            if pair_counts[p] == 0:  # gone from every word
                 del pair_counts[p]
                 where.pop(p, None)
                 partners[p[0]].discard(p)
                 partners[p[1]].discard(p)
-        # a and b are rarer now, merged more frequent: rescore every pair containing them
+        # a and b are rarer now, merged more frequent: rescore every pair
+        # containing them
         # (by count, only the pairs next to the merge changed).
         if score == "likelihood":
             touched |= partners[a] | partners[b] | partners[merged]
         for p in touched:
             if pair_counts[p] >= min_count:
                 heapq.heappush(heap, entry(p))
-        if len(heap) > 2 * len(pair_counts) + 1000:        # mostly out-of-date entries
+        if len(heap) > 2 * len(pair_counts) + 1000:  # mostly out-of-date entries
             heap = fresh_heap()
     return vocab
 
@@ -163,16 +199,18 @@ def train_wordpiece(word_counts: Mapping[str, int], vocab_size: int, *, min_coun
 # Built in chapter 7, section "A faster trainer":
 # chapters/07_tokenization.html#a-faster-trainer
 def bert_word_counts(texts: Iterable[str], *, lowercase: bool = True) -> Counter[str]:
-    """Count the words BERT's normaliser and pre-tokeniser produce from ``texts``, in order of
-    first appearance.
+    """Count the words BERT's normaliser and pre-tokeniser produce from ``texts``, in
+    order of first appearance.
 
-    The normaliser treats each character on its own and a space always ends a word, so each
-    distinct space-separated chunk is normalised once, however often it occurs.
+    The normaliser treats each character on its own and a space always ends a word, so
+    each distinct space-separated chunk is normalised once, however often it occurs.
     """
     chunks = Counter(chunk for text in texts for chunk in text.split(" "))
     counts: Counter[str] = Counter()
     for chunk, n in chunks.items():
-        normalized, _ = bert_normalize(chunk, strip_accents=lowercase, lowercase=lowercase)
+        normalized, _ = bert_normalize(
+            chunk, strip_accents=lowercase, lowercase=lowercase
+        )
         for a, b in bert_pre_tokenize(normalized):
             counts[normalized[a:b]] += n
     return counts
@@ -180,9 +218,18 @@ def bert_word_counts(texts: Iterable[str], *, lowercase: bool = True) -> Counter
 
 # Built in chapter 7, section "A faster trainer":
 # chapters/07_tokenization.html#a-faster-trainer
-def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int, *, lowercase: bool = True,
-                              min_count: int = 2,
-                              score: str = "likelihood") -> WordPieceTokenizer:
-    vocab = train_wordpiece(bert_word_counts(texts, lowercase=lowercase), vocab_size,
-                            min_count=min_count, score=score)
+def train_wordpiece_tokenizer(
+    texts: Iterable[str],
+    vocab_size: int,
+    *,
+    lowercase: bool = True,
+    min_count: int = 2,
+    score: str = "likelihood",
+) -> WordPieceTokenizer:
+    vocab = train_wordpiece(
+        bert_word_counts(texts, lowercase=lowercase),
+        vocab_size,
+        min_count=min_count,
+        score=score,
+    )
     return WordPieceTokenizer(vocab, lowercase=lowercase)
