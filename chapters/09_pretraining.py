@@ -1411,7 +1411,7 @@ def ctrl_c_requests():
 # of the step, *every* random number of step $s$ is then fixed by the step alone. That is what makes
 # resuming exact, below, and it costs one `torch.manual_seed` call per step.
 
-# %% tags=["export:pretraining.loop", "export:pretraining.run"]
+# %% tags=["export:pretraining.loop"]
 from __future__ import annotations
 
 import json
@@ -2226,12 +2226,40 @@ def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
 # command that continues the run.
 
 # %% tags=["export:pretraining.run"]
+import json
+import shutil
+from dataclasses import fields
+from pathlib import Path
+
+import torch
+
+from tinybert.checkpoint.files import save_model, saved_file, write_atomically
+from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
+from tinybert.checkpoint.state import STATE_NAME
+from tinybert.models.bert import BertConfig
+from tinybert.models.bert_heads import BertForPreTraining
+from tinybert.pretraining.corpus import (
+    course_documents,
+    task_documents,
+    tokenize_documents,
+    vocabulary_texts,
+)
+from tinybert.pretraining.distributed import DistributedContext
+from tinybert.pretraining.examples import (
+    PretrainingBatches,
+    make_examples,
+    single_segment_examples,
+)
 from tinybert.pretraining.loop import (
     PretrainingConfig,
-    pretrain,
     plot_history,
+    pretrain,
     write_json,
 )
+from tinybert.pretraining.masking import SpecialTokens, seeded_generator
+from tinybert.runtime import get_device
+from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
+from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
 # %% tags=["export:pretraining.run"]
 # what pretrain_bert writes

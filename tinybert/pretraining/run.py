@@ -6,61 +6,43 @@ Built in chapter 9 (Pretraining BERT); read it with its explanations at
 chapters/09_pretraining.html.
 """
 
-from __future__ import annotations
-
 __all__ = ['RUN_FILES', 'check_run_folder', 'pretrain_bert']
 
 
 import json
 import shutil
-import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 
 import torch
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 
-from tinybert.checkpoint.files import (
-    CONFIG_NAME,
-    write_atomically,
-    save_model,
-    saved_file,
-)
-from tinybert.pretraining.distributed import DistributedContext
-from tinybert.pretraining.masking import SpecialTokens, seeded_generator
-from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
-from tinybert.models.bert import BertConfig
+from tinybert.checkpoint.files import save_model, saved_file, write_atomically
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
-from tinybert.pretraining.examples import (
-    PretrainingBatches,
-    make_examples,
-    single_segment_examples,
-)
+from tinybert.checkpoint.state import STATE_NAME
+from tinybert.models.bert import BertConfig
+from tinybert.models.bert_heads import BertForPreTraining
 from tinybert.pretraining.corpus import (
     course_documents,
     task_documents,
     tokenize_documents,
     vocabulary_texts,
 )
-from tinybert.runtime import get_device, progress
-from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
-from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
-from tinybert.checkpoint.state import STATE_NAME, load_checkpoint, save_checkpoint
-from tinybert.pretraining.optim import (
-    autocast_dtype,
-    linear_warmup_decay,
-    make_optimizer,
+from tinybert.pretraining.distributed import DistributedContext
+from tinybert.pretraining.examples import (
+    PretrainingBatches,
+    make_examples,
+    single_segment_examples,
 )
-
-
 from tinybert.pretraining.loop import (
     PretrainingConfig,
-    pretrain,
     plot_history,
+    pretrain,
     write_json,
 )
+from tinybert.pretraining.masking import SpecialTokens, seeded_generator
+from tinybert.runtime import get_device
+from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
+from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
 
 # what pretrain_bert writes
