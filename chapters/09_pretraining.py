@@ -477,29 +477,39 @@ def sample_nsp_pairs(
 
 
 def encode_pair(
-    a: Sequence[int], b: Sequence[int], special: SpecialTokens, max_len: int
+    a: Sequence[int],
+    b: Sequence[int] | None,
+    special: SpecialTokens,
+    max_len: int,
 ) -> tuple[list[int], list[int]]:
-    """``[CLS] A [SEP] B [SEP]`` and its segment ids (0 up to the first [SEP], 1 after).
+    """``[CLS] A [SEP] B [SEP]`` and its segment ids (0 up to the first [SEP], 1 after);
+    ``[CLS] A [SEP]`` (all 0) when ``b`` is None.
 
-    When the pair does not fit in ``max_len``, tokens are dropped from the end of the
+    When the input does not fit in ``max_len``, tokens are dropped from the end of the
     longer segment, one at a time, as BERT's data pipeline does.
     """
-    if max_len < 5:
+    specials, needed = (2, 3) if b is None else (3, 5)
+    if max_len < needed:
         raise ValueError(
-            f"max_len must leave room for [CLS], [SEP], [SEP] and two tokens, "
-            f"got {max_len}"
+            f"max_len must leave room for {specials} special tokens and a token of "
+            f"each segment, at least {needed}; got {max_len}"
         )
-    na, nb = len(a), len(b)
-    while na + nb > max_len - 3:
+    na, nb = len(a), 0 if b is None else len(b)
+    while na + nb > max_len - specials:
         na, nb = (na - 1, nb) if na > nb else (na, nb - 1)
-    input_ids = [special.cls, *a[:na], special.sep, *b[:nb], special.sep]
-    token_type_ids = [0] * (na + 2) + [1] * (nb + 1)
+    input_ids = [special.cls, *a[:na], special.sep]
+    token_type_ids = [0] * (na + 2)
+    if b is not None:
+        input_ids += [*b[:nb], special.sep]
+        token_type_ids += [1] * (nb + 1)
     return input_ids, token_type_ids
 
 
 # %% [markdown]
 # `encode_pair` lays a pair out as BERT reads it. The segment ids (chapter 8's token types) are 0 for
-# `[CLS]`, A and the first `[SEP]`, and 1 for B and the last `[SEP]`. The slides' pair:
+# `[CLS]`, A and the first `[SEP]`, and 1 for B and the last `[SEP]`; without a B it gives the
+# single segment `[CLS] A [SEP]`. Chapter 10 builds every fine-tuning input with this same function.
+# The slides' pair:
 
 # %%
 special = SpecialTokens.from_vocab(tokenizer.vocab)
@@ -743,8 +753,11 @@ assert torch.equal(corrupted[~chosen], batch_ids[~chosen])
 # ## Examples and batches
 #
 # An example is one encoded pair with its NSP label; with static masking it also carries its MLM
-# labels. `collate` pads a list of examples to the longest one and returns exactly the keyword
-# arguments of `BertForPreTraining`, so a training step is `model(**batch)`.
+# labels. `pad_features` pads *features*, dictionaries of plain lists, to the longest one, with
+# the boolean attention mask the encoder expects and -100 on the padded positions of per-token
+# labels, so that they carry no loss; chapter 10 pads its fine-tuning features with it too.
+# `collate` turns a list of examples into features and pads them: the result is exactly the
+# keyword arguments of `BertForPreTraining`, so a training step is `model(**batch)`.
 
 # %% tags=["export"]
 @dataclass(frozen=True)
@@ -781,12 +794,47 @@ def single_segment_examples(
     sequence is wasted on a random second half, and each is about twice as long as one
     half of an NSP pair."""
     return [
-        PretrainingExample(
-            [special.cls, *segment, special.sep], [0] * (len(segment) + 2), IGNORE_INDEX
-        )
+        PretrainingExample(*encode_pair(segment, None, special, max_len), IGNORE_INDEX)
         for document in documents
         for segment in make_segments(document, max_len - 2)
     ]
+
+
+# the label names of this book's heads: chapter 8's pretraining heads, chapter 10's
+# fine-tuning heads
+LABEL_KEYS = ("mlm_labels", "nsp_labels", "labels", "start_positions", "end_positions")
+
+
+def pad_features(features: Sequence[dict], pad_id: int) -> dict[str, torch.Tensor]:
+    """Pad features (dicts of plain lists) to the longest one: input_ids (padded with
+    ``pad_id``), token_type_ids (with 0) and attention_mask (True = real token), each
+    (B, T); and each label of LABEL_KEYS they carry: (B,) for one per sequence, (B, T)
+    padded with -100 for one per token. Other keys (bookkeeping) are left out."""
+    if not features:
+        raise ValueError("no features to pad")
+    # (B,)
+    lengths = torch.tensor([len(f["input_ids"]) for f in features])
+    T = int(lengths.max())
+
+    def padded(key: str, value: int) -> torch.Tensor:
+        # (B, T)
+        return torch.tensor([f[key] + [value] * (T - len(f[key])) for f in features])
+
+    batch = {
+        "input_ids": padded("input_ids", pad_id),
+        "token_type_ids": padded("token_type_ids", 0),
+        # (B, T) bool
+        "attention_mask": torch.arange(T)[None, :] < lengths[:, None],
+    }
+    for key in LABEL_KEYS:
+        if key in features[0]:
+            per_token = isinstance(features[0][key], list)
+            batch[key] = (
+                padded(key, IGNORE_INDEX)
+                if per_token
+                else torch.tensor([f[key] for f in features])
+            )
+    return batch
 
 
 def collate(
@@ -798,24 +846,17 @@ def collate(
     longest example; nsp_labels is (B,), left out when no example has one (MLM only:
     every label is -100); mlm_labels (B, T) when every example is already masked.
     """
-    B, T = len(examples), max(len(e.input_ids) for e in examples)
-    batch = {
-        "input_ids": torch.full((B, T), special.pad),
-        "token_type_ids": torch.zeros(B, T, dtype=torch.long),
-        "attention_mask": torch.zeros(B, T, dtype=torch.bool),
-    }
-    if any(e.nsp_label != IGNORE_INDEX for e in examples):
-        batch["nsp_labels"] = torch.tensor([e.nsp_label for e in examples])
+    with_nsp = any(e.nsp_label != IGNORE_INDEX for e in examples)
     masked = all(e.mlm_labels is not None for e in examples)
-    if masked:
-        batch["mlm_labels"] = torch.full((B, T), IGNORE_INDEX)
-    for i, e in enumerate(examples):
-        n = len(e.input_ids)
-        batch["input_ids"][i, :n] = torch.tensor(e.input_ids)
-        batch["token_type_ids"][i, :n] = torch.tensor(e.token_type_ids)
-        batch["attention_mask"][i, :n] = True
+    features = []
+    for e in examples:
+        feature = {"input_ids": e.input_ids, "token_type_ids": e.token_type_ids}
+        if with_nsp:
+            feature["nsp_labels"] = e.nsp_label
         if masked:
-            batch["mlm_labels"][i, :n] = torch.tensor(e.mlm_labels)
+            feature["mlm_labels"] = e.mlm_labels
+        features.append(feature)
+    batch = pad_features(features, special.pad)
     return batch
 
 

@@ -55,8 +55,8 @@
 #
 # **Uses**: `BertModel`, `BertConfig`, `init_bert_weights` and `IGNORE_INDEX` from {doc}`08_bert`,
 # with `from_hf` and `bert_config_to_hf` for a check against Hugging Face; the pretrained checkpoint
-# (`load_pretrained`) and the optimiser and schedule (`make_optimizer`, `linear_warmup_decay`)
-# from {doc}`09_pretraining`; the WordPiece tokenizer and its character offsets from
+# (`load_pretrained`), the input builder (`encode_pair`, `SpecialTokens`, `pad_features`) and the
+# optimiser and schedule (`make_optimizer`, `linear_warmup_decay`) from {doc}`09_pretraining`; the WordPiece tokenizer and its character offsets from
 # {doc}`07_tokenization`; `load_minilm`, the real pretrained encoder, from {doc}`08_bert`; and
 # `fetch` from `tinybert.data` for the data sets.
 #
@@ -140,7 +140,9 @@ print(
 # Every task feeds the encoder the same kind of sequence: `[CLS]`, the tokens of the first
 # segment, `[SEP]`, and for pair tasks the tokens of the second segment and another `[SEP]`. The
 # segment (token type) ids say which segment each position belongs to: 0 for `[CLS] A [SEP]`,
-# 1 for `B [SEP]`. The special tokens' ids come from the vocabulary, never from constants.
+# 1 for `B [SEP]`. This is the layout of pretraining, so chapter 9's `encode_pair` builds it,
+# with the special tokens' ids read from the vocabulary (`SpecialTokens.from_vocab`), never from
+# constants: one builder for pretraining and fine-tuning, so the two cannot drift apart.
 
 # %% tags=["export", "export:finetuning.loop"]
 from __future__ import annotations
@@ -154,36 +156,9 @@ from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.runtime import progress
+from tinybert.pretraining.examples import encode_pair, pad_features  # chapter 9
+from tinybert.pretraining.masking import SpecialTokens
 from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
-
-
-# %% tags=["export"]
-def special_token_id(tokenizer, token: str) -> int:
-    """The id of a special token such as "[CLS]" in the tokenizer's vocabulary."""
-    if token not in tokenizer.vocab:
-        raise ValueError(
-            f"the vocabulary has no {token!r}; BERT's inputs need [PAD], "
-            f"[UNK], [CLS] and [SEP]"
-        )
-    return tokenizer.vocab[token]
-
-
-def pack_pair(
-    tokenizer, first_ids: list[int], second_ids: list[int] | None = None
-) -> tuple[list[int], list[int]]:
-    """BERT's input for one segment, [CLS] A [SEP], or two, [CLS] A [SEP] B [SEP]; and
-    the segment ids: 0 for [CLS] A [SEP], 1 for B [SEP]."""
-    cls, sep = (
-        special_token_id(tokenizer, "[CLS]"),
-        special_token_id(tokenizer, "[SEP]"),
-    )
-    input_ids = [cls, *first_ids, sep]
-    token_type_ids = [0] * len(input_ids)
-    if second_ids is not None:
-        input_ids += [*second_ids, sep]
-        token_type_ids += [1] * (len(second_ids) + 1)
-    return input_ids, token_type_ids
-
 
 # %% [markdown]
 # The slides' question-answering demo asks "Where does Matt live?" of one sentence. Packed as a
@@ -194,8 +169,9 @@ question, context = (
     "Where does Matt live?",
     ("Matt lives in Canada and Sinan lives in California"),
 )
+special = SpecialTokens.from_vocab(tokenizer.vocab)
 q, c = tokenizer.encode(question), tokenizer.encode(context)
-input_ids, token_type_ids = pack_pair(tokenizer, q.ids, c.ids)
+input_ids, token_type_ids = encode_pair(q.ids, c.ids, special, max_len=128)
 tokens = [tokenizer.id_to_token[i] for i in input_ids]
 print(" ".join(f"{token}/{segment}" for token, segment in zip(tokens, token_type_ids)))
 assert tokens[0] == "[CLS]" and tokens[len(q) + 1] == "[SEP]" and tokens[-1] == "[SEP]"
@@ -207,10 +183,10 @@ assert token_type_ids == [0] * (len(q) + 2) + [1] * (len(c) + 1)
 # ### Features and batches
 #
 # A *feature* is one example ready for the model: a dictionary with `input_ids`,
-# `token_type_ids` and the labels, as plain lists. `pad_features` pads a list of features into
-# tensors of shape (B, T), with the boolean `attention_mask` (True = a real token) that the
-# encoder expects, padding labels with -100 so that padded positions carry no loss.
-# `encode_sentences` makes sentence-classification features; a text longer than `max_len`
+# `token_type_ids` and the labels, as plain lists. Chapter 9's `pad_features` pads a list of
+# features into tensors of shape (B, T), with the boolean `attention_mask` (True = a real token)
+# that the encoder expects, padding per-token labels with -100 so that padded positions carry no
+# loss. `encode_sentences` makes sentence-classification features; a text longer than `max_len`
 # tokens is cut (with our tokenizer, the longest Banking77 question has fewer than 128).
 # For training, `batches` shuffles the features but puts features of similar length in the same
 # batch, which saves most of the padding ({ref}`sec-ft-banking-run` measures how much).
@@ -219,10 +195,11 @@ assert token_type_ids == [0] * (len(q) + 2) + [1] * (len(c) + 1)
 def encode_sentences(tokenizer, examples, *, max_len: int = 128) -> list[dict]:
     """Features for sentence classification: [CLS] text [SEP] (cut to max_len) and
     the label."""
+    special = SpecialTokens.from_vocab(tokenizer.vocab)
     features = []
     for example in examples:
-        ids = tokenizer.encode(example.text).ids[: max_len - 2]
-        input_ids, token_type_ids = pack_pair(tokenizer, ids)
+        ids = tokenizer.encode(example.text).ids
+        input_ids, token_type_ids = encode_pair(ids, None, special, max_len)
         features.append(
             {
                 "input_ids": input_ids,
@@ -231,38 +208,6 @@ def encode_sentences(tokenizer, examples, *, max_len: int = 128) -> list[dict]:
             }
         )
     return features
-
-
-_LABEL_KEYS = ("labels", "start_positions", "end_positions")
-
-
-def pad_features(features: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
-    """Pad features to the longest one: input_ids, token_type_ids, attention_mask (B,
-    T), and the labels: (B,) for one per sequence, (B, T) padded with -100 for one
-    per token."""
-    # (B,)
-    lengths = torch.tensor([len(f["input_ids"]) for f in features])
-    T = int(lengths.max())
-
-    def padded(key: str, value: int) -> torch.Tensor:
-        # (B, T)
-        return torch.tensor([f[key] + [value] * (T - len(f[key])) for f in features])
-
-    batch = {
-        "input_ids": padded("input_ids", pad_id),
-        "token_type_ids": padded("token_type_ids", 0),
-        # (B, T) bool
-        "attention_mask": torch.arange(T)[None, :] < lengths[:, None],
-    }
-    for key in _LABEL_KEYS:
-        if key in features[0]:
-            per_token = isinstance(features[0][key], list)
-            batch[key] = (
-                padded(key, IGNORE_INDEX)
-                if per_token
-                else torch.tensor([f[key] for f in features])
-            )
-    return batch
 
 
 def batches(
@@ -496,7 +441,7 @@ class QuestionAnswerer(nn.Module):
 
 # %%
 sentences = ["I am still waiting on my card?", "How do I top up?"]
-packed = [pack_pair(tokenizer, tokenizer.encode(s).ids) for s in sentences]
+packed = [encode_pair(tokenizer.encode(s).ids, None, special, 128) for s in sentences]
 demo = pad_features(
     [{"input_ids": ids, "token_type_ids": types} for ids, types in packed], PAD
 )
@@ -654,7 +599,7 @@ def set_trainable_layers(model: nn.Module, n_layers: int | None) -> int:
 # removed, in the order of the features (it batches them by length, to pad less).
 
 # %% tags=["export:finetuning.loop"]
-from tinybert.finetuning.features import batches, pad_features  # built above
+from tinybert.finetuning.features import batches  # built above
 
 
 @dataclass
@@ -1400,15 +1345,17 @@ def encode_tagged(
 ) -> tuple[list[dict], int]:
     """Features for token classification, and how many words were cut because their
     sentence had more than max_len - 2 pieces (they get no label)."""
-    unk = special_token_id(tokenizer, "[UNK]")
+    special = SpecialTokens.from_vocab(tokenizer.vocab)
     features, words_cut = [], 0
     for sentence in sentences:
-        word_pieces = [tokenizer.encode(word).ids or [unk] for word in sentence.words]
+        word_pieces = [
+            tokenizer.encode(word).ids or [special.unk] for word in sentence.words
+        ]
         ids, labels = first_piece_labels(word_pieces, sentence.tags)
         if len(ids) > max_len - 2:
             words_cut += sum(label != IGNORE_INDEX for label in labels[max_len - 2 :])
             ids, labels = ids[: max_len - 2], labels[: max_len - 2]
-        input_ids, token_type_ids = pack_pair(tokenizer, ids)
+        input_ids, token_type_ids = encode_pair(ids, None, special, max_len)
         features.append(
             {
                 "input_ids": input_ids,
@@ -1828,7 +1775,8 @@ from dataclasses import dataclass
 
 import torch
 
-from tinybert.finetuning.features import pack_pair, special_token_id
+from tinybert.pretraining.examples import encode_pair  # chapter 9
+from tinybert.pretraining.masking import SpecialTokens
 from tinybert.finetuning.loop import predict
 from tinybert.finetuning.tasks import QAExample
 
@@ -1874,6 +1822,7 @@ def make_qa_features(
     (None outside the paragraph); where an answer may start (first piece of a paragraph
     word) and end (last piece); the index of its example; and, with_answers, its labels.
     Returns the features and a Counter of what was cut, skipped or labelled [CLS]."""
+    special = SpecialTokens.from_vocab(tokenizer.vocab)
     stats = Counter()
     features = []
     for example_index, example in enumerate(examples):
@@ -1908,7 +1857,7 @@ def make_qa_features(
                 continue
         for start in window_starts(n, window, doc_stride):
             piece = context.ids[start : start + window]
-            input_ids, token_type_ids = pack_pair(tokenizer, question, piece)
+            input_ids, token_type_ids = encode_pair(question, piece, special, max_len)
             # position of the first paragraph token
             first = len(question) + 2
             # [CLS] question [SEP] and the last [SEP]
@@ -2071,7 +2020,8 @@ def answer_question(
     features, _ = make_qa_features(
         tokenizer, [example], max_len=max_len, doc_stride=doc_stride, with_answers=False
     )
-    logits = predict(model, features, pad_id=special_token_id(tokenizer, "[PAD]"))
+    pad_id = SpecialTokens.from_vocab(tokenizer.vocab).pad
+    logits = predict(model, features, pad_id=pad_id)
     return predict_answers(logits, features, [example], max_answer_len=max_answer_len)[
         0
     ]
@@ -2350,11 +2300,8 @@ from torch import nn
 
 from tinybert.data import fetch
 from tinybert.finetuning.loop import FinetuneResult, finetune, predict
-from tinybert.finetuning.features import (
-    encode_sentences,
-    encode_tagged,
-    special_token_id,
-)
+from tinybert.finetuning.features import encode_sentences, encode_tagged
+from tinybert.pretraining.masking import SpecialTokens
 from tinybert.finetuning.heads import (
     QuestionAnswerer,
     SequenceClassifier,
@@ -2444,7 +2391,7 @@ def finetune_task(
     )
     if train_per_label is not None:
         train = per_label(train, train_per_label)
-    pad = special_token_id(tokenizer, "[PAD]")
+    pad = SpecialTokens.from_vocab(tokenizer.vocab).pad
     # RoBERTa reads max_len - pad - 1
     max_len = getattr(encoder.config, "max_tokens", encoder.config.max_len)
     if task == "squad":
@@ -3387,6 +3334,76 @@ def truncate_pair(
 from tinybert.exercises.ch10 import check_truncate_pair
 
 check_truncate_pair(truncate_pair)
+
+# %% [markdown]
+# :::{exercise-start}
+# :label: ex-ft-word-overlap
+# :difficulty: 2
+# :minutes: 25
+# :kind: coding
+# :::
+# **A baseline for sentence pairs.** Before fine-tuning an encoder on a pair task such as
+# paraphrase detection (do A and B say the same thing?), measure what needs no model at all: how
+# many words the two sentences share. Write `word_overlap(a, b)`, the Jaccard similarity
+# $|W_a \cap W_b| / |W_a \cup W_b|$ of the two sets of lowercased words (a word is a run of letters,
+# digits and apostrophes), 0.0 when neither sentence has a word; and
+# `fit_threshold(pairs, labels)`, which learns the baseline from training pairs: among the
+# training pairs' overlaps, and infinity (never say 1), the threshold $t$ for which predicting
+# label 1 when the overlap is at least $t$ gets the most training pairs right, the smallest such
+# $t$ on ties. Raise `ValueError` when there are no pairs or when `labels` is not as long as
+# `pairs`. Why must an encoder's score on a pair task be read beside this number?
+# :::{exercise-end}
+# :::
+#
+# ::::{solution-start} ex-ft-word-overlap
+# :class: dropdown
+# ::::
+# Paraphrases share words, and so do most entailed pairs: a word-overlap threshold often scores
+# far above the majority class on such tasks, so an encoder that fine-tunes to a score near it
+# has learned little beyond counting shared words. A pair task's ladder needs this rung beside
+# the majority class.
+
+# %% tags=["solution"]
+import math
+import re
+
+
+def word_overlap(a: str, b: str) -> float:
+    ### BEGIN SOLUTION
+    words_a = set(re.findall(r"[a-z0-9']+", a.lower()))
+    words_b = set(re.findall(r"[a-z0-9']+", b.lower()))
+    union = words_a | words_b
+    return len(words_a & words_b) / len(union) if union else 0.0
+    ### END SOLUTION
+
+
+def fit_threshold(pairs: list[tuple[str, str]], labels: list[int]) -> float:
+    ### BEGIN SOLUTION
+    if not pairs or len(pairs) != len(labels):
+        raise ValueError(
+            f"expected as many labels as pairs (at least one), got {len(pairs)} "
+            f"pairs and {len(labels)} labels"
+        )
+    scores = [word_overlap(a, b) for a, b in pairs]
+    best_correct, best = -1, math.inf
+    for t in sorted(set(scores)) + [math.inf]:
+        correct = sum(
+            (score >= t) == (label == 1) for score, label in zip(scores, labels)
+        )
+        if correct > best_correct:
+            best_correct, best = correct, t
+    return best
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ::::{solution-end}
+# ::::
+
+# %% tags=["check"]
+from tinybert.exercises.ch10 import check_word_overlap
+
+check_word_overlap(word_overlap, fit_threshold)
 
 # %% [markdown]
 # :::{exercise-start}

@@ -56,7 +56,7 @@
 #   made, and what each objective's head learns about the other's task at a small scale.
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertLayer`, `BertModel` (its
-# `forward`), `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`,
+# `forward`), `BertForMaskedLM`, `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`,
 # `init_bert_weights`, `masked_lm_logits_and_loss`, `check_labels` and `tuple_or_none` from
 # `tinybert.models.bert`; `ACTIVATIONS_TO_HF`,
 # `register`, `from_hf`, `to_hf`, `load_renamed`, `bert_config_from_hf` and `bert_encoder_names`
@@ -97,6 +97,7 @@ from tinybert.models.bert import (
     init_bert_weights,
 )
 from tinybert.models.bert_heads import (
+    BertForMaskedLM,
     BertMLMHead,
     MaskedLMOutput,
     check_labels,
@@ -438,6 +439,9 @@ class AlbertModel(BertModel):
 # vector down to $E$ first: dense $D \to E$, activation, LayerNorm over $E$, then the $(V, E)$
 # token table transposed, plus a bias. That is chapter 8's head built at width $E$ with its first layer replaced. The
 # head's decoder is $V \times E$ and tied, so it costs no parameters of its own beyond the bias.
+# The masked-language model is then chapter 8's `BertForMaskedLM` with ALBERT's encoder and head.
+# As for RoBERTa, the encoder keeps BERT's attribute name, `bert`; the converter below maps it to
+# Hugging Face's `albert.`.
 
 # %% tags=["export"]
 class AlbertMLMHead(BertMLMHead):
@@ -452,31 +456,13 @@ class AlbertMLMHead(BertMLMHead):
         init_bert_weights(self.dense, config.initializer_range)
 
 
-class AlbertForMaskedLM(nn.Module):
-    """ALBERT with the masked-language-model head (no pooler)."""
+class AlbertForMaskedLM(BertForMaskedLM):
+    """ALBERT with the masked-language-model head (no pooler): chapter 8's model with
+    ALBERT's encoder and head."""
 
     config_class = AlbertConfig
-
-    def __init__(self, config: AlbertConfig):
-        super().__init__()
-        self.config = config
-        self.albert = AlbertModel(config, add_pooler=False)
-        self.mlm_head = AlbertMLMHead(config, self.albert.embeddings.token_embeddings)
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        token_type_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-    ) -> MaskedLMOutput:
-        hidden = self.albert(
-            input_ids, token_type_ids, attention_mask
-        ).last_hidden_state  # (B, T, D)
-        logits, loss = masked_lm_logits_and_loss(
-            self.mlm_head, hidden, labels, self.config.vocab_size
-        )
-        return MaskedLMOutput(loss=loss, logits=logits)
+    model_class = AlbertModel
+    mlm_head_class = AlbertMLMHead
 
 
 # %% [markdown]
@@ -517,8 +503,8 @@ class AlbertForPreTraining(nn.Module):
     def __init__(self, config: AlbertConfig):
         super().__init__()
         self.config = config
-        self.albert = AlbertModel(config, add_pooler=True)
-        self.mlm_head = AlbertMLMHead(config, self.albert.embeddings.token_embeddings)
+        self.bert = AlbertModel(config, add_pooler=True)
+        self.mlm_head = AlbertMLMHead(config, self.bert.embeddings.token_embeddings)
         self.sop_dropout = nn.Dropout(config.classifier_dropout)
         # reads the pooled [CLS] vector
         self.sop_head = nn.Linear(config.d_model, 2)
@@ -532,7 +518,7 @@ class AlbertForPreTraining(nn.Module):
         mlm_labels: torch.Tensor | None = None,
         sop_labels: torch.Tensor | None = None,
     ) -> AlbertPreTrainingOutput:
-        out = self.albert(input_ids, token_type_ids, attention_mask)
+        out = self.bert(input_ids, token_type_ids, attention_mask)
         mlm_logits, mlm_loss = masked_lm_logits_and_loss(
             self.mlm_head, out.last_hidden_state, mlm_labels, self.config.vocab_size
         )
@@ -585,7 +571,7 @@ print(
     f"{tuple(out.sop_logits.shape)}; {count_parameters(model):,} parameters"
 )
 # (V, E), tied
-assert model.mlm_head.decoder.weight is model.albert.embeddings.token_embeddings.weight
+assert model.mlm_head.decoder.weight is model.bert.embeddings.token_embeddings.weight
 assert out.mlm_logits.shape == (2, 7, 99) and out.sop_logits.shape == (2, 2)
 assert torch.allclose(out.mlm_logits, out_padded.mlm_logits[:, :7], atol=1e-5)
 assert torch.allclose(out.sop_logits, out_padded.sop_logits, atol=1e-5)
@@ -718,12 +704,12 @@ _LAYER_NAMES = [
 def albert_weight_names(model: nn.Module) -> dict[str, str]:
     """Every tensor name of our AlbertModel / AlbertForMaskedLM / AlbertForPreTraining
     -> Hugging Face's."""
-    base = model if isinstance(model, AlbertModel) else model.albert
-    # the same prefix on both sides
-    prefix = "" if base is model else "albert."
+    base = model if isinstance(model, AlbertModel) else model.bert
+    # our encoder is .bert (as in BERT), Hugging Face's .albert
+    ours, theirs = ("", "") if base is model else ("bert.", "albert.")
     c = model.config
     # the three tables and their LayerNorm
-    names = bert_encoder_names(0, prefix, prefix, pooler=False)
+    names = bert_encoder_names(0, ours, theirs, pooler=False)
     pairs = [("embeddings.projection", "encoder.embedding_hidden_mapping_in")]
     for g in range(c.n_groups):
         for i in range(c.inner_group_num):
@@ -737,8 +723,8 @@ def albert_weight_names(model: nn.Module) -> dict[str, str]:
     if base.pooler is not None:
         pairs.append(("pooler.dense", "pooler"))
     names |= {
-        f"{prefix}{ours}.{w}": f"{prefix}{theirs}.{w}"
-        for ours, theirs in pairs
+        f"{ours}{mine}.{w}": f"{theirs}{hf}.{w}"
+        for mine, hf in pairs
         for w in ("weight", "bias")
     }
     # the MLM head; its decoder weight is tied
@@ -848,7 +834,7 @@ with torch.no_grad():
         labels=tiny_labels,
         sentence_order_label=tiny_sop,
     )
-    mine_base = tiny.albert(tiny_ids, tiny_segments, tiny_mask)
+    mine_base = tiny.bert(tiny_ids, tiny_segments, tiny_mask)
     mine = tiny(tiny_ids, tiny_segments, tiny_mask)
     mine_loss = tiny(
         tiny_ids, tiny_segments, tiny_mask, mlm_labels=tiny_labels, sop_labels=tiny_sop
@@ -884,9 +870,9 @@ print(
     f"the table, e.g."
 )
 for ours_name in [
-    "albert.embeddings.projection.weight",
-    "albert.encoder.groups.0.0.attention.output.weight",
-    "albert.encoder.groups.0.0.feed_forward_norm.weight",
+    "bert.embeddings.projection.weight",
+    "bert.encoder.groups.0.0.attention.output.weight",
+    "bert.encoder.groups.0.0.feed_forward_norm.weight",
     "mlm_head.dense.weight",
     "sop_head.weight",
 ]:

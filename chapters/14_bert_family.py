@@ -274,7 +274,7 @@ albert = AlbertForPreTraining(
 for name, model in (
     ("BERT", bert.bert),
     ("RoBERTa", roberta.bert),
-    ("ALBERT", albert.albert),
+    ("ALBERT", albert.bert),
 ):
     print(f"{name:<8} encoder: {count_parameters(model):>9,} parameters")
 
@@ -615,7 +615,7 @@ plt.show()
 encoders = {
     "BERT": bert.bert,
     "RoBERTa": roberta.bert,
-    "ALBERT": albert.albert,
+    "ALBERT": albert.bert,
     "DistilBERT": student.bert,
 }
 torch.manual_seed(0)

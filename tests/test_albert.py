@@ -137,7 +137,7 @@ def test_shared_layer_gets_the_sum_of_all_depths_gradients():
 def test_forward_shapes_tying_and_padding_invariance():
     torch.manual_seed(0)
     model = AlbertForPreTraining(small_config()).eval()
-    assert model.mlm_head.decoder.weight is model.albert.embeddings.token_embeddings.weight
+    assert model.mlm_head.decoder.weight is model.bert.embeddings.token_embeddings.weight
     assert model.mlm_head.decoder.weight.shape == (V, 24) and model.mlm_head.dense.weight.shape == (24, 32)
     ids, segments, mask, labels, order = batch()
     with torch.no_grad():

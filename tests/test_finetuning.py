@@ -7,8 +7,9 @@ import torch
 
 from tinybert.checkpoint.files import save_model
 from tinybert.finetuning.features import (batches, encode_sentences, encode_tagged,
-                                          first_piece_labels, pack_pair, pad_features,
-                                          special_token_id)
+                                          first_piece_labels)
+from tinybert.pretraining.examples import encode_pair, pad_features
+from tinybert.pretraining.masking import SpecialTokens
 from tinybert.finetuning.loop import finetune, predict
 from tinybert.finetuning.heads import (QuestionAnswerer, SequenceClassifier,
                                        TokenClassifier, set_trainable_layers)
@@ -35,51 +36,21 @@ def tiny_bert(vocab_size: int, **overrides) -> BertModel:
 
 # --- inputs ----------------------------------------------------------------------------------------
 
-def test_pack_pair(tokenizer):
+def test_fine_tuning_inputs_come_from_the_pretraining_builder(tokenizer):
+    special = SpecialTokens.from_vocab(tokenizer.vocab)
     cls, sep = tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
-    assert pack_pair(tokenizer, [11, 12]) == ([cls, 11, 12, sep], [0, 0, 0, 0])
-    assert pack_pair(tokenizer, [11], [21, 22]) == ([cls, 11, sep, 21, 22, sep], [0, 0, 0, 1, 1, 1])
-    assert pack_pair(tokenizer, [], []) == ([cls, sep, sep], [0, 0, 1])
+    assert encode_pair([11, 12], None, special, 8) == ([cls, 11, 12, sep], [0, 0, 0, 0])
+    assert encode_pair([11], [21, 22], special, 8) == (
+        [cls, 11, sep, 21, 22, sep], [0, 0, 0, 1, 1, 1])
+    text = TextExample(TEXTS[1], 0)
+    (feature,) = encode_sentences(tokenizer, [text], max_len=5)
+    ids = tokenizer.encode(TEXTS[1]).ids
+    assert feature["input_ids"] == [cls, *ids[:3], sep]
 
 
-def test_special_token_id_names_what_is_missing(tokenizer):
-    assert special_token_id(tokenizer, "[PAD]") == tokenizer.vocab["[PAD]"]
-    with pytest.raises(ValueError, match=r"no '\[XYZ\]'"):
-        special_token_id(tokenizer, "[XYZ]")
-
-
-def test_encode_sentences_cuts_to_max_len(tokenizer):
-    examples = [TextExample(TEXTS[1], 3), TextExample("", 0)]
-    long, empty = encode_sentences(tokenizer, examples, max_len=6)
-    assert len(long["input_ids"]) == 6 and long["input_ids"][1:5] == tokenizer.encode(TEXTS[1]).ids[:4]
-    assert long["labels"] == 3 and long["token_type_ids"] == [0] * 6
-    assert len(empty["input_ids"]) == 2
-
-
-def test_first_piece_labels():
-    ids, labels = first_piece_labels([[5], [6, 7, 8], [9, 10]], [1, 2, 3])
-    assert ids == [5, 6, 7, 8, 9, 10] and labels == [1, 2, -100, -100, 3, -100]
-    with pytest.raises(ValueError, match="one label per word"):
-        first_piece_labels([[5], [6]], [1])
-    with pytest.raises(ValueError, match="at least one piece"):
-        first_piece_labels([[5], []], [1, 2])
-
-
-def test_encode_tagged_aligns_cuts_and_keeps_empty_words(tokenizer):
-    words = ["Unbelievable", "!", "\x00", "rate"]               # "\x00" normalises to nothing
-    assert tokenizer.encode("\x00").ids == [] and len(tokenizer.encode("Unbelievable").ids) > 1
-    (feature,), cut = encode_tagged(tokenizer, [TaggedSentence(words, [0, 12, 16, 7])])
-    labelled = [(tokenizer.id_to_token[i], label) for i, label in zip(feature["input_ids"], feature["labels"])
-                if label != -100]
-    assert [label for _, label in labelled] == [0, 12, 16, 7] and cut == 0
-    assert labelled[2][0] == "[UNK]"
-    assert feature["labels"][0] == feature["labels"][-1] == -100          # [CLS] and [SEP]
-    n_pieces, last_word = len(feature["input_ids"]) - 2, len(tokenizer.encode("rate").ids)
-    max_len = n_pieces + 2 - last_word                                    # no room for "rate"
-    (short,), cut = encode_tagged(tokenizer, [TaggedSentence(words, [0, 12, 16, 7])], max_len=max_len)
-    assert len(short["input_ids"]) == max_len and cut == 1
-    (cut_piece,), cut = encode_tagged(tokenizer, [TaggedSentence(["Unbelievable"], [0])], max_len=3)
-    assert cut_piece["labels"] == [-100, 0, -100] and cut == 0            # its first piece survives
+def test_a_vocabulary_without_special_tokens_is_named():
+    with pytest.raises(ValueError, match=r"lacks the special tokens \['\[MASK\]'\]"):
+        SpecialTokens.from_vocab({"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "a": 4})
 
 
 # --- batches ---------------------------------------------------------------------------------------
@@ -243,7 +214,7 @@ def test_command_line_fine_tunes_a_headless_checkpoint_and_refuses_others(
     import shutil
 
     from tinybert.__main__ import main
-    from tinybert.checkpoint.files import load_model
+    from tinybert.checkpoint.files import MODEL_CLASSES, load_model, register_model_class
     from tinybert.models.albert import AlbertConfig, AlbertForPreTraining, AlbertModel
 
     headless = tmp_path / "headless"
@@ -260,10 +231,28 @@ def test_command_line_fine_tunes_a_headless_checkpoint_and_refuses_others(
     shutil.copy(tiny_checkpoint / "vocab.txt", albert / "vocab.txt")
     assert main(["finetune", "poem_sentiment", "--checkpoint", str(albert),
                  "--train-examples", "8", "--eval-examples", "8", "--epochs", "1"]) == 0
-    other = tmp_path / "other"            # its encoder is .albert, not .bert
-    save_model(AlbertForPreTraining(config), other)
+    with_heads = tmp_path / "albert_heads"  # ALBERT with its pretraining heads
+    save_model(AlbertForPreTraining(config), with_heads)
+    shutil.copy(tiny_checkpoint / "vocab.txt", with_heads / "vocab.txt")
+    assert main(["finetune", "poem_sentiment", "--checkpoint", str(with_heads),
+                 "--train-examples", "8", "--eval-examples", "8", "--epochs", "1"]) == 0
+
+    class NoEncoder(torch.nn.Module):  # a registered model with no BERT inside
+        config_class = BertConfig
+
+        def __init__(self, config):
+            super().__init__()
+            self.config, self.linear = config, torch.nn.Linear(2, 2)
+
+    register_model_class(NoEncoder)
+    other = tmp_path / "other"
+    save_model(NoEncoder(BertConfig(vocab_size=vocab, d_model=32, n_layers=1, n_heads=4,
+                                    d_ff=37, max_len=64)), other)
     shutil.copy(tiny_checkpoint / "vocab.txt", other / "vocab.txt")
     capsys.readouterr()
-    assert main(["finetune", "poem_sentiment", "--checkpoint", str(other)]) == 1
+    try:
+        assert main(["finetune", "poem_sentiment", "--checkpoint", str(other)]) == 1
+    finally:
+        MODEL_CLASSES.pop("NoEncoder")
     out = capsys.readouterr().out
-    assert "AlbertForPreTraining" in out and "expected a BertModel" in out
+    assert "NoEncoder" in out and "expected a BertModel" in out

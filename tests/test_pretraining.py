@@ -225,8 +225,20 @@ def test_encode_pair_layout_and_truncation():
     assert ids[-4:] == [20, 21, 22, SPECIAL.sep] and types.count(1) == 4
     ids, _ = encode_pair(list(range(100, 120)), list(range(200, 220)), SPECIAL, max_len=9)
     assert ids == [SPECIAL.cls, 100, 101, 102, SPECIAL.sep, 200, 201, 202, SPECIAL.sep]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at least 5; got 4"):
         encode_pair([1], [2], SPECIAL, max_len=4)
+
+
+def test_encode_pair_one_segment():
+    assert encode_pair([10, 11], None, SPECIAL, max_len=8) == (
+        [SPECIAL.cls, 10, 11, SPECIAL.sep], [0, 0, 0, 0])
+    assert encode_pair(list(range(100, 120)), None, SPECIAL, max_len=5)[0] == [
+        SPECIAL.cls, 100, 101, 102, SPECIAL.sep]
+    assert encode_pair([], None, SPECIAL, max_len=3) == ([SPECIAL.cls, SPECIAL.sep], [0, 0])
+    assert encode_pair([], [], SPECIAL, max_len=5) == (
+        [SPECIAL.cls, SPECIAL.sep, SPECIAL.sep], [0, 0, 1])
+    with pytest.raises(ValueError, match="at least 3; got 2"):
+        encode_pair([1], None, SPECIAL, max_len=2)
 
 
 def test_collate_pads_and_masks():

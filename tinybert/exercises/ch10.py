@@ -8,12 +8,18 @@ a line starting with ✓ when everything passes.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import string
 from collections import Counter
 
-__all__ = ["check_labels_from_word_ids", "check_token_f1", "check_truncate_pair"]
+__all__ = [
+    "check_labels_from_word_ids",
+    "check_token_f1",
+    "check_truncate_pair",
+    "check_word_overlap",
+]
 
 
 # --- ex-ft-word-ids -------------------------------------------------------------------
@@ -321,4 +327,82 @@ def check_truncate_pair(truncate_pair) -> None:
     print(
         "✓ truncate_pair cuts the longer segment first (B on ties) and leaves its "
         "inputs alone (106 cases)"
+    )
+
+
+# --- ex-ft-word-overlap ---------------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9']+")
+
+
+def _reference_overlap(a: str, b: str) -> float:
+    words_a, words_b = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    union = words_a | words_b
+    return len(words_a & words_b) / len(union) if union else 0.0
+
+
+def _correct(scores, labels, t) -> int:
+    return sum((score >= t) == (label == 1) for score, label in zip(scores, labels))
+
+
+def check_word_overlap(word_overlap, fit_threshold) -> None:
+    """Check ``word_overlap(a, b) -> float`` (Jaccard of lowercased word sets) and
+    ``fit_threshold(pairs, labels) -> float`` (the best training threshold, smallest on
+    ties, infinity when never saying 1 is best)."""
+    cases = [
+        ("The cat sat.", "the cat ran", 2 / 4),
+        ("Don't stop!", "don't STOP", 1.0),
+        ("", "", 0.0),
+        ("...", "a b", 0.0),
+        ("a a a b", "b c", 1 / 3),
+        ("It's 10 o'clock", "it is 10", 1 / 5),
+    ]
+    for a, b, expected in cases:
+        got = word_overlap(a, b)
+        assert isinstance(got, float) and math.isclose(got, expected), (
+            f"word_overlap({a!r}, {b!r}): expected {expected:.4f}, got {got!r}"
+        )
+    rng = random.Random(77)
+    vocabulary = ["the", "bank", "card", "Card", "top", "up", "it's", "7", "money", "!"]
+    for _ in range(60):
+        pairs = [
+            tuple(
+                " ".join(rng.choices(vocabulary, k=rng.randint(0, 6))) for _ in range(2)
+            )
+            for _ in range(rng.randint(1, 12))
+        ]
+        labels = [rng.randint(0, 1) for _ in pairs]
+        scores = [_reference_overlap(a, b) for a, b in pairs]
+        for (a, b), score in zip(pairs, scores):
+            got = word_overlap(a, b)
+            assert math.isclose(got, score), (
+                f"word_overlap({a!r}, {b!r}): expected {score:.4f}, got {got!r}"
+            )
+        candidates = sorted(set(scores)) + [math.inf]
+        best = max(_correct(scores, labels, t) for t in candidates)
+        expected = min(t for t in candidates if _correct(scores, labels, t) == best)
+        got = fit_threshold(list(pairs), list(labels))
+        right = _correct(scores, labels, got) if isinstance(got, float) else "?"
+        assert got == expected or math.isclose(got, expected), (
+            f"fit_threshold on {len(pairs)} pairs with overlaps "
+            f"{[round(x, 3) for x in scores]} and labels {labels}: expected {expected} "
+            f"({best} right), got {got!r} ({right} right)"
+        )
+    all_zero = fit_threshold([("a b", "c d"), ("a b", "a b")], [0, 0])
+    assert all_zero == math.inf, (
+        f"fit_threshold when every training label is 0: expected inf (never say 1), "
+        f"got {all_zero!r}"
+    )
+    for pairs, labels in [([], []), ([("a", "b")], [1, 0])]:
+        try:
+            fit_threshold(pairs, labels)
+        except ValueError:
+            continue
+        raise AssertionError(
+            f"fit_threshold({pairs}, {labels}): expected ValueError "
+            f"({len(pairs)} pairs, {len(labels)} labels), got no error"
+        )
+    print(
+        f"✓ word_overlap on {len(cases) + 60} sentence sets and fit_threshold on 61 "
+        f"training sets"
     )

@@ -8,15 +8,7 @@ chapters/10_finetuning.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'special_token_id',
-    'pack_pair',
-    'encode_sentences',
-    'pad_features',
-    'batches',
-    'first_piece_labels',
-    'encode_tagged',
-]
+__all__ = ['encode_sentences', 'batches', 'first_piece_labels', 'encode_tagged']
 
 
 import math
@@ -28,38 +20,9 @@ from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.runtime import progress
+from tinybert.pretraining.examples import encode_pair, pad_features  # chapter 9
+from tinybert.pretraining.masking import SpecialTokens
 from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
-
-
-# Built in chapter 10, section "One input format for every task":
-# chapters/10_finetuning.html#one-input-format-for-every-task
-def special_token_id(tokenizer, token: str) -> int:
-    """The id of a special token such as "[CLS]" in the tokenizer's vocabulary."""
-    if token not in tokenizer.vocab:
-        raise ValueError(
-            f"the vocabulary has no {token!r}; BERT's inputs need [PAD], "
-            f"[UNK], [CLS] and [SEP]"
-        )
-    return tokenizer.vocab[token]
-
-
-# Built in chapter 10, section "One input format for every task":
-# chapters/10_finetuning.html#one-input-format-for-every-task
-def pack_pair(
-    tokenizer, first_ids: list[int], second_ids: list[int] | None = None
-) -> tuple[list[int], list[int]]:
-    """BERT's input for one segment, [CLS] A [SEP], or two, [CLS] A [SEP] B [SEP]; and
-    the segment ids: 0 for [CLS] A [SEP], 1 for B [SEP]."""
-    cls, sep = (
-        special_token_id(tokenizer, "[CLS]"),
-        special_token_id(tokenizer, "[SEP]"),
-    )
-    input_ids = [cls, *first_ids, sep]
-    token_type_ids = [0] * len(input_ids)
-    if second_ids is not None:
-        input_ids += [*second_ids, sep]
-        token_type_ids += [1] * (len(second_ids) + 1)
-    return input_ids, token_type_ids
 
 
 # Built in chapter 10, section "Features and batches":
@@ -67,10 +30,11 @@ def pack_pair(
 def encode_sentences(tokenizer, examples, *, max_len: int = 128) -> list[dict]:
     """Features for sentence classification: [CLS] text [SEP] (cut to max_len) and
     the label."""
+    special = SpecialTokens.from_vocab(tokenizer.vocab)
     features = []
     for example in examples:
-        ids = tokenizer.encode(example.text).ids[: max_len - 2]
-        input_ids, token_type_ids = pack_pair(tokenizer, ids)
+        ids = tokenizer.encode(example.text).ids
+        input_ids, token_type_ids = encode_pair(ids, None, special, max_len)
         features.append(
             {
                 "input_ids": input_ids,
@@ -79,40 +43,6 @@ def encode_sentences(tokenizer, examples, *, max_len: int = 128) -> list[dict]:
             }
         )
     return features
-
-
-_LABEL_KEYS = ("labels", "start_positions", "end_positions")
-
-
-# Built in chapter 10, section "Features and batches":
-# chapters/10_finetuning.html#features-and-batches
-def pad_features(features: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
-    """Pad features to the longest one: input_ids, token_type_ids, attention_mask (B,
-    T), and the labels: (B,) for one per sequence, (B, T) padded with -100 for one
-    per token."""
-    # (B,)
-    lengths = torch.tensor([len(f["input_ids"]) for f in features])
-    T = int(lengths.max())
-
-    def padded(key: str, value: int) -> torch.Tensor:
-        # (B, T)
-        return torch.tensor([f[key] + [value] * (T - len(f[key])) for f in features])
-
-    batch = {
-        "input_ids": padded("input_ids", pad_id),
-        "token_type_ids": padded("token_type_ids", 0),
-        # (B, T) bool
-        "attention_mask": torch.arange(T)[None, :] < lengths[:, None],
-    }
-    for key in _LABEL_KEYS:
-        if key in features[0]:
-            per_token = isinstance(features[0][key], list)
-            batch[key] = (
-                padded(key, IGNORE_INDEX)
-                if per_token
-                else torch.tensor([f[key] for f in features])
-            )
-    return batch
 
 
 # Built in chapter 10, section "Features and batches":
@@ -184,15 +114,17 @@ def encode_tagged(
 ) -> tuple[list[dict], int]:
     """Features for token classification, and how many words were cut because their
     sentence had more than max_len - 2 pieces (they get no label)."""
-    unk = special_token_id(tokenizer, "[UNK]")
+    special = SpecialTokens.from_vocab(tokenizer.vocab)
     features, words_cut = [], 0
     for sentence in sentences:
-        word_pieces = [tokenizer.encode(word).ids or [unk] for word in sentence.words]
+        word_pieces = [
+            tokenizer.encode(word).ids or [special.unk] for word in sentence.words
+        ]
         ids, labels = first_piece_labels(word_pieces, sentence.tags)
         if len(ids) > max_len - 2:
             words_cut += sum(label != IGNORE_INDEX for label in labels[max_len - 2 :])
             ids, labels = ids[: max_len - 2], labels[: max_len - 2]
-        input_ids, token_type_ids = pack_pair(tokenizer, ids)
+        input_ids, token_type_ids = encode_pair(ids, None, special, max_len)
         features.append(
             {
                 "input_ids": input_ids,

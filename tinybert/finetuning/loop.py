@@ -20,10 +20,12 @@ from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.runtime import progress
+from tinybert.pretraining.examples import encode_pair, pad_features  # chapter 9
+from tinybert.pretraining.masking import SpecialTokens
 from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 
 
-from tinybert.finetuning.features import batches, pad_features  # built above
+from tinybert.finetuning.features import batches  # built above
 
 
 # Built in chapter 10, section "The fine-tuning loop":

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import torch
 
-from tinybert.finetuning.features import pack_pair, special_token_id
+from tinybert.pretraining.examples import encode_pair  # chapter 9
+from tinybert.pretraining.masking import SpecialTokens
 from tinybert.finetuning.loop import predict
 from tinybert.finetuning.tasks import QAExample
 
@@ -75,6 +76,7 @@ def make_qa_features(
     (None outside the paragraph); where an answer may start (first piece of a paragraph
     word) and end (last piece); the index of its example; and, with_answers, its labels.
     Returns the features and a Counter of what was cut, skipped or labelled [CLS]."""
+    special = SpecialTokens.from_vocab(tokenizer.vocab)
     stats = Counter()
     features = []
     for example_index, example in enumerate(examples):
@@ -109,7 +111,7 @@ def make_qa_features(
                 continue
         for start in window_starts(n, window, doc_stride):
             piece = context.ids[start : start + window]
-            input_ids, token_type_ids = pack_pair(tokenizer, question, piece)
+            input_ids, token_type_ids = encode_pair(question, piece, special, max_len)
             # position of the first paragraph token
             first = len(question) + 2
             # [CLS] question [SEP] and the last [SEP]
@@ -224,7 +226,8 @@ def answer_question(
     features, _ = make_qa_features(
         tokenizer, [example], max_len=max_len, doc_stride=doc_stride, with_answers=False
     )
-    logits = predict(model, features, pad_id=special_token_id(tokenizer, "[PAD]"))
+    pad_id = SpecialTokens.from_vocab(tokenizer.vocab).pad
+    logits = predict(model, features, pad_id=pad_id)
     return predict_answers(logits, features, [example], max_answer_len=max_answer_len)[
         0
     ]

@@ -32,11 +32,8 @@ from torch import nn
 
 from tinybert.data import fetch
 from tinybert.finetuning.loop import FinetuneResult, finetune, predict
-from tinybert.finetuning.features import (
-    encode_sentences,
-    encode_tagged,
-    special_token_id,
-)
+from tinybert.finetuning.features import encode_sentences, encode_tagged
+from tinybert.pretraining.masking import SpecialTokens
 from tinybert.finetuning.heads import (
     QuestionAnswerer,
     SequenceClassifier,
@@ -132,7 +129,7 @@ def finetune_task(
     )
     if train_per_label is not None:
         train = per_label(train, train_per_label)
-    pad = special_token_id(tokenizer, "[PAD]")
+    pad = SpecialTokens.from_vocab(tokenizer.vocab).pad
     # RoBERTa reads max_len - pad - 1
     max_len = getattr(encoder.config, "max_tokens", encoder.config.max_len)
     if task == "squad":

@@ -36,6 +36,7 @@ from tinybert.models.bert import (
     init_bert_weights,
 )
 from tinybert.models.bert_heads import (
+    BertForMaskedLM,
     BertMLMHead,
     MaskedLMOutput,
     check_labels,
@@ -214,31 +215,13 @@ class AlbertMLMHead(BertMLMHead):
 
 # Built in chapter 13, section "The model":
 # chapters/13_albert.html#the-model
-class AlbertForMaskedLM(nn.Module):
-    """ALBERT with the masked-language-model head (no pooler)."""
+class AlbertForMaskedLM(BertForMaskedLM):
+    """ALBERT with the masked-language-model head (no pooler): chapter 8's model with
+    ALBERT's encoder and head."""
 
     config_class = AlbertConfig
-
-    def __init__(self, config: AlbertConfig):
-        super().__init__()
-        self.config = config
-        self.albert = AlbertModel(config, add_pooler=False)
-        self.mlm_head = AlbertMLMHead(config, self.albert.embeddings.token_embeddings)
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        token_type_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-    ) -> MaskedLMOutput:
-        hidden = self.albert(
-            input_ids, token_type_ids, attention_mask
-        ).last_hidden_state  # (B, T, D)
-        logits, loss = masked_lm_logits_and_loss(
-            self.mlm_head, hidden, labels, self.config.vocab_size
-        )
-        return MaskedLMOutput(loss=loss, logits=logits)
+    model_class = AlbertModel
+    mlm_head_class = AlbertMLMHead
 
 
 # Built in chapter 13, section "The model":
@@ -275,8 +258,8 @@ class AlbertForPreTraining(nn.Module):
     def __init__(self, config: AlbertConfig):
         super().__init__()
         self.config = config
-        self.albert = AlbertModel(config, add_pooler=True)
-        self.mlm_head = AlbertMLMHead(config, self.albert.embeddings.token_embeddings)
+        self.bert = AlbertModel(config, add_pooler=True)
+        self.mlm_head = AlbertMLMHead(config, self.bert.embeddings.token_embeddings)
         self.sop_dropout = nn.Dropout(config.classifier_dropout)
         # reads the pooled [CLS] vector
         self.sop_head = nn.Linear(config.d_model, 2)
@@ -290,7 +273,7 @@ class AlbertForPreTraining(nn.Module):
         mlm_labels: torch.Tensor | None = None,
         sop_labels: torch.Tensor | None = None,
     ) -> AlbertPreTrainingOutput:
-        out = self.albert(input_ids, token_type_ids, attention_mask)
+        out = self.bert(input_ids, token_type_ids, attention_mask)
         mlm_logits, mlm_loss = masked_lm_logits_and_loss(
             self.mlm_head, out.last_hidden_state, mlm_labels, self.config.vocab_size
         )

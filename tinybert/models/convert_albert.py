@@ -95,12 +95,12 @@ _LAYER_NAMES = [
 def albert_weight_names(model: nn.Module) -> dict[str, str]:
     """Every tensor name of our AlbertModel / AlbertForMaskedLM / AlbertForPreTraining
     -> Hugging Face's."""
-    base = model if isinstance(model, AlbertModel) else model.albert
-    # the same prefix on both sides
-    prefix = "" if base is model else "albert."
+    base = model if isinstance(model, AlbertModel) else model.bert
+    # our encoder is .bert (as in BERT), Hugging Face's .albert
+    ours, theirs = ("", "") if base is model else ("bert.", "albert.")
     c = model.config
     # the three tables and their LayerNorm
-    names = bert_encoder_names(0, prefix, prefix, pooler=False)
+    names = bert_encoder_names(0, ours, theirs, pooler=False)
     pairs = [("embeddings.projection", "encoder.embedding_hidden_mapping_in")]
     for g in range(c.n_groups):
         for i in range(c.inner_group_num):
@@ -114,8 +114,8 @@ def albert_weight_names(model: nn.Module) -> dict[str, str]:
     if base.pooler is not None:
         pairs.append(("pooler.dense", "pooler"))
     names |= {
-        f"{prefix}{ours}.{w}": f"{prefix}{theirs}.{w}"
-        for ours, theirs in pairs
+        f"{ours}{mine}.{w}": f"{theirs}{hf}.{w}"
+        for mine, hf in pairs
         for w in ("weight", "bias")
     }
     # the MLM head; its decoder weight is tied

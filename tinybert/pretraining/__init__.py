@@ -10,6 +10,7 @@ from tinybert.reexport import lazy_reexports
 _MODULES = {
     'DistillationLoss': 'distillation',
     'DistributedContext': 'distributed',
+    'LABEL_KEYS': 'examples',
     'PretrainingBatches': 'examples',
     'PretrainingConfig': 'loop',
     'PretrainingExample': 'examples',
@@ -40,6 +41,7 @@ _MODULES = {
     'mask_for_epoch': 'roberta_data',
     'mask_tokens': 'masking',
     'pack_full_sentences': 'roberta_data',
+    'pad_features': 'examples',
     'plot_history': 'loop',
     'pretrain': 'loop',
     'pretrain_bert': 'run',
@@ -59,6 +61,7 @@ _MODULES = {
 __all__ = [
     'DistillationLoss',
     'DistributedContext',
+    'LABEL_KEYS',
     'PretrainingBatches',
     'PretrainingConfig',
     'PretrainingExample',
@@ -89,6 +92,7 @@ __all__ = [
     'mask_for_epoch',
     'mask_tokens',
     'pack_full_sentences',
+    'pad_features',
     'plot_history',
     'pretrain',
     'pretrain_bert',
