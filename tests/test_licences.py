@@ -60,7 +60,7 @@ def test_only_load_gutenberg_reads_the_books():
             if reads and "def load_gutenberg" not in cell.source:
                 offenders.append(f"{chapter.relpath}: {reads}")
     for module in (ROOT / "tinybert").rglob("*.py"):
-        if module.name == "data.py":  # the registry itself names the files
+        if module.parent.name == "data":  # the registry itself names the files
             continue
         tree = ast.parse(module.read_text())
         for node in ast.walk(tree):
