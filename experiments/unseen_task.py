@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from tinybert.finetuning.features import recipes as recipes
+    import tinybert.finetuning.recipes as recipes
     from tinybert.finetuning.recipes import (LADDER_LRS, LadderTask, ladder_arms,
                                              ladder_score)
     from tinybert.finetuning.tasks import evenly_spaced
