@@ -22,10 +22,16 @@ _WT_NOTE = (
     "The CC BY-SA version is stated inconsistently upstream (3.0 or 4.0); "
     "credited as 3.0."
 )
-ENTRIES += group(
-    "wikitext2",
-    "pretraining/wikitext-2",
-    _WT,
+
+
+def _wikitext(licence, citation, files, **extra) -> list[DataFile]:
+    """Files of the WikiText-2 folder of pytorch/examples."""
+    return group(
+        "wikitext2", "pretraining/wikitext-2", _WT, licence, citation, files, **extra
+    )
+
+
+ENTRIES += _wikitext(
     "CC-BY-SA-3.0",
     _WT_CITE,
     [
@@ -44,10 +50,7 @@ ENTRIES += group(
     ],
     note=_WT_NOTE,
 )
-ENTRIES += group(
-    "wikitext2",
-    "pretraining/wikitext-2",
-    _WT,
+ENTRIES += _wikitext(
     "CC-BY-SA-3.0",
     _WT_CITE,
     [
@@ -62,10 +65,7 @@ ENTRIES += group(
     "several projects but could not be checked offline.",
     offline_copy=False,
 )
-ENTRIES += group(
-    "wikitext2",
-    "pretraining/wikitext-2",
-    _WT,
+ENTRIES += _wikitext(
     "BSD-3-Clause",
     "PyTorch examples contributors (2025). pytorch/examples: "
     "word_language_model/data/wikitext-2/README.",
