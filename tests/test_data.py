@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tinybert import data
+from tinybert.data import fetching
 from tinybert.data import ChecksumError, DataFile, DataUnavailableError, UnknownDataError
 
 NO_NETWORK = "http://127.0.0.1:9/nothing"  # port 9 (discard) is closed: the connection is refused
@@ -62,9 +63,9 @@ def demo_entry(content: bytes, url: str = NO_NETWORK) -> DataFile:
 @pytest.fixture(autouse=True)
 def network_state():
     """Every test starts (and leaves) with no remembered network failure."""
-    data._offline.clear()
+    fetching._offline.clear()
     yield
-    data._offline.clear()
+    fetching._offline.clear()
 
 
 @pytest.fixture
@@ -351,8 +352,8 @@ def refuse_connections(monkeypatch, calls: list | None = None) -> None:
     def refused(url, timeout):
         if calls is not None:
             calls.append(url)
-        raise data.urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
-    monkeypatch.setattr(data.urllib.request, "urlopen", refused)
+        raise fetching.urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
+    monkeypatch.setattr(fetching.urllib.request, "urlopen", refused)
 
 
 def test_after_a_network_failure_later_downloads_fail_at_once(monkeypatch, cache):
@@ -377,7 +378,7 @@ def test_local_urls_are_tried_while_the_network_is_unreachable(tmp_path, monkeyp
             data.fetch_file(demo_entry(b"x\n"))
     source = tmp_path / "upstream.txt"
     source.write_bytes(b"local bytes\n")
-    assert data._offline                                           # still remembered
+    assert fetching._offline                                           # still remembered
     assert data.fetch_file(demo_entry(b"local bytes\n", url=source.as_uri())).read_bytes() == b"local bytes\n"
 
 
@@ -386,8 +387,8 @@ def test_downloads_are_tried_again_after_the_retry_interval(monkeypatch, cache):
     refuse_connections(monkeypatch, calls)
     with pytest.raises(DataUnavailableError):
         data.fetch_file(demo_entry(b"x\n"))
-    start = data._offline["since"]
-    monkeypatch.setattr(data.time, "monotonic", lambda: start + data.OFFLINE_RETRY_SECONDS + 1)
+    start = fetching._offline["since"]
+    monkeypatch.setattr(fetching.time, "monotonic", lambda: start + data.OFFLINE_RETRY_SECONDS + 1)
     with pytest.raises(DataUnavailableError):
         data.fetch_file(demo_entry(b"x\n"))
     assert calls == [NO_NETWORK, NO_NETWORK]
@@ -395,12 +396,12 @@ def test_downloads_are_tried_again_after_the_retry_interval(monkeypatch, cache):
 
 def test_an_http_error_is_not_taken_for_a_missing_network(monkeypatch, cache):
     def not_found(url, timeout):
-        raise data.urllib.error.HTTPError(url, 404, "Not Found", {}, None)
-    monkeypatch.setattr(data.urllib.request, "urlopen", not_found)
+        raise fetching.urllib.error.HTTPError(url, 404, "Not Found", {}, None)
+    monkeypatch.setattr(fetching.urllib.request, "urlopen", not_found)
     with pytest.raises(DataUnavailableError) as caught:
         data.fetch_file(demo_entry(b"x\n", url="https://example.invalid/gone.txt"))
     assert "404" in str(caught.value)
-    assert data._offline == {}
+    assert fetching._offline == {}
 
 
 # --- corrupt local copies --------------------------------------------------------------------

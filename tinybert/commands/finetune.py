@@ -14,11 +14,8 @@ such as ``google/bert_uncased_L-4_H-256_A-4`` through ``transformers`` and ``fro
 from __future__ import annotations
 
 import argparse
-import re
-from pathlib import Path
 
-# "bert-base-uncased", "org/name"
-_HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+from tinybert.commands.finetune_encoders import encoder_of, load_hf
 
 
 def _positive_int(text: str) -> int:
@@ -115,99 +112,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _from_hub(name: str):
-    """(encoder, tokenizer) of a BERT on the Hugging Face hub, through
-    ``transformers``."""
-    import json
-    import warnings
-
-    from tinybert.models.convert import from_hf
-    from tinybert.tokenizers.wordpiece import WordPieceTokenizer
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import transformers
-        from huggingface_hub import hf_hub_download
-    except ImportError as error:
-        raise ValueError(
-            f"{name!r} is not a local folder, and loading it from the "
-            f"Hugging Face hub needs transformers ({error}); install it "
-            f"with pip install 'tinybert[hf]', or pass a "
-            f"local folder"
-        ) from None
-    try:
-        config = transformers.AutoConfig.from_pretrained(name)
-        if config.model_type != "bert":
-            raise ValueError(
-                f"{name!r} is not a BERT: its config says model_type "
-                f"{config.model_type!r}; expected 'bert'"
-            )
-        hf_model = transformers.BertModel.from_pretrained(name)
-        vocab = hf_hub_download(name, "vocab.txt")
-        try:
-            options = json.loads(
-                Path(hf_hub_download(name, "tokenizer_config.json")).read_text()
-            )
-        except Exception:  # optional: many BERT repositories have none
-            options = {}
-    # transformers' way of saying "not found / offline"
-    except OSError as error:
-        raise FileNotFoundError(
-            f"could not load {name!r} from the Hugging Face hub, and there is no local "
-            f"folder of that name ({str(error).splitlines()[0]}). Check the name, go "
-            f"online once (the files are cached), or pass a local folder with "
-            f"config.json, model.safetensors and vocab.txt"
-        ) from None
-    tokenizer = WordPieceTokenizer.from_file(
-        vocab,
-        lowercase=options.get("do_lower_case", True),
-        strip_accents=options.get("strip_accents"),
-        handle_chinese_chars=options.get("tokenize_chinese_chars", True),
-    )
-    encoder = from_hf(hf_model).eval()
-    if len(tokenizer) != encoder.config.vocab_size:
-        raise ValueError(
-            f"{name!r}: vocab.txt has {len(tokenizer):,} tokens but the "
-            f"model's vocab_size is {encoder.config.vocab_size:,}"
-        )
-    return encoder, tokenizer
-
-
-def _load_hf(name_or_dir: str):
-    """(encoder, tokenizer, description) from a local Hugging Face folder or a
-    hub name."""
-    from tinybert.models.convert import load_hf_bert
-
-    path = Path(name_or_dir).expanduser()
-    if path.exists() or not _HUB_NAME.fullmatch(name_or_dir):
-        # also explains a missing or incomplete folder
-        loaded = load_hf_bert(path)
-        return (
-            loaded.model,
-            loaded.tokenizer,
-            (f"the Hugging Face folder {loaded.directory}"),
-        )
-    encoder, tokenizer = _from_hub(name_or_dir)
-    return encoder, tokenizer, f"{name_or_dir} from the Hugging Face hub"
-
-
-def _encoder_of(model):
-    """The BertModel to fine-tune: the checkpoint's model itself when it was saved
-    without heads, else its ``.bert``; any other model is a clear error."""
-    from tinybert.models.bert import BertModel
-
-    if isinstance(model, BertModel):
-        return model
-    if isinstance(getattr(model, "bert", None), BertModel):
-        return model.bert
-    raise ValueError(
-        f"the checkpoint holds a {type(model).__name__}, which has no "
-        f"BERT encoder to fine-tune; expected a BertModel or a model with "
-        f"one in its .bert (BertForPreTraining, BertForMaskedLM)"
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     from tinybert.models.bert import BertModel
     from tinybert.checkpoint.pretrained import load_pretrained
@@ -223,10 +127,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         if args.from_hf is not None:
-            encoder, tokenizer, source = _load_hf(args.from_hf)
+            encoder, tokenizer, source = load_hf(args.from_hf)
         else:
             pretrained = load_pretrained(args.checkpoint, train_if_missing=False)
-            encoder, tokenizer = _encoder_of(pretrained.model), pretrained.tokenizer
+            encoder, tokenizer = encoder_of(pretrained.model), pretrained.tokenizer
             source = f"the checkpoint in {pretrained.directory}"
     except (FileNotFoundError, ValueError) as error:
         print(f"tinybert finetune: {error}")

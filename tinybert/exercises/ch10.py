@@ -3,16 +3,19 @@
 
 Each ``check_*`` function calls the student's code on several inputs, including edge
 cases, raises ``AssertionError`` saying what was expected and what came back, and prints
-a line starting with ✓ when everything passes.
+a line starting with ✓ when everything passes. This module holds the
+token-classification checks (labels from word ids, entity-level F1) and the transfer
+ladder's verdict, and re-exports the others, so that every check cell imports from here:
+the SQuAD F1 check from ``tinybert.exercises.ch10_qa``, the sentence-pair checks from
+``tinybert.exercises.ch10_pairs``.
 """
 
 from __future__ import annotations
 
-import math
 import random
-import re
-import string
-from collections import Counter
+
+from tinybert.exercises.ch10_pairs import check_truncate_pair, check_word_overlap
+from tinybert.exercises.ch10_qa import check_token_f1
 
 __all__ = [
     "check_labels_from_word_ids",
@@ -102,94 +105,6 @@ def check_labels_from_word_ids(labels_from_word_ids) -> None:
     )
 
 
-# --- ex-ft-squad-f1 -------------------------------------------------------------------
-
-
-def _reference_f1(prediction: str, references: list[str]) -> float:
-    def words(text):
-        text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
-        return re.sub(r"\b(a|an|the)\b", " ", text).split()
-
-    def f1(p, g):
-        common = sum((Counter(p) & Counter(g)).values())
-        # = 2PR / (P + R)
-        return 0.0 if common == 0 else 2 * common / (len(p) + len(g))
-
-    return max(f1(words(prediction), words(r)) for r in references)
-
-
-def check_token_f1(token_f1) -> None:
-    """Check ``token_f1(prediction, references) -> float`` on hand-worked cases and
-    random strings."""
-    cases = [
-        ("in Paris, France", ["Paris"], 0.5),
-        ("new new york", ["New York"], 0.8),
-        ("The  Eiffel-Tower!", ["eiffeltower"], 1.0),
-        ("Denver Broncos", ["Broncos", "the Denver Broncos", "Denver"], 1.0),
-        ("Denver", ["Denver Broncos"], 2 / 3),
-        ("Carolina Panthers", ["Denver Broncos"], 0.0),
-        ("theatre", ["the atre"], 0.0),
-        ("the-end", ["theend"], 1.0),
-        ("An apple a day", ["apple day"], 1.0),
-        ("", ["something"], 0.0),
-        ("the", ["a"], 0.0),
-        ("1,000 km", ["1000 km", "one thousand kilometres"], 1.0),
-        ("Saint-Étienne", ["saintétienne"], 1.0),
-        # an article between non-ASCII dashes
-        ("rock—the—roll", ["rock— —roll"], 1.0),
-    ]
-    for prediction, references, expected in cases:
-        got = token_f1(prediction, list(references))
-        assert isinstance(got, (int, float)), (
-            f"token_f1{(prediction, references)}: expected a float, got {got!r}"
-        )
-        assert abs(got - expected) < 1e-9, (
-            f"token_f1({prediction!r}, {references}): "
-            f"expected {expected:.4f}, got {got!r}"
-        )
-    rng = random.Random(111)
-    vocabulary = [
-        "the",
-        "a",
-        "an",
-        "The",
-        "river",
-        "Rhine",
-        "river's",
-        "1,000",
-        "km",
-        "(km)",
-        "Basel",
-        "-",
-        "—",
-        "an.",
-        "theatre",
-        "A",
-        "of",
-        "of",
-        "école",
-        "Zürich",
-        "!",
-        "and",
-    ]
-    for _ in range(200):
-        prediction = " ".join(rng.choices(vocabulary, k=rng.randint(0, 6)))
-        references = [
-            " ".join(rng.choices(vocabulary, k=rng.randint(1, 6)))
-            for _ in range(rng.randint(1, 3))
-        ]
-        expected = _reference_f1(prediction, references)
-        got = token_f1(prediction, references)
-        assert abs(got - expected) < 1e-9, (
-            f"token_f1({prediction!r}, {references}): "
-            f"expected {expected:.4f}, got {got!r}"
-        )
-    print(
-        f"✓ token_f1 matches the official SQuAD v1.1 F1 on {len(cases)} hand-worked "
-        f"cases and 200 random ones"
-    )
-
-
 # --- ex-ft-entity-f1 ------------------------------------------------------------------
 
 
@@ -265,144 +180,3 @@ def check_compare_rungs(compare_rungs) -> None:
             f"compare_rungs({upper}, {lower}): expected {expected!r}, got {got!r}"
         )
     print(f"✓ compare_rungs gives the ladder's reading on {len(cases)} cases")
-
-
-# --- ex-ft-truncate-pair --------------------------------------------------------------
-
-
-def _reference_truncate(a, b, max_len):
-    a, b = list(a), list(b)
-    while len(a) + len(b) + 3 > max_len:
-        (a if len(a) > len(b) else b).pop()
-    return a, b
-
-
-def check_truncate_pair(truncate_pair) -> None:
-    """Check ``truncate_pair(a, b, max_len) -> (a', b')``, longest first, ties cut B."""
-    a, b = [11, 12, 13, 14, 15], [21, 22, 23]
-    cases = [
-        ("the worked case: 5 + 3 tokens, max_len 8", a, b, 8, ([11, 12, 13], [21, 22])),
-        ("a pair that already fits", a, b, 11, (a, b)),
-        ("room for the special tokens only", a, b, 3, ([], [])),
-        ("equal lengths: B loses first", [1, 2], [3, 4], 6, ([1, 2], [3])),
-        ("B longer than A", [1], [2, 3, 4, 5, 6], 6, ([1], [2, 3])),
-        ("empty B", [1, 2, 3, 4], [], 5, ([1, 2], [])),
-    ]
-    for description, first, second, max_len, expected in cases:
-        saved = (list(first), list(second))
-        got = truncate_pair(first, second, max_len)
-        assert isinstance(got, tuple) and len(got) == 2, (
-            f"truncate_pair on {description}: expected a tuple (a, b), got {got!r}"
-        )
-        got = (list(got[0]), list(got[1]))
-        assert got == expected, (
-            f"truncate_pair({first}, {second}, max_len={max_len}) "
-            f"({description}):\n  expected {expected}\n"
-            f"  got      {got}"
-        )
-        assert (first, second) == saved, (
-            f"truncate_pair on {description}: the input lists were modified"
-        )
-    rng = random.Random(112)
-    for _ in range(100):
-        first = list(range(rng.randint(0, 20)))
-        second = list(range(100, 100 + rng.randint(0, 20)))
-        max_len = rng.randint(3, 45)
-        expected = _reference_truncate(first, second, max_len)
-        got = truncate_pair(first, second, max_len)
-        assert (list(got[0]), list(got[1])) == expected, (
-            f"truncate_pair({first}, {second}, max_len={max_len}):\n"
-            f"  expected {expected}\n  got      {got}"
-        )
-    for max_len in (2, 0, -1):
-        try:
-            truncate_pair([1], [2], max_len)
-        except ValueError:
-            continue
-        raise AssertionError(
-            f"truncate_pair(..., max_len={max_len}): expected "
-            f"ValueError (no room for [CLS] and two [SEP]), "
-            f"got no error"
-        )
-    print(
-        "✓ truncate_pair cuts the longer segment first (B on ties) and leaves its "
-        "inputs alone (106 cases)"
-    )
-
-
-# --- ex-ft-word-overlap ---------------------------------------------------------------
-
-_WORD = re.compile(r"[a-z0-9']+")
-
-
-def _reference_overlap(a: str, b: str) -> float:
-    words_a, words_b = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
-    union = words_a | words_b
-    return len(words_a & words_b) / len(union) if union else 0.0
-
-
-def _correct(scores, labels, t) -> int:
-    return sum((score >= t) == (label == 1) for score, label in zip(scores, labels))
-
-
-def check_word_overlap(word_overlap, fit_threshold) -> None:
-    """Check ``word_overlap(a, b) -> float`` (Jaccard of lowercased word sets) and
-    ``fit_threshold(pairs, labels) -> float`` (the best training threshold, smallest on
-    ties, infinity when never saying 1 is best)."""
-    cases = [
-        ("The cat sat.", "the cat ran", 2 / 4),
-        ("Don't stop!", "don't STOP", 1.0),
-        ("", "", 0.0),
-        ("...", "a b", 0.0),
-        ("a a a b", "b c", 1 / 3),
-        ("It's 10 o'clock", "it is 10", 1 / 5),
-    ]
-    for a, b, expected in cases:
-        got = word_overlap(a, b)
-        assert isinstance(got, float) and math.isclose(got, expected), (
-            f"word_overlap({a!r}, {b!r}): expected {expected:.4f}, got {got!r}"
-        )
-    rng = random.Random(77)
-    vocabulary = ["the", "bank", "card", "Card", "top", "up", "it's", "7", "money", "!"]
-    for _ in range(60):
-        pairs = [
-            tuple(
-                " ".join(rng.choices(vocabulary, k=rng.randint(0, 6))) for _ in range(2)
-            )
-            for _ in range(rng.randint(1, 12))
-        ]
-        labels = [rng.randint(0, 1) for _ in pairs]
-        scores = [_reference_overlap(a, b) for a, b in pairs]
-        for (a, b), score in zip(pairs, scores):
-            got = word_overlap(a, b)
-            assert math.isclose(got, score), (
-                f"word_overlap({a!r}, {b!r}): expected {score:.4f}, got {got!r}"
-            )
-        candidates = sorted(set(scores)) + [math.inf]
-        best = max(_correct(scores, labels, t) for t in candidates)
-        expected = min(t for t in candidates if _correct(scores, labels, t) == best)
-        got = fit_threshold(list(pairs), list(labels))
-        right = _correct(scores, labels, got) if isinstance(got, float) else "?"
-        assert got == expected or math.isclose(got, expected), (
-            f"fit_threshold on {len(pairs)} pairs with overlaps "
-            f"{[round(x, 3) for x in scores]} and labels {labels}: expected {expected} "
-            f"({best} right), got {got!r} ({right} right)"
-        )
-    all_zero = fit_threshold([("a b", "c d"), ("a b", "a b")], [0, 0])
-    assert all_zero == math.inf, (
-        f"fit_threshold when every training label is 0: expected inf (never say 1), "
-        f"got {all_zero!r}"
-    )
-    for pairs, labels in [([], []), ([("a", "b")], [1, 0])]:
-        try:
-            fit_threshold(pairs, labels)
-        except ValueError:
-            continue
-        raise AssertionError(
-            f"fit_threshold({pairs}, {labels}): expected ValueError "
-            f"({len(pairs)} pairs, {len(labels)} labels), got no error"
-        )
-    print(
-        f"✓ word_overlap on {len(cases) + 60} sentence sets and fit_threshold on 61 "
-        f"training sets"
-    )
