@@ -49,17 +49,18 @@
 # `causal_mask`. From {doc}`04_multihead_attention`: `MultiHeadAttention`, `split_heads` and
 # `merge_heads`. From {doc}`01_feedforward`: `count_parameters` and
 # `check_positive_int`. Everything this chapter defines
-# for later use is exported to `tinybert.blocks.positional`; the Transformer chapter adds its
+# for later use is exported to `tinybert.blocks.positional`, except the rotary embedding, which
+# has a module of its own, `tinybert.blocks.rotary`; the Transformer chapter adds its
 # `SinusoidalPositionalEncoding` to the token embeddings, and BERT uses its
 # `LearnedPositionalEmbedding`.
 #
 # (sec-pos-setup)=
 # ## Setup
 #
-# The first cell holds the imports of the module `tinybert.blocks.positional`; the second, those of the
-# teaching code.
+# The first cell holds the imports of the modules `tinybert.blocks.positional` and
+# `tinybert.blocks.rotary`; the second, those of the teaching code.
 
-# %% tags=["export"]
+# %% tags=["export", "export:blocks.rotary"]
 from __future__ import annotations
 
 import math
@@ -723,7 +724,7 @@ assert torch.equal(biased_weights[:, 3], plain_weights[:, 3])
 # ("rotate half"): the same rotations applied to a permuted vector, checked below; loading their
 # weights needs that permutation of the rows of $\mathbf W^Q$ and $\mathbf W^K$.
 
-# %% tags=["export"]
+# %% tags=["export:blocks.rotary"]
 def _check_positions(positions, x) -> None:
     """Raise ValueError unless positions broadcasts to x.shape[:-1] = (..., T)."""
     if not isinstance(positions, torch.Tensor) or positions.dtype == torch.bool:
@@ -1170,8 +1171,8 @@ if not is_quick():
 #   absolute ones; the learned table could not run there at all.
 #
 # From `tinybert.blocks.positional` later chapters import `sinusoidal_encoding`,
-# `SinusoidalPositionalEncoding`, `LearnedPositionalEmbedding`, `relative_positions`,
-# `RelativePositionBias` and `RotaryEmbedding`.
+# `SinusoidalPositionalEncoding`, `LearnedPositionalEmbedding`, `relative_positions` and
+# `RelativePositionBias`, and from `tinybert.blocks.rotary`, `RotaryEmbedding`.
 #
 # (sec-pos-exercises)=
 # ## Exercises
@@ -1244,7 +1245,7 @@ check_sinusoidal_table(sinusoidal_table)
 # $(\dots, T, D_h)$ with even $D_h$ and integer `positions` of shape $(T,)$: rotate each adjacent
 # pair of features $(2i, 2i+1)$ of the vector at position $m$ by the angle $m\theta_i$, with
 # $\theta_i = \text{base}^{-2i/D_h}$, and return a tensor of the shape and dtype of `x`. Do not use
-# `tinybert.blocks.positional` and do not build a $D_h\times D_h$ matrix. The check compares with
+# `tinybert.blocks.rotary` and do not build a $D_h\times D_h$ matrix. The check compares with
 # `RotaryEmbedding` and tests that norms are preserved and that scores depend only on $m - n$.
 # :::{exercise-end}
 # :::

@@ -1814,29 +1814,11 @@ assert toy_unigram.decode(enc.ids[1:-1]) == "tokens not<unk>"
 # which counts only the pieces of each word's best segmentation, would be coarser. We use the
 # full forward–backward, in log-probabilities so that long words do not underflow.
 
-# %% tags=["export:tokenizers.unigram_training"]
+# %% tags=["export:tokenizers.unigram_lattice"]
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-
-from tinybert.tokenizers.unigram import (
-    UNIGRAM_SPECIAL_TOKENS,
-    UnigramTokenizer,
-    metaspace_split,
-    viterbi,
-)
-
-
-def unigram_word_counts(texts: Iterable[str]) -> Counter[str]:
-    """Count the words of ``texts`` as SentencePiece splits them (▁the, ▁cat, ...)."""
-    counts: Counter[str] = Counter()
-    for text in texts:
-        marked, _, spans = metaspace_split(text)
-        counts.update(marked[a:b] for a, b in spans)
-    return counts
+from collections.abc import Mapping
 
 
 def log_add(a: float, b: float) -> float:
@@ -1879,6 +1861,32 @@ def expected_counts(
             log_posterior = alpha[start] + log_p[k] + beta[end] - alpha[n]
             expected[k] += count * math.exp(log_posterior)
     return expected, log_likelihood
+
+
+# %% tags=["export:tokenizers.unigram_training"]
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from tinybert.tokenizers.unigram import (
+    UNIGRAM_SPECIAL_TOKENS,
+    UnigramTokenizer,
+    metaspace_split,
+    viterbi,
+)
+from tinybert.tokenizers.unigram_lattice import expected_counts, lattice, log_add
+
+
+def unigram_word_counts(texts: Iterable[str]) -> Counter[str]:
+    """Count the words of ``texts`` as SentencePiece splits them (▁the, ▁cat, ...)."""
+    counts: Counter[str] = Counter()
+    for text in texts:
+        marked, _, spans = metaspace_split(text)
+        counts.update(marked[a:b] for a, b in spans)
+    return counts
 
 
 # %% [markdown]

@@ -1,4 +1,4 @@
-"""Unit tests for tinybert.blocks.positional (generated from chapters/05_positional_encoding.md).
+"""Unit tests for tinybert.blocks.positional and tinybert.blocks.rotary (generated from chapters/05_positional_encoding.md).
 
 Odd, distinct sizes (batch 13, length 7, d_model 32, 4 heads) make swapped axes fail loudly.
 References: the closed-form rotation M_k for the sinusoidal offsets, torch.nn.functional's fused
@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 from tinybert.blocks.attention import masked_softmax
 from tinybert.blocks.multihead import MultiHeadAttention
 from tinybert.blocks.positional import (LearnedPositionalEmbedding,
-                                        RelativePositionBias, RotaryEmbedding,
+                                        RelativePositionBias,
                                         SinusoidalPositionalEncoding,
                                         relative_positions, sinusoidal_encoding)
+from tinybert.blocks.rotary import RotaryEmbedding
 
 B, T, D, H = 13, 7, 32, 4
 Dh = D // H

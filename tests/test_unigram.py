@@ -1,5 +1,5 @@
-"""Hand-written tests for chapter 07's unigram tokenizer (tinybert.tokenizers.unigram
-and unigram_training): encoding parity with Hugging Face `tokenizers`' Unigram model on
+"""Hand-written tests for chapter 07's unigram tokenizer (tinybert.tokenizers.unigram,
+unigram_lattice and unigram_training): encoding parity with Hugging Face `tokenizers`' Unigram model on
 held-out and randomised text, Viterbi and forward-backward against brute force, training
 properties, and errors on bad input."""
 from __future__ import annotations
@@ -18,9 +18,10 @@ from tinybert.corpus import load_gutenberg  # noqa: E402
 from tinybert.data import DataUnavailableError, fetch  # noqa: E402
 from tinybert.tokenizers.unigram import (  # noqa: E402
     SPACE, UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer, metaspace_split, viterbi)
+from tinybert.tokenizers.unigram_lattice import expected_counts, lattice  # noqa: E402
 from tinybert.tokenizers.unigram_training import (  # noqa: E402
-    em_step, expected_counts, lattice, prune, seed_pieces, train_unigram,
-    train_unigram_tokenizer, unigram_word_counts)
+    em_step, prune, seed_pieces, train_unigram, train_unigram_tokenizer,
+    unigram_word_counts)
 
 TRAIN_BOOKS = (1342, 98)      # used to learn the vocabularies
 HELD_OUT_BOOK = 2097          # never seen in training

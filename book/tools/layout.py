@@ -32,8 +32,9 @@ MODULES = {
     "corpus": "The course's books (Project Gutenberg) as text, words and a vocabulary.",
     "blocks.attention": "Scaled dot-product attention, its masks and the fused fast path.",
     "blocks.multihead": "Multi-head attention: splitting and merging heads.",
-    "blocks.positional": "Positional information: sinusoidal, learned, relative and "
-                         "rotary.",
+    "blocks.positional": "Positional information: sinusoidal, learned and relative.",
+    "blocks.rotary": "Rotary position embeddings (RoPE): queries and keys rotated by "
+                     "their positions.",
     "blocks.transformer_layers": "Layer norm and the encoder and decoder layers and "
                                  "stacks.",
     "blocks.transformer": "The encoder-decoder Transformer: embeddings, configuration, "
@@ -50,7 +51,10 @@ MODULES = {
     "tokenizers.byte_level": "GPT-2 and RoBERTa's byte-level BPE.",
     "tokenizers.wordpiece_training": "Training a WordPiece vocabulary.",
     "tokenizers.unigram": "The unigram language-model tokenizer (SentencePiece, ALBERT).",
-    "tokenizers.unigram_training": "Training a unigram vocabulary with EM.",
+    "tokenizers.unigram_lattice": "The lattice of a word's pieces and the E step of "
+                                  "unigram training (forward-backward).",
+    "tokenizers.unigram_training": "Training a unigram vocabulary with EM: seed, EM "
+                                   "steps and pruning.",
     "models.bert": "BERT: configuration, embeddings, layers, the encoder and the model.",
     "models.bert_heads": "BERT's pretraining heads (masked language model, next sentence) "
                          "and the models that carry them.",

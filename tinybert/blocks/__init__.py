@@ -23,7 +23,7 @@ _MODULES = {
     'PRESETS': 'transformer',
     'PositionwiseFeedForward': 'feedforward',
     'RelativePositionBias': 'positional',
-    'RotaryEmbedding': 'positional',
+    'RotaryEmbedding': 'rotary',
     'Seq2SeqOutput': 'transformer',
     'SinusoidalPositionalEncoding': 'positional',
     'Transformer': 'transformer',

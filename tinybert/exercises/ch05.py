@@ -90,7 +90,7 @@ def check_sinusoidal_table(sinusoidal_table) -> None:
 def check_rope_rotate(rope_rotate) -> None:
     """Check ``rope_rotate(x, positions, base)`` against ``RotaryEmbedding`` and RoPE's
     two properties."""
-    from tinybert.blocks.positional import RotaryEmbedding
+    from tinybert.blocks.rotary import RotaryEmbedding
 
     g = torch.Generator().manual_seed(505)
     cases = [
