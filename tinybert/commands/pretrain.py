@@ -75,7 +75,7 @@ def _interrupted(
     interrupt: KeyboardInterrupt, out: str, argv: list[str], processes: int
 ) -> str:
     """After Ctrl-C: where the run stopped, and the command that continues it."""
-    from tinybert.pretraining.run import RUN_FILES
+    from tinybert.pretraining.run_checks import RUN_FILES
 
     step = getattr(interrupt, "step", None)  # TrainingInterrupted knows its step
     where = (
