@@ -55,8 +55,10 @@
 # {doc}`02_word_vectors`:
 # `load_gutenberg`. From {doc}`10_finetuning`: `task_data`, the readers of the tasks whose
 # unlabelled training text the course checkpoint adds to its corpus. The chapter's code goes to the subpackage `tinybert.pretraining`:
-# `corpus` (text to documents), `masking`, `examples` (pairs and batches), `optim` (optimizer,
-# schedule, mixed precision; {doc}`10_finetuning` uses them too), `distributed` and `loop`;
+# `corpus` (text to documents), `masking`, `pairs` (next-sentence pairs), `examples` (examples and
+# batches), `optim` (optimizer, schedule, mixed precision; {doc}`10_finetuning` uses them too),
+# `interrupts` (Ctrl-C), `step` (the losses and one update), `evaluation` (held-out scores and
+# curves), `resume`, `loop`, `distributed`, and `run_checks` and `run` (the whole run);
 # saving and resuming a run and loading the finished checkpoint go to `tinybert.checkpoint`
 # (`state` and `pretrained`, beside chapter 8's `files`). The command
 # `tinybert pretrain` runs the whole recipe.
@@ -88,7 +90,7 @@ import torch
 
 from tinybert.models.bert_heads import IGNORE_INDEX
 
-# %% tags=["export", "export:checkpoint.pretrained"]
+# %% tags=["export", "export:checkpoint.pretrained", "export:pretraining.pairs"]
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -429,7 +431,7 @@ def make_segments(document: Sequence[list[int]], max_tokens: int) -> list[list[i
     return segments
 
 
-# %% tags=["export"]
+# %% tags=["export:pretraining.pairs"]
 @dataclass(frozen=True)
 class SegmentPair:
     """Two segments and the NSP label: 0 = B follows A in the text (IsNext), 1 = B is
@@ -737,7 +739,6 @@ assert (
 )
 assert torch.equal(corrupted[~chosen], batch_ids[~chosen])
 
-
 # %% [markdown]
 # (sec-pretrain-static-dynamic)=
 # ### Static and dynamic masking
@@ -758,6 +759,11 @@ assert torch.equal(corrupted[~chosen], batch_ids[~chosen])
 # labels, so that they carry no loss; chapter 10 pads its fine-tuning features with it too.
 # `collate` turns a list of examples into features and pads them: the result is exactly the
 # keyword arguments of `BertForPreTraining`, so a training step is `model(**batch)`.
+
+# %% tags=["export"]
+# the examples' module takes the pairs from tinybert.pretraining.pairs
+from tinybert.pretraining.pairs import encode_pair, sample_nsp_pairs
+
 
 # %% tags=["export"]
 @dataclass(frozen=True)
@@ -1005,7 +1011,7 @@ print(f"{len(examples):,} examples, {batches.steps_per_epoch:,} steps per epoch"
 # lets the run settle at the end. Unlike the inverse-square-root schedule of {doc}`06_transformer`,
 # this schedule needs to know the total number of steps in advance.
 
-# %% tags=["export:pretraining.optim", "export:checkpoint.state", "export:pretraining.loop"]
+# %% tags=["export:pretraining.optim", "export:checkpoint.state", "export:pretraining.interrupts"]
 from __future__ import annotations
 
 import json
@@ -1402,7 +1408,7 @@ def load_checkpoint(
 # the loop finishes its step, saves a checkpoint there and raises `TrainingInterrupted`, so that
 # nothing done is lost and the run can be resumed exactly. A second Ctrl-C stops at once.
 
-# %% tags=["export:pretraining.loop"]
+# %% tags=["export:pretraining.interrupts"]
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped training after ``step``; ``directory`` holds the checkpoint saved
     there (None when the loop had no checkpoint folder)."""
@@ -1498,14 +1504,26 @@ from tinybert.pretraining.optim import (
     make_optimizer,
 )
 
-
 # %% [markdown]
 # `pretraining_losses` returns the loss to differentiate and its two parts. The lines about several
-# processes are explained in {ref}`sec-pretrain-ddp`; in a single process they do nothing.
-# `evaluate_pretraining` measures, on held-out batches with fixed (static) masks, the MLM loss and
-# the *accuracy* of the top guess at the masked positions, and the NSP loss and accuracy.
+# processes are explained in {ref}`sec-pretrain-ddp`; in a single process they do nothing. With
+# the training step below, it goes to `tinybert.pretraining.step`.
 
-# %% tags=["export:pretraining.loop"]
+# %% tags=["export:pretraining.step"]
+from __future__ import annotations
+
+import json
+
+import torch
+from torch import nn
+
+from tinybert.checkpoint.files import saved_file
+from tinybert.checkpoint.state import STATE_NAME
+from tinybert.models.bert_heads import IGNORE_INDEX
+from tinybert.pretraining.distributed import DistributedContext
+
+
+# %% tags=["export:pretraining.step"]
 def for_model(
     model: nn.Module, batch: dict[str, torch.Tensor]
 ) -> dict[str, torch.Tensor]:
@@ -1548,6 +1566,26 @@ def pretraining_losses(
     return mlm_loss + nsp_loss, out.mlm_loss.detach(), nsp_loss.detach()
 
 
+# %% [markdown]
+# `evaluate_pretraining` measures, on held-out batches with fixed (static) masks, the MLM loss and
+# the *accuracy* of the top guess at the masked positions, and the NSP loss and accuracy;
+# `evaluation_line` is the line the loop prints after each evaluation. Both go to
+# `tinybert.pretraining.evaluation`, with the curves drawn below.
+
+# %% tags=["export:pretraining.evaluation"]
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from tinybert.models.bert_heads import IGNORE_INDEX
+from tinybert.pretraining.step import for_model
+
+
+# %% tags=["export:pretraining.evaluation"]
 @torch.no_grad()
 def evaluate_pretraining(
     model: nn.Module,
@@ -1603,10 +1641,27 @@ def evaluate_pretraining(
     return metrics
 
 
+def evaluation_line(history: dict, steps: int) -> str:
+    """The line ``pretrain`` prints after an evaluation: the step, the last training
+    loss, the held-out numbers of ``history["eval"][-1]`` and the seconds so far."""
+    metrics = history["eval"][-1]
+    train = (
+        f"train loss {history['train'][-1]['loss']:.3f} | " if history["train"] else ""
+    )
+    nsp = (
+        f" | NSP acc {metrics['nsp_accuracy']:.3f}" if "nsp_accuracy" in metrics else ""
+    )
+    return (
+        f"step {metrics['step']:>6}/{steps} | {train}held-out MLM loss "
+        f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}"
+        f"{nsp} | {history['seconds']:.0f} s"
+    )
+
+
 # %% [markdown]
 # `pretrain` is the loop. It prints a text progress bar and, every `eval_every` steps, one line with
 # the training and held-out numbers; it keeps the whole history for the loss curves, writes it to a
-# JSON file as it goes, and saves checkpoints.
+# JSON file as it goes, and saves checkpoints. Its settings are a `PretrainingConfig`:
 
 # %% tags=["export:pretraining.loop"]
 @dataclass
@@ -1637,6 +1692,12 @@ def write_json(path: str | Path, data: dict) -> None:
     )
 
 
+# %% [markdown]
+# One step, `train_step`, is the update described above. A loss that is not finite stops the run
+# *before* the update, which would spread the NaN into every weight, with a message that says
+# which checkpoint is kept:
+
+# %% tags=["export:pretraining.step"]
 def _diverged(step: int, loss, mlm_loss, nsp_loss, checkpoint_dir) -> str:
     state = None if checkpoint_dir is None else saved_file(checkpoint_dir, STATE_NAME)
     kept = (
@@ -1652,51 +1713,13 @@ def _diverged(step: int, loss, mlm_loss, nsp_loss, checkpoint_dir) -> str:
     )
 
 
-# the others log or save more often
-RESUME_MUST_MATCH = (
-    "steps",
-    "lr",
-    "warmup_fraction",
-    "weight_decay",
-    "adam_beta2",
-    "max_grad_norm",
-    "seed",
-)
-
-
-def _resume_differences(
-    checkpoint_dir, model: nn.Module, config: PretrainingConfig, batch_size
-) -> list[str]:
-    """What a resumed run would change about the saved one: each difference, named."""
-    state = json.loads(saved_file(checkpoint_dir, STATE_NAME).read_text())
-    saved = state.get("extra", {}).get("history", {})
-    now = {**asdict(config), "batch_size": batch_size}
-    before = saved.get("config", {})
-    differences = [
-        f"{key}: saved {before[key]!r}, now {now[key]!r}"
-        for key in RESUME_MUST_MATCH
-        if key in before and before[key] != now[key]
-    ]
-    if saved.get("batch_size") not in (None, batch_size):
-        differences.append(f"batch_size: saved {saved['batch_size']}, now {batch_size}")
-    config_path = saved_file(checkpoint_dir, CONFIG_NAME)
-    if config_path.is_file():
-        model_before = json.loads(config_path.read_text()).get("config", {})
-        differences += [
-            f"model {key}: saved {model_before[key]!r}, now {value!r}"
-            for key, value in model.config.to_dict().items()
-            if key in model_before and model_before[key] != value
-        ]
-    return differences
-
-
-def _train_step(
+def train_step(
     net: nn.Module,
     batch: dict[str, torch.Tensor],
     optimizer,
     scheduler,
     scaler,
-    config: PretrainingConfig,
+    max_grad_norm: float,
     dtype,
     dist: DistributedContext,
     step: int,
@@ -1712,7 +1735,7 @@ def _train_step(
         )
     scaler.scale(loss).backward()
     scaler.unscale_(optimizer)  # clip the true gradients, not scaled ones
-    torch.nn.utils.clip_grad_norm_(net.parameters(), config.max_grad_norm)
+    torch.nn.utils.clip_grad_norm_(net.parameters(), max_grad_norm)
     scaler.step(optimizer)
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
@@ -1727,6 +1750,106 @@ def _train_step(
     ).cpu()
 
 
+# %% [markdown]
+# A resumed run must be the run that was interrupted. `resume_training` compares the settings that
+# decide the result (`RESUME_MUST_MATCH`), the batch size and the model's configuration with the
+# saved ones, refuses with every difference named, and otherwise restores the checkpoint; it goes to
+# `tinybert.pretraining.resume`.
+
+# %% tags=["export:pretraining.resume"]
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from tinybert.checkpoint.files import CONFIG_NAME, saved_file
+from tinybert.checkpoint.state import STATE_NAME, load_checkpoint
+
+# %% tags=["export:pretraining.resume"]
+# the others log or save more often
+RESUME_MUST_MATCH = (
+    "steps",
+    "lr",
+    "warmup_fraction",
+    "weight_decay",
+    "adam_beta2",
+    "max_grad_norm",
+    "seed",
+)
+
+
+def _resume_differences(checkpoint_dir, model: nn.Module, now: dict) -> list[str]:
+    """What a resumed run would change about the saved one: each difference, named."""
+    state = json.loads(saved_file(checkpoint_dir, STATE_NAME).read_text())
+    saved = state.get("extra", {}).get("history", {})
+    before = saved.get("config", {})
+    differences = [
+        f"{key}: saved {before[key]!r}, now {now[key]!r}"
+        for key in RESUME_MUST_MATCH
+        if key in before and before[key] != now[key]
+    ]
+    batch_size = now["batch_size"]
+    if saved.get("batch_size") not in (None, batch_size):
+        differences.append(f"batch_size: saved {saved['batch_size']}, now {batch_size}")
+    config_path = saved_file(checkpoint_dir, CONFIG_NAME)
+    if config_path.is_file():
+        model_before = json.loads(config_path.read_text()).get("config", {})
+        differences += [
+            f"model {key}: saved {model_before[key]!r}, now {value!r}"
+            for key, value in model.config.to_dict().items()
+            if key in model_before and model_before[key] != value
+        ]
+    return differences
+
+
+def resume_training(
+    checkpoint_dir: str | Path,
+    model: nn.Module,
+    settings: dict,
+    *,
+    optimizer,
+    scheduler,
+    scaler,
+    map_location,
+) -> tuple[int, dict, torch.Tensor]:
+    """Load the run saved in ``checkpoint_dir`` into ``model`` and the training state,
+    after checking that it is the same run: ``settings`` (the PretrainingConfig as a
+    dict, with ``batch_size``) and the model's configuration must match the saved ones
+    (RESUME_MUST_MATCH), else ValueError names each difference. Returns the saved step,
+    the history and the training-loss sums of the unfinished logging window."""
+    differences = _resume_differences(checkpoint_dir, model, settings)
+    if differences:
+        raise ValueError(
+            f"{checkpoint_dir}: cannot resume with other settings "
+            f"than the saved run's ({'; '.join(differences)}); resume "
+            "with the saved settings, or start a new run"
+        )
+    checkpoint = load_checkpoint(
+        checkpoint_dir,
+        model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        scaler=scaler,
+        map_location=map_location,
+    )
+    running = checkpoint.extra.get("running", [0.0, 0.0, 0.0, 0.0])
+    return checkpoint.step, checkpoint.extra["history"], torch.tensor(running)
+
+
+# %% [markdown]
+# `pretrain` puts the pieces together:
+
+# %% tags=["export:pretraining.loop"]
+from tinybert.pretraining.evaluation import evaluate_pretraining, evaluation_line
+from tinybert.pretraining.interrupts import TrainingInterrupted, ctrl_c_requests
+from tinybert.pretraining.resume import resume_training
+from tinybert.pretraining.step import train_step
+
+
+# %% tags=["export:pretraining.loop"]
 def pretrain(
     model: nn.Module,
     batches,
@@ -1785,23 +1908,15 @@ def pretrain(
         and checkpoint_dir is not None
         and saved_file(checkpoint_dir, STATE_NAME).is_file()
     ):
-        differences = _resume_differences(checkpoint_dir, model, config, batch_size)
-        if differences:
-            raise ValueError(
-                f"{checkpoint_dir}: cannot resume with other settings "
-                f"than the saved run's ({'; '.join(differences)}); resume "
-                "with the saved settings, or start a new run"
-            )
-        checkpoint = load_checkpoint(
+        start, history, running = resume_training(
             checkpoint_dir,
             model,
+            {**asdict(config), "batch_size": batch_size},
             optimizer=optimizer,
             scheduler=scheduler,
             scaler=scaler,
             map_location=device,
         )
-        start, history = checkpoint.step, checkpoint.extra["history"]
-        running = torch.tensor(checkpoint.extra.get("running", running.tolist()))
         history["config"] = asdict(config)  # how often it logs, evaluates, saves now
     if recipe is not None:
         history["recipe"] = recipe
@@ -1828,13 +1943,13 @@ def pretrain(
             batch = {
                 k: v.to(device, non_blocking=True) for k, v in batches(step).items()
             }
-            running += _train_step(
+            running += train_step(
                 net,
                 batch,
                 optimizer,
                 scheduler,
                 scaler,
-                config,
+                config.max_grad_norm,
                 dtype,
                 dist,
                 step,
@@ -1868,21 +1983,7 @@ def pretrain(
             if dist.is_main and evaluate:
                 metrics = evaluate_pretraining(model, eval_batches, dtype=dtype)
                 history["eval"].append({"step": done, **metrics})
-                train = (
-                    f"train loss {history['train'][-1]['loss']:.3f} | "
-                    if history["train"]
-                    else ""
-                )
-                nsp = (
-                    f" | NSP acc {metrics['nsp_accuracy']:.3f}"
-                    if "nsp_accuracy" in metrics
-                    else ""
-                )
-                bar.write(
-                    f"step {done:>6}/{config.steps} | {train}held-out MLM loss "
-                    f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}"
-                    f"{nsp} | {history['seconds']:.0f} s"
-                )
+                bar.write(evaluation_line(history, config.steps))
             if dist.is_main and metrics_path is not None and (evaluate or stop):
                 write_json(metrics_path, history)
             if save:
@@ -1906,7 +2007,7 @@ def pretrain(
 # %% [markdown]
 # `plot_history` draws the curves from a history (or from a run's `metrics.json`):
 
-# %% tags=["export:pretraining.loop"]
+# %% tags=["export:pretraining.evaluation"]
 def plot_history(history: dict, path: str | Path | None = None):
     """Training and held-out losses (left) and held-out accuracies (right); saved when
     ``path`` is given."""
@@ -2266,43 +2367,19 @@ def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
 # is refused, naming each difference. Ctrl-C saves a checkpoint at the current step and prints the
 # command that continues the run.
 
-# %% tags=["export:pretraining.run"]
+# %% tags=["export:pretraining.run_checks"]
 import json
 import shutil
 from dataclasses import fields
 from pathlib import Path
 
-import torch
-
-from tinybert.checkpoint.files import save_model, saved_file, write_atomically
+from tinybert.checkpoint.files import saved_file
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
 from tinybert.checkpoint.state import STATE_NAME
 from tinybert.models.bert import BertConfig
-from tinybert.models.bert_heads import BertForPreTraining
-from tinybert.pretraining.corpus import (
-    course_documents,
-    task_documents,
-    tokenize_documents,
-    vocabulary_texts,
-)
-from tinybert.pretraining.distributed import DistributedContext
-from tinybert.pretraining.examples import (
-    PretrainingBatches,
-    make_examples,
-    single_segment_examples,
-)
-from tinybert.pretraining.loop import (
-    PretrainingConfig,
-    plot_history,
-    pretrain,
-    write_json,
-)
-from tinybert.pretraining.masking import SpecialTokens, seeded_generator
-from tinybert.runtime import get_device
-from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
-from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
+from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS
 
-# %% tags=["export:pretraining.run"]
+# %% tags=["export:pretraining.run_checks"]
 # what pretrain_bert writes
 RUN_FILES = (
     "vocab.txt",
@@ -2383,7 +2460,7 @@ def _saved_recipe(out: Path) -> dict:
     return json.loads(metrics.read_text()).get("recipe", {})
 
 
-def _check_recipe(out: Path, recipe: dict) -> None:
+def check_recipe(out: Path, recipe: dict) -> None:
     """Resuming with other data than the saved run's is refused, naming each change."""
     saved = _saved_recipe(out)
     differences = [
@@ -2397,6 +2474,97 @@ def _check_recipe(out: Path, recipe: dict) -> None:
             f"saved run's ({'; '.join(differences)}); resume with the "
             "saved settings, or start a new run (--overwrite)"
         )
+
+
+def check_arguments(
+    *,
+    preset: str,
+    overrides: dict,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    warmup_fraction: float,
+    vocab_size: int,
+    vocab_score: str,
+    eval_every: int,
+    eval_batches: int,
+    checkpoint_every: int,
+    stop_after: int | None,
+    objective: str,
+    mlm_probability: float,
+) -> None:
+    """``pretrain_bert``'s arguments, checked before any work: a ValueError names the
+    first one that cannot be right."""
+    if objective not in ("mlm+nsp", "mlm"):
+        raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
+    if vocab_score not in ("count", "likelihood"):
+        raise ValueError(
+            f"vocab_score must be 'count' or 'likelihood', got {vocab_score!r}"
+        )
+    _check_counts(
+        steps=steps,
+        batch_size=batch_size,
+        eval_every=eval_every,
+        eval_batches=eval_batches,
+        vocab_size=vocab_size,
+    )
+    _check_counts(minimum=0, checkpoint_every=checkpoint_every)
+    if stop_after is not None:
+        _check_counts(stop_after=stop_after)
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(
+            f"vocab_size must be more than the {len(SPECIAL_TOKENS)} "
+            f"special tokens {', '.join(SPECIAL_TOKENS)}, "
+            f"got {vocab_size}"
+        )
+    _check_config(preset, overrides, vocab_size)
+    if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not lr > 0:
+        raise ValueError(
+            f"expected 0 < mlm_probability < 1, 0 <= warmup_fraction <= 1"
+            f" and lr > 0, got {mlm_probability}, {warmup_fraction}, {lr}"
+        )
+
+
+# %% [markdown]
+# `pretrain_bert` runs these checks first, then builds the data, the model and the loop's settings,
+# and writes the run's files:
+
+# %% tags=["export:pretraining.run"]
+import json
+import shutil
+from dataclasses import fields
+from pathlib import Path
+
+import torch
+
+from tinybert.checkpoint.files import save_model, saved_file, write_atomically
+from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
+from tinybert.checkpoint.state import STATE_NAME
+from tinybert.models.bert import BertConfig
+from tinybert.models.bert_heads import BertForPreTraining
+from tinybert.pretraining.corpus import (
+    course_documents,
+    task_documents,
+    tokenize_documents,
+    vocabulary_texts,
+)
+from tinybert.pretraining.distributed import DistributedContext
+from tinybert.pretraining.examples import (
+    PretrainingBatches,
+    make_examples,
+    single_segment_examples,
+)
+from tinybert.pretraining.evaluation import plot_history
+from tinybert.pretraining.loop import PretrainingConfig, pretrain, write_json
+from tinybert.pretraining.masking import SpecialTokens, seeded_generator
+from tinybert.pretraining.run_checks import (
+    check_arguments,
+    check_recipe,
+    check_run_folder,
+)
+from tinybert.runtime import get_device
+from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
+from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
 
 # %% tags=["export:pretraining.run"]
@@ -2443,34 +2611,22 @@ def pretrain_bert(
     (these arguments, and the sizes they gave) is saved with the run; ``resume`` with
     another one raises ValueError naming each difference.
     """
-    if objective not in ("mlm+nsp", "mlm"):
-        raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
-    if vocab_score not in ("count", "likelihood"):
-        raise ValueError(
-            f"vocab_score must be 'count' or 'likelihood', got {vocab_score!r}"
-        )
-    _check_counts(
+    check_arguments(
+        preset=preset,
+        overrides=overrides or {},
         steps=steps,
         batch_size=batch_size,
+        lr=lr,
+        warmup_fraction=warmup_fraction,
+        vocab_size=vocab_size,
+        vocab_score=vocab_score,
         eval_every=eval_every,
         eval_batches=eval_batches,
-        vocab_size=vocab_size,
+        checkpoint_every=checkpoint_every,
+        stop_after=stop_after,
+        objective=objective,
+        mlm_probability=mlm_probability,
     )
-    _check_counts(minimum=0, checkpoint_every=checkpoint_every)
-    if stop_after is not None:
-        _check_counts(stop_after=stop_after)
-    if vocab_size <= len(SPECIAL_TOKENS):
-        raise ValueError(
-            f"vocab_size must be more than the {len(SPECIAL_TOKENS)} "
-            f"special tokens {', '.join(SPECIAL_TOKENS)}, "
-            f"got {vocab_size}"
-        )
-    _check_config(preset, overrides or {}, vocab_size)
-    if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not lr > 0:
-        raise ValueError(
-            f"expected 0 < mlm_probability < 1, 0 <= warmup_fraction <= 1"
-            f" and lr > 0, got {mlm_probability}, {warmup_fraction}, {lr}"
-        )
     try:
         device = get_device(device) if device is not None else None
     except RuntimeError as error:  # a device asked for that is not here
@@ -2494,7 +2650,7 @@ def pretrain_bert(
         task_text=task_text,
     )
     if resume:
-        _check_recipe(out, recipe)
+        check_recipe(out, recipe)
     out.mkdir(parents=True, exist_ok=True)
     if dist.is_main and not saved_file(out / "training_state", STATE_NAME).is_file():
         write_json(out / "metrics.json", {"recipe": recipe, "train": [], "eval": []})
@@ -2567,7 +2723,7 @@ def pretrain_bert(
         held_out_batches=len(eval_list),
     )
     if resume:
-        _check_recipe(out, recipe)  # the same arguments, but other data?
+        check_recipe(out, recipe)  # the same arguments, but other data?
     what = "pairs" if objective == "mlm+nsp" else "sequences"
     say(
         f"{len(train_examples)} training {what} ({batches.steps_per_epoch} steps per "

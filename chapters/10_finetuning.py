@@ -156,7 +156,8 @@ from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.runtime import progress
-from tinybert.pretraining.examples import encode_pair, pad_features  # chapter 9
+from tinybert.pretraining.examples import pad_features  # chapter 9
+from tinybert.pretraining.pairs import encode_pair  # chapter 9
 from tinybert.pretraining.masking import SpecialTokens
 from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 
@@ -1775,7 +1776,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tinybert.pretraining.examples import encode_pair  # chapter 9
+from tinybert.pretraining.pairs import encode_pair  # chapter 9
 from tinybert.pretraining.masking import SpecialTokens
 from tinybert.finetuning.loop import predict
 from tinybert.finetuning.tasks import QAExample

@@ -61,12 +61,14 @@
 # `tinybert.models.bert`; `ACTIVATIONS_TO_HF`,
 # `register`, `from_hf`, `to_hf`, `load_renamed`, `bert_config_from_hf` and `bert_encoder_names`
 # from `tinybert.models.convert`; `register_model_class`, `save_model` and `load_model` from
-# `tinybert.checkpoint.files`. From {doc}`09_pretraining`: `SegmentPair`, `encode_pair`, `PretrainingExample`,
+# `tinybert.checkpoint.files`. From {doc}`09_pretraining`: `SegmentPair` and `encode_pair` from
+# `tinybert.pretraining.pairs`; `PretrainingExample`,
 # `make_examples` and `PretrainingBatches` from `tinybert.pretraining.examples`;
 # `shipped_checkpoint` from `tinybert.checkpoint.pretrained`;
 # `SpecialTokens` and `seeded_generator` from `tinybert.pretraining.masking`; `make_segments`,
-# `course_documents` and `tokenize_documents` from `tinybert.pretraining.corpus`; `pretrain`,
-# `PretrainingConfig` and `evaluate_pretraining` from `tinybert.pretraining.loop`. From
+# `course_documents` and `tokenize_documents` from `tinybert.pretraining.corpus`; `pretrain` and
+# `PretrainingConfig` from `tinybert.pretraining.loop`; `evaluate_pretraining` from
+# `tinybert.pretraining.evaluation`. From
 # {doc}`10_finetuning`: `SequenceClassifier` from `tinybert.finetuning.heads`. From {doc}`07_tokenization`:
 # `WordPieceTokenizer`. From {doc}`01_feedforward`: `count_parameters`.
 # The model goes to `tinybert.models.albert`, its converters to `tinybert.models.convert_albert`, the
@@ -1050,7 +1052,8 @@ from collections.abc import Sequence
 import torch
 
 from tinybert.pretraining.masking import SpecialTokens
-from tinybert.pretraining.examples import PretrainingExample, SegmentPair, encode_pair
+from tinybert.pretraining.examples import PretrainingExample
+from tinybert.pretraining.pairs import SegmentPair, encode_pair
 from tinybert.pretraining.corpus import make_segments
 
 
@@ -1246,7 +1249,8 @@ for task, accuracy in length_rule.items():
 # sentence head whichever pairs they hold, and `evaluate_pretraining` scores that head.
 
 # %%
-from tinybert.pretraining.loop import PretrainingConfig, evaluate_pretraining, pretrain
+from tinybert.pretraining.evaluation import evaluate_pretraining
+from tinybert.pretraining.loop import PretrainingConfig, pretrain
 
 experiment_config = AlbertConfig.preset(
     "albert-mini",

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from tinybert.pretraining.masking import SpecialTokens
-    from tinybert.pretraining.loop import evaluate_pretraining
+    from tinybert.pretraining.evaluation import evaluate_pretraining
     from tinybert.pretraining.run import pretrain_bert
     from tinybert.pretraining.examples import (PretrainingBatches,
                                                single_segment_examples)

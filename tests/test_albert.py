@@ -17,7 +17,8 @@ from tinybert.pretraining.masking import SpecialTokens, seeded_generator
 from tinybert.models.albert import (ALBERT_PRESETS, AlbertConfig, AlbertEmbeddings, AlbertEncoder,
                                     AlbertForMaskedLM, AlbertForPreTraining, AlbertModel)
 from tinybert.models.bert import BertConfig, BertLayer, BertModel
-from tinybert.pretraining.examples import PretrainingBatches, SegmentPair
+from tinybert.pretraining.examples import PretrainingBatches
+from tinybert.pretraining.pairs import SegmentPair
 from tinybert.pretraining.sentence_order import make_sop_examples, sample_sop_pairs
 
 B, T, V = 13, 7, 99
@@ -397,8 +398,8 @@ def test_the_pretraining_loop_trains_albert_as_it_is():
     """Chapter 9's loop reads the pair objective through pair_labels / pair_loss, so an
     AlbertForPreTraining needs no adapter (issue 17)."""
     from tinybert.models.bert_heads import BertForPreTraining
-    from tinybert.pretraining.loop import (evaluate_pretraining, for_model,
-                                           pretraining_losses)
+    from tinybert.pretraining.evaluation import evaluate_pretraining
+    from tinybert.pretraining.step import for_model, pretraining_losses
     torch.manual_seed(0)
     model = AlbertForPreTraining(small_config(classifier_dropout=0.0)).eval()
     ids, segments, mask, labels, order = batch()

@@ -21,9 +21,10 @@ from safetensors.torch import load_file, save_file
 from tinybert.pretraining.masking import SpecialTokens
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig
-from tinybert.pretraining.loop import PretrainingConfig, pretrain, pretraining_losses
-from tinybert.pretraining.examples import (PretrainingBatches, PretrainingExample,
-                                           encode_pair)
+from tinybert.pretraining.loop import PretrainingConfig, pretrain
+from tinybert.pretraining.step import pretraining_losses
+from tinybert.pretraining.examples import PretrainingBatches, PretrainingExample
+from tinybert.pretraining.pairs import encode_pair
 
 SPECIAL = SpecialTokens(pad=7, unk=20, cls=3, sep=50, mask=98, vocab_size=99)
 WORLD = 2

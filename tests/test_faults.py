@@ -23,6 +23,7 @@ import pytest
 import torch
 
 import tinybert.pretraining.loop as pretrain_loop
+import tinybert.pretraining.step as pretrain_step
 import tinybert.pretraining.run as pretrain_run
 import tinybert.checkpoint.pretrained as pretrained_module
 from tinybert.__main__ import main
@@ -31,10 +32,12 @@ from tinybert.pretraining.masking import SpecialTokens
 from tinybert.models.albert import AlbertConfig, AlbertForPreTraining
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining
 from tinybert.models.bert import BertConfig
-from tinybert.pretraining.run import RUN_FILES, check_run_folder, pretrain_bert
-from tinybert.pretraining.loop import PretrainingConfig, evaluate_pretraining, pretrain
-from tinybert.pretraining.examples import (PretrainingBatches, PretrainingExample,
-                                           encode_pair)
+from tinybert.pretraining.run import pretrain_bert
+from tinybert.pretraining.run_checks import RUN_FILES, check_run_folder
+from tinybert.pretraining.evaluation import evaluate_pretraining
+from tinybert.pretraining.loop import PretrainingConfig, pretrain
+from tinybert.pretraining.examples import PretrainingBatches, PretrainingExample
+from tinybert.pretraining.pairs import encode_pair
 from tinybert.checkpoint.pretrained import load_pretrained
 from tinybert.checkpoint.state import load_checkpoint, save_checkpoint
 from tinybert.pretraining.optim import make_optimizer
@@ -486,14 +489,14 @@ def test_evaluation_skips_batches_without_masked_tokens():
 
 def test_a_nan_loss_stops_training_and_keeps_the_last_good_checkpoint(tmp_path,
                                                                        monkeypatch):
-    original, calls = pretrain_loop.pretraining_losses, []
+    original, calls = pretrain_step.pretraining_losses, []
 
     def nan_at_step_4(model, batch, dist):
         calls.append(1)
         loss, mlm, nsp = original(model, batch, dist)
         return (loss * float("nan"), mlm, nsp) if len(calls) == 4 else (loss, mlm, nsp)
 
-    monkeypatch.setattr(pretrain_loop, "pretraining_losses", nan_at_step_4)
+    monkeypatch.setattr(pretrain_step, "pretraining_losses", nan_at_step_4)
     model = tiny_model()
     batches = PretrainingBatches(examples(), SPECIAL, batch_size=13, seed=3)
     config = PretrainingConfig(steps=8, lr=3e-3, eval_every=8, checkpoint_every=3)
@@ -626,10 +629,10 @@ def test_ctrl_c_saves_the_step_and_resumes_exactly(tmp_path, monkeypatch):
     finishes, is saved, and the resumed run logs and ends as an uninterrupted one."""
     import signal
 
-    from tinybert.pretraining.loop import TrainingInterrupted
+    from tinybert.pretraining.interrupts import TrainingInterrupted
 
     straight, straight_history = _tiny_pretrain(tmp_path / "straight")
-    original, calls = pretrain_loop.pretraining_losses, []
+    original, calls = pretrain_step.pretraining_losses, []
 
     def ctrl_c_in_step_6(model, batch, dist):
         calls.append(1)
@@ -637,10 +640,10 @@ def test_ctrl_c_saves_the_step_and_resumes_exactly(tmp_path, monkeypatch):
             os.kill(os.getpid(), signal.SIGINT)
         return original(model, batch, dist)
 
-    monkeypatch.setattr(pretrain_loop, "pretraining_losses", ctrl_c_in_step_6)
+    monkeypatch.setattr(pretrain_step, "pretraining_losses", ctrl_c_in_step_6)
     with pytest.raises(TrainingInterrupted) as stopped:
         _tiny_pretrain(tmp_path / "run", metrics_path=tmp_path / "metrics.json")
-    monkeypatch.setattr(pretrain_loop, "pretraining_losses", original)
+    monkeypatch.setattr(pretrain_step, "pretraining_losses", original)
     assert stopped.value.step == 6 and stopped.value.directory == tmp_path / "run"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
     saved = load_checkpoint(tmp_path / "run")
@@ -669,7 +672,7 @@ def test_metrics_json_never_contradicts_itself_after_a_crash(tmp_path, monkeypat
     checkpoint at step 4; resumed with evaluations every 2 steps, metrics.json holds
     each step once, in order, and says how often the run now evaluates."""
     metrics = tmp_path / "metrics.json"
-    original, calls = pretrain_loop.pretraining_losses, []
+    original, calls = pretrain_step.pretraining_losses, []
 
     def crash_at_step_8(model, batch, dist):
         calls.append(1)
@@ -677,11 +680,11 @@ def test_metrics_json_never_contradicts_itself_after_a_crash(tmp_path, monkeypat
             raise RuntimeError("out of memory")
         return original(model, batch, dist)
 
-    monkeypatch.setattr(pretrain_loop, "pretraining_losses", crash_at_step_8)
+    monkeypatch.setattr(pretrain_step, "pretraining_losses", crash_at_step_8)
     with pytest.raises(RuntimeError):
         _tiny_pretrain(tmp_path / "run", metrics_path=metrics,
                        config={"checkpoint_every": 4})
-    monkeypatch.setattr(pretrain_loop, "pretraining_losses", original)
+    monkeypatch.setattr(pretrain_step, "pretraining_losses", original)
     assert [r["step"] for r in json.loads(metrics.read_text())["eval"]] == [3, 6]
 
     seen = []

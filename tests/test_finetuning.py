@@ -8,7 +8,8 @@ import torch
 from tinybert.checkpoint.files import save_model
 from tinybert.finetuning.features import (batches, encode_sentences, encode_tagged,
                                           first_piece_labels)
-from tinybert.pretraining.examples import encode_pair, pad_features
+from tinybert.pretraining.examples import pad_features
+from tinybert.pretraining.pairs import encode_pair
 from tinybert.pretraining.masking import SpecialTokens
 from tinybert.finetuning.loop import finetune, predict
 from tinybert.finetuning.heads import (QuestionAnswerer, SequenceClassifier,

@@ -19,8 +19,8 @@ from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_gene
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig
 from tinybert.pretraining.examples import (PretrainingBatches, PretrainingExample,
-                                           collate, encode_pair, make_examples,
-                                           sample_nsp_pairs)
+                                           collate, make_examples)
+from tinybert.pretraining.pairs import encode_pair, sample_nsp_pairs
 from tinybert.checkpoint.pretrained import load_pretrained, shipped_checkpoint
 from tinybert.pretraining.corpus import (TRAIN_BOOKS, book_documents, course_documents,
                                          encode_sentence, make_segments,

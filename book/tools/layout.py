@@ -68,11 +68,22 @@ MODULES = {
     "pretraining.corpus": "Pretraining documents: sentences, books, articles, task text "
                           "and segments.",
     "pretraining.masking": "Special tokens and the masked-language-model corruption.",
-    "pretraining.examples": "Sentence pairs, pretraining examples and their batches.",
+    "pretraining.pairs": "Next-sentence-prediction pairs: segments paired, labelled and "
+                         "encoded as BERT reads them.",
+    "pretraining.examples": "Pretraining examples, padded features and their batches.",
     "pretraining.optim": "AdamW with weight-decay groups, warm-up and decay, mixed "
                          "precision.",
-    "pretraining.loop": "The pretraining losses, the loop, Ctrl-C and the curves.",
-    "pretraining.run": "A whole run: its folder, its data recipe and `pretrain_bert`.",
+    "pretraining.interrupts": "Ctrl-C while training: a request the loop answers after "
+                              "its step.",
+    "pretraining.step": "The pretraining losses of a batch and one training step.",
+    "pretraining.evaluation": "Held-out evaluation of a pretraining model and the curves "
+                              "of a run.",
+    "pretraining.resume": "Resuming a pretraining run: the settings that must match, and "
+                          "its state restored.",
+    "pretraining.loop": "The pretraining loop and its settings.",
+    "pretraining.run_checks": "What a run checks before it starts: its arguments, its "
+                              "folder and, when resumed, its data recipe.",
+    "pretraining.run": "A whole run, end to end: `pretrain_bert`.",
     "pretraining.distributed": "Data-parallel pretraining across processes.",
     "finetuning.features": "Encoding single sentences, pairs and tagged words as padded "
                            "features.",

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tinybert.pretraining.examples import encode_pair  # chapter 9
+from tinybert.pretraining.pairs import encode_pair  # chapter 9
 from tinybert.pretraining.masking import SpecialTokens
 from tinybert.finetuning.loop import predict
 from tinybert.finetuning.tasks import QAExample

@@ -1,0 +1,232 @@
+"""Hand-written: the options of ``tinybert pretrain`` (chapter 09) and the keyword
+arguments of ``tinybert.pretraining.run.pretrain_bert`` that they give.
+
+``tinybert.commands.pretrain`` re-exports ``add_arguments``; its ``run`` calls
+``pretrain_bert`` with ``pretrain_bert_arguments(args)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def _override(text: str) -> tuple[str, object]:
+    """KEY=VALUE with VALUE read as JSON when it can be (numbers, true/false), else as
+    a string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(
+            f"expected KEY=VALUE (e.g. n_layers=2), got {text!r}"
+        )
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def _count(minimum: int):
+    """An argparse type: an integer >= ``minimum``, else a usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer, got {text!r}"
+            ) from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer >= {minimum}, got {value}"
+            )
+        return value
+
+    parse.__name__ = "positive int" if minimum == 1 else f"int >= {minimum}"
+    return parse
+
+
+def _folder(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "expected the folder to write the run to, got ''"
+        )
+    return text
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=_folder,
+        help="output folder: vocab.txt, model.safetensors, "
+        "config.json, metrics.json, loss_curves.png, training_state/",
+    )
+    parser.add_argument(
+        "--preset", default="bert-mini", help="BertConfig preset (default: bert-mini)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        type=_override,
+        default=[],
+        metavar="KEY=VALUE",
+        help=("override a BertConfig field, e.g. --set n_layers=2 (repeatable)"),
+    )
+    parser.add_argument(
+        "--steps",
+        type=_count(1),
+        default=1000,
+        help="optimizer steps in the whole run (default: 1000)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=_count(1),
+        default=32,
+        help="sequences per step and process (default: 32)",
+    )
+    parser.add_argument(
+        "--lr", type=float, default=1e-3, help="peak learning rate (default: 1e-3)"
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=0.05,
+        help="fraction of steps to warm up (default: 0.05)",
+    )
+    parser.add_argument(
+        "--vocab-size",
+        type=_count(1),
+        default=8192,
+        help="WordPiece vocabulary size (default: 8192)",
+    )
+    parser.add_argument(
+        "--vocab-min-count",
+        type=int,
+        default=40,
+        help="a pair must occur this often to be merged (default: 40)",
+    )
+    parser.add_argument(
+        "--vocab-score",
+        choices=("count", "likelihood"),
+        default="count",
+        help="merge the most frequent pair (count, as Hugging Face's "
+        "trainer does) or the most associated one (likelihood, "
+        "chapter 7's textbook score); default: count",
+    )
+    parser.add_argument(
+        "--eval-every",
+        type=_count(1),
+        default=100,
+        help="held-out evaluation every N steps",
+    )
+    parser.add_argument(
+        "--eval-batches",
+        type=_count(1),
+        default=25,
+        help="held-out batches per evaluation",
+    )
+    parser.add_argument(
+        "--checkpoint-every",
+        type=_count(0),
+        default=0,
+        help=("save a resumable checkpoint every N steps (0: only at the end)"),
+    )
+    parser.add_argument(
+        "--static-masking",
+        action="store_true",
+        help="mask each example once (BERT) "
+        "instead of per batch (RoBERTa's dynamic masking, the default)",
+    )
+    parser.add_argument(
+        "--objective",
+        choices=("mlm+nsp", "mlm"),
+        default="mlm+nsp",
+        help="mlm+nsp: BERT's pairs and both losses (default); mlm: "
+        "single segments and the MLM loss alone (RoBERTa)",
+    )
+    parser.add_argument(
+        "--mask-probability",
+        type=float,
+        default=0.15,
+        help="share of tokens chosen for the MLM loss in training "
+        "(default: 0.15; held-out evaluation always uses 0.15)",
+    )
+    parser.add_argument(
+        "--adam-beta2",
+        type=float,
+        default=0.999,
+        help="AdamW's beta2 (default: 0.999 as in BERT; RoBERTa: 0.98)",
+    )
+    parser.add_argument(
+        "--task-text",
+        action="store_true",
+        help=("add the unlabelled training text of chapter 10's tasks to the corpus"),
+    )
+    parser.add_argument(
+        "--max-documents",
+        type=int,
+        default=None,
+        help="use only the first N documents (tests)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in OUT (from OUT/training_state/)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="delete the run already in OUT (its files only) and "
+        "start again; without --resume or --overwrite, an OUT that "
+        "holds a run is refused",
+    )
+    parser.add_argument(
+        "--stop-after",
+        type=_count(1),
+        default=None,
+        metavar="STEP",
+        help="save and stop after this step; --resume continues later",
+    )
+    parser.add_argument(
+        "--device",
+        default=None,
+        help=("cpu, cuda, cuda:1, mps (default: the best available)"),
+    )
+    parser.add_argument(
+        "--threads",
+        type=_count(1),
+        default=None,
+        help="torch CPU threads (torch.set_num_threads)",
+    )
+
+
+def pretrain_bert_arguments(args: argparse.Namespace) -> dict:
+    """``pretrain_bert``'s keyword arguments, read from the parsed command line in
+    one place: all of them but ``device`` and ``dist``, which depend on the processes
+    the run is launched with."""
+    return dict(
+        preset=args.preset,
+        overrides=dict(args.overrides),
+        steps=args.steps,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        warmup_fraction=args.warmup,
+        vocab_size=args.vocab_size,
+        vocab_min_count=args.vocab_min_count,
+        vocab_score=args.vocab_score,
+        eval_every=args.eval_every,
+        eval_batches=args.eval_batches,
+        checkpoint_every=args.checkpoint_every,
+        seed=args.seed,
+        max_documents=args.max_documents,
+        dynamic_masking=not args.static_masking,
+        resume=args.resume,
+        stop_after=args.stop_after,
+        objective=args.objective,
+        mlm_probability=args.mask_probability,
+        adam_beta2=args.adam_beta2,
+        task_text=args.task_text,
+        overwrite=args.overwrite,
+    )
