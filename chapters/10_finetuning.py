@@ -281,7 +281,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.models.bert import init_bert_weights
+from tinybert.models.bert_layers import init_bert_weights
 
 
 # %% tags=["export:finetuning.heads"]
@@ -474,7 +474,8 @@ for head in [
 # %%
 import transformers
 
-from tinybert.models.convert import bert_config_to_hf, from_hf
+from tinybert.models.convert import from_hf
+from tinybert.models.convert_names import bert_config_to_hf
 from tinybert.models.bert import BertConfig
 
 small = BertConfig(
@@ -1213,9 +1214,16 @@ for task, rates in best_rates.items():
 # UPOS, ...), comment lines starting with `#`, and a blank line after each sentence. Two kinds of
 # line are not words of the text: a *multiword token* such as "don't", written once with an ID
 # range (`3-4`) and then as its two syntactic words "do" and "n't", and *empty nodes* (ID `8.1`)
-# that annotators added for elided words. We keep the syntactic words and skip both.
+# that annotators added for elided words. We keep the syntactic words and skip both. The
+# readers of word-tagging files go to `tinybert.finetuning.tagging_tasks`.
 
-# %% tags=["export:finetuning.tasks"]
+# %% tags=["export:finetuning.tagging_tasks"]
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+# %% tags=["export:finetuning.tagging_tasks"]
 UPOS_TAGS = (
     "ADJ",
     "ADP",
@@ -1486,7 +1494,7 @@ plt.show()
 # {ref}`sec-ft-gain`). The files have the layout of the POS data, with a word and its
 # BIO tag on each line, so the reader gives the same `TaggedSentence`.
 
-# %% tags=["export:finetuning.tasks"]
+# %% tags=["export:finetuning.tagging_tasks"]
 NER_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")  # Universal NER
 
 
@@ -1639,7 +1647,6 @@ assert scores["overall"] == {
 }
 assert scores["LOC"]["recall"] == 0.0 and scores["ORG"]["precision"] == 0.5
 
-
 # %% [markdown]
 # The test suite checks `entity_scores` against `seqeval`, the library most fine-tuning scripts
 # use, on random tag sequences, broken ones included.
@@ -1657,9 +1664,18 @@ assert scores["LOC"]["recall"] == 0.0 and scores["ORG"]["precision"] == 0.5
 # sixth, counting from 0) for evaluation, the other 40 for training. Splitting by article keeps
 # every paragraph on one side, so the model is never evaluated on a paragraph it has read. The
 # split is written exactly as the original file is serialised (`json.dumps`), so its SHA-256
-# can be checked against the published values.
+# can be checked against the published values. The SQuAD reader goes to `tinybert.finetuning.squad`.
 
-# %% tags=["export:finetuning.tasks"]
+# %% tags=["export:finetuning.squad"]
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from tinybert.data import fetch
+
+
+# %% tags=["export:finetuning.squad"]
 @dataclass
 class QAExample:
     """One SQuAD question with its paragraph and reference answers."""
@@ -1778,7 +1794,7 @@ import torch
 from tinybert.pretraining.examples import encode_pair  # chapter 9
 from tinybert.pretraining.masking import SpecialTokens
 from tinybert.finetuning.loop import predict
-from tinybert.finetuning.tasks import QAExample
+from tinybert.finetuning.squad import QAExample
 
 
 # %% tags=["export:finetuning.qa"]
@@ -2312,17 +2328,15 @@ from tinybert.finetuning.metrics import accuracy, squad_evaluate
 from tinybert.finetuning.qa import make_qa_features, predict_answers
 from tinybert.models.bert import BertModel
 from tinybert.runtime import get_device, pick
+from tinybert.finetuning.squad import load_squad_dev_split, read_squad
+from tinybert.finetuning.tagging_tasks import UPOS_TAGS, read_conllu
 from tinybert.finetuning.tasks import (
     POEM_LABELS,
-    UPOS_TAGS,
     evenly_spaced,
     holdout_split,
-    load_squad_dev_split,
     per_label,
     read_banking77,
-    read_conllu,
     read_poem_sentiment,
-    read_squad,
 )
 
 # %% tags=["export:finetuning.recipes"]
@@ -2496,7 +2510,7 @@ def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
     (no NSP), like all-MiniLM-L6-v2, so both (and the random start) summarise a sentence
     by the mean."""
     # chapter 8: the real encoder, offline
-    from tinybert.models.convert import load_minilm
+    from tinybert.models.pretrained_encoder import load_minilm
 
     # chapter 9: the course's checkpoint
     from tinybert.checkpoint.pretrained import load_pretrained
@@ -3068,7 +3082,8 @@ for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
 # - Inspect the predictions, not only the score: the confusion matrix and the most confident
 #   mistakes show which distinctions the model has not learned.
 #
-# From `tinybert.finetuning.features`, `tinybert.finetuning.heads`, `tinybert.finetuning.tasks`, `tinybert.finetuning.qa`,
+# From `tinybert.finetuning.features`, `tinybert.finetuning.heads`, `tinybert.finetuning.tasks` (with `tagging_tasks` and `squad`),
+# `tinybert.finetuning.qa`,
 # `tinybert.finetuning.metrics` and `tinybert.finetuning.recipes` later chapters import the heads, the loop, the data
 # readers and the metrics to fine-tune and compare their own encoders.
 #

@@ -55,10 +55,11 @@
 # - why next sentence prediction can be solved from the topic alone, how sentence-order pairs are
 #   made, and what each objective's head learns about the other's task at a small scale.
 #
-# **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertLayer`, `BertModel` (its
-# `forward`), `BertForMaskedLM`, `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`,
-# `init_bert_weights`, `masked_lm_logits_and_loss`, `check_labels` and `tuple_or_none` from
-# `tinybert.models.bert`; `ACTIVATIONS_TO_HF`,
+# **Uses.** From {doc}`08_bert`: `BertConfig` and `BertModel` (its `forward`) from
+# `tinybert.models.bert`; `BertEmbeddings`, `BertLayer`, `init_bert_weights` and `tuple_or_none`
+# from `tinybert.models.bert_layers`; `BertForMaskedLM`, `BertMLMHead`, `MaskedLMOutput`,
+# `PreTrainingOutput`, `masked_lm_logits_and_loss` and `check_labels` from
+# `tinybert.models.bert_heads`; `ACTIVATIONS_TO_HF`,
 # `register`, `from_hf`, `to_hf`, `load_renamed`, `bert_config_from_hf` and `bert_encoder_names`
 # from `tinybert.models.convert`; `register_model_class`, `save_model` and `load_model` from
 # `tinybert.checkpoint.files`. From {doc}`09_pretraining`: `SegmentPair`, `encode_pair`, `PretrainingExample`,
@@ -88,11 +89,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.bert import (
-    BertConfig,
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_layers import (
     BertEmbeddings,
     BertLayer,
-    BertModel,
     tuple_or_none,
     init_bert_weights,
 )
@@ -627,12 +627,11 @@ from __future__ import annotations
 
 from torch import nn
 
-from tinybert.models.convert import (
+from tinybert.models.convert import load_renamed, register
+from tinybert.models.convert_names import (
     ACTIVATIONS_TO_HF,
     bert_config_from_hf,
     bert_encoder_names,
-    load_renamed,
-    register,
 )
 from tinybert.models.albert import (
     AlbertConfig,

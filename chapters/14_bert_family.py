@@ -79,7 +79,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.blocks.attention import causal_mask
-from tinybert.models.convert import load_minilm
+from tinybert.models.pretrained_encoder import load_minilm
 from tinybert.pretraining.distillation import distillation_loss, student_from_teacher
 from tinybert.blocks.feedforward import count_parameters
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
@@ -1052,7 +1052,7 @@ assert 1.7 < ratios["course checkpoint"] < 2.0
 
 # %% tags=["solution"]
 from tinybert.blocks.attention import causal_mask
-from tinybert.models.convert import load_minilm
+from tinybert.models.pretrained_encoder import load_minilm
 
 
 def prefix_lm_mask(T, prefix):

@@ -16,7 +16,8 @@ from tinybert.blocks.feedforward import count_parameters
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
 from tinybert.models.albert import (ALBERT_PRESETS, AlbertConfig, AlbertEmbeddings, AlbertEncoder,
                                     AlbertForMaskedLM, AlbertForPreTraining, AlbertModel)
-from tinybert.models.bert import BertConfig, BertLayer, BertModel
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_layers import BertLayer
 from tinybert.pretraining.examples import PretrainingBatches, SegmentPair
 from tinybert.pretraining.sentence_order import make_sop_examples, sample_sop_pairs
 

@@ -15,7 +15,8 @@ from tinybert.finetuning.heads import (QuestionAnswerer, SequenceClassifier,
                                        TokenClassifier, set_trainable_layers)
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import BertForPreTraining
-from tinybert.finetuning.tasks import TaggedSentence, TextExample
+from tinybert.finetuning.tagging_tasks import TaggedSentence
+from tinybert.finetuning.tasks import TextExample
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
 TEXTS = ["I am still waiting on my card?", "How do I top up my account with a transfer?",

@@ -15,7 +15,8 @@ from torch import nn
 from tinybert.exercises._assertions import assert_close as _assert_close
 from tinybert.blocks.feedforward import count_parameters
 from tinybert.models.albert import AlbertConfig, AlbertEmbeddings, AlbertEncoder
-from tinybert.models.bert import BertConfig, BertLayer
+from tinybert.models.bert import BertConfig
+from tinybert.models.bert_layers import BertLayer
 
 __all__ = [
     "check_albert_embedding_parameters",

@@ -44,17 +44,15 @@ from tinybert.finetuning.metrics import accuracy, squad_evaluate
 from tinybert.finetuning.qa import make_qa_features, predict_answers
 from tinybert.models.bert import BertModel
 from tinybert.runtime import get_device, pick
+from tinybert.finetuning.squad import load_squad_dev_split, read_squad
+from tinybert.finetuning.tagging_tasks import UPOS_TAGS, read_conllu
 from tinybert.finetuning.tasks import (
     POEM_LABELS,
-    UPOS_TAGS,
     evenly_spaced,
     holdout_split,
-    load_squad_dev_split,
     per_label,
     read_banking77,
-    read_conllu,
     read_poem_sentiment,
-    read_squad,
 )
 
 
@@ -230,7 +228,7 @@ def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
     (no NSP), like all-MiniLM-L6-v2, so both (and the random start) summarise a sentence
     by the mean."""
     # chapter 8: the real encoder, offline
-    from tinybert.models.convert import load_minilm
+    from tinybert.models.pretrained_encoder import load_minilm
 
     # chapter 9: the course's checkpoint
     from tinybert.checkpoint.pretrained import load_pretrained

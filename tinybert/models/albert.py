@@ -27,11 +27,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.bert import (
-    BertConfig,
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_layers import (
     BertEmbeddings,
     BertLayer,
-    BertModel,
     tuple_or_none,
     init_bert_weights,
 )
