@@ -83,16 +83,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
-from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.blocks.attention import padding_mask
-from tinybert.blocks.checks import describe
-from tinybert.blocks.feedforward import PositionwiseFeedForward, get_activation
-from tinybert.blocks.multihead import MultiHeadAttention
+from tinybert.blocks.feedforward import get_activation
 from tinybert.models.bert_inputs import bert_attention_mask, check_ids
 from tinybert.models.bert_layers import (
     BertEmbeddings,
@@ -2098,8 +2094,6 @@ plt.show()
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import uuid
 from pathlib import Path
 from typing import Callable

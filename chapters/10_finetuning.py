@@ -1165,7 +1165,7 @@ import json
 
 from dataclasses import asdict
 
-from tinybert.finetuning.recipes import LADDER
+from tinybert.finetuning.ladder import LADDER
 
 sweep = json.loads(
     (
@@ -2306,10 +2306,7 @@ for name, size, em, f1 in rows:
 # %% tags=["export:finetuning.recipes"]
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -2326,8 +2323,6 @@ from tinybert.finetuning.heads import (
 )
 from tinybert.finetuning.metrics import accuracy, squad_evaluate
 from tinybert.finetuning.qa import make_qa_features, predict_answers
-from tinybert.models.bert import BertModel
-from tinybert.runtime import get_device, pick
 from tinybert.finetuning.squad import load_squad_dev_split, read_squad
 from tinybert.finetuning.tagging_tasks import UPOS_TAGS, read_conllu
 from tinybert.finetuning.tasks import (
@@ -2338,6 +2333,25 @@ from tinybert.finetuning.tasks import (
     read_banking77,
     read_poem_sentiment,
 )
+
+# %% [markdown]
+# The transfer ladder at the end of this section goes to `tinybert.finetuning.ladder`, with these
+# imports:
+
+# %% tags=["export:finetuning.ladder"]
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from tinybert.finetuning.recipes import finetune_task
+from tinybert.models.bert import BertModel
+from tinybert.runtime import get_device, pick
 
 # %% tags=["export:finetuning.recipes"]
 TASKS = ("banking77", "poem_sentiment", "ud_pos", "squad")
@@ -2472,7 +2486,7 @@ def finetune_task(
 # suits. The settings of each task are fixed here, so that the learning-rate sweep
 # (`experiments/transfer_sweep.py`, run once outside the book) and the chapter use the same ones.
 
-# %% tags=["export:finetuning.recipes"]
+# %% tags=["export:finetuning.ladder"]
 @dataclass(frozen=True)
 class LadderTask:
     # evenly spread over the training split (None: per_label decides)
@@ -2681,7 +2695,8 @@ from collections import Counter, defaultdict
 
 import torch.nn.functional as F
 
-from tinybert.finetuning.recipes import LADDER, ladder_arms, ladder_score, task_data
+from tinybert.finetuning.ladder import LADDER, ladder_arms, ladder_score
+from tinybert.finetuning.recipes import task_data
 from tinybert.finetuning.tasks import per_label
 
 SEEDS = pick(quick=[0], full=[0, 1, 2])
@@ -3082,10 +3097,10 @@ for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
 # - Inspect the predictions, not only the score: the confusion matrix and the most confident
 #   mistakes show which distinctions the model has not learned.
 #
-# From `tinybert.finetuning.features`, `tinybert.finetuning.heads`, `tinybert.finetuning.tasks` (with `tagging_tasks` and `squad`),
-# `tinybert.finetuning.qa`,
-# `tinybert.finetuning.metrics` and `tinybert.finetuning.recipes` later chapters import the heads, the loop, the data
-# readers and the metrics to fine-tune and compare their own encoders.
+# From `tinybert.finetuning.features`, `tinybert.finetuning.heads`, `tinybert.finetuning.tasks`
+# (with `tagging_tasks` and `squad`), `tinybert.finetuning.qa`, `tinybert.finetuning.metrics`,
+# `tinybert.finetuning.recipes` and `tinybert.finetuning.ladder` later chapters import the heads,
+# the loop, the data readers and the metrics to fine-tune and compare their own encoders.
 #
 # (sec-ft-exercises)=
 # ## Exercises

@@ -14,8 +14,14 @@ import torch
 
 from tinybert.blocks.feedforward import count_parameters
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
-from tinybert.models.albert import (ALBERT_PRESETS, AlbertConfig, AlbertEmbeddings, AlbertEncoder,
-                                    AlbertForMaskedLM, AlbertForPreTraining, AlbertModel)
+from tinybert.models.albert import (
+    ALBERT_PRESETS,
+    AlbertConfig,
+    AlbertEmbeddings,
+    AlbertEncoder,
+    AlbertModel,
+)
+from tinybert.models.albert_heads import AlbertForMaskedLM, AlbertForPreTraining
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_layers import BertLayer
 from tinybert.pretraining.examples import PretrainingBatches, SegmentPair

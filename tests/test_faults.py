@@ -29,7 +29,8 @@ from tinybert.__main__ import main
 from tinybert.checkpoint.atomic import write_atomically
 from tinybert.checkpoint.files import load_model, save_model
 from tinybert.pretraining.masking import SpecialTokens
-from tinybert.models.albert import AlbertConfig, AlbertForPreTraining
+from tinybert.models.albert import AlbertConfig
+from tinybert.models.albert_heads import AlbertForPreTraining
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining
 from tinybert.models.bert import BertConfig
 from tinybert.pretraining.run import RUN_FILES, check_run_folder, pretrain_bert

@@ -216,7 +216,8 @@ def test_command_line_fine_tunes_a_headless_checkpoint_and_refuses_others(
 
     from tinybert.__main__ import main
     from tinybert.checkpoint.files import MODEL_CLASSES, load_model, register_model_class
-    from tinybert.models.albert import AlbertConfig, AlbertForPreTraining, AlbertModel
+    from tinybert.models.albert import AlbertConfig, AlbertModel
+    from tinybert.models.albert_heads import AlbertForPreTraining
 
     headless = tmp_path / "headless"
     save_model(load_model(tiny_checkpoint).bert, headless)       # a BertModel alone

@@ -93,13 +93,19 @@ MODULES = {
                         "development set and its reader.",
     "finetuning.metrics": "Accuracy, entity-level F1 and SQuAD's exact match and F1.",
     "finetuning.qa": "Extractive question answering: windows, answer spans and decoding.",
-    "finetuning.recipes": "One call per task, and the transfer ladder.",
+    "finetuning.recipes": "One call per task: a task's data, its head, fine-tuning and "
+                          "the score.",
+    "finetuning.ladder": "The transfer ladder: three encoders, one recipe per task, a "
+                         "score per run.",
     "models.roberta": "RoBERTa: its embeddings, model, masked-LM head and converter.",
     "pretraining.roberta_data": "RoBERTa's full-sentence packing and per-epoch masks.",
     "models.distilbert": "DistilBERT: its model, masked-LM head and converter.",
     "pretraining.distillation": "The distillation loss and a student made from its "
                                 "teacher.",
-    "models.albert": "ALBERT: factorised embeddings, shared layers, its heads.",
+    "models.albert": "ALBERT: its configuration, factorised embeddings, shared layers "
+                     "and the model.",
+    "models.albert_heads": "ALBERT's heads (masked language model, sentence order) and "
+                           "the models that carry them.",
     "models.convert_albert": "ALBERT's weights to and from Hugging Face.",
     "pretraining.sentence_order": "ALBERT's sentence-order prediction pairs.",
 }

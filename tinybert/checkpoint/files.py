@@ -18,8 +18,6 @@ __all__ = [
 
 
 import json
-import os
-import shutil
 import uuid
 from pathlib import Path
 from typing import Callable

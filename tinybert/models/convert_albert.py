@@ -18,12 +18,8 @@ from tinybert.models.convert_names import (
     bert_config_from_hf,
     bert_encoder_names,
 )
-from tinybert.models.albert import (
-    AlbertConfig,
-    AlbertForMaskedLM,
-    AlbertForPreTraining,
-    AlbertModel,
-)
+from tinybert.models.albert import AlbertConfig, AlbertModel
+from tinybert.models.albert_heads import AlbertForMaskedLM, AlbertForPreTraining
 
 
 # Built in chapter 13, section "Converting to and from Hugging Face":
