@@ -110,7 +110,7 @@ def main() -> None:
                         fast=not args.teaching_path, dropout=dropout, attention_dropout=dropout)
     from dataclasses import replace
 
-    from tinybert.models.convert import bert_config_to_hf
+    from tinybert.models.convert_names import bert_config_to_hf
     from tinybert.models.bert_heads import BertForMaskedLM
 
     theirs = transformers.BertForMaskedLM(bert_config_to_hf(config)).to(device)

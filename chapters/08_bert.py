@@ -62,30 +62,65 @@
 # against PyTorch's.
 # From {doc}`07_tokenization`: `WordPieceTokenizer` and its `SPECIAL_TOKENS`. From `tinybert.data`:
 # `fetch_group`, for the files of a real pretrained encoder, and `fetch`, for the English Web
-# Treebank. The model goes to `tinybert.models.bert`, the converters to `tinybert.models.convert`, saving
-# and loading to `tinybert.checkpoint.files`, the analysis of attention heads to
+# Treebank. The model goes to `tinybert.models.bert`, its parts to `tinybert.models.bert_layers` and
+# `tinybert.models.bert_inputs`, the converters to `tinybert.models.convert` (Hugging Face's names to
+# `tinybert.models.convert_names`, the real pretrained encoder to
+# `tinybert.models.pretrained_encoder`), saving
+# and loading to `tinybert.checkpoint.files` (writing files all or nothing to
+# `tinybert.checkpoint.atomic`), the analysis of attention heads to
 # `tinybert.models.attention_analysis`.
 #
 # (sec-bert-setup)=
 # ## Setup
 #
-# The first cell holds the imports of `tinybert.models.bert`; the second, those of the teaching code.
+# The first cell holds the imports of `tinybert.models.bert` (with the parts that the model
+# strings together, which this chapter builds below and the package keeps in
+# `tinybert.models.bert_layers` and `tinybert.models.bert_inputs`); the next two, the imports of
+# those two modules; the last, those of the teaching code.
 
 # %% tags=["export"]
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
-from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tinybert.blocks.feedforward import get_activation
+from tinybert.models.bert_inputs import bert_attention_mask, check_ids
+from tinybert.models.bert_layers import (
+    BertEmbeddings,
+    BertEncoder,
+    BertOutput,
+    BertPooler,
+    init_bert_weights,
+)
+
+# %% tags=["export:models.bert_layers"]
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from tinybert.blocks.feedforward import PositionwiseFeedForward
+from tinybert.blocks.multihead import MultiHeadAttention
+
+if TYPE_CHECKING:  # for the annotations only: tinybert.models.bert imports this module
+    from tinybert.models.bert import BertConfig
+
+# %% tags=["export:models.bert_inputs"]
+from __future__ import annotations
+
+import torch
+
 from tinybert.blocks.attention import padding_mask
 from tinybert.blocks.checks import describe
-from tinybert.blocks.feedforward import PositionwiseFeedForward, get_activation
-from tinybert.blocks.multihead import MultiHeadAttention
 
 # %%
 import json
@@ -136,7 +171,7 @@ print(f"device: {device}, quick mode: {is_quick()}")
 @dataclass
 class BertConfig:
     """Every number that fixes a BERT before training. Hugging Face's names are in
-    tinybert.models.convert."""
+    tinybert.models.convert_names."""
 
     vocab_size: int = 30522  # V, WordPiece vocabulary of bert-base-uncased
     # D, width of every position's vector (HF hidden_size)
@@ -316,7 +351,7 @@ assert (
 # `[PAD]` row of the token table starts at zero, and `padding_idx` keeps its gradient at zero, as
 # in Hugging Face's.
 
-# %% tags=["export"]
+# %% tags=["export:models.bert_layers"]
 def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
     """BERT's initialisation, applied with module.apply: N(0, std²) weights, zero
     biases, identity LayerNorms.
@@ -519,7 +554,7 @@ print(f"chapter 6 LayerNorm vs nn.LayerNorm: max difference {norm_error:.1e}")
 assert norm_error < 1e-5
 
 
-# %% tags=["export"]
+# %% tags=["export:models.bert_layers"]
 class BertLayer(nn.Module):
     """One post-LN encoder layer: x = LN(x + Dropout(SelfAttention(x))), then x = LN(x +
     Dropout(FFN(x))).
@@ -662,8 +697,8 @@ assert fast_error < 1e-5
 # caught before it turns into an index error deep inside an embedding lookup: ids outside the
 # vocabulary, segment ids outside the segment table, sequences longer than the position table.
 
-# %% tags=["export"]
-def _check_ids(
+# %% tags=["export:models.bert_inputs"]
+def check_ids(
     name: str, ids, shape: tuple[int, ...] | None, upper: int, why: str
 ) -> None:
     """Raise ValueError unless ``ids`` is an integer tensor (of ``shape``) with values
@@ -742,7 +777,7 @@ def bert_attention_mask(attention_mask, shape: tuple[int, int]) -> torch.Tensor 
 # even when it is built fast, since the fused kernel never forms them; {ref}`sec-bert-attention-heads`
 # reads them.
 
-# %% tags=["export"]
+# %% tags=["export:models.bert_layers"]
 @dataclass
 class BertOutput:
     # (B, T, D) one contextual vector per token
@@ -767,6 +802,7 @@ class BertPooler(nn.Module):
         return torch.tanh(self.dense(hidden[:, 0]))
 
 
+# %% tags=["export"]
 class BertModel(nn.Module):
     """BERT's encoder: embeddings, N post-LN Transformer layers, and the
     pooler on [CLS].
@@ -804,7 +840,7 @@ class BertModel(nn.Module):
         output_attentions: bool = False,
     ) -> BertOutput:
         c = self.config
-        _check_ids("input_ids", input_ids, None, c.vocab_size, "the vocabulary size")
+        check_ids("input_ids", input_ids, None, c.vocab_size, "the vocabulary size")
         B, T = input_ids.shape
         if not 1 <= T <= c.max_len:
             raise ValueError(
@@ -814,7 +850,7 @@ class BertModel(nn.Module):
         if token_type_ids is None:
             # everything is sentence A
             token_type_ids = torch.zeros_like(input_ids)
-        _check_ids(
+        check_ids(
             "token_type_ids",
             token_type_ids,
             (B, T),
@@ -920,7 +956,8 @@ from torch import nn
 
 from tinybert.blocks.checks import describe
 from tinybert.blocks.feedforward import get_activation
-from tinybert.models.bert import BertConfig, BertModel, init_bert_weights
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_layers import init_bert_weights
 
 # %% tags=["export:models.bert_heads"]
 # label of positions that carry no loss
@@ -1217,7 +1254,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import transformers
 
-from tinybert.models.convert import bert_config_to_hf
+from tinybert.models.convert_names import bert_config_to_hf
 
 
 def bert_parts(config: BertConfig) -> dict[str, int]:
@@ -1296,21 +1333,20 @@ with torch.device("meta"):
 from __future__ import annotations
 
 import importlib
-import json
 from dataclasses import dataclass
-from pathlib import Path
-from types import SimpleNamespace
 from typing import Callable
 
 import torch
-from safetensors.torch import load_file
 from torch import nn
 
 from tinybert.checkpoint.files import unique_state_dict
-from tinybert.data import fetch_group
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
-from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+from tinybert.models.convert_names import (  # the tables of names, below
+    bert_config_from_hf,
+    bert_config_to_hf,
+    bert_weight_names,
+)
 
 
 @dataclass
@@ -1416,10 +1452,19 @@ def load_renamed(
 
 
 # %% [markdown]
-# The BERT-specific half: the two configs, the table of names, and the registration of our three
-# classes under Hugging Face's class names (which are the same as ours).
+# The BERT-specific half: the two configs and the table of names (which `tinybert.models.convert_names`
+# keeps), then the registration of our three classes under Hugging Face's class names (which are
+# the same as ours).
 
-# %% tags=["export:models.convert"]
+# %% tags=["export:models.convert_names"]
+from __future__ import annotations
+
+from torch import nn
+
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_heads import BertForPreTraining
+
+# %% tags=["export:models.convert_names"]
 ACTIVATIONS_TO_HF = {
     "gelu": "gelu",
     "gelu_tanh": "gelu_pytorch_tanh",
@@ -1562,6 +1607,7 @@ def bert_weight_names(model: nn.Module) -> dict[str, str]:
     return names
 
 
+# %% tags=["export:models.convert"]
 def _bert_from_hf(hf_model) -> nn.Module:
     config = bert_config_from_hf(hf_model.config)
     cls = {
@@ -1721,7 +1767,24 @@ for ours_name in [
 # a file, or whose vocabulary does not match its configuration is refused, with a message that
 # names the folder and what was expected.
 
-# %% tags=["export:models.convert"]
+# %% tags=["export:models.pretrained_encoder"]
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+from safetensors.torch import load_file
+
+from tinybert.data import fetch_group
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.convert import load_renamed
+from tinybert.models.convert_names import bert_config_from_hf, bert_weight_names
+from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+
+# %% tags=["export:models.pretrained_encoder"]
 _HF_BERT_SIZES = (
     "vocab_size",
     "hidden_size",
@@ -2031,8 +2094,6 @@ plt.show()
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import uuid
 from pathlib import Path
 from typing import Callable
@@ -2040,6 +2101,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from tinybert.checkpoint.atomic import save_files, saved_file  # the cells below
 from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
 from tinybert.models.bert import BertModel
 
@@ -2080,6 +2142,21 @@ def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     return tensors
 
 
+# %% [markdown]
+# The cells that write files all or nothing go to `tinybert.checkpoint.atomic`:
+
+# %% tags=["export:checkpoint.atomic"]
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Callable
+
+
+# %% tags=["export:checkpoint.atomic"]
 def write_atomically(path: Path, write: Callable[[str], None]) -> None:
     """write(temporary path) next to ``path``, flush it to disk, then rename it over
     ``path`` in one step."""
@@ -2103,7 +2180,7 @@ def _create(path: Path, write: Callable[[Path], None]) -> None:
         os.fsync(f.fileno())
 
 
-# %% tags=["export:checkpoint.files"]
+# %% tags=["export:checkpoint.atomic"]
 PREVIOUS, FILES_NAME = ".previous", "FILES.json"  # what an interrupted save replaced
 
 

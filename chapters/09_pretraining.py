@@ -48,9 +48,9 @@
 # - what the shipped `bert-mini` learned: its loss curves, its held-out accuracy, and its guesses
 #   for masked words.
 #
-# **Uses.** From {doc}`08_bert`: `BertConfig`, `BertForPreTraining`, `IGNORE_INDEX`, and
-# `save_model`/`load_model`/`save_files`/`saved_file`, with `model_files` and
-# `write_atomically`, from `tinybert.checkpoint.files`. From {doc}`07_tokenization`:
+# **Uses.** From {doc}`08_bert`: `BertConfig`, `BertForPreTraining`, `IGNORE_INDEX`,
+# `save_model`/`load_model`, with `model_files`, from `tinybert.checkpoint.files`, and
+# `save_files`/`saved_file`, with `write_atomically`, from `tinybert.checkpoint.atomic`. From {doc}`07_tokenization`:
 # `WordPieceTokenizer`, `SPECIAL_TOKENS` and `train_wordpiece_tokenizer`. From
 # {doc}`02_word_vectors`:
 # `load_gutenberg`. From {doc}`10_finetuning`: `task_data`, the readers of the tasks whose
@@ -100,7 +100,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import load_model, saved_file
+from tinybert.checkpoint.atomic import saved_file
+from tinybert.checkpoint.files import load_model
 from tinybert.data import cache_dir
 from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX
@@ -1025,13 +1026,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import (
-    CONFIG_NAME,
-    model_files,
-    load_model,
-    save_files,
-    saved_file,
-)
+from tinybert.checkpoint.atomic import save_files, saved_file
+from tinybert.checkpoint.files import CONFIG_NAME, model_files, load_model
 
 
 # %% tags=["export:pretraining.optim"]
@@ -1472,12 +1468,8 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tinybert.checkpoint.files import (
-    CONFIG_NAME,
-    write_atomically,
-    save_model,
-    saved_file,
-)
+from tinybert.checkpoint.atomic import write_atomically, saved_file
+from tinybert.checkpoint.files import CONFIG_NAME, save_model
 from tinybert.pretraining.distributed import DistributedContext
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
@@ -1517,7 +1509,7 @@ import json
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import saved_file
+from tinybert.checkpoint.atomic import saved_file
 from tinybert.checkpoint.state import STATE_NAME
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.distributed import DistributedContext
@@ -1765,7 +1757,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import CONFIG_NAME, saved_file
+from tinybert.checkpoint.atomic import saved_file
+from tinybert.checkpoint.files import CONFIG_NAME
 from tinybert.checkpoint.state import STATE_NAME, load_checkpoint
 
 # %% tags=["export:pretraining.resume"]
@@ -2373,7 +2366,7 @@ import shutil
 from dataclasses import fields
 from pathlib import Path
 
-from tinybert.checkpoint.files import saved_file
+from tinybert.checkpoint.atomic import saved_file
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
 from tinybert.checkpoint.state import STATE_NAME
 from tinybert.models.bert import BertConfig
@@ -2537,7 +2530,8 @@ from pathlib import Path
 
 import torch
 
-from tinybert.checkpoint.files import save_model, saved_file, write_atomically
+from tinybert.checkpoint.atomic import saved_file, write_atomically
+from tinybert.checkpoint.files import save_model
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
 from tinybert.checkpoint.state import STATE_NAME
 from tinybert.models.bert import BertConfig

@@ -282,7 +282,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.models.bert import init_bert_weights
+from tinybert.models.bert_layers import init_bert_weights
 
 
 # %% tags=["export:finetuning.heads"]
@@ -475,7 +475,8 @@ for head in [
 # %%
 import transformers
 
-from tinybert.models.convert import bert_config_to_hf, from_hf
+from tinybert.models.convert import from_hf
+from tinybert.models.convert_names import bert_config_to_hf
 from tinybert.models.bert import BertConfig
 
 small = BertConfig(
@@ -1165,7 +1166,7 @@ import json
 
 from dataclasses import asdict
 
-from tinybert.finetuning.recipes import LADDER
+from tinybert.finetuning.ladder import LADDER
 
 sweep = json.loads(
     (
@@ -1214,9 +1215,16 @@ for task, rates in best_rates.items():
 # UPOS, ...), comment lines starting with `#`, and a blank line after each sentence. Two kinds of
 # line are not words of the text: a *multiword token* such as "don't", written once with an ID
 # range (`3-4`) and then as its two syntactic words "do" and "n't", and *empty nodes* (ID `8.1`)
-# that annotators added for elided words. We keep the syntactic words and skip both.
+# that annotators added for elided words. We keep the syntactic words and skip both. The
+# readers of word-tagging files go to `tinybert.finetuning.tagging_tasks`.
 
-# %% tags=["export:finetuning.tasks"]
+# %% tags=["export:finetuning.tagging_tasks"]
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+# %% tags=["export:finetuning.tagging_tasks"]
 UPOS_TAGS = (
     "ADJ",
     "ADP",
@@ -1487,7 +1495,7 @@ plt.show()
 # {ref}`sec-ft-gain`). The files have the layout of the POS data, with a word and its
 # BIO tag on each line, so the reader gives the same `TaggedSentence`.
 
-# %% tags=["export:finetuning.tasks"]
+# %% tags=["export:finetuning.tagging_tasks"]
 NER_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")  # Universal NER
 
 
@@ -1640,7 +1648,6 @@ assert scores["overall"] == {
 }
 assert scores["LOC"]["recall"] == 0.0 and scores["ORG"]["precision"] == 0.5
 
-
 # %% [markdown]
 # The test suite checks `entity_scores` against `seqeval`, the library most fine-tuning scripts
 # use, on random tag sequences, broken ones included.
@@ -1658,9 +1665,18 @@ assert scores["LOC"]["recall"] == 0.0 and scores["ORG"]["precision"] == 0.5
 # sixth, counting from 0) for evaluation, the other 40 for training. Splitting by article keeps
 # every paragraph on one side, so the model is never evaluated on a paragraph it has read. The
 # split is written exactly as the original file is serialised (`json.dumps`), so its SHA-256
-# can be checked against the published values.
+# can be checked against the published values. The SQuAD reader goes to `tinybert.finetuning.squad`.
 
-# %% tags=["export:finetuning.tasks"]
+# %% tags=["export:finetuning.squad"]
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from tinybert.data import fetch
+
+
+# %% tags=["export:finetuning.squad"]
 @dataclass
 class QAExample:
     """One SQuAD question with its paragraph and reference answers."""
@@ -1779,7 +1795,7 @@ import torch
 from tinybert.pretraining.pairs import encode_pair  # chapter 9
 from tinybert.pretraining.masking import SpecialTokens
 from tinybert.finetuning.loop import predict
-from tinybert.finetuning.tasks import QAExample
+from tinybert.finetuning.squad import QAExample
 
 
 # %% tags=["export:finetuning.qa"]
@@ -2291,10 +2307,7 @@ for name, size, em, f1 in rows:
 # %% tags=["export:finetuning.recipes"]
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -2311,20 +2324,35 @@ from tinybert.finetuning.heads import (
 )
 from tinybert.finetuning.metrics import accuracy, squad_evaluate
 from tinybert.finetuning.qa import make_qa_features, predict_answers
-from tinybert.models.bert import BertModel
-from tinybert.runtime import get_device, pick
+from tinybert.finetuning.squad import load_squad_dev_split, read_squad
+from tinybert.finetuning.tagging_tasks import UPOS_TAGS, read_conllu
 from tinybert.finetuning.tasks import (
     POEM_LABELS,
-    UPOS_TAGS,
     evenly_spaced,
     holdout_split,
-    load_squad_dev_split,
     per_label,
     read_banking77,
-    read_conllu,
     read_poem_sentiment,
-    read_squad,
 )
+
+# %% [markdown]
+# The transfer ladder at the end of this section goes to `tinybert.finetuning.ladder`, with these
+# imports:
+
+# %% tags=["export:finetuning.ladder"]
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from tinybert.finetuning.recipes import finetune_task
+from tinybert.models.bert import BertModel
+from tinybert.runtime import get_device, pick
 
 # %% tags=["export:finetuning.recipes"]
 TASKS = ("banking77", "poem_sentiment", "ud_pos", "squad")
@@ -2459,7 +2487,7 @@ def finetune_task(
 # suits. The settings of each task are fixed here, so that the learning-rate sweep
 # (`experiments/transfer_sweep.py`, run once outside the book) and the chapter use the same ones.
 
-# %% tags=["export:finetuning.recipes"]
+# %% tags=["export:finetuning.ladder"]
 @dataclass(frozen=True)
 class LadderTask:
     # evenly spread over the training split (None: per_label decides)
@@ -2497,7 +2525,7 @@ def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
     (no NSP), like all-MiniLM-L6-v2, so both (and the random start) summarise a sentence
     by the mean."""
     # chapter 8: the real encoder, offline
-    from tinybert.models.convert import load_minilm
+    from tinybert.models.pretrained_encoder import load_minilm
 
     # chapter 9: the course's checkpoint
     from tinybert.checkpoint.pretrained import load_pretrained
@@ -2668,7 +2696,8 @@ from collections import Counter, defaultdict
 
 import torch.nn.functional as F
 
-from tinybert.finetuning.recipes import LADDER, ladder_arms, ladder_score, task_data
+from tinybert.finetuning.ladder import LADDER, ladder_arms, ladder_score
+from tinybert.finetuning.recipes import task_data
 from tinybert.finetuning.tasks import per_label
 
 SEEDS = pick(quick=[0], full=[0, 1, 2])
@@ -3069,9 +3098,10 @@ for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
 # - Inspect the predictions, not only the score: the confusion matrix and the most confident
 #   mistakes show which distinctions the model has not learned.
 #
-# From `tinybert.finetuning.features`, `tinybert.finetuning.heads`, `tinybert.finetuning.tasks`, `tinybert.finetuning.qa`,
-# `tinybert.finetuning.metrics` and `tinybert.finetuning.recipes` later chapters import the heads, the loop, the data
-# readers and the metrics to fine-tune and compare their own encoders.
+# From `tinybert.finetuning.features`, `tinybert.finetuning.heads`, `tinybert.finetuning.tasks`
+# (with `tagging_tasks` and `squad`), `tinybert.finetuning.qa`, `tinybert.finetuning.metrics`,
+# `tinybert.finetuning.recipes` and `tinybert.finetuning.ladder` later chapters import the heads,
+# the loop, the data readers and the metrics to fine-tune and compare their own encoders.
 #
 # (sec-ft-exercises)=
 # ## Exercises

@@ -79,14 +79,14 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.convert import (
+from tinybert.models.convert import load_renamed, register
+from tinybert.models.convert_names import (
     bert_config_from_hf,
     bert_config_to_hf,
     bert_encoder_names,
-    load_renamed,
-    register,
 )
-from tinybert.models.bert import BertConfig, BertEmbeddings, BertModel
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_layers import BertEmbeddings
 from tinybert.models.bert_heads import BertForMaskedLM
 
 # %% tags=["export:pretraining.roberta_data"]

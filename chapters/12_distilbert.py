@@ -72,12 +72,11 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.convert import (
+from tinybert.models.convert import load_renamed, register
+from tinybert.models.convert_names import (
     ACTIVATIONS_FROM_HF,
     ACTIVATIONS_TO_HF,
     bert_encoder_names,
-    load_renamed,
-    register,
 )
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import BertForMaskedLM
@@ -93,7 +92,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.models.bert import BertEmbeddings
+from tinybert.models.bert_layers import BertEmbeddings
 from tinybert.models.distilbert import DistilBertConfig, DistilBertForMaskedLM
 
 # %%

@@ -55,10 +55,11 @@
 # - why next sentence prediction can be solved from the topic alone, how sentence-order pairs are
 #   made, and what each objective's head learns about the other's task at a small scale.
 #
-# **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertLayer`, `BertModel` (its
-# `forward`), `BertForMaskedLM`, `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`,
-# `init_bert_weights`, `masked_lm_logits_and_loss`, `check_labels` and `tuple_or_none` from
-# `tinybert.models.bert`; `ACTIVATIONS_TO_HF`,
+# **Uses.** From {doc}`08_bert`: `BertConfig` and `BertModel` (its `forward`) from
+# `tinybert.models.bert`; `BertEmbeddings`, `BertLayer`, `init_bert_weights` and `tuple_or_none`
+# from `tinybert.models.bert_layers`; `BertForMaskedLM`, `BertMLMHead`, `MaskedLMOutput`,
+# `PreTrainingOutput`, `masked_lm_logits_and_loss` and `check_labels` from
+# `tinybert.models.bert_heads`; `ACTIVATIONS_TO_HF`,
 # `register`, `from_hf`, `to_hf`, `load_renamed`, `bert_config_from_hf` and `bert_encoder_names`
 # from `tinybert.models.convert`; `register_model_class`, `save_model` and `load_model` from
 # `tinybert.checkpoint.files`. From {doc}`09_pretraining`: `SegmentPair` and `encode_pair` from
@@ -71,14 +72,14 @@
 # `tinybert.pretraining.evaluation`. From
 # {doc}`10_finetuning`: `SequenceClassifier` from `tinybert.finetuning.heads`. From {doc}`07_tokenization`:
 # `WordPieceTokenizer`. From {doc}`01_feedforward`: `count_parameters`.
-# The model goes to `tinybert.models.albert`, its converters to `tinybert.models.convert_albert`, the
+# The model goes to `tinybert.models.albert`, its heads to `tinybert.models.albert_heads`, its converters to `tinybert.models.convert_albert`, the
 # sentence-order pairs to `tinybert.pretraining.sentence_order`.
 #
 # (sec-albert-setup)=
 # ## Setup
 #
-# The first cell holds the imports of `tinybert.models.albert`; the second, those of the teaching
-# code.
+# The first cell holds the imports of `tinybert.models.albert`; the second, those of
+# `tinybert.models.albert_heads`; the third, those of the teaching code.
 
 # %% tags=["export"]
 from __future__ import annotations
@@ -86,25 +87,31 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 import torch
+from torch import nn
+
+from tinybert.checkpoint.files import register_model_class
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_heads import MaskedLMOutput
+from tinybert.models.bert_layers import BertEmbeddings, BertLayer, tuple_or_none
+
+# %% tags=["export:models.albert_heads"]
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
 import torch.nn.functional as F
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.bert import (
-    BertConfig,
-    BertEmbeddings,
-    BertLayer,
-    BertModel,
-    tuple_or_none,
-    init_bert_weights,
-)
+from tinybert.models.albert import AlbertConfig, AlbertModel
 from tinybert.models.bert_heads import (
     BertForMaskedLM,
     BertMLMHead,
-    MaskedLMOutput,
     check_labels,
     masked_lm_logits_and_loss,
 )
+from tinybert.models.bert_layers import init_bert_weights
 
 # %%
 import statistics
@@ -434,6 +441,10 @@ class AlbertModel(BertModel):
     encoder_class = AlbertEncoder
 
 
+# tinybert.checkpoint.files.save_model / load_model know it now (the heads: below)
+register_model_class(AlbertModel)
+
+
 # %% [markdown]
 # The masked-language-model head changes in one place. BERT's head transforms the final vector
 # with a $D \times D$ layer, then scores it against every row of the token table
@@ -443,9 +454,10 @@ class AlbertModel(BertModel):
 # head's decoder is $V \times E$ and tied, so it costs no parameters of its own beyond the bias.
 # The masked-language model is then chapter 8's `BertForMaskedLM` with ALBERT's encoder and head.
 # As for RoBERTa, the encoder keeps BERT's attribute name, `bert`; the converter below maps it to
-# Hugging Face's `albert.`.
+# Hugging Face's `albert.`. The heads and the models that carry them go to
+# `tinybert.models.albert_heads`, as BERT's went to `tinybert.models.bert_heads`.
 
-# %% tags=["export"]
+# %% tags=["export:models.albert_heads"]
 class AlbertMLMHead(BertMLMHead):
     """BERT's MLM head at width E: dense D -> E, activation, LayerNorm(E), then the (V,
     E) token table + bias."""
@@ -474,7 +486,7 @@ class AlbertForMaskedLM(BertForMaskedLM):
 # their original order, 1 that they were swapped. Class 0 means "B follows A" in both tasks, which
 # is what lets us try each head on the other's task in {ref}`sec-albert-experiment`.
 
-# %% tags=["export"]
+# %% tags=["export:models.albert_heads"]
 @dataclass
 class AlbertPreTrainingOutput:
     # mlm_loss + sop_loss, the sum of those whose labels were given
@@ -539,7 +551,7 @@ class AlbertForPreTraining(nn.Module):
         )
 
 
-for _cls in (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining):
+for _cls in (AlbertForMaskedLM, AlbertForPreTraining):
     # tinybert.checkpoint.files.save_model / load_model know them now
     register_model_class(_cls)
 
@@ -629,19 +641,14 @@ from __future__ import annotations
 
 from torch import nn
 
-from tinybert.models.convert import (
+from tinybert.models.convert import load_renamed, register
+from tinybert.models.convert_names import (
     ACTIVATIONS_TO_HF,
     bert_config_from_hf,
     bert_encoder_names,
-    load_renamed,
-    register,
 )
-from tinybert.models.albert import (
-    AlbertConfig,
-    AlbertForMaskedLM,
-    AlbertForPreTraining,
-    AlbertModel,
-)
+from tinybert.models.albert import AlbertConfig, AlbertModel
+from tinybert.models.albert_heads import AlbertForMaskedLM, AlbertForPreTraining
 
 
 def albert_config_from_hf(hf_config) -> AlbertConfig:

@@ -57,8 +57,8 @@
 # `tinybert.models.roberta`; `full_sentence_examples` from `tinybert.pretraining.roberta_data`. From
 # {doc}`12_distilbert`: `DistilBertConfig` and `DistilBertModel` from `tinybert.models.distilbert`;
 # `distillation_loss` and `student_from_teacher` from `tinybert.pretraining.distillation`. From
-# {doc}`13_albert`: `AlbertConfig`, `AlbertModel` and `AlbertForPreTraining` from
-# `tinybert.models.albert`; `make_sop_examples` from `tinybert.pretraining.sentence_order`. From
+# {doc}`13_albert`: `AlbertConfig` and `AlbertModel` from `tinybert.models.albert`,
+# `AlbertForPreTraining` from `tinybert.models.albert_heads`; `make_sop_examples` from `tinybert.pretraining.sentence_order`. From
 # {doc}`07_tokenization`: `WordPieceTokenizer`. From {doc}`03_attention`: `causal_mask` from
 # `tinybert.blocks.attention`. From {doc}`01_feedforward`: `count_parameters`.
 # This chapter exports nothing: it only uses what the earlier chapters built.
@@ -79,11 +79,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.blocks.attention import causal_mask
-from tinybert.models.convert import load_minilm
+from tinybert.models.pretrained_encoder import load_minilm
 from tinybert.pretraining.distillation import distillation_loss, student_from_teacher
 from tinybert.blocks.feedforward import count_parameters
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
-from tinybert.models.albert import AlbertConfig, AlbertForPreTraining, AlbertModel
+from tinybert.models.albert import AlbertConfig, AlbertModel
+from tinybert.models.albert_heads import AlbertForPreTraining
 from tinybert.models.bert_heads import (
     IGNORE_INDEX,
     BertForPreTraining,
@@ -1052,7 +1053,7 @@ assert 1.7 < ratios["course checkpoint"] < 2.0
 
 # %% tags=["solution"]
 from tinybert.blocks.attention import causal_mask
-from tinybert.models.convert import load_minilm
+from tinybert.models.pretrained_encoder import load_minilm
 
 
 def prefix_lm_mask(T, prefix):

@@ -98,7 +98,7 @@ def words_of(text: str) -> set[str]:
 
 
 def answer_sentence_baseline() -> dict:
-    from tinybert.finetuning.tasks import load_squad_dev_split, read_squad
+    from tinybert.finetuning.squad import load_squad_dev_split, read_squad
 
     _, evaluation = load_squad_dev_split()
     examples = read_squad(evaluation)

@@ -8,7 +8,7 @@ takes each arm's best rate and runs the final comparison (several seeds, test sp
     python experiments/transfer_sweep.py --out experiments/transfer_sweep.json
 
 The settings (examples, epochs, batch size, pooling) are the chapter's, from
-tinybert.finetuning.recipes.LADDER; the command, a log line per run and the seconds are written beside
+tinybert.finetuning.ladder.LADDER; the command, a log line per run and the seconds are written beside
 the numbers.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="+", default=None, help="default: every ladder task")
     parser.add_argument("--arms", nargs="+", default=None, help="default: every arm")
     parser.add_argument("--lrs", nargs="+", type=float, default=None,
-                        help="default: tinybert.finetuning.recipes.LADDER_LRS")
+                        help="default: tinybert.finetuning.ladder.LADDER_LRS")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
@@ -38,8 +38,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from tinybert.finetuning.recipes import (LADDER, LADDER_LRS, ladder_arms,
-                                             ladder_score)
+    from tinybert.finetuning.ladder import LADDER, LADDER_LRS, ladder_arms, ladder_score
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -52,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     if results.setdefault("settings", settings) != settings:
         raise SystemExit(f"{out} holds results for other ladder settings "
                          f"({results['settings']}); write to a new file")
-    results.setdefault("note", "validation accuracy; settings: tinybert.finetuning.recipes.LADDER")
+    results.setdefault("note", "validation accuracy; settings: tinybert.finetuning.ladder.LADDER")
     results.setdefault("log", [])
     arms = ladder_arms(args.checkpoint)
     for task in args.tasks or list(LADDER):

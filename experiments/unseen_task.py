@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import tinybert.finetuning.recipes as recipes
-    from tinybert.finetuning.recipes import (LADDER_LRS, LadderTask, ladder_arms,
-                                             ladder_score)
+    from tinybert.finetuning.ladder import (LADDER, LADDER_LRS, LadderTask, ladder_arms,
+                                            ladder_score)
     from tinybert.finetuning.tasks import evenly_spaced
 
     if args.threads:
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         return original_task_data(task, split)
 
     recipes.task_data = task_data            # finetune_task reads its data through it
-    recipes.LADDER["sentence_polarity"] = LadderTask(
+    LADDER["sentence_polarity"] = LadderTask(
         None, args.eval_examples, args.epochs, per_label=args.per_label)
     arms = ladder_arms()
     results = {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),

@@ -14,9 +14,16 @@ import torch
 
 from tinybert.blocks.feedforward import count_parameters
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
-from tinybert.models.albert import (ALBERT_PRESETS, AlbertConfig, AlbertEmbeddings, AlbertEncoder,
-                                    AlbertForMaskedLM, AlbertForPreTraining, AlbertModel)
-from tinybert.models.bert import BertConfig, BertLayer, BertModel
+from tinybert.models.albert import (
+    ALBERT_PRESETS,
+    AlbertConfig,
+    AlbertEmbeddings,
+    AlbertEncoder,
+    AlbertModel,
+)
+from tinybert.models.albert_heads import AlbertForMaskedLM, AlbertForPreTraining
+from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert_layers import BertLayer
 from tinybert.pretraining.examples import PretrainingBatches
 from tinybert.pretraining.pairs import SegmentPair
 from tinybert.pretraining.sentence_order import make_sop_examples, sample_sop_pairs

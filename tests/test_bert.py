@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 
 from tinybert.blocks.feedforward import count_parameters
-from tinybert.models.bert import BERT_PRESETS, BertConfig, BertLayer, BertModel
+from tinybert.models.bert import BERT_PRESETS, BertConfig, BertModel
+from tinybert.models.bert_layers import BertLayer
 from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
 from tinybert.blocks.multihead import MultiHeadAttention
 

@@ -12,8 +12,8 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from tinybert.models.convert import (  # noqa: E402
-    bert_config_from_hf, from_hf, register, to_hf)
+from tinybert.models.convert import from_hf, register, to_hf  # noqa: E402
+from tinybert.models.convert_names import bert_config_from_hf  # noqa: E402
 from tinybert.blocks.feedforward import count_parameters  # noqa: E402
 from tinybert.models.bert import BertConfig, BertModel  # noqa: E402
 from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
@@ -174,7 +174,7 @@ def test_bert_model_without_pooler():
 @pytest.mark.parametrize("preset", ["bert-base-uncased", "bert-large-uncased"])
 def test_parameter_counts_equal_hugging_face(preset):
     config = BertConfig.preset(preset)
-    from tinybert.models.convert import bert_config_to_hf
+    from tinybert.models.convert_names import bert_config_to_hf
 
     with torch.device("meta"):
         for ours_cls in (BertModel, BertForMaskedLM, BertForPreTraining):

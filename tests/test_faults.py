@@ -27,9 +27,11 @@ import tinybert.pretraining.step as pretrain_step
 import tinybert.pretraining.run as pretrain_run
 import tinybert.checkpoint.pretrained as pretrained_module
 from tinybert.__main__ import main
-from tinybert.checkpoint.files import write_atomically, load_model, save_model
+from tinybert.checkpoint.atomic import write_atomically
+from tinybert.checkpoint.files import load_model, save_model
 from tinybert.pretraining.masking import SpecialTokens
-from tinybert.models.albert import AlbertConfig, AlbertForPreTraining
+from tinybert.models.albert import AlbertConfig
+from tinybert.models.albert_heads import AlbertForPreTraining
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining
 from tinybert.models.bert import BertConfig
 from tinybert.pretraining.run import pretrain_bert
@@ -824,7 +826,7 @@ def test_a_run_interrupted_at_every_file_it_writes_resumes_exactly(tmp_path,
                                                                     monkeypatch):
     """Ctrl-C as the run writes its n-th file (vocabulary, metrics, each file of each
     checkpoint, the final model), for every n: --resume ends with the same files."""
-    import tinybert.checkpoint.files as checkpoint
+    import tinybert.checkpoint.atomic as checkpoint
 
     run = dict(TINY_RUN, steps=4, eval_every=2, checkpoint_every=2)
     pretrain_bert(tmp_path / "straight", **run)

@@ -16,7 +16,8 @@ from tinybert.finetuning.heads import (QuestionAnswerer, SequenceClassifier,
                                        TokenClassifier, set_trainable_layers)
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import BertForPreTraining
-from tinybert.finetuning.tasks import TaggedSentence, TextExample
+from tinybert.finetuning.tagging_tasks import TaggedSentence
+from tinybert.finetuning.tasks import TextExample
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
 TEXTS = ["I am still waiting on my card?", "How do I top up my account with a transfer?",
@@ -216,7 +217,8 @@ def test_command_line_fine_tunes_a_headless_checkpoint_and_refuses_others(
 
     from tinybert.__main__ import main
     from tinybert.checkpoint.files import MODEL_CLASSES, load_model, register_model_class
-    from tinybert.models.albert import AlbertConfig, AlbertForPreTraining, AlbertModel
+    from tinybert.models.albert import AlbertConfig, AlbertModel
+    from tinybert.models.albert_heads import AlbertForPreTraining
 
     headless = tmp_path / "headless"
     save_model(load_model(tiny_checkpoint).bert, headless)       # a BertModel alone

@@ -111,7 +111,8 @@ def test_labels_outside_the_label_set_are_a_clear_error(make, labels):
 
 def test_parity_with_hugging_face():
     transformers = pytest.importorskip("transformers")
-    from tinybert.models.convert import bert_config_to_hf, from_hf
+    from tinybert.models.convert import from_hf
+    from tinybert.models.convert_names import bert_config_to_hf
 
     ids, types, mask = batch(3)
     g = torch.Generator().manual_seed(4)

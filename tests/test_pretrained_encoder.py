@@ -17,7 +17,11 @@ import warnings
 import pytest
 import torch
 
-from tinybert.models.convert import PretrainedEncoder, load_hf_bert, load_minilm
+from tinybert.models.pretrained_encoder import (
+    PretrainedEncoder,
+    load_hf_bert,
+    load_minilm,
+)
 from tinybert.data import DataUnavailableError, fetch, fetch_group
 from tinybert.models.bert import BertModel
 from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS

@@ -13,7 +13,7 @@ from tinybert.models.bert import BertConfig, BertModel
 from tinybert.finetuning.qa import (Answer, answer_question, answer_token_span,
                                     best_span, make_qa_features, predict_answers,
                                     window_starts)
-from tinybert.finetuning.tasks import QAExample
+from tinybert.finetuning.squad import QAExample
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
 CONTEXT = ("The Rhine rises in the Swiss Alps and flows north through Basel. " * 3 +

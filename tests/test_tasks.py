@@ -11,11 +11,22 @@ from pathlib import Path
 import pytest
 
 from tinybert.data import DataUnavailableError, fetch
-from tinybert.finetuning.tasks import (POEM_LABELS, UPOS_TAGS, QAExample, TextExample,
-                                       evenly_spaced, holdout_split,
-                                       load_squad_dev_split, read_banking77,
-                                       read_conllu, read_labelled_csv,
-                                       read_poem_sentiment, read_squad, split_squad)
+from tinybert.finetuning.squad import (
+    QAExample,
+    load_squad_dev_split,
+    read_squad,
+    split_squad,
+)
+from tinybert.finetuning.tagging_tasks import UPOS_TAGS, read_conllu
+from tinybert.finetuning.tasks import (
+    POEM_LABELS,
+    TextExample,
+    evenly_spaced,
+    holdout_split,
+    read_banking77,
+    read_labelled_csv,
+    read_poem_sentiment,
+)
 
 
 def _available(name: str):
@@ -184,7 +195,7 @@ def test_squad_split_is_identical_to_the_published_one():
 # --- Universal NER (IOB2) ------------------------------------------------------------
 
 def test_read_iob2_reads_words_tags_and_sentence_breaks(tmp_path):
-    from tinybert.finetuning.tasks import NER_TAGS, read_iob2
+    from tinybert.finetuning.tagging_tasks import NER_TAGS, read_iob2
     path = tmp_path / "tiny.iob2"
     path.write_text("# sent_id = a\n1\tin\tO\t-\t-\n2\ttampa\tB-LOC\t-\tx\n3\tbay\tI-LOC\t-\tx\n"
                     "\n\n# sent_id = b\n1\tJo\tB-PER\t-\t-\n", encoding="utf-8")
@@ -197,7 +208,7 @@ def test_read_iob2_reads_words_tags_and_sentence_breaks(tmp_path):
 @pytest.mark.parametrize("line, message", [("1\tParis\tB-GPE\t-\t-", r"line 2: 'B-GPE'"),
                                            ("1 Paris B-LOC", "line 2: expected index")])
 def test_read_iob2_errors_name_the_file_and_line(tmp_path, line, message):
-    from tinybert.finetuning.tasks import read_iob2
+    from tinybert.finetuning.tagging_tasks import read_iob2
     path = tmp_path / "bad.iob2"
     path.write_text(f"# text = Paris\n{line}\n", encoding="utf-8")
     with pytest.raises(ValueError, match=message) as error:
@@ -206,7 +217,7 @@ def test_read_iob2_errors_name_the_file_and_line(tmp_path, line, message):
 
 
 def test_uner_files_have_the_documented_sizes():
-    from tinybert.finetuning.tasks import read_iob2
+    from tinybert.finetuning.tagging_tasks import read_iob2
     dev, test = read_iob2(fetch("uner_ewt/dev")), read_iob2(fetch("uner_ewt/test"))
     assert (len(dev), len(test)) == (2_001, 2_077)              # SOURCES.md §10
     assert sum(len(s.words) for s in dev) == 25_149

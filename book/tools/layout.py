@@ -55,14 +55,25 @@ MODULES = {
                                   "unigram training (forward-backward).",
     "tokenizers.unigram_training": "Training a unigram vocabulary with EM: seed, EM "
                                    "steps and pruning.",
-    "models.bert": "BERT: configuration, embeddings, layers, the encoder and the model.",
+    "models.bert": "BERT: its configuration, the published presets and the model.",
+    "models.bert_layers": "BERT's parts: initialisation, input embeddings, the encoder "
+                          "layer and stack, the pooler and the model's output.",
+    "models.bert_inputs": "BERT's inputs checked: token and segment ids, and the "
+                          "padding mask made an attention mask.",
     "models.bert_heads": "BERT's pretraining heads (masked language model, next sentence) "
                          "and the models that carry them.",
-    "models.convert": "Hugging Face weights to and from tinybert, and the real pretrained "
-                      "encoder.",
+    "models.convert": "Hugging Face models to and from tinybert: the converters' "
+                      "registry, renamed weights, BERT's converters.",
+    "models.convert_names": "Hugging Face's names for BERT: activations, configuration "
+                            "fields and tensor names.",
+    "models.pretrained_encoder": "A real pretrained BERT read from a Hugging Face "
+                                 "folder without transformers, and all-MiniLM-L6-v2.",
     "models.attention_analysis": "What trained heads attend to: word-level attention and "
                                  "the dependency-relation analysis.",
-    "checkpoint.files": "Model folders: config, weights and atomic saves.",
+    "checkpoint.files": "Model folders: the registered classes, config and weights "
+                        "saved and loaded.",
+    "checkpoint.atomic": "Files written all or nothing: one file renamed into place, a "
+                         "set of files swapped in together, an interrupted save undone.",
     "checkpoint.state": "Training state (optimiser, schedule, step) saved and resumed.",
     "checkpoint.pretrained": "The course's pretrained checkpoint, found and loaded.",
     "pretraining.corpus": "Pretraining documents: sentences, books, articles, task text "
@@ -89,17 +100,27 @@ MODULES = {
                            "features.",
     "finetuning.heads": "Classification, tagging and span heads on an encoder.",
     "finetuning.loop": "The fine-tuning loop and prediction.",
-    "finetuning.tasks": "Readers for the course's tasks: Banking77, UD POS, Universal NER, "
-                        "SQuAD, poem sentiment.",
+    "finetuning.tasks": "Readers for the sentence tasks (Banking77, poem sentiment), a "
+                        "held-out split and samples per label.",
+    "finetuning.tagging_tasks": "Readers for the word-tagging tasks: UD part-of-speech "
+                                "tags (CoNLL-U) and Universal NER (IOB2).",
+    "finetuning.squad": "SQuAD's questions: the QA example, the course's split of the "
+                        "development set and its reader.",
     "finetuning.metrics": "Accuracy, entity-level F1 and SQuAD's exact match and F1.",
     "finetuning.qa": "Extractive question answering: windows, answer spans and decoding.",
-    "finetuning.recipes": "One call per task, and the transfer ladder.",
+    "finetuning.recipes": "One call per task: a task's data, its head, fine-tuning and "
+                          "the score.",
+    "finetuning.ladder": "The transfer ladder: three encoders, one recipe per task, a "
+                         "score per run.",
     "models.roberta": "RoBERTa: its embeddings, model, masked-LM head and converter.",
     "pretraining.roberta_data": "RoBERTa's full-sentence packing and per-epoch masks.",
     "models.distilbert": "DistilBERT: its model, masked-LM head and converter.",
     "pretraining.distillation": "The distillation loss and a student made from its "
                                 "teacher.",
-    "models.albert": "ALBERT: factorised embeddings, shared layers, its heads.",
+    "models.albert": "ALBERT: its configuration, factorised embeddings, shared layers "
+                     "and the model.",
+    "models.albert_heads": "ALBERT's heads (masked language model, sentence order) and "
+                           "the models that carry them.",
     "models.convert_albert": "ALBERT's weights to and from Hugging Face.",
     "pretraining.sentence_order": "ALBERT's sentence-order prediction pairs.",
 }

@@ -18,12 +18,12 @@ _MODULES = {
     'model_files': 'files',
     'register_model_class': 'files',
     'save_checkpoint': 'state',
-    'save_files': 'files',
+    'save_files': 'atomic',
     'save_model': 'files',
-    'saved_file': 'files',
+    'saved_file': 'atomic',
     'shipped_checkpoint': 'pretrained',
     'unique_state_dict': 'files',
-    'write_atomically': 'files',
+    'write_atomically': 'atomic',
 }
 __all__ = [
     'CHECKPOINT_FILES',

@@ -22,13 +22,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import (
-    CONFIG_NAME,
-    model_files,
-    load_model,
-    save_files,
-    saved_file,
-)
+from tinybert.checkpoint.atomic import save_files, saved_file
+from tinybert.checkpoint.files import CONFIG_NAME, model_files, load_model
 
 
 STATE_NAME, STATE_TENSORS_NAME = "training_state.json", "training_state.safetensors"

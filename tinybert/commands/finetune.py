@@ -27,6 +27,10 @@ def _positive_int(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tinybert.finetuning.recipes import TASKS
+    from tinybert.runtime import is_quick
+
+    # a bad TINYBERT_QUICK raises ValueError here, which `tinybert` reports as a message
+    is_quick()
 
     parser.add_argument("task", choices=TASKS, help="the task to fine-tune on")
     parser.add_argument(

@@ -80,7 +80,7 @@ def from_hub(name: str):
 def load_hf(name_or_dir: str):
     """(encoder, tokenizer, description) from a local Hugging Face folder or a
     hub name."""
-    from tinybert.models.convert import load_hf_bert
+    from tinybert.models.pretrained_encoder import load_hf_bert
 
     path = Path(name_or_dir).expanduser()
     if path.exists() or not HUB_NAME.fullmatch(name_or_dir):

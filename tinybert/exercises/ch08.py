@@ -28,7 +28,8 @@ __all__ = [
 def check_bert_input_embeddings(bert_input_embeddings) -> None:
     """Check ``bert_input_embeddings`` against BertEmbeddings (eval mode, so no
     dropout)."""
-    from tinybert.models.bert import BertConfig, BertEmbeddings
+    from tinybert.models.bert import BertConfig
+    from tinybert.models.bert_layers import BertEmbeddings
 
     g = torch.Generator().manual_seed(801)
     # (B, T, V, D, P, eps)

@@ -18,7 +18,8 @@ from tinybert.exercises._assertions import assert_close as _assert_close
 from tinybert.exercises.ch13_sop import check_sop_pairs
 from tinybert.blocks.feedforward import count_parameters
 from tinybert.models.albert import AlbertConfig, AlbertEmbeddings, AlbertEncoder
-from tinybert.models.bert import BertConfig, BertLayer
+from tinybert.models.bert import BertConfig
+from tinybert.models.bert_layers import BertLayer
 
 __all__ = [
     "check_albert_embedding_parameters",

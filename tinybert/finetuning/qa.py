@@ -27,7 +27,7 @@ import torch
 from tinybert.pretraining.pairs import encode_pair  # chapter 9
 from tinybert.pretraining.masking import SpecialTokens
 from tinybert.finetuning.loop import predict
-from tinybert.finetuning.tasks import QAExample
+from tinybert.finetuning.squad import QAExample
 
 
 # Built in chapter 10, section "Windows over long paragraphs":

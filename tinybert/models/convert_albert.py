@@ -12,19 +12,14 @@ __all__ = ['albert_config_from_hf', 'albert_config_to_hf', 'albert_weight_names'
 
 from torch import nn
 
-from tinybert.models.convert import (
+from tinybert.models.convert import load_renamed, register
+from tinybert.models.convert_names import (
     ACTIVATIONS_TO_HF,
     bert_config_from_hf,
     bert_encoder_names,
-    load_renamed,
-    register,
 )
-from tinybert.models.albert import (
-    AlbertConfig,
-    AlbertForMaskedLM,
-    AlbertForPreTraining,
-    AlbertModel,
-)
+from tinybert.models.albert import AlbertConfig, AlbertModel
+from tinybert.models.albert_heads import AlbertForMaskedLM, AlbertForPreTraining
 
 
 # Built in chapter 13, section "Converting to and from Hugging Face":

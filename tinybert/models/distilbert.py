@@ -26,12 +26,11 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.convert import (
+from tinybert.models.convert import load_renamed, register
+from tinybert.models.convert_names import (
     ACTIVATIONS_FROM_HF,
     ACTIVATIONS_TO_HF,
     bert_encoder_names,
-    load_renamed,
-    register,
 )
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import BertForMaskedLM

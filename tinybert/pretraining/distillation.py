@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.models.bert import BertEmbeddings
+from tinybert.models.bert_layers import BertEmbeddings
 from tinybert.models.distilbert import DistilBertConfig, DistilBertForMaskedLM
 
 

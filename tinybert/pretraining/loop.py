@@ -22,12 +22,8 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tinybert.checkpoint.files import (
-    CONFIG_NAME,
-    write_atomically,
-    save_model,
-    saved_file,
-)
+from tinybert.checkpoint.atomic import write_atomically, saved_file
+from tinybert.checkpoint.files import CONFIG_NAME, save_model
 from tinybert.pretraining.distributed import DistributedContext
 from tinybert.pretraining.masking import SpecialTokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining

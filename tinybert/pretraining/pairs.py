@@ -19,7 +19,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import load_model, saved_file
+from tinybert.checkpoint.atomic import saved_file
+from tinybert.checkpoint.files import load_model
 from tinybert.data import cache_dir
 from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX

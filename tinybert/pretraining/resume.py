@@ -17,7 +17,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import CONFIG_NAME, saved_file
+from tinybert.checkpoint.atomic import saved_file
+from tinybert.checkpoint.files import CONFIG_NAME
 from tinybert.checkpoint.state import STATE_NAME, load_checkpoint
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import torch
 
-from tinybert.checkpoint.files import save_model, saved_file, write_atomically
+from tinybert.checkpoint.atomic import saved_file, write_atomically
+from tinybert.checkpoint.files import save_model
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
 from tinybert.checkpoint.state import STATE_NAME
 from tinybert.models.bert import BertConfig

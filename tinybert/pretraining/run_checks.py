@@ -15,7 +15,7 @@ import shutil
 from dataclasses import fields
 from pathlib import Path
 
-from tinybert.checkpoint.files import saved_file
+from tinybert.checkpoint.atomic import saved_file
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
 from tinybert.checkpoint.state import STATE_NAME
 from tinybert.models.bert import BertConfig

@@ -16,7 +16,7 @@ import json
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import saved_file
+from tinybert.checkpoint.atomic import saved_file
 from tinybert.checkpoint.state import STATE_NAME
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.distributed import DistributedContext
