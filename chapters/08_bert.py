@@ -62,8 +62,8 @@
 # against PyTorch's.
 # From {doc}`07_tokenization`: `WordPieceTokenizer` and its `SPECIAL_TOKENS`. From `tinybert.data`:
 # `fetch_group`, for the files of a real pretrained encoder, and `fetch`, for the English Web
-# Treebank. The model goes to `tinybert.models.bert`, its parts to `tinybert.models.bert_layers` and
-# `tinybert.models.bert_inputs`, the converters to `tinybert.models.convert` (Hugging Face's names to
+# Treebank. The model and its initialisation go to `tinybert.models.bert`, its parts (with the
+# checks of its inputs) to `tinybert.models.bert_layers`, the converters to `tinybert.models.convert` (Hugging Face's names to
 # `tinybert.models.convert_names`, the real pretrained encoder to
 # `tinybert.models.pretrained_encoder`), saving
 # and loading to `tinybert.checkpoint.files` (writing files all or nothing to
@@ -75,8 +75,8 @@
 #
 # The first cell holds the imports of `tinybert.models.bert` (with the parts that the model
 # strings together, which this chapter builds below and the package keeps in
-# `tinybert.models.bert_layers` and `tinybert.models.bert_inputs`); the next two, the imports of
-# those two modules; the last, those of the teaching code.
+# `tinybert.models.bert_layers`); the next, the imports of that module; the last, those of the
+# teaching code.
 
 # %% tags=["export"]
 from __future__ import annotations
@@ -89,13 +89,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.blocks.feedforward import get_activation
-from tinybert.models.bert_inputs import bert_attention_mask, check_ids
 from tinybert.models.bert_layers import (
     BertEmbeddings,
     BertEncoder,
     BertOutput,
     BertPooler,
-    init_bert_weights,
+    bert_attention_mask,
+    check_ids,
 )
 
 # %% tags=["export:models.bert_layers"]
@@ -108,19 +108,13 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from tinybert.blocks.attention import padding_mask
+from tinybert.blocks.checks import describe
 from tinybert.blocks.feedforward import PositionwiseFeedForward
 from tinybert.blocks.multihead import MultiHeadAttention
 
 if TYPE_CHECKING:  # for the annotations only: tinybert.models.bert imports this module
     from tinybert.models.bert import BertConfig
-
-# %% tags=["export:models.bert_inputs"]
-from __future__ import annotations
-
-import torch
-
-from tinybert.blocks.attention import padding_mask
-from tinybert.blocks.checks import describe
 
 # %%
 import json
@@ -351,7 +345,7 @@ assert (
 # `[PAD]` row of the token table starts at zero, and `padding_idx` keeps its gradient at zero, as
 # in Hugging Face's.
 
-# %% tags=["export:models.bert_layers"]
+# %% tags=["export:models.bert"]
 def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
     """BERT's initialisation, applied with module.apply: N(0, std²) weights, zero
     biases, identity LayerNorms.
@@ -373,6 +367,7 @@ def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
         nn.init.zeros_(module.bias)
 
 
+# %% tags=["export:models.bert_layers"]
 class BertEmbeddings(nn.Module):
     """x_t = Dropout(LayerNorm(E_token[w_t] + E_segment[s_t] + E_position[t])): (B, T)
     ids -> (B, T, D)."""
@@ -697,7 +692,7 @@ assert fast_error < 1e-5
 # caught before it turns into an index error deep inside an embedding lookup: ids outside the
 # vocabulary, segment ids outside the segment table, sequences longer than the position table.
 
-# %% tags=["export:models.bert_inputs"]
+# %% tags=["export:models.bert_layers"]
 def check_ids(
     name: str, ids, shape: tuple[int, ...] | None, upper: int, why: str
 ) -> None:
@@ -957,7 +952,7 @@ from torch import nn
 from tinybert.blocks.checks import describe
 from tinybert.blocks.feedforward import get_activation
 from tinybert.models.bert import BertConfig, BertModel
-from tinybert.models.bert_layers import init_bert_weights
+from tinybert.models.bert import init_bert_weights
 
 # %% tags=["export:models.bert_heads"]
 # label of positions that carry no loss

@@ -282,7 +282,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.models.bert_layers import init_bert_weights
+from tinybert.models.bert import init_bert_weights
 
 
 # %% tags=["export:finetuning.heads"]

@@ -55,9 +55,9 @@
 # - why next sentence prediction can be solved from the topic alone, how sentence-order pairs are
 #   made, and what each objective's head learns about the other's task at a small scale.
 #
-# **Uses.** From {doc}`08_bert`: `BertConfig` and `BertModel` (its `forward`) from
-# `tinybert.models.bert`; `BertEmbeddings`, `BertLayer`, `init_bert_weights` and `tuple_or_none`
-# from `tinybert.models.bert_layers`; `BertForMaskedLM`, `BertMLMHead`, `MaskedLMOutput`,
+# **Uses.** From {doc}`08_bert`: `BertConfig`, `BertModel` (its `forward`) and
+# `init_bert_weights` from `tinybert.models.bert`; `BertEmbeddings`, `BertLayer` and
+# `tuple_or_none` from `tinybert.models.bert_layers`; `BertForMaskedLM`, `BertMLMHead`, `MaskedLMOutput`,
 # `PreTrainingOutput`, `masked_lm_logits_and_loss` and `check_labels` from
 # `tinybert.models.bert_heads`; `ACTIVATIONS_TO_HF`,
 # `register`, `from_hf`, `to_hf`, `load_renamed`, `bert_config_from_hf` and `bert_encoder_names`
@@ -111,7 +111,7 @@ from tinybert.models.bert_heads import (
     check_labels,
     masked_lm_logits_and_loss,
 )
-from tinybert.models.bert_layers import init_bert_weights
+from tinybert.models.bert import init_bert_weights
 
 # %%
 import statistics

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import re
 from pathlib import Path
 
@@ -145,3 +146,54 @@ def test_no_module_imports_another_modules_private_names():
                           for a in node.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
     assert not found, found
+
+
+# --- issue 17: following input_ids to the loss ---------------------------------------------
+
+HAS_DATA = bool(os.environ.get("TINYBERT_DATA_DIR", "").strip())
+PATH_LIMIT = 8  # nanoGPT: 2 files, Google's BERT: 3, Cramming: about 6
+
+
+@pytest.mark.skipif(not HAS_DATA, reason="TINYBERT_DATA_DIR is not set")
+@pytest.mark.parametrize("objective", ["mlm+nsp", "mlm"])
+def test_input_ids_reach_the_loss_through_few_files(tmp_path, monkeypatch, objective):
+    """A batch of `tinybert pretrain`, followed from its making (examples, masking,
+    collation) through the model to the losses, runs code from at most PATH_LIMIT files
+    of the package (traced, not counted by hand)."""
+    import sys
+
+    import tinybert.pretraining.run as run
+    import tinybert.pretraining.step as step
+    from tinybert.__main__ import main
+
+    seen: set[str] = set()
+
+    def record(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(str(PACKAGE)):
+            seen.add(str(Path(frame.f_code.co_filename).relative_to(PACKAGE)))
+
+    def traced(fn):
+        def wrapper(*args, **kwargs):
+            previous = sys.getprofile()
+            sys.setprofile(record)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                sys.setprofile(previous)
+        return wrapper
+
+    original_pretrain = run.pretrain
+
+    def pretrain(model, batches, *args, **kwargs):
+        return original_pretrain(model, traced(batches), *args, **kwargs)
+
+    monkeypatch.setattr(run, "pretrain", pretrain)
+    monkeypatch.setattr(step, "pretraining_losses", traced(step.pretraining_losses))
+    assert main(["pretrain", "--out", str(tmp_path / "run"), "--steps", "2",
+                 "--objective", objective, "--set", "d_model=32", "--set", "n_layers=1",
+                 "--set", "n_heads=2", "--set", "d_ff=37", "--set", "max_len=32",
+                 "--batch-size", "8", "--vocab-size", "120", "--vocab-min-count", "2",
+                 "--eval-batches", "1", "--max-documents", "2", "--device", "cpu",
+                 "--threads", "1"]) == 0
+    assert {"pretraining/step.py", "models/bert.py"} <= seen   # the trace saw the path
+    assert len(seen) <= PATH_LIMIT, sorted(seen)

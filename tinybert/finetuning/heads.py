@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.models.bert_layers import init_bert_weights
+from tinybert.models.bert import init_bert_weights
 
 
 # Built in chapter 10, section "Heads: a small module over any encoder":

@@ -30,7 +30,7 @@ from tinybert.models.bert_heads import (
     check_labels,
     masked_lm_logits_and_loss,
 )
-from tinybert.models.bert_layers import init_bert_weights
+from tinybert.models.bert import init_bert_weights
 
 
 # Built in chapter 13, section "The model":

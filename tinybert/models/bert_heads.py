@@ -29,7 +29,7 @@ from torch import nn
 from tinybert.blocks.checks import describe
 from tinybert.blocks.feedforward import get_activation
 from tinybert.models.bert import BertConfig, BertModel
-from tinybert.models.bert_layers import init_bert_weights
+from tinybert.models.bert import init_bert_weights
 
 
 # label of positions that carry no loss
