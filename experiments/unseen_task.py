@@ -1,25 +1,41 @@
 """Hand-written: does the course checkpoint transfer to a task that no chapter uses?
 
-The Sentence Polarity Dataset (Pang and Lee 2005; movie-review snippets, positive or negative)
-is in the course data but in no chapter, and none of its text was in the course checkpoint's
-pretraining corpus. This script runs chapter 10's transfer ladder on it with the ladder's fair
-recipe: every arm picks its learning rate from the ladder's grid on the validation split
-(seed 0), then runs several seeds on the test split; the majority class and bag-of-words
-centroids stand beside it.
+Two sentence-classification sets of the course data are in no chapter:
+
+- ``sentence_polarity``: the Sentence Polarity Dataset (Pang and Lee 2005; movie-review
+  snippets, positive or negative). None of its text was in the course
+  checkpoint's pretraining corpus. Splits follow the course data's derived files
+  (SOURCES.md section 9): line i of each polarity file goes to validation if i % 10
+  == 8, to test if i % 10 == 9, otherwise to training.
+- ``authorship``: which of four novelists (Austen, Dickens, Twain, Doyle) wrote a
+  passage, the derived files of SOURCES.md section 9. Training and validation
+  passages come from eight novels that *were* in the pretraining corpus (as
+  unlabelled text); the test passages come from the four novels that chapter 9 keeps
+  out of it, one per author.
+
+This script runs chapter 10's transfer ladder on one of them with the ladder's fair
+recipe: every arm picks its learning rate from the ladder's grid on the validation
+split (seed 0), then runs several seeds on the test split; the majority class and a
+multinomial naive Bayes classifier over word counts (a model-free baseline) stand
+beside it.
 
     python experiments/unseen_task.py --out experiments/unseen_task.json --threads 2
-
-Splits follow the course data's derived files (SOURCES.md section 9): line i of each polarity
-file goes to validation if i % 10 == 8, to test if i % 10 == 9, otherwise to training.
+    python experiments/unseen_task.py --task authorship --out OUT.json --threads 2
 """
+
 from __future__ import annotations
 
 import argparse
+import csv
+import hashlib
+import math
+import re
 import json
 import shlex
 import sys
 import time
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 
@@ -38,12 +54,89 @@ def read_sentence_polarity() -> dict[str, list]:
     return splits
 
 
+# sha256 of the derived authorship files (SOURCES.md section 9)
+AUTHORSHIP_SHA256 = {
+    "train": "373f109fc1bb5ed9233a4f50819f12e883c62c95136d43e6575be8fd7c82daa3",
+    "dev": "ffa3b7893cf428b8ff3e131fccea0cb752ad472a17f11a93d8d6ceceb8bb2fe5",
+    "test": "3feed9baa6e038df9954cec02ee7e6b7fc4cda244fcaa19ee9c664719d5f5d43",
+}
+AUTHORS = ["austen", "dickens", "twain", "doyle"]
+
+
+def read_authorship() -> dict[str, list]:
+    """The train, validation and test splits of the derived authorship task, read from
+    ``$TINYBERT_DATA_DIR/derived`` (derived files have no upstream URL to download)."""
+    from tinybert.data import data_dir
+    from tinybert.finetuning.tasks import TextExample
+
+    root = data_dir()
+    if root is None:
+        raise SystemExit(
+            "--task authorship reads $TINYBERT_DATA_DIR/derived/"
+            "authorship_*.tsv; set TINYBERT_DATA_DIR to the course data"
+        )
+    splits = {}
+    for split, file_split in (
+        ("train", "train"),
+        ("validation", "dev"),
+        ("test", "test"),
+    ):
+        path = root / "derived" / f"authorship_{file_split}.tsv"
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != AUTHORSHIP_SHA256[file_split]:
+            raise SystemExit(
+                f"{path}: sha256 {digest}, expected "
+                f"{AUTHORSHIP_SHA256[file_split]} (SOURCES.md section 9)"
+            )
+        with path.open(encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+        splits[split] = [
+            TextExample(r["text"], AUTHORS.index(r["label"])) for r in rows
+        ]
+    return splits
+
+
+def naive_bayes(train, test, n_labels: int) -> float:
+    """Accuracy of multinomial naive Bayes over lower-cased word counts (add-one
+    smoothing): a baseline that needs no network."""
+
+    def words(text: str) -> list[str]:
+        return re.findall(r"[a-z0-9']+", text.lower())
+
+    counts = [Counter() for _ in range(n_labels)]
+    for e in train:
+        counts[e.label].update(words(e.text))
+    vocab = set().union(*counts)
+    prior = Counter(e.label for e in train)
+    totals = [sum(c.values()) + len(vocab) for c in counts]
+    correct = 0
+    for e in test:
+        scores = [
+            math.log(prior[c] / len(train))
+            + sum(
+                math.log((counts[c][w] + 1) / totals[c])
+                for w in words(e.text)
+                if w in vocab
+            )
+            for c in range(n_labels)
+        ]
+        correct += max(range(n_labels), key=scores.__getitem__) == e.label
+    return correct / len(test)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True,
-                        help="JSON file to write (must not exist)")
-    parser.add_argument("--per-label", type=int, default=32,
-                        help="training examples per label")
+    parser.add_argument(
+        "--out", required=True, help="JSON file to write (must not exist)"
+    )
+    parser.add_argument(
+        "--task",
+        choices=("sentence_polarity", "authorship"),
+        default="sentence_polarity",
+    )
+    parser.add_argument(
+        "--per-label", type=int, default=32, help="training examples per label"
+    )
     parser.add_argument("--epochs", type=int, default=16)
     parser.add_argument("--eval-examples", type=int, default=500)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -57,28 +150,40 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import tinybert.finetuning.recipes as recipes
-    from tinybert.finetuning.ladder import (LADDER, LADDER_LRS, LadderTask, ladder_arms,
-                                            ladder_score)
-    from tinybert.finetuning.tasks import evenly_spaced
+    from tinybert.finetuning.ladder import (
+        LADDER,
+        LADDER_LRS,
+        LadderTask,
+        ladder_arms,
+        ladder_score,
+    )
+    from tinybert.finetuning.tasks import evenly_spaced, per_label
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    splits = read_sentence_polarity()
-    labels = ["negative", "positive"]
+    if args.task == "authorship":
+        splits, labels = read_authorship(), list(AUTHORS)
+    else:
+        splits, labels = read_sentence_polarity(), ["negative", "positive"]
     original_task_data = recipes.task_data
 
     def task_data(task: str, split: str):
-        if task == "sentence_polarity":
+        if task == args.task:
             return splits[split], labels
         return original_task_data(task, split)
 
-    recipes.task_data = task_data            # finetune_task reads its data through it
-    LADDER["sentence_polarity"] = LadderTask(
-        None, args.eval_examples, args.epochs, per_label=args.per_label)
+    recipes.task_data = task_data  # finetune_task reads its data through it
+    LADDER[args.task] = LadderTask(
+        None, args.eval_examples, args.epochs, per_label=args.per_label
+    )
     arms = ladder_arms()
-    results = {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-               "settings": vars(args) | {"out": str(out)}, "log": [],
-               "validation": {}, "test": {}}
+    results = {
+        "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+        "settings": vars(args) | {"out": str(out)},
+        "log": [],
+        "validation": {},
+        "test": {},
+    }
 
     def log(line: str) -> None:
         results["log"].append(line)
@@ -88,29 +193,41 @@ def main(argv: list[str] | None = None) -> int:
         tmp.replace(out)
 
     test = evenly_spaced(splits["test"], args.eval_examples)
-    majority = max((0, 1), key=[e.label for e in splits["train"]].count)
+    majority = max(range(len(labels)), key=[e.label for e in splits["train"]].count)
     results["majority class"] = sum(e.label == majority for e in test) / len(test)
+    # the same few-shot training examples as every arm (finetune_task's per_label)
+    few_shot = per_label(splits["train"], args.per_label)
+    results["naive Bayes"] = naive_bayes(few_shot, test, len(labels))
     for name in args.arms or list(arms):
         arm, by_lr = arms[name], {}
         for lr in LADDER_LRS:
             start = time.perf_counter()
-            by_lr[f"{lr:g}"] = ladder_score("sentence_polarity", arm, lr=lr, seed=0,
-                                            split="validation")
-            log(f"validation {name} lr {lr:g}: {by_lr[f'{lr:g}']:.4f} "
-                f"({time.perf_counter() - start:.0f} s)")
+            by_lr[f"{lr:g}"] = ladder_score(
+                args.task, arm, lr=lr, seed=0, split="validation"
+            )
+            log(
+                f"validation {name} lr {lr:g}: {by_lr[f'{lr:g}']:.4f} "
+                f"({time.perf_counter() - start:.0f} s)"
+            )
         results["validation"][name] = by_lr
         best = float(max(by_lr, key=by_lr.get))
         scores = []
         for seed in args.seeds:
-            scores.append(ladder_score("sentence_polarity", arm, lr=best, seed=seed,
-                                       split="test"))
+            scores.append(
+                ladder_score(args.task, arm, lr=best, seed=seed, split="test")
+            )
             log(f"test {name} lr {best:g} seed {seed}: {scores[-1]:.4f}")
         results["test"][name] = {"lr": best, "scores": scores}
     for name, run in results["test"].items():
         scores = torch.tensor(run["scores"])
-        log(f"{name}: test accuracy {scores.mean():.1%} "
-            f"[{scores.min():.1%}, {scores.max():.1%}] over seeds {args.seeds}")
-    log(f"majority class: {results['majority class']:.1%}")
+        log(
+            f"{name}: test accuracy {scores.mean():.1%} "
+            f"[{scores.min():.1%}, {scores.max():.1%}] over seeds {args.seeds}"
+        )
+    log(
+        f"majority class: {results['majority class']:.1%}; naive Bayes on the same "
+        f"{len(few_shot)} training examples: {results['naive Bayes']:.1%}"
+    )
     return 0
 
 
