@@ -57,8 +57,8 @@
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertModel` (its `forward`) and
 # `init_bert_weights` from `tinybert.models.bert`; `BertEmbeddings`, `BertLayer` and
-# `tuple_or_none` from `tinybert.models.bert_layers`; `BertForMaskedLM`, `BertMLMHead`, `MaskedLMOutput`,
-# `PreTrainingOutput`, `masked_lm_logits_and_loss` and `check_labels` from
+# `tuple_or_none` from `tinybert.models.bert_layers`; `BertForMaskedLM`, `BertForPreTraining`,
+# `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`, `masked_lm_logits_and_loss` and `check_labels` from
 # `tinybert.models.bert_heads`; `ACTIVATIONS_TO_HF`,
 # `register`, `from_hf`, `to_hf`, `load_renamed`, `bert_config_from_hf` and `bert_encoder_names`
 # from `tinybert.models.convert`; `register_model_class`, `save_model` and `load_model` from
@@ -107,6 +107,7 @@ from tinybert.checkpoint.files import register_model_class
 from tinybert.models.albert import AlbertConfig, AlbertModel
 from tinybert.models.bert_heads import (
     BertForMaskedLM,
+    BertForPreTraining,
     BertMLMHead,
     check_labels,
     masked_lm_logits_and_loss,
@@ -485,6 +486,9 @@ class AlbertForMaskedLM(BertForMaskedLM):
 # Hugging Face's `AlbertSOPHead`. The classes follow Hugging Face: 0 means the two segments are in
 # their original order, 1 that they were swapped. Class 0 means "B follows A" in both tasks, which
 # is what lets us try each head on the other's task in {ref}`sec-albert-experiment`.
+# `AlbertForPreTraining` is chapter 8's `BertForPreTraining` with ALBERT's parts in its class
+# attributes; it overrides only the two methods that make and read the pair head, and its
+# `forward`, to call the labels `sop_labels`.
 
 # %% tags=["export:models.albert_heads"]
 @dataclass
@@ -507,22 +511,24 @@ class AlbertPreTrainingOutput:
         return self.sop_logits
 
 
-class AlbertForPreTraining(nn.Module):
+class AlbertForPreTraining(BertForPreTraining):
     """ALBERT with both pretraining heads: masked language model and sentence-order
-    prediction."""
+    prediction; chapter 8's model with ALBERT's encoder, MLM head, pair head and
+    output."""
 
     config_class = AlbertConfig
+    model_class = AlbertModel
+    mlm_head_class = AlbertMLMHead
+    output_class = AlbertPreTrainingOutput
     pair_labels = "sop_labels"  # what forward calls the sentence-pair labels
 
-    def __init__(self, config: AlbertConfig):
-        super().__init__()
-        self.config = config
-        self.bert = AlbertModel(config, add_pooler=True)
-        self.mlm_head = AlbertMLMHead(config, self.bert.embeddings.token_embeddings)
+    def add_pair_head(self, config: AlbertConfig) -> None:
         self.sop_dropout = nn.Dropout(config.classifier_dropout)
-        # reads the pooled [CLS] vector
-        self.sop_head = nn.Linear(config.d_model, 2)
+        self.sop_head = nn.Linear(config.d_model, 2)  # reads the pooled [CLS] vector
         init_bert_weights(self.sop_head, config.initializer_range)
+
+    def pair_logits(self, pooled: torch.Tensor) -> torch.Tensor:
+        return self.sop_head(self.sop_dropout(pooled))  # (B, D) -> (B, 2)
 
     def forward(
         self,
@@ -532,24 +538,9 @@ class AlbertForPreTraining(nn.Module):
         mlm_labels: torch.Tensor | None = None,
         sop_labels: torch.Tensor | None = None,
     ) -> AlbertPreTrainingOutput:
-        out = self.bert(input_ids, token_type_ids, attention_mask)
-        mlm_logits, mlm_loss = masked_lm_logits_and_loss(
-            self.mlm_head, out.last_hidden_state, mlm_labels, self.config.vocab_size
+        return self.heads_and_losses(
+            input_ids, token_type_ids, attention_mask, mlm_labels, sop_labels
         )
-        sop_logits = self.sop_head(self.sop_dropout(out.pooler_output))  # (B, 2)
-        sop_loss = None
-        if sop_labels is not None:
-            check_labels("sop_labels", sop_labels, (input_ids.shape[0],), 2)
-            sop_loss = F.cross_entropy(sop_logits, sop_labels)
-        losses = [loss for loss in (mlm_loss, sop_loss) if loss is not None]
-        return AlbertPreTrainingOutput(
-            loss=sum(losses) if losses else None,
-            mlm_loss=mlm_loss,
-            sop_loss=sop_loss,
-            mlm_logits=mlm_logits,
-            sop_logits=sop_logits,
-        )
-
 
 for _cls in (AlbertForMaskedLM, AlbertForPreTraining):
     # tinybert.checkpoint.files.save_model / load_model know them now

@@ -26,6 +26,7 @@ from tinybert.checkpoint.files import register_model_class
 from tinybert.models.albert import AlbertConfig, AlbertModel
 from tinybert.models.bert_heads import (
     BertForMaskedLM,
+    BertForPreTraining,
     BertMLMHead,
     check_labels,
     masked_lm_logits_and_loss,
@@ -82,22 +83,24 @@ class AlbertPreTrainingOutput:
 
 # Built in chapter 13, section "The model":
 # chapters/13_albert.html#the-model
-class AlbertForPreTraining(nn.Module):
+class AlbertForPreTraining(BertForPreTraining):
     """ALBERT with both pretraining heads: masked language model and sentence-order
-    prediction."""
+    prediction; chapter 8's model with ALBERT's encoder, MLM head, pair head and
+    output."""
 
     config_class = AlbertConfig
+    model_class = AlbertModel
+    mlm_head_class = AlbertMLMHead
+    output_class = AlbertPreTrainingOutput
     pair_labels = "sop_labels"  # what forward calls the sentence-pair labels
 
-    def __init__(self, config: AlbertConfig):
-        super().__init__()
-        self.config = config
-        self.bert = AlbertModel(config, add_pooler=True)
-        self.mlm_head = AlbertMLMHead(config, self.bert.embeddings.token_embeddings)
+    def add_pair_head(self, config: AlbertConfig) -> None:
         self.sop_dropout = nn.Dropout(config.classifier_dropout)
-        # reads the pooled [CLS] vector
-        self.sop_head = nn.Linear(config.d_model, 2)
+        self.sop_head = nn.Linear(config.d_model, 2)  # reads the pooled [CLS] vector
         init_bert_weights(self.sop_head, config.initializer_range)
+
+    def pair_logits(self, pooled: torch.Tensor) -> torch.Tensor:
+        return self.sop_head(self.sop_dropout(pooled))  # (B, D) -> (B, 2)
 
     def forward(
         self,
@@ -107,22 +110,8 @@ class AlbertForPreTraining(nn.Module):
         mlm_labels: torch.Tensor | None = None,
         sop_labels: torch.Tensor | None = None,
     ) -> AlbertPreTrainingOutput:
-        out = self.bert(input_ids, token_type_ids, attention_mask)
-        mlm_logits, mlm_loss = masked_lm_logits_and_loss(
-            self.mlm_head, out.last_hidden_state, mlm_labels, self.config.vocab_size
-        )
-        sop_logits = self.sop_head(self.sop_dropout(out.pooler_output))  # (B, 2)
-        sop_loss = None
-        if sop_labels is not None:
-            check_labels("sop_labels", sop_labels, (input_ids.shape[0],), 2)
-            sop_loss = F.cross_entropy(sop_logits, sop_labels)
-        losses = [loss for loss in (mlm_loss, sop_loss) if loss is not None]
-        return AlbertPreTrainingOutput(
-            loss=sum(losses) if losses else None,
-            mlm_loss=mlm_loss,
-            sop_loss=sop_loss,
-            mlm_logits=mlm_logits,
-            sop_logits=sop_logits,
+        return self.heads_and_losses(
+            input_ids, token_type_ids, attention_mask, mlm_labels, sop_labels
         )
 
 

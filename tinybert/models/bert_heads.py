@@ -180,11 +180,15 @@ class PreTrainingOutput:
 # chapters/08_bert.html#the-next-sentence-head
 class BertForPreTraining(nn.Module):
     """BERT with both pretraining heads: masked language model and next sentence
-    prediction."""
+    prediction.
+
+    A variant sets the class attributes and, for another sentence-pair head, overrides
+    ``add_pair_head`` and ``pair_logits`` (ALBERT's sentence order, chapter 13)."""
 
     config_class = BertConfig
     model_class = BertModel
     mlm_head_class = BertMLMHead
+    output_class = PreTrainingOutput
     pair_labels = "nsp_labels"  # what forward calls the sentence-pair labels
 
     def __init__(self, config: BertConfig):
@@ -194,9 +198,14 @@ class BertForPreTraining(nn.Module):
         self.mlm_head = self.mlm_head_class(
             config, self.bert.embeddings.token_embeddings
         )
-        # reads the pooled [CLS] vector
-        self.nsp_head = nn.Linear(config.d_model, 2)
+        self.add_pair_head(config)
+
+    def add_pair_head(self, config: BertConfig) -> None:
+        self.nsp_head = nn.Linear(config.d_model, 2)  # reads the pooled [CLS] vector
         init_bert_weights(self.nsp_head, config.initializer_range)
+
+    def pair_logits(self, pooled: torch.Tensor) -> torch.Tensor:
+        return self.nsp_head(pooled)  # (B, D) -> (B, 2)
 
     def forward(
         self,
@@ -206,20 +215,25 @@ class BertForPreTraining(nn.Module):
         mlm_labels: torch.Tensor | None = None,
         nsp_labels: torch.Tensor | None = None,
     ) -> PreTrainingOutput:
+        return self.heads_and_losses(
+            input_ids, token_type_ids, attention_mask, mlm_labels, nsp_labels
+        )
+
+    def heads_and_losses(
+        self, input_ids, token_type_ids, attention_mask, mlm_labels, pair_labels
+    ):
+        """Every variant's forward: ``pair_labels`` are what its forward calls
+        ``self.pair_labels``."""
         out = self.bert(input_ids, token_type_ids, attention_mask)
         mlm_logits, mlm_loss = masked_lm_logits_and_loss(
             self.mlm_head, out.last_hidden_state, mlm_labels, self.config.vocab_size
         )
-        nsp_logits = self.nsp_head(out.pooler_output)  # (B, 2)
-        nsp_loss = None
-        if nsp_labels is not None:
-            check_labels("nsp_labels", nsp_labels, (input_ids.shape[0],), 2)
-            nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
-        losses = [loss for loss in (mlm_loss, nsp_loss) if loss is not None]
-        return PreTrainingOutput(
-            loss=sum(losses) if losses else None,
-            mlm_loss=mlm_loss,
-            nsp_loss=nsp_loss,
-            mlm_logits=mlm_logits,
-            nsp_logits=nsp_logits,
-        )
+        pair_logits = self.pair_logits(out.pooler_output)  # (B, 2)
+        pair_loss = None
+        if pair_labels is not None:
+            check_labels(self.pair_labels, pair_labels, (input_ids.shape[0],), 2)
+            pair_loss = F.cross_entropy(pair_logits, pair_labels)
+        losses = [loss for loss in (mlm_loss, pair_loss) if loss is not None]
+        # the fields in order: loss, mlm_loss, the pair loss, mlm_logits, pair logits
+        loss = sum(losses) if losses else None
+        return self.output_class(loss, mlm_loss, pair_loss, mlm_logits, pair_logits)
