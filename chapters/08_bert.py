@@ -3051,7 +3051,7 @@ if pretrained:
 # encoder, counted above), and for most relations its best head is within a few points of the
 # fixed offset; yet its heads are far ahead of those of a randomly initialised bert-mini:
 # pretraining taught them where a word's neighbours are, which is exactly what a fixed offset
-# knows, and only for a relation or two which neighbour is the head. It is a
+# knows, and for far fewer relations than the real encoder which neighbour is the head. It is a
 # small model, pretrained briefly on little text ({doc}`09_pretraining`), and its vocabulary
 # splits many more words into pieces than all-MiniLM-L6-v2's (the shares printed above), so that
 # its heads must first put each word's pieces back together. Grammar in attention, if it comes,

@@ -82,6 +82,11 @@ def read_authorship() -> dict[str, list]:
         ("test", "test"),
     ):
         path = root / "derived" / f"authorship_{file_split}.tsv"
+        if not path.is_file():
+            raise SystemExit(
+                f"{path} is missing: --task authorship expects the course "
+                "data's derived files (SOURCES.md section 9) there"
+            )
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         if digest != AUTHORSHIP_SHA256[file_split]:
             raise SystemExit(
