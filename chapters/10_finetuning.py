@@ -2423,6 +2423,8 @@ def finetune_task(
     pad = SpecialTokens.from_vocab(tokenizer.vocab).pad
     # RoBERTa reads max_len - pad - 1
     max_len = getattr(encoder.config, "max_tokens", encoder.config.max_len)
+    # the seed fixes everything random from here: the new head's weights, dropout
+    torch.manual_seed(seed)
     if task == "squad":
         model, (features, _) = (
             QuestionAnswerer(encoder),
@@ -2443,7 +2445,6 @@ def finetune_task(
         eval_features = encode_sentences(tokenizer, evaluation, max_len=max_len)
     model = model.to(next(encoder.parameters()).device)
     set_trainable_layers(model, trainable_layers)
-    torch.manual_seed(seed)  # dropout
     result = finetune(
         model,
         features,
@@ -2536,7 +2537,8 @@ def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
     real = load_minilm()
 
     def random_init(seed: int) -> nn.Module:
-        torch.manual_seed(seed)
+        # a stream apart from the head's (finetune_task seeds the head with seed)
+        torch.manual_seed(10_000 + seed)
         return BertModel(config)
 
     def course_checkpoint(seed: int) -> nn.Module:

@@ -202,6 +202,31 @@ def test_command_line_tiny_run(tiny_checkpoint, capsys, extra):
     assert 0.0 <= accuracy <= 1.0
 
 
+def test_finetune_task_is_fixed_by_its_seed_whatever_ran_before(tiny_checkpoint):
+    """The seed fixes the new head's weights and dropout: the same call gives the same
+    model and score after unrelated random draws, and another seed gives another head."""
+    from tinybert.checkpoint.files import load_model
+    from tinybert.finetuning.recipes import finetune_task
+    from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+
+    tokenizer = WordPieceTokenizer.from_file(tiny_checkpoint / "vocab.txt", lowercase=True)
+
+    def run(seed, draws):
+        torch.manual_seed(123 + draws)
+        torch.rand(draws)  # whatever ran before
+        encoder = load_model(tiny_checkpoint).bert
+        return finetune_task("poem_sentiment", encoder, tokenizer, train_examples=16,
+                             eval_examples=8, epochs=1, batch_size=8, seed=seed)
+
+    first, again, other = run(0, 1), run(0, 1000), run(1, 1)
+    assert first.metrics == again.metrics
+    assert first.result.losses == again.result.losses
+    for (name, a), b in zip(first.model.state_dict().items(),
+                            again.model.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert not torch.equal(first.model.classifier.weight, other.model.classifier.weight)
+
+
 def test_command_line_reports_bad_input(tiny_checkpoint, tmp_path, capsys):
     from tinybert.__main__ import main
     assert main(["finetune", "banking77", "--checkpoint", str(tmp_path)]) == 1

@@ -85,7 +85,8 @@ def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
     real = load_minilm()
 
     def random_init(seed: int) -> nn.Module:
-        torch.manual_seed(seed)
+        # a stream apart from the head's (finetune_task seeds the head with seed)
+        torch.manual_seed(10_000 + seed)
         return BertModel(config)
 
     def course_checkpoint(seed: int) -> nn.Module:

@@ -114,6 +114,8 @@ def finetune_task(
     pad = SpecialTokens.from_vocab(tokenizer.vocab).pad
     # RoBERTa reads max_len - pad - 1
     max_len = getattr(encoder.config, "max_tokens", encoder.config.max_len)
+    # the seed fixes everything random from here: the new head's weights, dropout
+    torch.manual_seed(seed)
     if task == "squad":
         model, (features, _) = (
             QuestionAnswerer(encoder),
@@ -134,7 +136,6 @@ def finetune_task(
         eval_features = encode_sentences(tokenizer, evaluation, max_len=max_len)
     model = model.to(next(encoder.parameters()).device)
     set_trainable_layers(model, trainable_layers)
-    torch.manual_seed(seed)  # dropout
     result = finetune(
         model,
         features,
