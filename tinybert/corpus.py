@@ -8,13 +8,8 @@ explanations at chapters/02_word_vectors.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'gutenberg_body',
-    'gutenberg_ebooks',
-    'load_gutenberg',
-    'words',
-    'Vocabulary',
-]
+__all__ = ['gutenberg_body', 'gutenberg_ebooks', 'load_gutenberg', 'words',
+           'Vocabulary']  # fmt: skip
 
 
 import re

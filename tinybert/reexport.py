@@ -13,10 +13,11 @@ from importlib import import_module
 
 
 def lazy_reexports(
-    package: str, owners: dict[str, str]
+    package: str, modules: dict[str, list[str]]
 ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of ``package`` (PEP 562), for the public
-    names in ``owners`` (name -> the submodule of ``package`` that defines it)."""
+    names in ``modules`` (a submodule of ``package`` -> the names it defines)."""
+    owners = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name: str):
         if name not in owners:

@@ -38,11 +38,20 @@ def _wrap(text: str, prefix: str = "", width: int = WIDTH) -> list[str]:
                          break_long_words=False, break_on_hyphens=False)
 
 
-def _names_line(start: str, names: list[str]) -> str:
-    """``start`` + a bracketed list of the quoted names, wrapped to the page width."""
-    text = start + "[" + ", ".join(repr(n) for n in names) + "]"
-    return "\n".join(textwrap.wrap(text, WIDTH, subsequent_indent=" " * (len(start) + 1),
-                                   break_long_words=False, break_on_hyphens=False))
+SKIP = "  # fmt: skip"  # ruff keeps a statement so marked as it is
+
+
+def _names_line(start: str, names: list[str], end: str = "]", skip: bool = True) -> str:
+    """``start`` + the quoted names + ``end``, filled to the page width like a paragraph
+    (ruff would give each name a line of its own: a page of near-identical lines), and
+    marked for ruff to keep (``skip``) when it takes more than one line."""
+    text = start + ", ".join(repr(n) for n in names) + end
+    for width in (WIDTH, WIDTH - len(SKIP)):
+        lines = textwrap.wrap(text, width, subsequent_indent=" " * len(start),
+                              break_long_words=False, break_on_hyphens=False)
+        if not skip or len(lines[-1]) + len(SKIP) <= WIDTH:
+            break
+    return "\n".join(lines) + (SKIP if skip and len(lines) > 1 else "")
 
 
 @dataclass
@@ -129,7 +138,7 @@ def render(module: str, pieces: list[Piece]) -> str:
               + "\n".join(_wrap(built)) + '\n"""']
     if future:
         header.append(FUTURE)
-    all_line = _names_line("__all__ = ", public)
+    all_line = _names_line("__all__ = [", public)
     return "\n".join(header) + "\n\n" + all_line + "\n\n\n" + "\n\n\n".join(bodies) + "\n"
 
 
@@ -162,10 +171,14 @@ def render_package(package: str, modules: dict[str, str]) -> str:
              + "\n".join(_wrap(f"``from tinybert.{package} import NAME`` works for every "
                                "public name of its modules.")) + '\n"""',
              "from tinybert.reexport import lazy_reexports", "",
+             "# each module and the public names it defines",
              "_MODULES = {"]
-    lines += [f"    {name!r}: {module.rsplit('.', 1)[1]!r}," for name, module in
-              sorted(owner.items())]
-    lines += ["}", _names_line("__all__ = ", sorted(owner)),
+    by_module: dict[str, list[str]] = defaultdict(list)
+    for name, module in sorted(owner.items()):
+        by_module[module.rsplit(".", 1)[1]].append(name)
+    lines += [_names_line(f"    {module!r}: [", names, "],", skip=False)
+              for module, names in sorted(by_module.items())]
+    lines += ["}" + SKIP, "__all__ = sorted(name for names in _MODULES.values() for name in names)",
               "__getattr__, __dir__ = lazy_reexports(__name__, _MODULES)", ""]
     return "\n".join(lines)
 

@@ -8,13 +8,8 @@ chapters/03_attention.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'masked_softmax',
-    'scaled_dot_product_attention',
-    'causal_mask',
-    'padding_mask',
-    'fast_scaled_dot_product_attention',
-]
+__all__ = ['masked_softmax', 'scaled_dot_product_attention', 'causal_mask',
+           'padding_mask', 'fast_scaled_dot_product_attention']  # fmt: skip
 
 
 import math

@@ -8,15 +8,8 @@ chapters/01_feedforward.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'gelu_exact',
-    'gelu_tanh',
-    'gelu_sigmoid',
-    'get_activation',
-    'count_parameters',
-    'MLP',
-    'PositionwiseFeedForward',
-]
+__all__ = ['gelu_exact', 'gelu_tanh', 'gelu_sigmoid', 'get_activation',
+           'count_parameters', 'MLP', 'PositionwiseFeedForward']  # fmt: skip
 
 
 import math

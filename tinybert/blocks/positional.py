@@ -8,13 +8,9 @@ chapters/05_positional_encoding.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'sinusoidal_encoding',
-    'SinusoidalPositionalEncoding',
-    'LearnedPositionalEmbedding',
-    'relative_positions',
-    'RelativePositionBias',
-]
+__all__ = ['sinusoidal_encoding', 'SinusoidalPositionalEncoding',
+           'LearnedPositionalEmbedding', 'relative_positions',
+           'RelativePositionBias']  # fmt: skip
 
 
 import math

@@ -8,15 +8,8 @@ chapters/06_transformer.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'TransformerEmbedding',
-    'init_transformer_weights',
-    'TransformerConfig',
-    'PRESETS',
-    'check_tokens',
-    'Seq2SeqOutput',
-    'Transformer',
-]
+__all__ = ['TransformerEmbedding', 'init_transformer_weights', 'TransformerConfig',
+           'PRESETS', 'check_tokens', 'Seq2SeqOutput', 'Transformer']  # fmt: skip
 
 
 import math

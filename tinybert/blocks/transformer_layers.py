@@ -8,7 +8,8 @@ chapters/06_transformer.html.
 
 from __future__ import annotations
 
-__all__ = ['LayerNorm', 'EncoderLayer', 'DecoderLayer', 'Encoder', 'Decoder']
+__all__ = ['LayerNorm', 'EncoderLayer', 'DecoderLayer', 'Encoder',
+           'Decoder']  # fmt: skip
 
 
 import torch

@@ -7,40 +7,14 @@ course's pretrained checkpoint (chapter 09).
 
 from tinybert.reexport import lazy_reexports
 
+# each module and the public names it defines
 _MODULES = {
-    'CHECKPOINT_FILES': 'pretrained',
-    'Checkpoint': 'state',
-    'MODEL_CLASSES': 'files',
-    'Pretrained': 'pretrained',
-    'load_checkpoint': 'state',
-    'load_model': 'files',
-    'load_pretrained': 'pretrained',
-    'model_files': 'files',
-    'register_model_class': 'files',
-    'save_checkpoint': 'state',
-    'save_files': 'atomic',
-    'save_model': 'files',
-    'saved_file': 'atomic',
-    'shipped_checkpoint': 'pretrained',
-    'unique_state_dict': 'files',
-    'write_atomically': 'atomic',
-}
-__all__ = [
-    'CHECKPOINT_FILES',
-    'Checkpoint',
-    'MODEL_CLASSES',
-    'Pretrained',
-    'load_checkpoint',
-    'load_model',
-    'load_pretrained',
-    'model_files',
-    'register_model_class',
-    'save_checkpoint',
-    'save_files',
-    'save_model',
-    'saved_file',
-    'shipped_checkpoint',
-    'unique_state_dict',
-    'write_atomically',
-]
+    'atomic': ['save_files', 'saved_file', 'write_atomically'],
+    'files': ['MODEL_CLASSES', 'load_model', 'model_files', 'register_model_class',
+              'save_model', 'unique_state_dict'],
+    'pretrained': ['CHECKPOINT_FILES', 'Pretrained', 'load_pretrained',
+                   'shipped_checkpoint'],
+    'state': ['Checkpoint', 'load_checkpoint', 'save_checkpoint'],
+}  # fmt: skip
+__all__ = sorted(name for names in _MODULES.values() for name in names)
 __getattr__, __dir__ = lazy_reexports(__name__, _MODULES)

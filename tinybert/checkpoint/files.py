@@ -7,14 +7,8 @@ Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.htm
 
 from __future__ import annotations
 
-__all__ = [
-    'MODEL_CLASSES',
-    'register_model_class',
-    'unique_state_dict',
-    'model_files',
-    'save_model',
-    'load_model',
-]
+__all__ = ['MODEL_CLASSES', 'register_model_class', 'unique_state_dict', 'model_files',
+           'save_model', 'load_model']  # fmt: skip
 
 
 import json

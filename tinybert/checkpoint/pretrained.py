@@ -8,7 +8,8 @@ chapters/09_pretraining.html.
 
 from __future__ import annotations
 
-__all__ = ['Pretrained', 'CHECKPOINT_FILES', 'shipped_checkpoint', 'load_pretrained']
+__all__ = ['Pretrained', 'CHECKPOINT_FILES', 'shipped_checkpoint',
+           'load_pretrained']  # fmt: skip
 
 
 from collections.abc import Sequence

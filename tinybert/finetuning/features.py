@@ -8,7 +8,8 @@ chapters/10_finetuning.html.
 
 from __future__ import annotations
 
-__all__ = ['encode_sentences', 'batches', 'first_piece_labels', 'encode_tagged']
+__all__ = ['encode_sentences', 'batches', 'first_piece_labels',
+           'encode_tagged']  # fmt: skip
 
 
 import math

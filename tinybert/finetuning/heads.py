@@ -8,15 +8,8 @@ chapters/10_finetuning.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'ClassifierOutput',
-    'SpanOutput',
-    'POOLINGS',
-    'SequenceClassifier',
-    'TokenClassifier',
-    'QuestionAnswerer',
-    'set_trainable_layers',
-]
+__all__ = ['ClassifierOutput', 'SpanOutput', 'POOLINGS', 'SequenceClassifier',
+           'TokenClassifier', 'QuestionAnswerer', 'set_trainable_layers']  # fmt: skip
 
 
 from dataclasses import dataclass

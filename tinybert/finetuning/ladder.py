@@ -8,14 +8,8 @@ chapters/10_finetuning.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'LadderTask',
-    'LADDER',
-    'LADDER_LRS',
-    'LadderArm',
-    'ladder_arms',
-    'ladder_score',
-]
+__all__ = ['LadderTask', 'LADDER', 'LADDER_LRS', 'LadderArm', 'ladder_arms',
+           'ladder_score']  # fmt: skip
 
 
 import copy

@@ -8,17 +8,9 @@ chapters/10_finetuning.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'accuracy',
-    'confusion_matrix',
-    'per_class_accuracy',
-    'entity_spans',
-    'entity_scores',
-    'normalize_answer',
-    'squad_exact_match',
-    'squad_f1',
-    'squad_evaluate',
-]
+__all__ = ['accuracy', 'confusion_matrix', 'per_class_accuracy', 'entity_spans',
+           'entity_scores', 'normalize_answer', 'squad_exact_match', 'squad_f1',
+           'squad_evaluate']  # fmt: skip
 
 
 import re

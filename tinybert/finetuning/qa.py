@@ -8,15 +8,8 @@ chapters/10_finetuning.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'window_starts',
-    'answer_token_span',
-    'make_qa_features',
-    'best_span',
-    'Answer',
-    'predict_answers',
-    'answer_question',
-]
+__all__ = ['window_starts', 'answer_token_span', 'make_qa_features', 'best_span',
+           'Answer', 'predict_answers', 'answer_question']  # fmt: skip
 
 
 from collections import Counter

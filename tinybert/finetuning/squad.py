@@ -9,7 +9,8 @@ chapters/10_finetuning.html.
 
 from __future__ import annotations
 
-__all__ = ['QAExample', 'split_squad', 'load_squad_dev_split', 'read_squad']
+__all__ = ['QAExample', 'split_squad', 'load_squad_dev_split',
+           'read_squad']  # fmt: skip
 
 
 import json

@@ -9,7 +9,8 @@ chapters/10_finetuning.html.
 
 from __future__ import annotations
 
-__all__ = ['UPOS_TAGS', 'TaggedSentence', 'read_conllu', 'NER_TAGS', 'read_iob2']
+__all__ = ['UPOS_TAGS', 'TaggedSentence', 'read_conllu', 'NER_TAGS',
+           'read_iob2']  # fmt: skip
 
 
 from dataclasses import dataclass

@@ -9,16 +9,9 @@ chapters/10_finetuning.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'TextExample',
-    'read_labelled_csv',
-    'read_banking77',
-    'holdout_split',
-    'evenly_spaced',
-    'per_label',
-    'POEM_LABELS',
-    'read_poem_sentiment',
-]
+__all__ = ['TextExample', 'read_labelled_csv', 'read_banking77',
+           'holdout_split', 'evenly_spaced', 'per_label', 'POEM_LABELS',
+           'read_poem_sentiment']  # fmt: skip
 
 
 import csv

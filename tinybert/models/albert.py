@@ -7,13 +7,8 @@ Built in chapter 13 (ALBERT); read it with its explanations at chapters/13_alber
 
 from __future__ import annotations
 
-__all__ = [
-    'AlbertConfig',
-    'ALBERT_PRESETS',
-    'AlbertEmbeddings',
-    'AlbertEncoder',
-    'AlbertModel',
-]
+__all__ = ['AlbertConfig', 'ALBERT_PRESETS', 'AlbertEmbeddings', 'AlbertEncoder',
+           'AlbertModel']  # fmt: skip
 
 
 from dataclasses import dataclass, fields

@@ -8,12 +8,8 @@ Built in chapter 13 (ALBERT); read it with its explanations at chapters/13_alber
 
 from __future__ import annotations
 
-__all__ = [
-    'AlbertMLMHead',
-    'AlbertForMaskedLM',
-    'AlbertPreTrainingOutput',
-    'AlbertForPreTraining',
-]
+__all__ = ['AlbertMLMHead', 'AlbertForMaskedLM', 'AlbertPreTrainingOutput',
+           'AlbertForPreTraining']  # fmt: skip
 
 
 from dataclasses import dataclass

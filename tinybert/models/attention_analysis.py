@@ -8,17 +8,9 @@ Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.htm
 
 from __future__ import annotations
 
-__all__ = [
-    'encode_words',
-    'word_attention',
-    'DependencyTree',
-    'read_dependency_trees',
-    'head_predictions',
-    'offset_predictions',
-    'count_correct',
-    'syntax_counts',
-    'best_on_one_half',
-]
+__all__ = ['encode_words', 'word_attention', 'DependencyTree', 'read_dependency_trees',
+           'head_predictions', 'offset_predictions', 'count_correct', 'syntax_counts',
+           'best_on_one_half']  # fmt: skip
 
 
 from dataclasses import dataclass

@@ -8,16 +8,9 @@ Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.htm
 
 from __future__ import annotations
 
-__all__ = [
-    'IGNORE_INDEX',
-    'BertMLMHead',
-    'check_labels',
-    'masked_lm_logits_and_loss',
-    'MaskedLMOutput',
-    'BertForMaskedLM',
-    'PreTrainingOutput',
-    'BertForPreTraining',
-]
+__all__ = ['IGNORE_INDEX', 'BertMLMHead', 'check_labels', 'masked_lm_logits_and_loss',
+           'MaskedLMOutput', 'BertForMaskedLM', 'PreTrainingOutput',
+           'BertForPreTraining']  # fmt: skip
 
 
 from dataclasses import dataclass

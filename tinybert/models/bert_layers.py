@@ -8,16 +8,8 @@ Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.htm
 
 from __future__ import annotations
 
-__all__ = [
-    'BertEmbeddings',
-    'BertLayer',
-    'BertEncoder',
-    'tuple_or_none',
-    'check_ids',
-    'bert_attention_mask',
-    'BertOutput',
-    'BertPooler',
-]
+__all__ = ['BertEmbeddings', 'BertLayer', 'BertEncoder', 'tuple_or_none', 'check_ids',
+           'bert_attention_mask', 'BertOutput', 'BertPooler']  # fmt: skip
 
 
 from dataclasses import dataclass

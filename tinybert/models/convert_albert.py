@@ -7,7 +7,8 @@ Built in chapter 13 (ALBERT); read it with its explanations at chapters/13_alber
 
 from __future__ import annotations
 
-__all__ = ['albert_config_from_hf', 'albert_config_to_hf', 'albert_weight_names']
+__all__ = ['albert_config_from_hf', 'albert_config_to_hf',
+           'albert_weight_names']  # fmt: skip
 
 
 from torch import nn

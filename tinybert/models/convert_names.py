@@ -7,14 +7,8 @@ Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.htm
 
 from __future__ import annotations
 
-__all__ = [
-    'ACTIVATIONS_TO_HF',
-    'ACTIVATIONS_FROM_HF',
-    'bert_config_from_hf',
-    'bert_config_to_hf',
-    'bert_encoder_names',
-    'bert_weight_names',
-]
+__all__ = ['ACTIVATIONS_TO_HF', 'ACTIVATIONS_FROM_HF', 'bert_config_from_hf',
+           'bert_config_to_hf', 'bert_encoder_names', 'bert_weight_names']  # fmt: skip
 
 
 from torch import nn

@@ -8,16 +8,9 @@ chapters/12_distilbert.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'DistilBertConfig',
-    'DISTILBERT_PRESETS',
-    'DistilBertEmbeddings',
-    'DistilBertModel',
-    'DistilBertForMaskedLM',
-    'distilbert_config_from_hf',
-    'distilbert_config_to_hf',
-    'distilbert_weight_names',
-]
+__all__ = ['DistilBertConfig', 'DISTILBERT_PRESETS', 'DistilBertEmbeddings',
+           'DistilBertModel', 'DistilBertForMaskedLM', 'distilbert_config_from_hf',
+           'distilbert_config_to_hf', 'distilbert_weight_names']  # fmt: skip
 
 
 from dataclasses import dataclass

@@ -8,17 +8,10 @@ chapters/11_roberta.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'RobertaConfig',
-    'ROBERTA_PRESETS',
-    'roberta_position_ids',
-    'RobertaEmbeddings',
-    'RobertaModel',
-    'RobertaForMaskedLM',
-    'roberta_config_from_hf',
-    'roberta_config_to_hf',
-    'roberta_weight_names',
-]
+__all__ = ['RobertaConfig', 'ROBERTA_PRESETS', 'roberta_position_ids',
+           'RobertaEmbeddings', 'RobertaModel', 'RobertaForMaskedLM',
+           'roberta_config_from_hf', 'roberta_config_to_hf',
+           'roberta_weight_names']  # fmt: skip
 
 
 from dataclasses import dataclass

@@ -8,18 +8,9 @@ chapters/09_pretraining.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'split_sentences',
-    'wikitext_articles',
-    'book_documents',
-    'TRAIN_BOOKS',
-    'course_documents',
-    'encode_sentence',
-    'tokenize_documents',
-    'vocabulary_texts',
-    'make_segments',
-    'task_documents',
-]
+__all__ = ['split_sentences', 'wikitext_articles', 'book_documents', 'TRAIN_BOOKS',
+           'course_documents', 'encode_sentence', 'tokenize_documents',
+           'vocabulary_texts', 'make_segments', 'task_documents']  # fmt: skip
 
 
 import re

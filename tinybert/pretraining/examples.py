@@ -8,15 +8,8 @@ chapters/09_pretraining.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'PretrainingExample',
-    'make_examples',
-    'single_segment_examples',
-    'LABEL_KEYS',
-    'pad_features',
-    'collate',
-    'PretrainingBatches',
-]
+__all__ = ['PretrainingExample', 'make_examples', 'single_segment_examples',
+           'LABEL_KEYS', 'pad_features', 'collate', 'PretrainingBatches']  # fmt: skip
 
 
 from collections.abc import Sequence

@@ -8,7 +8,8 @@ chapters/11_roberta.html.
 
 from __future__ import annotations
 
-__all__ = ['pack_full_sentences', 'full_sentence_examples', 'mask_for_epoch']
+__all__ = ['pack_full_sentences', 'full_sentence_examples',
+           'mask_for_epoch']  # fmt: skip
 
 
 from collections.abc import Sequence

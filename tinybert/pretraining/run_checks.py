@@ -7,7 +7,8 @@ Built in chapter 9 (Pretraining BERT); read it with its explanations at
 chapters/09_pretraining.html.
 """
 
-__all__ = ['RUN_FILES', 'check_run_folder', 'check_recipe', 'check_arguments']
+__all__ = ['RUN_FILES', 'check_run_folder', 'check_recipe',
+           'check_arguments']  # fmt: skip
 
 
 import json

@@ -8,17 +8,9 @@ chapters/07_tokenization.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'GPT2_PATTERN',
-    'bytes_to_unicode',
-    'BYTE_TO_CHAR',
-    'CHAR_TO_BYTE',
-    'read_merges_txt',
-    'read_vocab_json',
-    'apply_merges',
-    'ByteLevelBPETokenizer',
-    'train_byte_level_bpe',
-]
+__all__ = ['GPT2_PATTERN', 'bytes_to_unicode', 'BYTE_TO_CHAR', 'CHAR_TO_BYTE',
+           'read_merges_txt', 'read_vocab_json', 'apply_merges',
+           'ByteLevelBPETokenizer', 'train_byte_level_bpe']  # fmt: skip
 
 
 import json

@@ -8,14 +8,8 @@ chapters/07_tokenization.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'Encoding',
-    'BACKENDS',
-    'batch_encode',
-    'import_tokenizers',
-    'check_text',
-    'read_lines',
-]
+__all__ = ['Encoding', 'BACKENDS', 'batch_encode', 'import_tokenizers', 'check_text',
+           'read_lines']  # fmt: skip
 
 
 from dataclasses import dataclass, field

@@ -8,14 +8,8 @@ chapters/07_tokenization.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'WHITESPACE',
-    'CJK_RANGES',
-    'is_cjk',
-    'is_punctuation',
-    'bert_normalize',
-    'bert_pre_tokenize',
-]
+__all__ = ['WHITESPACE', 'CJK_RANGES', 'is_cjk', 'is_punctuation', 'bert_normalize',
+           'bert_pre_tokenize']  # fmt: skip
 
 
 import string

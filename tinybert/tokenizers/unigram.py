@@ -8,14 +8,8 @@ chapters/07_tokenization.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'SPACE',
-    'UNIGRAM_SPECIAL_TOKENS',
-    'UNK_PENALTY',
-    'metaspace_split',
-    'viterbi',
-    'UnigramTokenizer',
-]
+__all__ = ['SPACE', 'UNIGRAM_SPECIAL_TOKENS', 'UNK_PENALTY', 'metaspace_split',
+           'viterbi', 'UnigramTokenizer']  # fmt: skip
 
 
 import json

@@ -8,15 +8,8 @@ chapters/07_tokenization.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'unigram_word_counts',
-    'seed_pieces',
-    'em_step',
-    'prune',
-    'UnigramModel',
-    'train_unigram',
-    'train_unigram_tokenizer',
-]
+__all__ = ['unigram_word_counts', 'seed_pieces', 'em_step', 'prune', 'UnigramModel',
+           'train_unigram', 'train_unigram_tokenizer']  # fmt: skip
 
 
 import math

@@ -8,7 +8,8 @@ chapters/07_tokenization.html.
 
 from __future__ import annotations
 
-__all__ = ['SPECIAL_TOKENS', 'read_vocab_txt', 'save_vocab_txt', 'WordPieceTokenizer']
+__all__ = ['SPECIAL_TOKENS', 'read_vocab_txt', 'save_vocab_txt',
+           'WordPieceTokenizer']  # fmt: skip
 
 
 from pathlib import Path

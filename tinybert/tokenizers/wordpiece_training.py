@@ -8,14 +8,9 @@ chapters/07_tokenization.html.
 
 from __future__ import annotations
 
-__all__ = [
-    'wordpiece_merge_scores',
-    'wordpiece_start',
-    'train_wordpiece_simple',
-    'train_wordpiece',
-    'bert_word_counts',
-    'train_wordpiece_tokenizer',
-]
+__all__ = ['wordpiece_merge_scores', 'wordpiece_start',
+           'train_wordpiece_simple', 'train_wordpiece', 'bert_word_counts',
+           'train_wordpiece_tokenizer']  # fmt: skip
 
 
 import heapq
