@@ -55,9 +55,10 @@
 # {doc}`02_word_vectors`:
 # `load_gutenberg`. From {doc}`10_finetuning`: `task_data`, the readers of the tasks whose
 # unlabelled training text the course checkpoint adds to its corpus. The chapter's code goes to the subpackage `tinybert.pretraining`:
-# `corpus` (text to documents), `masking`, `pairs` (next-sentence pairs), `examples` (examples and
+# `corpus` (text to documents), `objective` (what happens to one batch: the masking, the losses
+# and one update), `pairs` (next-sentence pairs), `examples` (examples and
 # batches), `optim` (optimizer, schedule, mixed precision; {doc}`10_finetuning` uses them too),
-# `interrupts` (Ctrl-C), `step` (the losses and one update), `evaluation` (held-out scores and
+# `interrupts` (Ctrl-C), `evaluation` (held-out scores and
 # curves), `resume`, `loop`, `distributed`, and `run_checks` and `run` (the whole run);
 # saving and resuming a run and loading the finished checkpoint go to `tinybert.checkpoint`
 # (`state` and `pretrained`, beside chapter 8's `files`). The command
@@ -79,16 +80,21 @@ from tinybert.corpus import load_gutenberg
 from tinybert.data import fetch
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
-# %% tags=["export:pretraining.masking"]
+# %% tags=["export:pretraining.objective"]
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
+from tinybert.checkpoint.atomic import saved_file
+from tinybert.checkpoint.state import STATE_NAME
 from tinybert.models.bert_heads import IGNORE_INDEX
+from tinybert.pretraining.distributed import DistributedContext
 
 # %% tags=["export", "export:checkpoint.pretrained", "export:pretraining.pairs"]
 from __future__ import annotations
@@ -103,7 +109,7 @@ from torch import nn
 from tinybert.checkpoint.atomic import saved_file
 from tinybert.checkpoint.files import load_model
 from tinybert.data import cache_dir
-from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.pretraining.objective import SpecialTokens, mask_tokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.models.bert import BertConfig
 from tinybert.pretraining.corpus import make_segments
@@ -567,7 +573,7 @@ for label in (0, 1):
 #
 # The special token ids come from the vocabulary:
 
-# %% tags=["export:pretraining.masking"]
+# %% tags=["export:pretraining.objective"]
 @dataclass(frozen=True)
 class SpecialTokens:
     """The ids of BERT's special tokens and the vocabulary size, read from a
@@ -612,7 +618,7 @@ class SpecialTokens:
 # keys, for example `(seed, "mask", step, rank)`; we will see why keys beat a single running
 # generator when we resume training.
 
-# %% tags=["export:pretraining.masking"]
+# %% tags=["export:pretraining.objective"]
 def seeded_generator(*keys) -> torch.Generator:
     """A torch.Generator seeded from a hash of ``keys``:
     ``seeded_generator(seed, "mask", step, rank)``."""
@@ -1471,7 +1477,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tinybert.checkpoint.atomic import write_atomically, saved_file
 from tinybert.checkpoint.files import CONFIG_NAME, save_model
 from tinybert.pretraining.distributed import DistributedContext
-from tinybert.pretraining.masking import SpecialTokens, seeded_generator
+from tinybert.pretraining.objective import SpecialTokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
@@ -1496,26 +1502,14 @@ from tinybert.pretraining.optim import (
     make_optimizer,
 )
 
+
 # %% [markdown]
 # `pretraining_losses` returns the loss to differentiate and its two parts. The lines about several
 # processes are explained in {ref}`sec-pretrain-ddp`; in a single process they do nothing. With
-# the training step below, it goes to `tinybert.pretraining.step`.
+# the training step below, it goes to `tinybert.pretraining.objective`, beside the masking:
+# the module holds what happens to one batch, from its masks to its update.
 
-# %% tags=["export:pretraining.step"]
-from __future__ import annotations
-
-import json
-
-import torch
-from torch import nn
-
-from tinybert.checkpoint.atomic import saved_file
-from tinybert.checkpoint.state import STATE_NAME
-from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.pretraining.distributed import DistributedContext
-
-
-# %% tags=["export:pretraining.step"]
+# %% tags=["export:pretraining.objective"]
 def for_model(
     model: nn.Module, batch: dict[str, torch.Tensor]
 ) -> dict[str, torch.Tensor]:
@@ -1574,7 +1568,7 @@ import torch
 from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.pretraining.step import for_model
+from tinybert.pretraining.objective import for_model
 
 
 # %% tags=["export:pretraining.evaluation"]
@@ -1689,7 +1683,7 @@ def write_json(path: str | Path, data: dict) -> None:
 # *before* the update, which would spread the NaN into every weight, with a message that says
 # which checkpoint is kept:
 
-# %% tags=["export:pretraining.step"]
+# %% tags=["export:pretraining.objective"]
 def _diverged(step: int, loss, mlm_loss, nsp_loss, checkpoint_dir) -> str:
     state = None if checkpoint_dir is None else saved_file(checkpoint_dir, STATE_NAME)
     kept = (
@@ -1839,7 +1833,7 @@ def resume_training(
 from tinybert.pretraining.evaluation import evaluate_pretraining, evaluation_line
 from tinybert.pretraining.interrupts import TrainingInterrupted, ctrl_c_requests
 from tinybert.pretraining.resume import resume_training
-from tinybert.pretraining.step import train_step
+from tinybert.pretraining.objective import train_step
 
 
 # %% tags=["export:pretraining.loop"]
@@ -2550,7 +2544,7 @@ from tinybert.pretraining.examples import (
 )
 from tinybert.pretraining.evaluation import plot_history
 from tinybert.pretraining.loop import PretrainingConfig, pretrain, write_json
-from tinybert.pretraining.masking import SpecialTokens, seeded_generator
+from tinybert.pretraining.objective import SpecialTokens, seeded_generator
 from tinybert.pretraining.run_checks import (
     check_arguments,
     check_recipe,
@@ -3183,7 +3177,7 @@ if not is_quick() and command:
 # The next chapters import `make_optimizer` and `linear_warmup_decay` from
 # `tinybert.pretraining.optim`, `save_checkpoint` from `tinybert.checkpoint.state`,
 # `load_pretrained` from `tinybert.checkpoint.pretrained`, and `mask_tokens` from
-# `tinybert.pretraining.masking`.
+# `tinybert.pretraining.objective`.
 #
 # (sec-pretrain-exercises)=
 # ## Exercises

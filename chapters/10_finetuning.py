@@ -158,7 +158,7 @@ from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.runtime import progress
 from tinybert.pretraining.examples import pad_features  # chapter 9
 from tinybert.pretraining.pairs import encode_pair  # chapter 9
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 
 # %% [markdown]
@@ -1793,7 +1793,7 @@ from dataclasses import dataclass
 import torch
 
 from tinybert.pretraining.pairs import encode_pair  # chapter 9
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.finetuning.loop import predict
 from tinybert.finetuning.squad import QAExample
 
@@ -2315,7 +2315,7 @@ from torch import nn
 from tinybert.data import fetch
 from tinybert.finetuning.loop import FinetuneResult, finetune, predict
 from tinybert.finetuning.features import encode_sentences, encode_tagged
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.finetuning.heads import (
     QuestionAnswerer,
     SequenceClassifier,

@@ -53,7 +53,7 @@
 # `bert_encoder_names`, `from_hf`, `to_hf` and the config converters `bert_config_from_hf` and
 # `bert_config_to_hf` from `tinybert.models.convert`; `register_model_class` from `tinybert.checkpoint.files`;
 # the ignored-label value `IGNORE_INDEX`. From {doc}`09_pretraining`: `mask_tokens`,
-# `seeded_generator` and `SpecialTokens` (`tinybert.pretraining.masking`), `PretrainingExample`,
+# `seeded_generator` and `SpecialTokens` (`tinybert.pretraining.objective`), `PretrainingExample`,
 # `PretrainingBatches` and `make_examples` (`tinybert.pretraining.examples`), `shipped_checkpoint`
 # (`tinybert.checkpoint.pretrained`), the
 # course corpus (`course_documents`, `tokenize_documents` and `vocabulary_texts` from
@@ -96,7 +96,7 @@ from collections.abc import Sequence
 
 import torch
 
-from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.pretraining.objective import SpecialTokens, mask_tokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.examples import PretrainingExample
 
@@ -768,7 +768,7 @@ assert pack_full_sentences(toy, 8, 0) == [
 # compared with the length of an input; the cell also packs the corpus at RoBERTa's 512 tokens:
 
 # %%
-from tinybert.pretraining.masking import SpecialTokens, seeded_generator
+from tinybert.pretraining.objective import SpecialTokens, seeded_generator
 from tinybert.pretraining.examples import make_examples
 
 max_len = pick(quick=32, full=64)

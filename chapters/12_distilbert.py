@@ -796,7 +796,7 @@ assert not torch.equal(
 # informative where the input is hidden), and the cosine term at every real token.
 
 # %%
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.examples import PretrainingBatches
 from tinybert.checkpoint.pretrained import load_pretrained

@@ -66,7 +66,7 @@
 # `tinybert.pretraining.pairs`; `PretrainingExample`,
 # `make_examples` and `PretrainingBatches` from `tinybert.pretraining.examples`;
 # `shipped_checkpoint` from `tinybert.checkpoint.pretrained`;
-# `SpecialTokens` and `seeded_generator` from `tinybert.pretraining.masking`; `make_segments`,
+# `SpecialTokens` and `seeded_generator` from `tinybert.pretraining.objective`; `make_segments`,
 # `course_documents` and `tokenize_documents` from `tinybert.pretraining.corpus`; `pretrain` and
 # `PretrainingConfig` from `tinybert.pretraining.loop`; `evaluate_pretraining` from
 # `tinybert.pretraining.evaluation`. From
@@ -1049,7 +1049,7 @@ from collections.abc import Sequence
 
 import torch
 
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.pretraining.examples import PretrainingExample
 from tinybert.pretraining.pairs import SegmentPair, encode_pair
 from tinybert.pretraining.corpus import make_segments
@@ -1113,7 +1113,7 @@ def make_sop_examples(
 # The pairs of a toy document of four one-token segments, and the balance of the classes on many:
 
 # %%
-from tinybert.pretraining.masking import seeded_generator
+from tinybert.pretraining.objective import seeded_generator
 
 # the middle document has one segment
 toy = [[[10], [11], [12], [13]], [[20]], [[30], [31]]]
@@ -1144,7 +1144,7 @@ assert abs(sum(p.nsp_label for p in many) / len(many) - 0.5) < 0.03
 # the same size.
 
 # %%
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.pretraining.examples import PretrainingBatches, make_examples
 from tinybert.checkpoint.pretrained import shipped_checkpoint
 from tinybert.pretraining.corpus import course_documents, tokenize_documents

@@ -50,7 +50,7 @@
 # `tinybert.models.convert`. From {doc}`09_pretraining`: `PretrainingBatches` and
 # `make_examples` from `tinybert.pretraining.examples`; `shipped_checkpoint` and
 # `load_pretrained` from `tinybert.checkpoint.pretrained`;
-# `SpecialTokens` and `seeded_generator` from `tinybert.pretraining.masking`; `course_documents` and
+# `SpecialTokens` and `seeded_generator` from `tinybert.pretraining.objective`; `course_documents` and
 # `tokenize_documents` from `tinybert.pretraining.corpus`; `pretrain` and `PretrainingConfig` from
 # `tinybert.pretraining.loop`; `make_optimizer` from `tinybert.pretraining.optim`. From {doc}`10_finetuning`: `finetune_task` from `tinybert.finetuning.recipes`.
 # From {doc}`11_roberta`: `RobertaConfig`, `RobertaModel` and `RobertaForMaskedLM` from
@@ -82,7 +82,7 @@ from tinybert.blocks.attention import causal_mask
 from tinybert.models.pretrained_encoder import load_minilm
 from tinybert.pretraining.distillation import distillation_loss, student_from_teacher
 from tinybert.blocks.feedforward import count_parameters
-from tinybert.pretraining.masking import SpecialTokens, seeded_generator
+from tinybert.pretraining.objective import SpecialTokens, seeded_generator
 from tinybert.models.albert import AlbertConfig, AlbertModel
 from tinybert.models.albert_heads import AlbertForPreTraining
 from tinybert.models.bert_heads import (

@@ -18,7 +18,7 @@ import torch
 
 from tinybert.data import info
 from tinybert.blocks.feedforward import count_parameters
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.checkpoint.pretrained import load_pretrained
 from tinybert.pretraining.corpus import TRAIN_BOOKS, encode_sentence
 

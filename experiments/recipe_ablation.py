@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from tinybert.pretraining.masking import SpecialTokens
+    from tinybert.pretraining.objective import SpecialTokens
     from tinybert.pretraining.evaluation import evaluate_pretraining
     from tinybert.pretraining.run import pretrain_bert
     from tinybert.pretraining.examples import (PretrainingBatches,

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tinybert.blocks.feedforward import count_parameters
-from tinybert.pretraining.masking import SpecialTokens, seeded_generator
+from tinybert.pretraining.objective import SpecialTokens, seeded_generator
 from tinybert.models.albert import (
     ALBERT_PRESETS,
     AlbertConfig,
@@ -406,7 +406,7 @@ def test_the_pretraining_loop_trains_albert_as_it_is():
     AlbertForPreTraining needs no adapter (issue 17)."""
     from tinybert.models.bert_heads import BertForPreTraining
     from tinybert.pretraining.evaluation import evaluate_pretraining
-    from tinybert.pretraining.step import for_model, pretraining_losses
+    from tinybert.pretraining.objective import for_model, pretraining_losses
     torch.manual_seed(0)
     model = AlbertForPreTraining(small_config(classifier_dropout=0.0)).eval()
     ids, segments, mask, labels, order = batch()

@@ -18,11 +18,11 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from safetensors.torch import load_file, save_file
 
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig
 from tinybert.pretraining.loop import PretrainingConfig, pretrain
-from tinybert.pretraining.step import pretraining_losses
+from tinybert.pretraining.objective import pretraining_losses
 from tinybert.pretraining.examples import PretrainingBatches, PretrainingExample
 from tinybert.pretraining.pairs import encode_pair
 

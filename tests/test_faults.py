@@ -23,13 +23,13 @@ import pytest
 import torch
 
 import tinybert.pretraining.loop as pretrain_loop
-import tinybert.pretraining.step as pretrain_step
+import tinybert.pretraining.objective as pretrain_step
 import tinybert.pretraining.run as pretrain_run
 import tinybert.checkpoint.pretrained as pretrained_module
 from tinybert.__main__ import main
 from tinybert.checkpoint.atomic import write_atomically
 from tinybert.checkpoint.files import load_model, save_model
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.models.albert import AlbertConfig
 from tinybert.models.albert_heads import AlbertForPreTraining
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining

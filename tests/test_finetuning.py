@@ -10,7 +10,7 @@ from tinybert.finetuning.features import (batches, encode_sentences, encode_tagg
                                           first_piece_labels)
 from tinybert.pretraining.examples import pad_features
 from tinybert.pretraining.pairs import encode_pair
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.finetuning.loop import finetune, predict
 from tinybert.finetuning.heads import (QuestionAnswerer, SequenceClassifier,
                                        TokenClassifier, set_trainable_layers)

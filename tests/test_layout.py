@@ -152,20 +152,19 @@ def test_no_module_imports_another_modules_private_names():
 
 HAS_DATA = bool(os.environ.get("TINYBERT_DATA_DIR", "").strip())
 PATH_LIMIT = 8  # nanoGPT: 2 files, Google's BERT: 3, Cramming: about 6
-BATCH_FILES = {"pretraining/examples.py", "pretraining/masking.py"}
+BATCH_FILES = {"pretraining/examples.py", "pretraining/objective.py"}
 
 
 @pytest.mark.skipif(not HAS_DATA, reason="TINYBERT_DATA_DIR is not set")
 @pytest.mark.parametrize("objective", ["mlm+nsp", "mlm"])
 def test_input_ids_reach_the_loss_through_few_files(tmp_path, monkeypatch, objective):
-    """In `tinybert pretrain`, the batch the model receives reaches its losses through at
-    most PATH_LIMIT files of the package, and the batch is made (dynamic masking,
-    collation) in the two files of BATCH_FILES: traced while the command runs, not
-    counted by hand."""
+    """In `tinybert pretrain`, input_ids go from the batch being made (dynamic masking,
+    collation: the two files of BATCH_FILES) to the losses through at most PATH_LIMIT
+    files of the package in all: traced while the command runs, not counted by hand."""
     import sys
 
     import tinybert.pretraining.run as run
-    import tinybert.pretraining.step as step
+    import tinybert.pretraining.objective as objective_module
     from tinybert.__main__ import main
 
     seen: dict[str, set[str]] = {"batch": set(), "loss": set()}
@@ -191,15 +190,17 @@ def test_input_ids_reach_the_loss_through_few_files(tmp_path, monkeypatch, objec
         return original_pretrain(model, traced(batches, "batch"), *args, **kwargs)
 
     monkeypatch.setattr(run, "pretrain", pretrain)
-    monkeypatch.setattr(step, "pretraining_losses",
-                        traced(step.pretraining_losses, "loss"))
+    monkeypatch.setattr(objective_module, "pretraining_losses",
+                        traced(objective_module.pretraining_losses, "loss"))
     assert main(["pretrain", "--out", str(tmp_path / "run"), "--steps", "2",
                  "--objective", objective, "--set", "d_model=32", "--set", "n_layers=1",
                  "--set", "n_heads=2", "--set", "d_ff=37", "--set", "max_len=32",
                  "--batch-size", "8", "--vocab-size", "120", "--vocab-min-count", "2",
                  "--eval-batches", "1", "--max-documents", "2", "--device", "cpu",
                  "--threads", "1"]) == 0
-    # the trace saw the path: the step, the model and its heads
-    assert {"pretraining/step.py", "models/bert.py", "models/bert_heads.py"} <= seen["loss"]
-    assert len(seen["loss"]) <= PATH_LIMIT, sorted(seen["loss"])
+    # the trace saw the path: the losses, the model and its heads
+    assert {"pretraining/objective.py", "models/bert.py",
+            "models/bert_heads.py"} <= seen["loss"]
     assert seen["batch"] == BATCH_FILES, sorted(seen["batch"])
+    path = seen["batch"] | seen["loss"]
+    assert len(path) <= PATH_LIMIT, sorted(path)

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from tinybert.checkpoint.files import save_model
-from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.pretraining.objective import SpecialTokens, mask_tokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig
 from tinybert.pretraining.examples import (PretrainingBatches, PretrainingExample,

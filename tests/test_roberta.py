@@ -12,7 +12,7 @@ import torch
 
 from tinybert.checkpoint.files import load_model, save_model
 from tinybert.blocks.feedforward import count_parameters
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.roberta import (ROBERTA_PRESETS, RobertaConfig, RobertaForMaskedLM, RobertaModel,
                                      roberta_position_ids)

@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from tinybert.checkpoint.files import save_model
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.pretraining.evaluation import evaluate_pretraining
 from tinybert.pretraining.loop import PretrainingConfig, pretrain
-from tinybert.pretraining.step import pretraining_losses
+from tinybert.pretraining.objective import pretraining_losses
 from tinybert.pretraining.examples import PretrainingBatches, PretrainingExample
 from tinybert.pretraining.pairs import encode_pair
 from tinybert.checkpoint.state import Checkpoint, load_checkpoint, save_checkpoint

@@ -78,7 +78,9 @@ MODULES = {
     "checkpoint.pretrained": "The course's pretrained checkpoint, found and loaded.",
     "pretraining.corpus": "Pretraining documents: sentences, books, articles, task text "
                           "and segments.",
-    "pretraining.masking": "Special tokens and the masked-language-model corruption.",
+    "pretraining.objective": "What happens to one batch: special tokens, its "
+                             "masked-language-model corruption, its losses and one "
+                             "training step.",
     "pretraining.pairs": "Next-sentence-prediction pairs: segments paired, labelled and "
                          "encoded as BERT reads them.",
     "pretraining.examples": "Pretraining examples, padded features and their batches.",
@@ -86,7 +88,6 @@ MODULES = {
                          "precision.",
     "pretraining.interrupts": "Ctrl-C while training: a request the loop answers after "
                               "its step.",
-    "pretraining.step": "The pretraining losses of a batch and one training step.",
     "pretraining.evaluation": "Held-out evaluation of a pretraining model and the curves "
                               "of a run.",
     "pretraining.resume": "Resuming a pretraining run: the settings that must match, and "

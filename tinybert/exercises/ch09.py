@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.pretraining.optim import linear_warmup_decay
 
 __all__ = ["check_bert_mask", "check_nsp_pairs", "check_warmup_decay_lr"]

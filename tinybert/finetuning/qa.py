@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from tinybert.pretraining.pairs import encode_pair  # chapter 9
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.finetuning.loop import predict
 from tinybert.finetuning.squad import QAExample
 

@@ -19,7 +19,7 @@ from torch import nn
 from tinybert.data import fetch
 from tinybert.finetuning.loop import FinetuneResult, finetune, predict
 from tinybert.finetuning.features import encode_sentences, encode_tagged
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.finetuning.heads import (
     QuestionAnswerer,
     SequenceClassifier,

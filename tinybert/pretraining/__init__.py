@@ -19,7 +19,8 @@ _MODULES = {
                  'make_examples', 'pad_features', 'single_segment_examples'],
     'interrupts': ['TrainingInterrupted', 'ctrl_c_requests'],
     'loop': ['PretrainingConfig', 'pretrain', 'write_json'],
-    'masking': ['SpecialTokens', 'mask_tokens', 'seeded_generator'],
+    'objective': ['SpecialTokens', 'for_model', 'mask_tokens', 'pretraining_losses',
+                  'seeded_generator', 'train_step'],
     'optim': ['autocast_dtype', 'linear_warmup_decay', 'make_optimizer'],
     'pairs': ['SegmentPair', 'encode_pair', 'sample_nsp_pairs'],
     'resume': ['RESUME_MUST_MATCH', 'resume_training'],
@@ -27,7 +28,6 @@ _MODULES = {
     'run': ['pretrain_bert'],
     'run_checks': ['RUN_FILES', 'check_arguments', 'check_recipe', 'check_run_folder'],
     'sentence_order': ['make_sop_examples', 'sample_sop_pairs'],
-    'step': ['for_model', 'pretraining_losses', 'train_step'],
 }  # fmt: skip
 __all__ = sorted(name for names in _MODULES.values() for name in names)
 __getattr__, __dir__ = lazy_reexports(__name__, _MODULES)

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.pretraining.step import for_model
+from tinybert.pretraining.objective import for_model
 
 
 # Built in chapter 9, section "The training loop":

@@ -25,7 +25,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tinybert.checkpoint.atomic import write_atomically, saved_file
 from tinybert.checkpoint.files import CONFIG_NAME, save_model
 from tinybert.pretraining.distributed import DistributedContext
-from tinybert.pretraining.masking import SpecialTokens, seeded_generator
+from tinybert.pretraining.objective import SpecialTokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
@@ -86,7 +86,7 @@ def write_json(path: str | Path, data: dict) -> None:
 from tinybert.pretraining.evaluation import evaluate_pretraining, evaluation_line
 from tinybert.pretraining.interrupts import TrainingInterrupted, ctrl_c_requests
 from tinybert.pretraining.resume import resume_training
-from tinybert.pretraining.step import train_step
+from tinybert.pretraining.objective import train_step
 
 
 # Built in chapter 9, section "The training loop":

@@ -22,7 +22,7 @@ from torch import nn
 from tinybert.checkpoint.atomic import saved_file
 from tinybert.checkpoint.files import load_model
 from tinybert.data import cache_dir
-from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.pretraining.objective import SpecialTokens, mask_tokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.models.bert import BertConfig
 from tinybert.pretraining.corpus import make_segments

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import torch
 
-from tinybert.pretraining.masking import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.pretraining.objective import SpecialTokens, mask_tokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.examples import PretrainingExample
 

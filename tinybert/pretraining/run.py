@@ -36,7 +36,7 @@ from tinybert.pretraining.examples import (
 )
 from tinybert.pretraining.evaluation import plot_history
 from tinybert.pretraining.loop import PretrainingConfig, pretrain, write_json
-from tinybert.pretraining.masking import SpecialTokens, seeded_generator
+from tinybert.pretraining.objective import SpecialTokens, seeded_generator
 from tinybert.pretraining.run_checks import (
     check_arguments,
     check_recipe,

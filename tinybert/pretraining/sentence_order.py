@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import torch
 
-from tinybert.pretraining.masking import SpecialTokens
+from tinybert.pretraining.objective import SpecialTokens
 from tinybert.pretraining.examples import PretrainingExample
 from tinybert.pretraining.pairs import SegmentPair, encode_pair
 from tinybert.pretraining.corpus import make_segments
