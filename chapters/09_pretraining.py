@@ -2003,43 +2003,18 @@ def plot_history(history: dict, path: str | Path | None = None):
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
     train, held = history["train"], history["eval"]
     nsp = any("nsp_accuracy" in r for r in held)  # False for an MLM-only run
-    left.plot(
-        [r["step"] for r in train],
-        [r["mlm_loss"] for r in train],
-        label="MLM, training",
-        alpha=0.7,
-    )
-    left.plot(
-        [r["step"] for r in held],
-        [r["mlm_loss"] for r in held],
-        "o-",
-        label="MLM, held-out",
-    )
-    right.plot(
-        [r["step"] for r in held],
-        [r["mlm_accuracy"] for r in held],
-        "o-",
-        label="MLM (masked tokens)",
-    )
+    tasks = ["mlm", "nsp"] if nsp else ["mlm"]
+    scored = {"mlm": "masked tokens", "nsp": "pairs"}
+
+    def curve(ax, rows, key, *style, **kwargs):
+        ax.plot([r["step"] for r in rows], [r[key] for r in rows], *style, **kwargs)
+
+    for task in tasks:
+        name = task.upper()
+        curve(left, train, f"{task}_loss", label=f"{name}, training", alpha=0.7)
+        curve(left, held, f"{task}_loss", "o-", label=f"{name}, held-out")
+        curve(right, held, f"{task}_accuracy", "o-", label=f"{name} ({scored[task]})")
     if nsp:
-        left.plot(
-            [r["step"] for r in train],
-            [r["nsp_loss"] for r in train],
-            label="NSP, training",
-            alpha=0.7,
-        )
-        left.plot(
-            [r["step"] for r in held],
-            [r["nsp_loss"] for r in held],
-            "o-",
-            label="NSP, held-out",
-        )
-        right.plot(
-            [r["step"] for r in held],
-            [r["nsp_accuracy"] for r in held],
-            "o-",
-            label="NSP (pairs)",
-        )
         right.axhline(0.5, color="0.6", linestyle=":", label="NSP chance")
     left.set(xlabel="step", ylabel="cross-entropy (nats)", title="losses")
     right.set(xlabel="step", ylabel="held-out accuracy", title="accuracy", ylim=(0, 1))
