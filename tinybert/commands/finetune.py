@@ -25,6 +25,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+# (option, type, default, help) of the options that take one value with a default;
+# argparse writes the default into the help
+_SETTINGS = (
+    ("--epochs", _positive_int, 3, "passes over the training examples"),
+    ("--lr", float, 1e-4, "peak learning rate"),
+    ("--batch-size", _positive_int, 32, "examples per step"),
+    ("--seed", int, 0, "random seed"),
+)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tinybert.finetuning.recipes import TASKS
     from tinybert.runtime import is_quick
@@ -59,21 +69,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "no-pretraining baseline)"
         ),
     )
-    parser.add_argument(
-        "--epochs",
-        type=_positive_int,
-        default=3,
-        help="passes over the training examples (default 3)",
-    )
-    parser.add_argument(
-        "--lr", type=float, default=1e-4, help="peak learning rate (default 1e-4)"
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=_positive_int,
-        default=32,
-        help="examples per step (default 32)",
-    )
+    for flag, kind, default, text in _SETTINGS:
+        parser.add_argument(
+            flag, type=kind, default=default, help=f"{text} (default: %(default)s)"
+        )
     parser.add_argument(
         "--train-examples",
         type=_positive_int,
@@ -104,7 +103,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=("evaluate on the test split instead of the validation split"),
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
         "--pooling",
         choices=("mean", "pooler"),

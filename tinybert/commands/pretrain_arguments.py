@@ -53,6 +53,21 @@ def _folder(text: str) -> str:
     return text
 
 
+# (option, type, default, help) of the options that take one value with a default;
+# argparse writes the default into the help
+_SETTINGS = (
+    ("--steps", _count(1), 1000, "optimizer steps in the whole run"),
+    ("--batch-size", _count(1), 32, "sequences per step and process"),
+    ("--lr", float, 1e-3, "peak learning rate"),
+    ("--warmup", float, 0.05, "fraction of steps to warm up"),
+    ("--vocab-size", _count(1), 8192, "WordPiece vocabulary size"),
+    ("--vocab-min-count", int, 40, "a pair must occur this often to be merged"),
+    ("--eval-every", _count(1), 100, "held-out evaluation every N steps"),
+    ("--eval-batches", _count(1), 25, "held-out batches per evaluation"),
+    ("--seed", int, 0, "random seed"),
+)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
@@ -73,38 +88,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help=("override a BertConfig field, e.g. --set n_layers=2 (repeatable)"),
     )
+    for flag, kind, default, text in _SETTINGS:
+        parser.add_argument(
+            flag, type=kind, default=default, help=f"{text} (default: %(default)s)"
+        )
     parser.add_argument(
-        "--steps",
-        type=_count(1),
-        default=1000,
-        help="optimizer steps in the whole run (default: 1000)",
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=_count(1),
-        default=32,
-        help="sequences per step and process (default: 32)",
-    )
-    parser.add_argument(
-        "--lr", type=float, default=1e-3, help="peak learning rate (default: 1e-3)"
-    )
-    parser.add_argument(
-        "--warmup",
-        type=float,
-        default=0.05,
-        help="fraction of steps to warm up (default: 0.05)",
-    )
-    parser.add_argument(
-        "--vocab-size",
-        type=_count(1),
-        default=8192,
-        help="WordPiece vocabulary size (default: 8192)",
-    )
-    parser.add_argument(
-        "--vocab-min-count",
-        type=int,
-        default=40,
-        help="a pair must occur this often to be merged (default: 40)",
+        "--checkpoint-every",
+        type=_count(0),
+        default=0,
+        help="save a resumable checkpoint every N steps (0: only at the end)",
     )
     parser.add_argument(
         "--vocab-score",
@@ -113,24 +105,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="merge the most frequent pair (count, as Hugging Face's "
         "trainer does) or the most associated one (likelihood, "
         "chapter 7's textbook score); default: count",
-    )
-    parser.add_argument(
-        "--eval-every",
-        type=_count(1),
-        default=100,
-        help="held-out evaluation every N steps",
-    )
-    parser.add_argument(
-        "--eval-batches",
-        type=_count(1),
-        default=25,
-        help="held-out batches per evaluation",
-    )
-    parser.add_argument(
-        "--checkpoint-every",
-        type=_count(0),
-        default=0,
-        help=("save a resumable checkpoint every N steps (0: only at the end)"),
     )
     parser.add_argument(
         "--static-masking",
@@ -169,7 +143,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="use only the first N documents (tests)",
     )
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--resume",
         action="store_true",
