@@ -1,11 +1,11 @@
-"""Hand-written: the comparison every exercise check uses, with a message a student
+"""Hand-written: the comparisons the exercise checks share, with messages a student
 can act on."""
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["assert_close"]
+__all__ = ["assert_close", "checked_pairs", "origin"]
 
 
 def assert_close(
@@ -28,3 +28,24 @@ def assert_close(
             f"{name}: values differ from the reference by up to "
             f"{worst:.3g}\n  expected {expected}\n  got      {got}"
         )
+
+
+def checked_pairs(make_pairs, documents, one_pair_per: str, labels: str) -> list:
+    """``make_pairs(documents, generator)`` (chapter 9's NSP pairs, chapter 13's SOP
+    pairs) with a generator seeded with 0, checked to give one pair per segment that
+    has a successor (``one_pair_per`` says it in the task's words), each labelled 0 or
+    1 (``labels`` names the two)."""
+    pairs = make_pairs(documents, torch.Generator().manual_seed(0))
+    expected_n = sum(max(0, len(d) - 1) for d in documents)
+    assert len(pairs) == expected_n, (
+        f"expected one pair per {one_pair_per}: {expected_n} pairs, got {len(pairs)}"
+    )
+    for _, _, label in pairs:
+        assert label in (0, 1), f"labels must be {labels}, got {label!r}"
+    return pairs
+
+
+def origin(segment: list[int]) -> tuple[int, int]:
+    """(d, j) for segment j of document d in the checks' documents, whose segments
+    start with the id 1000 d + j."""
+    return divmod(segment[0], 1000)

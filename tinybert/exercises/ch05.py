@@ -35,33 +35,24 @@ def check_sinusoidal_table(sinusoidal_table) -> None:
             rtol=0,
         )
 
-    # Known values, written out: position 0 is (0, 1, 0, 1, ...); position 1 of a
-    # width-4 table is
-    # (sin 1, cos 1, sin 0.01, cos 0.01) because 10000^(2/4) = 100.
+    # Known values, written out: position 0 is (0, 1, 0, 1, ...); position p of a
+    # width-4 table is (sin p, cos p, sin p/100, cos p/100) because 10000^(2/4) = 100.
     _assert_close(
         "sinusoidal_table(5, 10)[0] (position 0)",
         sinusoidal_table(5, 10)[0],
         torch.tensor([0.0, 1.0] * 5),
         atol=1e-6,
     )
-    expected = torch.tensor(
-        [math.sin(1.0), math.cos(1.0), math.sin(0.01), math.cos(0.01)]
-    )
-    _assert_close(
-        "sinusoidal_table(3, 4)[1] (position 1)",
-        sinusoidal_table(3, 4)[1],
-        expected,
-        atol=1e-6,
-    )
-    expected = torch.tensor(
-        [math.sin(2.0), math.cos(2.0), math.sin(0.02), math.cos(0.02)]
-    )
-    _assert_close(
-        "sinusoidal_table(3, 4)[2] (position 2)",
-        sinusoidal_table(3, 4)[2],
-        expected,
-        atol=1e-6,
-    )
+    for p in (1, 2):
+        expected = torch.tensor(
+            [math.sin(p), math.cos(p), math.sin(p / 100), math.cos(p / 100)]
+        )
+        _assert_close(
+            f"sinusoidal_table(3, 4)[{p}] (position {p})",
+            sinusoidal_table(3, 4)[p],
+            expected,
+            atol=1e-6,
+        )
 
     got = sinusoidal_table(4, 8)
     assert got.dtype.is_floating_point, (

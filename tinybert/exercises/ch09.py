@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from tinybert.exercises._assertions import checked_pairs, origin
 from tinybert.pretraining.objective import SpecialTokens
 from tinybert.pretraining.optim import linear_warmup_decay
 
@@ -131,19 +132,12 @@ def _documents(n_docs: int, seed: int) -> list[list[list[int]]]:
 def check_nsp_pairs(nsp_pairs) -> None:
     """Check ``nsp_pairs(documents, generator) -> [(a, b, label), ...]``."""
     docs = _documents(500, seed=0)
-    pairs = nsp_pairs(docs, torch.Generator().manual_seed(0))
-    expected_n = sum(max(0, len(d) - 1) for d in docs)
-    assert len(pairs) == expected_n, (
-        f"expected one pair per segment that has a successor: {expected_n} pairs, got "
-        f"{len(pairs)}"
+    pairs = checked_pairs(
+        nsp_pairs, docs, "segment that has a successor", "0 (IsNext) or 1 (NotNext)"
     )
     firsts = []
     for a, b, label in pairs:
-        assert label in (0, 1), (
-            f"labels must be 0 (IsNext) or 1 (NotNext), got {label!r}"
-        )
-        da, ia = divmod(a[0], 1000)
-        db, ib = divmod(b[0], 1000)
+        (da, ia), (db, ib) = origin(a), origin(b)
         assert ia + 1 < len(docs[da]), f"segment A {a} has no successor in its document"
         if label == 0:
             assert (db, ib) == (da, ia + 1), (
@@ -159,7 +153,7 @@ def check_nsp_pairs(nsp_pairs) -> None:
     ), "every segment with a successor must be segment A of exactly one pair"
     share = sum(label == 0 for _, _, label in pairs) / len(pairs)
     assert abs(share - 0.5) < 0.04, f"expected about 50% IsNext pairs, got {share:.1%}"
-    random_docs = {b[0] // 1000 for _, b, label in pairs if label == 1}
+    random_docs = {origin(b)[0] for _, b, label in pairs if label == 1}
     assert len(random_docs) > 100, (
         "random segments should come from many different documents"
     )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from tinybert.exercises._assertions import checked_pairs, origin
+
 __all__ = ["check_sop_pairs"]
 
 
@@ -30,19 +32,15 @@ def _key(pairs) -> list:
 def check_sop_pairs(sop_pairs) -> None:
     """Check ``sop_pairs(documents, generator) -> [(a, b, label), ...]``."""
     docs = _documents(600, seed=0)
-    pairs = sop_pairs(docs, torch.Generator().manual_seed(0))
-    expected_n = sum(max(0, len(d) - 1) for d in docs)
-    assert len(pairs) == expected_n, (
-        f"expected one pair per two consecutive segments of a document: {expected_n} "
-        f"pairs, got {len(pairs)}"
+    pairs = checked_pairs(
+        sop_pairs,
+        docs,
+        "two consecutive segments of a document",
+        "0 (in order) or 1 (swapped)",
     )
     neighbours = []
     for a, b, label in pairs:
-        assert label in (0, 1), (
-            f"labels must be 0 (in order) or 1 (swapped), got {label!r}"
-        )
-        da, ia = divmod(a[0], 1000)
-        db, ib = divmod(b[0], 1000)
+        (da, ia), (db, ib) = origin(a), origin(b)
         assert da == db, (
             f"both segments of a pair must come from the same document, got {a} and {b}"
         )
