@@ -48,7 +48,7 @@
 # - how NSP with segment pairs compares with FULL-SENTENCES, and static with dynamic masking,
 #   when a small model is pretrained on our corpus with the same budget.
 #
-# **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
+# **Uses.** From {doc}`08_bert`: `BertConfig` and its `BERT_PRESETS`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
 # and `BertForPreTraining`; `register`, `load_renamed`,
 # `bert_encoder_names`, `from_hf`, `to_hf` and the config converters `bert_config_from_hf` and
 # `bert_config_to_hf` from `tinybert.models.convert`; `register_model_class` from `tinybert.checkpoint.files`;
@@ -85,7 +85,7 @@ from tinybert.models.convert_names import (
     bert_config_to_hf,
     bert_encoder_names,
 )
-from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert import BERT_PRESETS, BertConfig, BertModel
 from tinybert.models.bert_layers import BertEmbeddings
 from tinybert.models.bert_heads import BertForMaskedLM
 
@@ -117,7 +117,6 @@ with warnings.catch_warnings():
 
 device = get_device()
 print(f"device: {device}, quick mode: {is_quick()}")
-
 
 # %% [markdown]
 # (sec-roberta-changes)=
@@ -157,10 +156,20 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # `<s>` (0), `<pad>` (1), `</s>` (2) and `<unk>` (3).
 
 # %% tags=["export"]
+ROBERTA_PRESETS = {
+    # BERT's two published sizes, with RoBERTa's defaults for everything else
+    "roberta-base": BERT_PRESETS["bert-base-uncased"],  # N=12, D=768, H=12
+    "roberta-large": BERT_PRESETS["bert-large-uncased"],  # N=24, D=1024, H=16
+}
+
+
 @dataclass
 class RobertaConfig(BertConfig):
     """BERT's configuration with the released roberta-base as defaults; every field
     means the same."""
+
+    presets = ROBERTA_PRESETS
+    model_name = "RoBERTa"
 
     # byte-level BPE: GPT-2's tokens and RoBERTa's special tokens
     vocab_size: int = 50265
@@ -186,23 +195,6 @@ class RobertaConfig(BertConfig):
         used by real tokens."""
         return self.max_len - self.pad_token_id - 1
 
-    @classmethod
-    def preset(cls, name: str, **overrides) -> RobertaConfig:
-        """A released size by name (see ROBERTA_PRESETS), with any field overridden."""
-        if name not in ROBERTA_PRESETS:
-            raise ValueError(
-                f"unknown RoBERTa preset {name!r}; known presets: "
-                f"{', '.join(ROBERTA_PRESETS)}"
-            )
-        return cls(**{**ROBERTA_PRESETS[name], **overrides})
-
-
-ROBERTA_PRESETS = {
-    # N=12, D=768, H=12
-    "roberta-base": dict(),
-    # N=24, D=1024, H=16
-    "roberta-large": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
-}
 
 # %% [markdown]
 # The whole difference between the two base models, field by field:

@@ -341,7 +341,6 @@ assert (
     abs(norms[16.0] / limit.norm().item() - 1) < 0.05 and norms[16.0] / norms[4.0] < 1.2
 )
 
-
 # %% [markdown]
 # With the factor, the gradient settles at the logit-matching limit as $T$ grows; without it, it
 # would fall by a factor of four at every doubling of $T$.
@@ -366,31 +365,23 @@ assert (
 # the attribute name `bert`.
 
 # %% tags=["export"]
+DISTILBERT_PRESETS = {
+    "distilbert-base-uncased": dict(),  # N=6, D=768, H=12
+    "distilbert-base-cased": dict(vocab_size=28996),
+}
+
+
 @dataclass
 class DistilBertConfig(BertConfig):
     """BERT's configuration with distilbert-base-uncased's defaults: BERT-base with half
     the layers."""
 
+    presets = DISTILBERT_PRESETS
+    model_name = "DistilBERT"
+
     n_layers: int = 6  # BERT-base's 12, halved
     # one segment and no segment table: token_type_ids must be all 0
     type_vocab_size: int = 1
-
-    @classmethod
-    def preset(cls, name: str, **overrides) -> DistilBertConfig:
-        """A released size by name (see DISTILBERT_PRESETS), with any field
-        overridden."""
-        if name not in DISTILBERT_PRESETS:
-            raise ValueError(
-                f"unknown DistilBERT preset {name!r}; known presets: "
-                f"{', '.join(DISTILBERT_PRESETS)}"
-            )
-        return cls(**{**DISTILBERT_PRESETS[name], **overrides})
-
-
-DISTILBERT_PRESETS = {
-    "distilbert-base-uncased": dict(),  # N=6, D=768, H=12
-    "distilbert-base-cased": dict(vocab_size=28996),
-}
 
 
 class DistilBertEmbeddings(nn.Module):

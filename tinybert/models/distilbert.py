@@ -8,7 +8,7 @@ chapters/12_distilbert.html.
 
 from __future__ import annotations
 
-__all__ = ['DistilBertConfig', 'DISTILBERT_PRESETS', 'DistilBertEmbeddings',
+__all__ = ['DISTILBERT_PRESETS', 'DistilBertConfig', 'DistilBertEmbeddings',
            'DistilBertModel', 'DistilBertForMaskedLM', 'distilbert_config_from_hf',
            'distilbert_config_to_hf', 'distilbert_weight_names']  # fmt: skip
 
@@ -29,6 +29,12 @@ from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import BertForMaskedLM
 
 
+DISTILBERT_PRESETS = {
+    "distilbert-base-uncased": dict(),  # N=6, D=768, H=12
+    "distilbert-base-cased": dict(vocab_size=28996),
+}
+
+
 # Built in chapter 12, section "The student":
 # chapters/12_distilbert.html#the-student
 @dataclass
@@ -36,26 +42,12 @@ class DistilBertConfig(BertConfig):
     """BERT's configuration with distilbert-base-uncased's defaults: BERT-base with half
     the layers."""
 
+    presets = DISTILBERT_PRESETS
+    model_name = "DistilBERT"
+
     n_layers: int = 6  # BERT-base's 12, halved
     # one segment and no segment table: token_type_ids must be all 0
     type_vocab_size: int = 1
-
-    @classmethod
-    def preset(cls, name: str, **overrides) -> DistilBertConfig:
-        """A released size by name (see DISTILBERT_PRESETS), with any field
-        overridden."""
-        if name not in DISTILBERT_PRESETS:
-            raise ValueError(
-                f"unknown DistilBERT preset {name!r}; known presets: "
-                f"{', '.join(DISTILBERT_PRESETS)}"
-            )
-        return cls(**{**DISTILBERT_PRESETS[name], **overrides})
-
-
-DISTILBERT_PRESETS = {
-    "distilbert-base-uncased": dict(),  # N=6, D=768, H=12
-    "distilbert-base-cased": dict(vocab_size=28996),
-}
 
 
 # Built in chapter 12, section "The student":

@@ -8,7 +8,7 @@ chapters/11_roberta.html.
 
 from __future__ import annotations
 
-__all__ = ['RobertaConfig', 'ROBERTA_PRESETS', 'roberta_position_ids',
+__all__ = ['ROBERTA_PRESETS', 'RobertaConfig', 'roberta_position_ids',
            'RobertaEmbeddings', 'RobertaModel', 'RobertaForMaskedLM',
            'roberta_config_from_hf', 'roberta_config_to_hf',
            'roberta_weight_names']  # fmt: skip
@@ -26,9 +26,16 @@ from tinybert.models.convert_names import (
     bert_config_to_hf,
     bert_encoder_names,
 )
-from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert import BERT_PRESETS, BertConfig, BertModel
 from tinybert.models.bert_layers import BertEmbeddings
 from tinybert.models.bert_heads import BertForMaskedLM
+
+
+ROBERTA_PRESETS = {
+    # BERT's two published sizes, with RoBERTa's defaults for everything else
+    "roberta-base": BERT_PRESETS["bert-base-uncased"],  # N=12, D=768, H=12
+    "roberta-large": BERT_PRESETS["bert-large-uncased"],  # N=24, D=1024, H=16
+}
 
 
 # Built in chapter 11, section "The configuration":
@@ -37,6 +44,9 @@ from tinybert.models.bert_heads import BertForMaskedLM
 class RobertaConfig(BertConfig):
     """BERT's configuration with the released roberta-base as defaults; every field
     means the same."""
+
+    presets = ROBERTA_PRESETS
+    model_name = "RoBERTa"
 
     # byte-level BPE: GPT-2's tokens and RoBERTa's special tokens
     vocab_size: int = 50265
@@ -61,24 +71,6 @@ class RobertaConfig(BertConfig):
         """The longest input: rows 0 .. pad_token_id of the position table are never
         used by real tokens."""
         return self.max_len - self.pad_token_id - 1
-
-    @classmethod
-    def preset(cls, name: str, **overrides) -> RobertaConfig:
-        """A released size by name (see ROBERTA_PRESETS), with any field overridden."""
-        if name not in ROBERTA_PRESETS:
-            raise ValueError(
-                f"unknown RoBERTa preset {name!r}; known presets: "
-                f"{', '.join(ROBERTA_PRESETS)}"
-            )
-        return cls(**{**ROBERTA_PRESETS[name], **overrides})
-
-
-ROBERTA_PRESETS = {
-    # N=12, D=768, H=12
-    "roberta-base": dict(),
-    # N=24, D=1024, H=16
-    "roberta-large": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
-}
 
 
 # Built in chapter 11, section "Positions that skip the padding":
