@@ -50,8 +50,8 @@
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig` and its `BERT_PRESETS`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
 # and `BertForPreTraining`; `register`, `load_renamed`,
-# `bert_encoder_names`, `from_hf`, `to_hf` and the config converters `bert_config_from_hf` and
-# `bert_config_to_hf` from `tinybert.models.convert`; `register_model_class` from `tinybert.checkpoint.files`;
+# `bert_encoder_names`, `from_hf`, `to_hf`, the config converters `bert_config_from_hf` and
+# `bert_config_to_hf` and their table of field names `BERT_CONFIG_NAMES` from `tinybert.models.convert`; `register_model_class` from `tinybert.checkpoint.files`;
 # the ignored-label value `IGNORE_INDEX`. From {doc}`09_pretraining`: `mask_tokens`,
 # `seeded_generator` and `SpecialTokens` (`tinybert.pretraining.masking`), `PretrainingExample`,
 # `PretrainingBatches` and `make_examples` (`tinybert.pretraining.examples`), `shipped_checkpoint`
@@ -81,6 +81,7 @@ from torch import nn
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import load_renamed, register
 from tinybert.models.convert_names import (
+    BERT_CONFIG_NAMES,
     bert_config_from_hf,
     bert_config_to_hf,
     bert_encoder_names,
@@ -401,6 +402,7 @@ print(
     f"{bert_base.d_model} = {extra:,} parameters"
 )
 
+
 # %% [markdown]
 # The difference is almost entirely the vocabulary: 20 thousand more rows of 768 numbers. The
 # layers, where the computation happens, are identical, so RoBERTa-base costs BERT-base's time per
@@ -417,23 +419,6 @@ print(
 # so we convert through chapter 8's functions.
 
 # %% tags=["export"]
-_HF_CONFIG_FIELDS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "layer_norm_eps",
-    "initializer_range",
-    "pad_token_id",
-    "hidden_act",
-)
-
-
 def roberta_config_from_hf(hf_config) -> RobertaConfig:
     """transformers.RobertaConfig -> ours (the same fields as BERT's, read by
     bert_config_from_hf)."""
@@ -444,10 +429,9 @@ def roberta_config_to_hf(config: RobertaConfig):
     """Our RobertaConfig -> transformers.RobertaConfig."""
     import transformers
 
-    bert = bert_config_to_hf(config)
-    return transformers.RobertaConfig(
-        **{name: getattr(bert, name) for name in _HF_CONFIG_FIELDS}
-    )
+    bert = bert_config_to_hf(config)  # checked, and in Hugging Face's names
+    names = (*BERT_CONFIG_NAMES.values(), "hidden_act")
+    return transformers.RobertaConfig(**{name: getattr(bert, name) for name in names})
 
 
 def roberta_weight_names(model: nn.Module) -> dict[str, str]:

@@ -22,6 +22,7 @@ from torch import nn
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import load_renamed, register
 from tinybert.models.convert_names import (
+    BERT_CONFIG_NAMES,
     bert_config_from_hf,
     bert_config_to_hf,
     bert_encoder_names,
@@ -140,23 +141,6 @@ for _cls in (RobertaModel, RobertaForMaskedLM):
     register_model_class(_cls)
 
 
-_HF_CONFIG_FIELDS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "layer_norm_eps",
-    "initializer_range",
-    "pad_token_id",
-    "hidden_act",
-)
-
-
 # Built in chapter 11, section "Converting to and from Hugging Face":
 # chapters/11_roberta.html#converting-to-and-from-hugging-face
 def roberta_config_from_hf(hf_config) -> RobertaConfig:
@@ -171,10 +155,9 @@ def roberta_config_to_hf(config: RobertaConfig):
     """Our RobertaConfig -> transformers.RobertaConfig."""
     import transformers
 
-    bert = bert_config_to_hf(config)
-    return transformers.RobertaConfig(
-        **{name: getattr(bert, name) for name in _HF_CONFIG_FIELDS}
-    )
+    bert = bert_config_to_hf(config)  # checked, and in Hugging Face's names
+    names = (*BERT_CONFIG_NAMES.values(), "hidden_act")
+    return transformers.RobertaConfig(**{name: getattr(bert, name) for name in names})
 
 
 # Built in chapter 11, section "Converting to and from Hugging Face":
