@@ -78,13 +78,21 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # ### Checking arguments
 #
 # Every layer of the course checks its arguments before it builds anything, and a refusal says
-# what was expected and what was given. The three helpers for that live in their own module,
-# `tinybert.blocks.checks`, which every later chapter imports instead of writing its own:
+# what was expected and what was given. The helpers for that live in their own module,
+# `tinybert.blocks.checks`, which every later chapter imports instead of writing its own: three
+# checks of a number (a size, a dropout rate, a scale such as a LayerNorm's $\varepsilon$) and two
+# descriptions of a refused input.
 
 # %% tags=["export:blocks.checks"]
 from __future__ import annotations
 
+import math
+
 import torch
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def check_positive_int(name: str, value) -> int:
@@ -92,6 +100,22 @@ def check_positive_int(name: str, value) -> int:
     ``name``, what was expected and what was given."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name}: expected a positive int, got {value!r}")
+    return value
+
+
+def check_probability(name: str, value) -> float:
+    """``value`` if it is a number in [0, 1), as a dropout rate must be (a rate of 1
+    would drop everything); otherwise a ValueError like check_positive_int's."""
+    if not (_is_number(value) and 0.0 <= value < 1.0):
+        raise ValueError(f"{name}: expected a probability in [0, 1), got {value!r}")
+    return value
+
+
+def check_positive_number(name: str, value) -> float:
+    """``value`` if it is a finite number > 0 (an ε, a standard deviation); otherwise
+    a ValueError like check_positive_int's."""
+    if not (_is_number(value) and 0 < value < math.inf):
+        raise ValueError(f"{name}: expected a finite positive number, got {value!r}")
     return value
 
 
@@ -108,18 +132,28 @@ def describe(x) -> str:
 
 
 # %% tags=["export"]
-from tinybert.blocks.checks import check_positive_int  # the module just written
+# the module just written
+from tinybert.blocks.checks import check_positive_int, check_probability
 
 # %%
-for bad in (0, 2.0, True, "3"):
+refused = [
+    ("d_model", check_positive_int, 0),
+    ("d_model", check_positive_int, 2.0),
+    ("d_model", check_positive_int, True),
+    ("d_model", check_positive_int, "3"),
+    ("dropout", check_probability, 1.0),
+    ("layer_norm_eps", check_positive_number, math.nan),
+]
+for name, check, bad in refused:
     try:
-        check_positive_int("d_model", bad)
+        check(name, bad)
     except ValueError as error:
         print(error)
 print(
     shape_of(torch.zeros(2, 3)), "|", describe(torch.zeros(2, 3)), "|", describe([1, 2])
 )
 assert check_positive_int("d_model", 8) == 8
+assert check_probability("dropout", 0) == 0 and check_positive_number("eps", 1e-12)
 
 # %% [markdown]
 # (sec-ffn-network)=
@@ -1108,14 +1142,7 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("d_ff", d_ff)
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, (int, float))
-            or not 0.0 <= dropout < 1.0
-        ):
-            raise ValueError(
-                f"dropout must be a probability in [0, 1), got {dropout!r}"
-            )
+        check_probability("dropout", dropout)
         self.d_model, self.d_ff = d_model, d_ff
         self.expand = nn.Linear(d_model, d_ff)  # W1, b1: D -> F
         self.activation = get_activation(activation)

@@ -46,7 +46,7 @@
 # **Uses.** From {doc}`03_attention`: `scaled_dot_product_attention` (the core of every head),
 # `fast_scaled_dot_product_attention`, `causal_mask` and `padding_mask`, and the book's
 # conventions for shapes and masks. From {doc}`01_feedforward`: `MLP`, `count_parameters`, and the argument checks
-# `check_positive_int` and `shape_of`.
+# `check_positive_int`, `check_probability` and `shape_of`.
 # Everything this chapter defines is exported to `tinybert.blocks.multihead`; the Transformer and BERT
 # chapters build their layers on its `MultiHeadAttention`.
 #
@@ -67,7 +67,7 @@ from tinybert.blocks.attention import (
     fast_scaled_dot_product_attention,
     scaled_dot_product_attention,
 )
-from tinybert.blocks.checks import check_positive_int, shape_of
+from tinybert.blocks.checks import check_positive_int, check_probability, shape_of
 
 # %%
 import matplotlib.pyplot as plt
@@ -314,14 +314,7 @@ class MultiHeadAttention(nn.Module):
                 f"{n_heads}: each head gets Dh = d_model / "
                 f"n_heads features"
             )
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, (int, float))
-            or not 0.0 <= dropout < 1.0
-        ):
-            raise ValueError(
-                f"dropout: expected a probability in [0, 1), got {dropout!r}"
-            )
+        check_probability("dropout", dropout)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         # on the attention weights, training only
         self.dropout = float(dropout)

@@ -56,7 +56,8 @@
 #
 # **Uses.** From {doc}`04_multihead_attention`: `MultiHeadAttention`, with its explicit and
 # fast paths. From {doc}`03_attention`: `padding_mask`. From
-# {doc}`01_feedforward`: `PositionwiseFeedForward`, `get_activation`, `count_parameters` and
+# {doc}`01_feedforward`: `PositionwiseFeedForward`, `get_activation`, `count_parameters`, the
+# argument checks `check_positive_int`, `check_probability` and `check_positive_number`, and
 # `describe`, which names what a refused input was. From
 # {doc}`06_transformer`: the design of the post-LN layer, and its `LayerNorm`, which we check
 # against PyTorch's.
@@ -81,18 +82,21 @@
 # %% tags=["export"]
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, fields
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tinybert.blocks.checks import (
+    check_positive_int,
+    check_positive_number,
+    check_probability,
+)
 from tinybert.blocks.feedforward import get_activation
 from tinybert.models.bert_layers import (
     BertEmbeddings,
     BertEncoder,
-    BertOutput,
     BertPooler,
     bert_attention_mask,
     check_ids,
@@ -101,7 +105,6 @@ from tinybert.models.bert_layers import (
 # %% tags=["export:models.bert_layers"]
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -132,7 +135,6 @@ from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 device = get_device()
 print(f"device: {device}, quick mode: {is_quick()}")
 
-
 # %% [markdown]
 # (sec-bert-overview)=
 # ## BERT in one paragraph
@@ -160,12 +162,36 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # Transformer had 6 layers of width 512 with 8 heads {cite}`vaswani2017attention`. `bert-mini` is
 # this course's own size, small enough to pretrain on a laptop in {doc}`09_pretraining`.
 # The last field, `fast`, changes no weight and no result, only the speed ({ref}`sec-bert-fast`).
+# `BertConfig.preset(name)` looks `name` up in the class attribute `presets`, so the RoBERTa,
+# DistilBERT and ALBERT configurations of later chapters set their own table and keep the method;
+# `__post_init__` refuses a bad field with the argument checks of {doc}`01_feedforward`.
 
 # %% tags=["export"]
+BERT_PRESETS = {
+    # N=12, D=768, H=12
+    "bert-base-uncased": dict(),
+    # N=24, D=1024, H=16
+    "bert-large-uncased": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
+    # a cased WordPiece vocabulary
+    "bert-base-cased": dict(vocab_size=28996),
+    "bert-large-cased": dict(
+        vocab_size=28996, d_model=1024, n_layers=24, n_heads=16, d_ff=4096
+    ),
+    # this course's
+    "bert-mini": dict(
+        vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128
+    ),
+}
+
+
 @dataclass
 class BertConfig:
     """Every number that fixes a BERT before training. Hugging Face's names are in
     tinybert.models.convert_names."""
+
+    # not fields: the sizes preset() knows, its name for them (a variant sets its own)
+    presets = BERT_PRESETS
+    model_name = "BERT"
 
     vocab_size: int = 30522  # V, WordPiece vocabulary of bert-base-uncased
     # D, width of every position's vector (HF hidden_size)
@@ -203,27 +229,14 @@ class BertConfig:
             "max_len",
             "type_vocab_size",
         ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(
-                    f"BertConfig.{name}: expected a positive int, got {value!r}"
-                )
+            check_positive_int(f"BertConfig.{name}", getattr(self, name))
         if self.d_model % self.n_heads:
             raise ValueError(
                 f"BertConfig: d_model = {self.d_model} must be divisible by n_heads = "
                 f"{self.n_heads}"
             )
         for name in ("dropout", "attention_dropout"):
-            value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not 0.0 <= value < 1.0
-            ):
-                raise ValueError(
-                    f"BertConfig.{name}: expected a probability in [0, 1), "
-                    f"got {value!r}"
-                )
+            check_probability(f"BertConfig.{name}", getattr(self, name))
         pad = self.pad_token_id
         if isinstance(pad, bool) or not (
             isinstance(pad, int) and 0 <= pad < self.vocab_size
@@ -233,16 +246,7 @@ class BertConfig:
                 f"{self.vocab_size}), got {pad!r}"
             )
         for name in ("layer_norm_eps", "initializer_range"):
-            value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not 0 < value < math.inf
-            ):
-                raise ValueError(
-                    f"BertConfig.{name}: expected a finite positive "
-                    f"number, got {value!r}"
-                )
+            check_positive_number(f"BertConfig.{name}", getattr(self, name))
         # raises ValueError for an unknown name
         get_activation(self.activation)
         for name in ("norm_first", "fast"):
@@ -254,13 +258,13 @@ class BertConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides) -> BertConfig:
-        """A published size by name (see BERT_PRESETS), with any field overridden."""
-        if name not in BERT_PRESETS:
+        """A published size by name (see cls.presets), with any field overridden."""
+        if name not in cls.presets:
             raise ValueError(
-                f"unknown BERT preset {name!r}; known presets: "
-                f"{', '.join(BERT_PRESETS)}"
+                f"unknown {cls.model_name} preset {name!r}; known presets: "
+                f"{', '.join(cls.presets)}"
             )
-        return cls(**{**BERT_PRESETS[name], **overrides})
+        return cls(**{**cls.presets[name], **overrides})
 
     def to_dict(self) -> dict:
         # only ints, floats, strs and bools: JSON-safe
@@ -277,22 +281,6 @@ class BertConfig:
             )
         return cls(**d)
 
-
-BERT_PRESETS = {
-    # N=12, D=768, H=12
-    "bert-base-uncased": dict(),
-    # N=24, D=1024, H=16
-    "bert-large-uncased": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
-    # a cased WordPiece vocabulary
-    "bert-base-cased": dict(vocab_size=28996),
-    "bert-large-cased": dict(
-        vocab_size=28996, d_model=1024, n_layers=24, n_heads=16, d_ff=4096
-    ),
-    # this course's
-    "bert-mini": dict(
-        vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128
-    ),
-}
 
 # %%
 print(
@@ -549,6 +537,12 @@ print(f"chapter 6 LayerNorm vs nn.LayerNorm: max difference {norm_error:.1e}")
 assert norm_error < 1e-5
 
 
+# %% [markdown]
+# The encoder, `BertEncoder`, is $N$ such layers in a row. Its loop is a function of its own,
+# `run_layers`: it passes $\mathbf x$ through a list of layers and, when asked, keeps every
+# layer's output and attention weights; {doc}`13_albert` runs the same loop over layers that
+# share their weights.
+
 # %% tags=["export:models.bert_layers"]
 class BertLayer(nn.Module):
     """One post-LN encoder layer: x = LN(x + Dropout(SelfAttention(x))), then x = LN(x +
@@ -628,20 +622,30 @@ class BertEncoder(nn.Module):
         output_hidden_states: bool = False,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
-        # the embeddings come first
-        hidden_states = [x] if output_hidden_states else None
-        attentions = [] if output_attentions else None
-        for i, layer in enumerate(self.layers):
-            if attentions is None:
-                x = layer(x, mask)  # (B, T, D)
-            else:
-                x, weights = layer(x, mask, output_attentions=True)  # and (B, H, T, T)
-                attentions.append(weights)
-            if self.final_norm is not None and i == len(self.layers) - 1:
-                x = self.final_norm(x)
-            if hidden_states is not None:
-                hidden_states.append(x)
-        return x, tuple_or_none(hidden_states), tuple_or_none(attentions)
+        norm = self.final_norm  # None for post-LN layers
+        return run_layers(
+            self.layers, x, mask, output_hidden_states, output_attentions, norm
+        )
+
+
+def run_layers(
+    layers, x, mask, output_hidden_states, output_attentions, final_norm=None
+) -> tuple[torch.Tensor, tuple | None, tuple | None]:
+    """x through ``layers`` in turn, the last output through ``final_norm`` if any; with
+    the hidden states (the input first) and the attention weights when asked."""
+    hidden_states = [x] if output_hidden_states else None
+    attentions = [] if output_attentions else None
+    for i, layer in enumerate(layers):
+        if attentions is None:
+            x = layer(x, mask)  # (B, T, D)
+        else:
+            x, weights = layer(x, mask, output_attentions=True)  # and (B, H, T, T)
+            attentions.append(weights)
+        if final_norm is not None and i == len(layers) - 1:
+            x = final_norm(x)
+        if hidden_states is not None:
+            hidden_states.append(x)
+    return x, tuple_or_none(hidden_states), tuple_or_none(attentions)
 
 
 def tuple_or_none(items: list | None) -> tuple | None:
@@ -772,7 +776,7 @@ def bert_attention_mask(attention_mask, shape: tuple[int, int]) -> torch.Tensor 
 # even when it is built fast, since the fused kernel never forms them; {ref}`sec-bert-attention-heads`
 # reads them.
 
-# %% tags=["export:models.bert_layers"]
+# %% tags=["export"]
 @dataclass
 class BertOutput:
     # (B, T, D) one contextual vector per token
@@ -784,6 +788,7 @@ class BertOutput:
     attentions: tuple[torch.Tensor, ...] | None = None  # every layer's weights
 
 
+# %% tags=["export:models.bert_layers"]
 class BertPooler(nn.Module):
     """pooled = tanh(W h_[CLS] + b): the sequence summarised by its first position, (B,
     T, D) -> (B, D)."""
@@ -1487,6 +1492,21 @@ ACTIVATIONS_FROM_HF = {
     **{hf: ours for ours, hf in ACTIVATIONS_TO_HF.items()},
     "gelu_new": "gelu_tanh",
 }
+# our field -> Hugging Face's; the activation goes through the tables above
+BERT_CONFIG_NAMES = {
+    "vocab_size": "vocab_size",
+    "d_model": "hidden_size",
+    "n_layers": "num_hidden_layers",
+    "n_heads": "num_attention_heads",
+    "d_ff": "intermediate_size",
+    "max_len": "max_position_embeddings",
+    "type_vocab_size": "type_vocab_size",
+    "dropout": "hidden_dropout_prob",
+    "attention_dropout": "attention_probs_dropout_prob",
+    "layer_norm_eps": "layer_norm_eps",
+    "initializer_range": "initializer_range",
+    "pad_token_id": "pad_token_id",
+}
 
 
 def bert_config_from_hf(hf_config) -> BertConfig:
@@ -1504,21 +1524,9 @@ def bert_config_from_hf(hf_config) -> BertConfig:
             f"unsupported hidden_act {hf_config.hidden_act!r}; supported: "
             f"{sorted(ACTIVATIONS_FROM_HF)}"
         )
-    return BertConfig(
-        vocab_size=hf_config.vocab_size,
-        d_model=hf_config.hidden_size,
-        n_layers=hf_config.num_hidden_layers,
-        n_heads=hf_config.num_attention_heads,
-        d_ff=hf_config.intermediate_size,
-        max_len=hf_config.max_position_embeddings,
-        type_vocab_size=hf_config.type_vocab_size,
-        dropout=hf_config.hidden_dropout_prob,
-        attention_dropout=hf_config.attention_probs_dropout_prob,
-        layer_norm_eps=hf_config.layer_norm_eps,
-        initializer_range=hf_config.initializer_range,
-        pad_token_id=hf_config.pad_token_id or 0,
-        activation=ACTIVATIONS_FROM_HF[hf_config.hidden_act],
-    )
+    fields = {ours: getattr(hf_config, hf) for ours, hf in BERT_CONFIG_NAMES.items()}
+    fields["pad_token_id"] = fields["pad_token_id"] or 0  # None in some of theirs
+    return BertConfig(**fields, activation=ACTIVATIONS_FROM_HF[hf_config.hidden_act])
 
 
 def bert_config_to_hf(config: BertConfig):
@@ -1533,20 +1541,9 @@ def bert_config_to_hf(config: BertConfig):
             "norm_first=True (pre-LN), so it has no Hugging "
             "Face equivalent"
         )
+    fields = {hf: getattr(config, ours) for ours, hf in BERT_CONFIG_NAMES.items()}
     return transformers.BertConfig(
-        vocab_size=config.vocab_size,
-        hidden_size=config.d_model,
-        num_hidden_layers=config.n_layers,
-        num_attention_heads=config.n_heads,
-        intermediate_size=config.d_ff,
-        max_position_embeddings=config.max_len,
-        type_vocab_size=config.type_vocab_size,
-        hidden_dropout_prob=config.dropout,
-        attention_probs_dropout_prob=config.attention_dropout,
-        layer_norm_eps=config.layer_norm_eps,
-        initializer_range=config.initializer_range,
-        pad_token_id=config.pad_token_id,
-        hidden_act=ACTIVATIONS_TO_HF[config.activation],
+        **fields, hidden_act=ACTIVATIONS_TO_HF[config.activation]
     )
 
 

@@ -48,10 +48,10 @@
 # - how NSP with segment pairs compares with FULL-SENTENCES, and static with dynamic masking,
 #   when a small model is pretrained on our corpus with the same budget.
 #
-# **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
+# **Uses.** From {doc}`08_bert`: `BertConfig` and its `BERT_PRESETS`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
 # and `BertForPreTraining`; `register`, `load_renamed`,
-# `bert_encoder_names`, `from_hf`, `to_hf` and the config converters `bert_config_from_hf` and
-# `bert_config_to_hf` from `tinybert.models.convert`; `register_model_class` from `tinybert.checkpoint.files`;
+# `bert_encoder_names`, `from_hf`, `to_hf`, the config converters `bert_config_from_hf` and
+# `bert_config_to_hf` and their table of field names `BERT_CONFIG_NAMES` from `tinybert.models.convert`; `register_model_class` from `tinybert.checkpoint.files`;
 # the ignored-label value `IGNORE_INDEX`. From {doc}`09_pretraining`: `mask_tokens`,
 # `seeded_generator` and `SpecialTokens` (`tinybert.pretraining.objective`), `PretrainingExample`,
 # `PretrainingBatches` and `make_examples` (`tinybert.pretraining.examples`), `shipped_checkpoint`
@@ -81,11 +81,12 @@ from torch import nn
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import load_renamed, register
 from tinybert.models.convert_names import (
+    BERT_CONFIG_NAMES,
     bert_config_from_hf,
     bert_config_to_hf,
     bert_encoder_names,
 )
-from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert import BERT_PRESETS, BertConfig, BertModel
 from tinybert.models.bert_layers import BertEmbeddings
 from tinybert.models.bert_heads import BertForMaskedLM
 
@@ -117,7 +118,6 @@ with warnings.catch_warnings():
 
 device = get_device()
 print(f"device: {device}, quick mode: {is_quick()}")
-
 
 # %% [markdown]
 # (sec-roberta-changes)=
@@ -157,10 +157,20 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # `<s>` (0), `<pad>` (1), `</s>` (2) and `<unk>` (3).
 
 # %% tags=["export"]
+ROBERTA_PRESETS = {
+    # BERT's two published sizes, with RoBERTa's defaults for everything else
+    "roberta-base": BERT_PRESETS["bert-base-uncased"],  # N=12, D=768, H=12
+    "roberta-large": BERT_PRESETS["bert-large-uncased"],  # N=24, D=1024, H=16
+}
+
+
 @dataclass
 class RobertaConfig(BertConfig):
     """BERT's configuration with the released roberta-base as defaults; every field
     means the same."""
+
+    presets = ROBERTA_PRESETS
+    model_name = "RoBERTa"
 
     # byte-level BPE: GPT-2's tokens and RoBERTa's special tokens
     vocab_size: int = 50265
@@ -186,23 +196,6 @@ class RobertaConfig(BertConfig):
         used by real tokens."""
         return self.max_len - self.pad_token_id - 1
 
-    @classmethod
-    def preset(cls, name: str, **overrides) -> RobertaConfig:
-        """A released size by name (see ROBERTA_PRESETS), with any field overridden."""
-        if name not in ROBERTA_PRESETS:
-            raise ValueError(
-                f"unknown RoBERTa preset {name!r}; known presets: "
-                f"{', '.join(ROBERTA_PRESETS)}"
-            )
-        return cls(**{**ROBERTA_PRESETS[name], **overrides})
-
-
-ROBERTA_PRESETS = {
-    # N=12, D=768, H=12
-    "roberta-base": dict(),
-    # N=24, D=1024, H=16
-    "roberta-large": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
-}
 
 # %% [markdown]
 # The whole difference between the two base models, field by field:
@@ -409,6 +402,7 @@ print(
     f"{bert_base.d_model} = {extra:,} parameters"
 )
 
+
 # %% [markdown]
 # The difference is almost entirely the vocabulary: 20 thousand more rows of 768 numbers. The
 # layers, where the computation happens, are identical, so RoBERTa-base costs BERT-base's time per
@@ -425,23 +419,6 @@ print(
 # so we convert through chapter 8's functions.
 
 # %% tags=["export"]
-_HF_CONFIG_FIELDS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "layer_norm_eps",
-    "initializer_range",
-    "pad_token_id",
-    "hidden_act",
-)
-
-
 def roberta_config_from_hf(hf_config) -> RobertaConfig:
     """transformers.RobertaConfig -> ours (the same fields as BERT's, read by
     bert_config_from_hf)."""
@@ -452,10 +429,9 @@ def roberta_config_to_hf(config: RobertaConfig):
     """Our RobertaConfig -> transformers.RobertaConfig."""
     import transformers
 
-    bert = bert_config_to_hf(config)
-    return transformers.RobertaConfig(
-        **{name: getattr(bert, name) for name in _HF_CONFIG_FIELDS}
-    )
+    bert = bert_config_to_hf(config)  # checked, and in Hugging Face's names
+    names = (*BERT_CONFIG_NAMES.values(), "hidden_act")
+    return transformers.RobertaConfig(**{name: getattr(bert, name) for name in names})
 
 
 def roberta_weight_names(model: nn.Module) -> dict[str, str]:

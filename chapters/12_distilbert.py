@@ -341,7 +341,6 @@ assert (
     abs(norms[16.0] / limit.norm().item() - 1) < 0.05 and norms[16.0] / norms[4.0] < 1.2
 )
 
-
 # %% [markdown]
 # With the factor, the gradient settles at the logit-matching limit as $T$ grows; without it, it
 # would fall by a factor of four at every doubling of $T$.
@@ -366,31 +365,23 @@ assert (
 # the attribute name `bert`.
 
 # %% tags=["export"]
+DISTILBERT_PRESETS = {
+    "distilbert-base-uncased": dict(),  # N=6, D=768, H=12
+    "distilbert-base-cased": dict(vocab_size=28996),
+}
+
+
 @dataclass
 class DistilBertConfig(BertConfig):
     """BERT's configuration with distilbert-base-uncased's defaults: BERT-base with half
     the layers."""
 
+    presets = DISTILBERT_PRESETS
+    model_name = "DistilBERT"
+
     n_layers: int = 6  # BERT-base's 12, halved
     # one segment and no segment table: token_type_ids must be all 0
     type_vocab_size: int = 1
-
-    @classmethod
-    def preset(cls, name: str, **overrides) -> DistilBertConfig:
-        """A released size by name (see DISTILBERT_PRESETS), with any field
-        overridden."""
-        if name not in DISTILBERT_PRESETS:
-            raise ValueError(
-                f"unknown DistilBERT preset {name!r}; known presets: "
-                f"{', '.join(DISTILBERT_PRESETS)}"
-            )
-        return cls(**{**DISTILBERT_PRESETS[name], **overrides})
-
-
-DISTILBERT_PRESETS = {
-    "distilbert-base-uncased": dict(),  # N=6, D=768, H=12
-    "distilbert-base-cased": dict(vocab_size=28996),
-}
 
 
 class DistilBertEmbeddings(nn.Module):
@@ -510,6 +501,21 @@ _BERT_TO_DISTILBERT_NAMES = (
 )
 
 
+# our field -> Hugging Face's DistilBertConfig's (which fixes layer_norm_eps at 1e-12)
+_DISTILBERT_CONFIG_NAMES = {
+    "vocab_size": "vocab_size",
+    "d_model": "dim",
+    "n_layers": "n_layers",
+    "n_heads": "n_heads",
+    "d_ff": "hidden_dim",
+    "max_len": "max_position_embeddings",
+    "dropout": "dropout",
+    "attention_dropout": "attention_dropout",
+    "initializer_range": "initializer_range",
+    "pad_token_id": "pad_token_id",
+}
+
+
 def distilbert_config_from_hf(hf_config) -> DistilBertConfig:
     """transformers.DistilBertConfig (dim, hidden_dim, ...) -> ours (d_model,
     d_ff, ...)."""
@@ -523,18 +529,12 @@ def distilbert_config_from_hf(hf_config) -> DistilBertConfig:
             f"unsupported activation {hf_config.activation!r}; supported: "
             f"{sorted(ACTIVATIONS_FROM_HF)}"
         )
+    names = _DISTILBERT_CONFIG_NAMES
+    fields = {ours: getattr(hf_config, hf) for ours, hf in names.items()}
+    fields["pad_token_id"] = fields["pad_token_id"] or 0  # None in some of theirs
     return DistilBertConfig(
-        vocab_size=hf_config.vocab_size,
-        d_model=hf_config.dim,
-        n_layers=hf_config.n_layers,
-        n_heads=hf_config.n_heads,
-        d_ff=hf_config.hidden_dim,
-        max_len=hf_config.max_position_embeddings,
-        dropout=hf_config.dropout,
-        attention_dropout=hf_config.attention_dropout,
+        **fields,
         layer_norm_eps=1e-12,
-        initializer_range=hf_config.initializer_range,
-        pad_token_id=hf_config.pad_token_id or 0,
         activation=ACTIVATIONS_FROM_HF[hf_config.activation],
     )
 
@@ -550,18 +550,10 @@ def distilbert_config_to_hf(config: DistilBertConfig):
             f"an activation in {sorted(ACTIVATIONS_TO_HF)}, got "
             f"{config.layer_norm_eps} and {config.activation!r}"
         )
+    names = _DISTILBERT_CONFIG_NAMES
+    fields = {hf: getattr(config, ours) for ours, hf in names.items()}
     return transformers.DistilBertConfig(
-        vocab_size=config.vocab_size,
-        dim=config.d_model,
-        n_layers=config.n_layers,
-        n_heads=config.n_heads,
-        hidden_dim=config.d_ff,
-        max_position_embeddings=config.max_len,
-        dropout=config.dropout,
-        attention_dropout=config.attention_dropout,
-        initializer_range=config.initializer_range,
-        pad_token_id=config.pad_token_id,
-        activation=ACTIVATIONS_TO_HF[config.activation],
+        **fields, activation=ACTIVATIONS_TO_HF[config.activation]
     )
 
 

@@ -57,9 +57,9 @@
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertModel` (its `forward`) and
 # `init_bert_weights` from `tinybert.models.bert`; `BertEmbeddings`, `BertLayer` and
-# `tuple_or_none` from `tinybert.models.bert_layers`; `BertForMaskedLM`, `BertForPreTraining`,
+# `run_layers` from `tinybert.models.bert_layers`; `BertForMaskedLM`, `BertForPreTraining`,
 # `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`, `masked_lm_logits_and_loss` and `check_labels` from
-# `tinybert.models.bert_heads`; `ACTIVATIONS_TO_HF`,
+# `tinybert.models.bert_heads`; `ACTIVATIONS_TO_HF`, `BERT_CONFIG_NAMES`,
 # `register`, `from_hf`, `to_hf`, `load_renamed`, `bert_config_from_hf` and `bert_encoder_names`
 # from `tinybert.models.convert`; `register_model_class`, `save_model` and `load_model` from
 # `tinybert.checkpoint.files`. From {doc}`09_pretraining`: `SegmentPair` and `encode_pair` from
@@ -71,7 +71,8 @@
 # `PretrainingConfig` from `tinybert.pretraining.loop`; `evaluate_pretraining` from
 # `tinybert.pretraining.evaluation`. From
 # {doc}`10_finetuning`: `SequenceClassifier` from `tinybert.finetuning.heads`. From {doc}`07_tokenization`:
-# `WordPieceTokenizer`. From {doc}`01_feedforward`: `count_parameters`.
+# `WordPieceTokenizer`. From {doc}`01_feedforward`: `count_parameters`, and the argument checks
+# `check_positive_int` and `check_probability`.
 # The model goes to `tinybert.models.albert`, its heads to `tinybert.models.albert_heads`, its converters to `tinybert.models.convert_albert`, the
 # sentence-order pairs to `tinybert.pretraining.sentence_order`.
 #
@@ -89,10 +90,11 @@ from dataclasses import dataclass, fields
 import torch
 from torch import nn
 
+from tinybert.blocks.checks import check_positive_int, check_probability
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import MaskedLMOutput
-from tinybert.models.bert_layers import BertEmbeddings, BertLayer, tuple_or_none
+from tinybert.models.bert_layers import BertEmbeddings, BertLayer, run_layers
 
 # %% tags=["export:models.albert_heads"]
 from __future__ import annotations
@@ -133,7 +135,6 @@ with warnings.catch_warnings():
 device = get_device()
 print(f"device: {device}, quick mode: {is_quick()}")
 
-
 # %% [markdown]
 # (sec-albert-config)=
 # ## The configuration
@@ -154,6 +155,20 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # with $E = 128$.
 
 # %% tags=["export"]
+ALBERT_PRESETS = {
+    # N=12, D=768, H=12, E=128
+    "albert-base-v2": dict(),
+    # N=24, D=1024, H=16
+    "albert-large-v2": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
+    # N=12, D=4096, H=64
+    "albert-xxlarge-v2": dict(d_model=4096, n_layers=12, n_heads=64, d_ff=16384),
+    # this course's
+    "albert-mini": dict(
+        vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128
+    ),
+}
+
+
 @dataclass
 class AlbertConfig(BertConfig):
     """BERT's configuration with ALBERT's defaults (albert-base-v2) and four
@@ -162,6 +177,9 @@ class AlbertConfig(BertConfig):
     d_model is the width D of the layers; embedding_size the width E of the embedding
     tables. Hugging Face's names are in tinybert.models.convert_albert.
     """
+
+    presets = ALBERT_PRESETS
+    model_name = "ALBERT"
 
     vocab_size: int = 30000  # V, ALBERT's SentencePiece vocabulary
     dropout: float = 0.0  # the v2 models were trained without dropout
@@ -180,32 +198,14 @@ class AlbertConfig(BertConfig):
     def __post_init__(self) -> None:
         super().__post_init__()  # BERT's checks
         for name in ("embedding_size", "n_groups", "inner_group_num"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(
-                    f"AlbertConfig.{name}: expected a positive int, got {value!r}"
-                )
+            check_positive_int(f"AlbertConfig.{name}", getattr(self, name))
         if self.n_groups > self.n_layers:
             raise ValueError(
                 f"AlbertConfig: n_groups = {self.n_groups} exceeds "
                 f"n_layers = {self.n_layers}; a group that no depth uses "
                 f"would never be trained"
             )
-        if not 0.0 <= self.classifier_dropout < 1.0:
-            raise ValueError(
-                f"AlbertConfig.classifier_dropout: expected a probability "
-                f"in [0, 1), got {self.classifier_dropout!r}"
-            )
-
-    @classmethod
-    def preset(cls, name: str, **overrides) -> AlbertConfig:
-        """A published size by name (see ALBERT_PRESETS), with any field overridden."""
-        if name not in ALBERT_PRESETS:
-            raise ValueError(
-                f"unknown ALBERT preset {name!r}; known presets: "
-                f"{', '.join(ALBERT_PRESETS)}"
-            )
-        return cls(**{**ALBERT_PRESETS[name], **overrides})
+        check_probability("AlbertConfig.classifier_dropout", self.classifier_dropout)
 
     def embedding_config(self) -> BertConfig:
         """The BertConfig of ALBERT's embedding block: BERT's block at width E (heads
@@ -213,19 +213,6 @@ class AlbertConfig(BertConfig):
         shared = {f.name: getattr(self, f.name) for f in fields(BertConfig)}
         return BertConfig(**{**shared, "d_model": self.embedding_size, "n_heads": 1})
 
-
-ALBERT_PRESETS = {
-    # N=12, D=768, H=12, E=128
-    "albert-base-v2": dict(),
-    # N=24, D=1024, H=16
-    "albert-large-v2": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
-    # N=12, D=4096, H=64
-    "albert-xxlarge-v2": dict(d_model=4096, n_layers=12, n_heads=64, d_ff=16384),
-    # this course's
-    "albert-mini": dict(
-        vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128
-    ),
-}
 
 # %%
 print(
@@ -346,6 +333,8 @@ assert (
 # 0 to 3 share the first group, 4 to 7 the second, 8 to 11 the third. $G = N$ is BERT; $G = 1$ is
 # ALBERT. Each group can hold several different layers (`inner_group_num`), run in order every
 # time the group is used. The released models all use $G = 1$ with one layer per group.
+# The encoder lists its layers in the order they run, the same modules at several depths, and
+# hands them to chapter 8's `run_layers`, the loop that `BertEncoder` runs over its own $N$ layers.
 
 # %% tags=["export"]
 class AlbertEncoder(nn.Module):
@@ -372,21 +361,15 @@ class AlbertEncoder(nn.Module):
         output_hidden_states: bool = False,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
-        # the projected embeddings come first
-        hidden_states = [x] if output_hidden_states else None
-        attentions = [] if output_attentions else None  # (B, H, T, T) at every depth
         G = len(self.groups)
-        for depth in range(self.n_layers):
-            # the same modules at several depths
-            for layer in self.groups[depth * G // self.n_layers]:
-                if attentions is None:
-                    x = layer(x, mask)  # (B, T, D)
-                else:
-                    x, weights = layer(x, mask, output_attentions=True)
-                    attentions.append(weights)
-                if hidden_states is not None:
-                    hidden_states.append(x)
-        return x, tuple_or_none(hidden_states), tuple_or_none(attentions)
+        # the same modules at several depths
+        layers = [
+            layer
+            for depth in range(self.n_layers)
+            for layer in self.groups[depth * G // self.n_layers]
+        ]
+        # chapter 8's loop: every depth's output and (B, H, T, T) weights when asked
+        return run_layers(layers, x, mask, output_hidden_states, output_attentions)
 
 
 # %% [markdown]
@@ -635,6 +618,7 @@ from torch import nn
 from tinybert.models.convert import load_renamed, register
 from tinybert.models.convert_names import (
     ACTIVATIONS_TO_HF,
+    BERT_CONFIG_NAMES,
     bert_config_from_hf,
     bert_encoder_names,
 )
@@ -642,17 +626,21 @@ from tinybert.models.albert import AlbertConfig, AlbertModel
 from tinybert.models.albert_heads import AlbertForMaskedLM, AlbertForPreTraining
 
 
+# ALBERT's four fields -> Hugging Face's (BERT's: BERT_CONFIG_NAMES)
+_ALBERT_CONFIG_NAMES = {
+    "embedding_size": "embedding_size",
+    "n_groups": "num_hidden_groups",
+    "inner_group_num": "inner_group_num",
+    "classifier_dropout": "classifier_dropout_prob",
+}
+
+
 def albert_config_from_hf(hf_config) -> AlbertConfig:
     """Hugging Face's AlbertConfig -> ours: BERT's fields (same names in HF) plus
     ALBERT's four."""
     shared = bert_config_from_hf(hf_config).to_dict()
-    return AlbertConfig(
-        **shared,
-        embedding_size=hf_config.embedding_size,
-        n_groups=hf_config.num_hidden_groups,
-        inner_group_num=hf_config.inner_group_num,
-        classifier_dropout=hf_config.classifier_dropout_prob,
-    )
+    own = {ours: getattr(hf_config, hf) for ours, hf in _ALBERT_CONFIG_NAMES.items()}
+    return AlbertConfig(**shared, **own)
 
 
 def albert_config_to_hf(config: AlbertConfig):
@@ -668,25 +656,9 @@ def albert_config_to_hf(config: AlbertConfig):
         if config.activation == "gelu_tanh"
         else ACTIVATIONS_TO_HF[config.activation]
     )
-    return transformers.AlbertConfig(
-        vocab_size=config.vocab_size,
-        embedding_size=config.embedding_size,
-        hidden_size=config.d_model,
-        num_hidden_layers=config.n_layers,
-        num_hidden_groups=config.n_groups,
-        num_attention_heads=config.n_heads,
-        intermediate_size=config.d_ff,
-        inner_group_num=config.inner_group_num,
-        hidden_act=hidden_act,
-        hidden_dropout_prob=config.dropout,
-        attention_probs_dropout_prob=config.attention_dropout,
-        max_position_embeddings=config.max_len,
-        type_vocab_size=config.type_vocab_size,
-        initializer_range=config.initializer_range,
-        layer_norm_eps=config.layer_norm_eps,
-        classifier_dropout_prob=config.classifier_dropout,
-        pad_token_id=config.pad_token_id,
-    )
+    names = {**BERT_CONFIG_NAMES, **_ALBERT_CONFIG_NAMES}
+    fields = {hf: getattr(config, ours) for ours, hf in names.items()}
+    return transformers.AlbertConfig(**fields, hidden_act=hidden_act)
 
 
 _LAYER_NAMES = [

@@ -67,6 +67,7 @@ def test_config_extends_bert_config_and_round_trips():
 
 @pytest.mark.parametrize("overrides", [dict(embedding_size=0), dict(n_groups=0), dict(inner_group_num=-1),
                                        dict(n_groups=4), dict(embedding_size=True), dict(classifier_dropout=1.0),
+                                       dict(classifier_dropout=False), dict(classifier_dropout="0.1"),
                                        dict(d_model=30), dict(activation="swish")])
 def test_config_rejects_bad_values(overrides):
     with pytest.raises(ValueError):

@@ -5,12 +5,14 @@ Odd, distinct sizes (batch 13, seq 7, d_model 32, d_ff 37) make swapped axes fai
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tinybert.blocks.checks import check_positive_number, check_probability
 from tinybert.blocks.feedforward import (MLP, PositionwiseFeedForward, count_parameters,
                                          gelu_exact, gelu_sigmoid, gelu_tanh,
                                          get_activation)
@@ -343,3 +345,31 @@ def test_ffn_is_position_wise_for_any_shape(B, T, D, F_, activation, seed, data)
         assert torch.allclose(ffn(x[:, order]), y[:, order], atol=1e-6)
         one_position = ffn(x[:, :1])                                # (B, 1, D)
         assert torch.allclose(one_position, y[:, :1], atol=1e-6)
+
+
+# tinybert.blocks.checks: the argument checks every chapter uses (chapter 1)
+@pytest.mark.parametrize("value", [0, 0.0, 0.5, 0.999])
+def test_check_probability_returns_a_rate_in_zero_one(value):
+    assert check_probability("dropout", value) == value
+
+
+@pytest.mark.parametrize("value", [1.0, 1, -0.1, math.nan, math.inf, True, False, "0.1", None])
+def test_check_probability_refuses_what_is_not_a_rate_in_zero_one(value):
+    with pytest.raises(ValueError, match=rf"^p: expected a probability in \[0, 1\), got {re.escape(repr(value))}$"):
+        check_probability("p", value)
+
+
+@pytest.mark.parametrize("value", [1e-12, 0.02, 3, 1e300])
+def test_check_positive_number_returns_a_finite_positive_number(value):
+    assert check_positive_number("eps", value) == value
+
+
+@pytest.mark.parametrize("value", [0, 0.0, -1e-12, math.inf, math.nan, True, "1e-12", None])
+def test_check_positive_number_refuses_the_rest(value):
+    with pytest.raises(ValueError, match=rf"^eps: expected a finite positive number, got {re.escape(repr(value))}$"):
+        check_positive_number("eps", value)
+
+
+def test_ffn_dropout_message_says_what_was_expected_and_given():
+    with pytest.raises(ValueError, match=r"^dropout: expected a probability in \[0, 1\), got 1.0$"):
+        PositionwiseFeedForward(D, D_FF, dropout=1.0)

@@ -55,11 +55,11 @@ MODULES = {
                                   "unigram training (forward-backward).",
     "tokenizers.unigram_training": "Training a unigram vocabulary with EM: seed, EM "
                                    "steps and pruning.",
-    "models.bert": "BERT: its configuration, the published presets, the initialisation "
-                   "and the model.",
+    "models.bert": "BERT: its configuration, the published presets, the initialisation, "
+                   "the model and its output.",
     "models.bert_layers": "BERT's parts: its inputs checked (token and segment ids, the "
                           "attention mask), input embeddings, the encoder layer and stack, "
-                          "the pooler and the model's output.",
+                          "and the pooler.",
     "models.bert_heads": "BERT's pretraining heads (masked language model, next sentence) "
                          "and the models that carry them.",
     "models.convert": "Hugging Face models to and from tinybert: the converters' "

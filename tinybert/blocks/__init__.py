@@ -12,7 +12,8 @@ from tinybert.reexport import lazy_reexports
 _MODULES = {
     'attention': ['causal_mask', 'fast_scaled_dot_product_attention', 'masked_softmax',
                   'padding_mask', 'scaled_dot_product_attention'],
-    'checks': ['check_positive_int', 'describe', 'shape_of'],
+    'checks': ['check_positive_int', 'check_positive_number', 'check_probability',
+               'describe', 'shape_of'],
     'decoding': ['BeamSearchOutput', 'beam_search', 'generate', 'greedy_decode'],
     'feedforward': ['MLP', 'PositionwiseFeedForward', 'count_parameters', 'gelu_exact',
                     'gelu_sigmoid', 'gelu_tanh', 'get_activation'],

@@ -17,7 +17,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from tinybert.blocks.checks import shape_of
+from tinybert.blocks.checks import check_probability, shape_of
 
 
 # Built in chapter 3, section "Scaled dot-product attention":
@@ -92,14 +92,7 @@ def _check_attention_inputs(q, k, v, mask, dropout_p) -> tuple[int, ...]:
                 f"mask: expected a shape that broadcasts to the scores' "
                 f"(..., T, S) = {scores_shape}, got {shape_of(mask)}"
             )
-    if (
-        isinstance(dropout_p, bool)
-        or not isinstance(dropout_p, (int, float))
-        or not 0.0 <= dropout_p < 1.0
-    ):
-        raise ValueError(
-            f"dropout_p: expected a probability in [0, 1), got {dropout_p!r}"
-        )
+    check_probability("dropout_p", dropout_p)
     return scores_shape
 
 

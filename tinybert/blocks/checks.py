@@ -8,10 +8,19 @@ chapters/01_feedforward.html.
 
 from __future__ import annotations
 
-__all__ = ['check_positive_int', 'shape_of', 'describe']
+__all__ = ['check_positive_int', 'check_probability', 'check_positive_number',
+           'shape_of', 'describe']  # fmt: skip
 
+
+import math
 
 import torch
+
+
+# Built in chapter 1, section "Checking arguments":
+# chapters/01_feedforward.html#checking-arguments
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 # Built in chapter 1, section "Checking arguments":
@@ -21,6 +30,26 @@ def check_positive_int(name: str, value) -> int:
     ``name``, what was expected and what was given."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name}: expected a positive int, got {value!r}")
+    return value
+
+
+# Built in chapter 1, section "Checking arguments":
+# chapters/01_feedforward.html#checking-arguments
+def check_probability(name: str, value) -> float:
+    """``value`` if it is a number in [0, 1), as a dropout rate must be (a rate of 1
+    would drop everything); otherwise a ValueError like check_positive_int's."""
+    if not (_is_number(value) and 0.0 <= value < 1.0):
+        raise ValueError(f"{name}: expected a probability in [0, 1), got {value!r}")
+    return value
+
+
+# Built in chapter 1, section "Checking arguments":
+# chapters/01_feedforward.html#checking-arguments
+def check_positive_number(name: str, value) -> float:
+    """``value`` if it is a finite number > 0 (an ε, a standard deviation); otherwise
+    a ValueError like check_positive_int's."""
+    if not (_is_number(value) and 0 < value < math.inf):
+        raise ValueError(f"{name}: expected a finite positive number, got {value!r}")
     return value
 
 

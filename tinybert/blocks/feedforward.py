@@ -18,7 +18,8 @@ import torch
 from torch import nn
 
 
-from tinybert.blocks.checks import check_positive_int  # the module just written
+# the module just written
+from tinybert.blocks.checks import check_positive_int, check_probability
 
 
 # Built in chapter 1, section "Three ways to write GELU":
@@ -124,14 +125,7 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("d_ff", d_ff)
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, (int, float))
-            or not 0.0 <= dropout < 1.0
-        ):
-            raise ValueError(
-                f"dropout must be a probability in [0, 1), got {dropout!r}"
-            )
+        check_probability("dropout", dropout)
         self.d_model, self.d_ff = d_model, d_ff
         self.expand = nn.Linear(d_model, d_ff)  # W1, b1: D -> F
         self.activation = get_activation(activation)

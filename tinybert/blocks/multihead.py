@@ -19,7 +19,7 @@ from tinybert.blocks.attention import (
     fast_scaled_dot_product_attention,
     scaled_dot_product_attention,
 )
-from tinybert.blocks.checks import check_positive_int, shape_of
+from tinybert.blocks.checks import check_positive_int, check_probability, shape_of
 
 
 # Built in chapter 4, section "Splitting and merging heads":
@@ -90,14 +90,7 @@ class MultiHeadAttention(nn.Module):
                 f"{n_heads}: each head gets Dh = d_model / "
                 f"n_heads features"
             )
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, (int, float))
-            or not 0.0 <= dropout < 1.0
-        ):
-            raise ValueError(
-                f"dropout: expected a probability in [0, 1), got {dropout!r}"
-            )
+        check_probability("dropout", dropout)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         # on the attention weights, training only
         self.dropout = float(dropout)

@@ -7,7 +7,7 @@ Built in chapter 13 (ALBERT); read it with its explanations at chapters/13_alber
 
 from __future__ import annotations
 
-__all__ = ['AlbertConfig', 'ALBERT_PRESETS', 'AlbertEmbeddings', 'AlbertEncoder',
+__all__ = ['ALBERT_PRESETS', 'AlbertConfig', 'AlbertEmbeddings', 'AlbertEncoder',
            'AlbertModel']  # fmt: skip
 
 
@@ -16,10 +16,25 @@ from dataclasses import dataclass, fields
 import torch
 from torch import nn
 
+from tinybert.blocks.checks import check_positive_int, check_probability
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import MaskedLMOutput
-from tinybert.models.bert_layers import BertEmbeddings, BertLayer, tuple_or_none
+from tinybert.models.bert_layers import BertEmbeddings, BertLayer, run_layers
+
+
+ALBERT_PRESETS = {
+    # N=12, D=768, H=12, E=128
+    "albert-base-v2": dict(),
+    # N=24, D=1024, H=16
+    "albert-large-v2": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
+    # N=12, D=4096, H=64
+    "albert-xxlarge-v2": dict(d_model=4096, n_layers=12, n_heads=64, d_ff=16384),
+    # this course's
+    "albert-mini": dict(
+        vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128
+    ),
+}
 
 
 # Built in chapter 13, section "The configuration":
@@ -32,6 +47,9 @@ class AlbertConfig(BertConfig):
     d_model is the width D of the layers; embedding_size the width E of the embedding
     tables. Hugging Face's names are in tinybert.models.convert_albert.
     """
+
+    presets = ALBERT_PRESETS
+    model_name = "ALBERT"
 
     vocab_size: int = 30000  # V, ALBERT's SentencePiece vocabulary
     dropout: float = 0.0  # the v2 models were trained without dropout
@@ -50,52 +68,20 @@ class AlbertConfig(BertConfig):
     def __post_init__(self) -> None:
         super().__post_init__()  # BERT's checks
         for name in ("embedding_size", "n_groups", "inner_group_num"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(
-                    f"AlbertConfig.{name}: expected a positive int, got {value!r}"
-                )
+            check_positive_int(f"AlbertConfig.{name}", getattr(self, name))
         if self.n_groups > self.n_layers:
             raise ValueError(
                 f"AlbertConfig: n_groups = {self.n_groups} exceeds "
                 f"n_layers = {self.n_layers}; a group that no depth uses "
                 f"would never be trained"
             )
-        if not 0.0 <= self.classifier_dropout < 1.0:
-            raise ValueError(
-                f"AlbertConfig.classifier_dropout: expected a probability "
-                f"in [0, 1), got {self.classifier_dropout!r}"
-            )
-
-    @classmethod
-    def preset(cls, name: str, **overrides) -> AlbertConfig:
-        """A published size by name (see ALBERT_PRESETS), with any field overridden."""
-        if name not in ALBERT_PRESETS:
-            raise ValueError(
-                f"unknown ALBERT preset {name!r}; known presets: "
-                f"{', '.join(ALBERT_PRESETS)}"
-            )
-        return cls(**{**ALBERT_PRESETS[name], **overrides})
+        check_probability("AlbertConfig.classifier_dropout", self.classifier_dropout)
 
     def embedding_config(self) -> BertConfig:
         """The BertConfig of ALBERT's embedding block: BERT's block at width E (heads
         play no part there)."""
         shared = {f.name: getattr(self, f.name) for f in fields(BertConfig)}
         return BertConfig(**{**shared, "d_model": self.embedding_size, "n_heads": 1})
-
-
-ALBERT_PRESETS = {
-    # N=12, D=768, H=12, E=128
-    "albert-base-v2": dict(),
-    # N=24, D=1024, H=16
-    "albert-large-v2": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
-    # N=12, D=4096, H=64
-    "albert-xxlarge-v2": dict(d_model=4096, n_layers=12, n_heads=64, d_ff=16384),
-    # this course's
-    "albert-mini": dict(
-        vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=128
-    ),
-}
 
 
 # Built in chapter 13, section "Factorised embeddings":
@@ -147,21 +133,15 @@ class AlbertEncoder(nn.Module):
         output_hidden_states: bool = False,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
-        # the projected embeddings come first
-        hidden_states = [x] if output_hidden_states else None
-        attentions = [] if output_attentions else None  # (B, H, T, T) at every depth
         G = len(self.groups)
-        for depth in range(self.n_layers):
-            # the same modules at several depths
-            for layer in self.groups[depth * G // self.n_layers]:
-                if attentions is None:
-                    x = layer(x, mask)  # (B, T, D)
-                else:
-                    x, weights = layer(x, mask, output_attentions=True)
-                    attentions.append(weights)
-                if hidden_states is not None:
-                    hidden_states.append(x)
-        return x, tuple_or_none(hidden_states), tuple_or_none(attentions)
+        # the same modules at several depths
+        layers = [
+            layer
+            for depth in range(self.n_layers)
+            for layer in self.groups[depth * G // self.n_layers]
+        ]
+        # chapter 8's loop: every depth's output and (B, H, T, T) weights when asked
+        return run_layers(layers, x, mask, output_hidden_states, output_attentions)
 
 
 # Built in chapter 13, section "The model":

@@ -16,11 +16,21 @@ from torch import nn
 from tinybert.models.convert import load_renamed, register
 from tinybert.models.convert_names import (
     ACTIVATIONS_TO_HF,
+    BERT_CONFIG_NAMES,
     bert_config_from_hf,
     bert_encoder_names,
 )
 from tinybert.models.albert import AlbertConfig, AlbertModel
 from tinybert.models.albert_heads import AlbertForMaskedLM, AlbertForPreTraining
+
+
+# ALBERT's four fields -> Hugging Face's (BERT's: BERT_CONFIG_NAMES)
+_ALBERT_CONFIG_NAMES = {
+    "embedding_size": "embedding_size",
+    "n_groups": "num_hidden_groups",
+    "inner_group_num": "inner_group_num",
+    "classifier_dropout": "classifier_dropout_prob",
+}
 
 
 # Built in chapter 13, section "Converting to and from Hugging Face":
@@ -29,13 +39,8 @@ def albert_config_from_hf(hf_config) -> AlbertConfig:
     """Hugging Face's AlbertConfig -> ours: BERT's fields (same names in HF) plus
     ALBERT's four."""
     shared = bert_config_from_hf(hf_config).to_dict()
-    return AlbertConfig(
-        **shared,
-        embedding_size=hf_config.embedding_size,
-        n_groups=hf_config.num_hidden_groups,
-        inner_group_num=hf_config.inner_group_num,
-        classifier_dropout=hf_config.classifier_dropout_prob,
-    )
+    own = {ours: getattr(hf_config, hf) for ours, hf in _ALBERT_CONFIG_NAMES.items()}
+    return AlbertConfig(**shared, **own)
 
 
 # Built in chapter 13, section "Converting to and from Hugging Face":
@@ -53,25 +58,9 @@ def albert_config_to_hf(config: AlbertConfig):
         if config.activation == "gelu_tanh"
         else ACTIVATIONS_TO_HF[config.activation]
     )
-    return transformers.AlbertConfig(
-        vocab_size=config.vocab_size,
-        embedding_size=config.embedding_size,
-        hidden_size=config.d_model,
-        num_hidden_layers=config.n_layers,
-        num_hidden_groups=config.n_groups,
-        num_attention_heads=config.n_heads,
-        intermediate_size=config.d_ff,
-        inner_group_num=config.inner_group_num,
-        hidden_act=hidden_act,
-        hidden_dropout_prob=config.dropout,
-        attention_probs_dropout_prob=config.attention_dropout,
-        max_position_embeddings=config.max_len,
-        type_vocab_size=config.type_vocab_size,
-        initializer_range=config.initializer_range,
-        layer_norm_eps=config.layer_norm_eps,
-        classifier_dropout_prob=config.classifier_dropout,
-        pad_token_id=config.pad_token_id,
-    )
+    names = {**BERT_CONFIG_NAMES, **_ALBERT_CONFIG_NAMES}
+    fields = {hf: getattr(config, ours) for ours, hf in names.items()}
+    return transformers.AlbertConfig(**fields, hidden_act=hidden_act)
 
 
 _LAYER_NAMES = [

@@ -7,8 +7,9 @@ Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.htm
 
 from __future__ import annotations
 
-__all__ = ['ACTIVATIONS_TO_HF', 'ACTIVATIONS_FROM_HF', 'bert_config_from_hf',
-           'bert_config_to_hf', 'bert_encoder_names', 'bert_weight_names']  # fmt: skip
+__all__ = ['ACTIVATIONS_TO_HF', 'ACTIVATIONS_FROM_HF', 'BERT_CONFIG_NAMES',
+           'bert_config_from_hf', 'bert_config_to_hf', 'bert_encoder_names',
+           'bert_weight_names']  # fmt: skip
 
 
 from torch import nn
@@ -27,6 +28,21 @@ ACTIVATIONS_TO_HF = {
 ACTIVATIONS_FROM_HF = {
     **{hf: ours for ours, hf in ACTIVATIONS_TO_HF.items()},
     "gelu_new": "gelu_tanh",
+}
+# our field -> Hugging Face's; the activation goes through the tables above
+BERT_CONFIG_NAMES = {
+    "vocab_size": "vocab_size",
+    "d_model": "hidden_size",
+    "n_layers": "num_hidden_layers",
+    "n_heads": "num_attention_heads",
+    "d_ff": "intermediate_size",
+    "max_len": "max_position_embeddings",
+    "type_vocab_size": "type_vocab_size",
+    "dropout": "hidden_dropout_prob",
+    "attention_dropout": "attention_probs_dropout_prob",
+    "layer_norm_eps": "layer_norm_eps",
+    "initializer_range": "initializer_range",
+    "pad_token_id": "pad_token_id",
 }
 
 
@@ -47,21 +63,9 @@ def bert_config_from_hf(hf_config) -> BertConfig:
             f"unsupported hidden_act {hf_config.hidden_act!r}; supported: "
             f"{sorted(ACTIVATIONS_FROM_HF)}"
         )
-    return BertConfig(
-        vocab_size=hf_config.vocab_size,
-        d_model=hf_config.hidden_size,
-        n_layers=hf_config.num_hidden_layers,
-        n_heads=hf_config.num_attention_heads,
-        d_ff=hf_config.intermediate_size,
-        max_len=hf_config.max_position_embeddings,
-        type_vocab_size=hf_config.type_vocab_size,
-        dropout=hf_config.hidden_dropout_prob,
-        attention_dropout=hf_config.attention_probs_dropout_prob,
-        layer_norm_eps=hf_config.layer_norm_eps,
-        initializer_range=hf_config.initializer_range,
-        pad_token_id=hf_config.pad_token_id or 0,
-        activation=ACTIVATIONS_FROM_HF[hf_config.hidden_act],
-    )
+    fields = {ours: getattr(hf_config, hf) for ours, hf in BERT_CONFIG_NAMES.items()}
+    fields["pad_token_id"] = fields["pad_token_id"] or 0  # None in some of theirs
+    return BertConfig(**fields, activation=ACTIVATIONS_FROM_HF[hf_config.hidden_act])
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face":
@@ -78,20 +82,9 @@ def bert_config_to_hf(config: BertConfig):
             "norm_first=True (pre-LN), so it has no Hugging "
             "Face equivalent"
         )
+    fields = {hf: getattr(config, ours) for ours, hf in BERT_CONFIG_NAMES.items()}
     return transformers.BertConfig(
-        vocab_size=config.vocab_size,
-        hidden_size=config.d_model,
-        num_hidden_layers=config.n_layers,
-        num_attention_heads=config.n_heads,
-        intermediate_size=config.d_ff,
-        max_position_embeddings=config.max_len,
-        type_vocab_size=config.type_vocab_size,
-        hidden_dropout_prob=config.dropout,
-        attention_probs_dropout_prob=config.attention_dropout,
-        layer_norm_eps=config.layer_norm_eps,
-        initializer_range=config.initializer_range,
-        pad_token_id=config.pad_token_id,
-        hidden_act=ACTIVATIONS_TO_HF[config.activation],
+        **fields, hidden_act=ACTIVATIONS_TO_HF[config.activation]
     )
 
 

@@ -8,7 +8,7 @@ chapters/11_roberta.html.
 
 from __future__ import annotations
 
-__all__ = ['RobertaConfig', 'ROBERTA_PRESETS', 'roberta_position_ids',
+__all__ = ['ROBERTA_PRESETS', 'RobertaConfig', 'roberta_position_ids',
            'RobertaEmbeddings', 'RobertaModel', 'RobertaForMaskedLM',
            'roberta_config_from_hf', 'roberta_config_to_hf',
            'roberta_weight_names']  # fmt: skip
@@ -22,13 +22,21 @@ from torch import nn
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import load_renamed, register
 from tinybert.models.convert_names import (
+    BERT_CONFIG_NAMES,
     bert_config_from_hf,
     bert_config_to_hf,
     bert_encoder_names,
 )
-from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert import BERT_PRESETS, BertConfig, BertModel
 from tinybert.models.bert_layers import BertEmbeddings
 from tinybert.models.bert_heads import BertForMaskedLM
+
+
+ROBERTA_PRESETS = {
+    # BERT's two published sizes, with RoBERTa's defaults for everything else
+    "roberta-base": BERT_PRESETS["bert-base-uncased"],  # N=12, D=768, H=12
+    "roberta-large": BERT_PRESETS["bert-large-uncased"],  # N=24, D=1024, H=16
+}
 
 
 # Built in chapter 11, section "The configuration":
@@ -37,6 +45,9 @@ from tinybert.models.bert_heads import BertForMaskedLM
 class RobertaConfig(BertConfig):
     """BERT's configuration with the released roberta-base as defaults; every field
     means the same."""
+
+    presets = ROBERTA_PRESETS
+    model_name = "RoBERTa"
 
     # byte-level BPE: GPT-2's tokens and RoBERTa's special tokens
     vocab_size: int = 50265
@@ -61,24 +72,6 @@ class RobertaConfig(BertConfig):
         """The longest input: rows 0 .. pad_token_id of the position table are never
         used by real tokens."""
         return self.max_len - self.pad_token_id - 1
-
-    @classmethod
-    def preset(cls, name: str, **overrides) -> RobertaConfig:
-        """A released size by name (see ROBERTA_PRESETS), with any field overridden."""
-        if name not in ROBERTA_PRESETS:
-            raise ValueError(
-                f"unknown RoBERTa preset {name!r}; known presets: "
-                f"{', '.join(ROBERTA_PRESETS)}"
-            )
-        return cls(**{**ROBERTA_PRESETS[name], **overrides})
-
-
-ROBERTA_PRESETS = {
-    # N=12, D=768, H=12
-    "roberta-base": dict(),
-    # N=24, D=1024, H=16
-    "roberta-large": dict(d_model=1024, n_layers=24, n_heads=16, d_ff=4096),
-}
 
 
 # Built in chapter 11, section "Positions that skip the padding":
@@ -148,23 +141,6 @@ for _cls in (RobertaModel, RobertaForMaskedLM):
     register_model_class(_cls)
 
 
-_HF_CONFIG_FIELDS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "layer_norm_eps",
-    "initializer_range",
-    "pad_token_id",
-    "hidden_act",
-)
-
-
 # Built in chapter 11, section "Converting to and from Hugging Face":
 # chapters/11_roberta.html#converting-to-and-from-hugging-face
 def roberta_config_from_hf(hf_config) -> RobertaConfig:
@@ -179,10 +155,9 @@ def roberta_config_to_hf(config: RobertaConfig):
     """Our RobertaConfig -> transformers.RobertaConfig."""
     import transformers
 
-    bert = bert_config_to_hf(config)
-    return transformers.RobertaConfig(
-        **{name: getattr(bert, name) for name in _HF_CONFIG_FIELDS}
-    )
+    bert = bert_config_to_hf(config)  # checked, and in Hugging Face's names
+    names = (*BERT_CONFIG_NAMES.values(), "hidden_act")
+    return transformers.RobertaConfig(**{name: getattr(bert, name) for name in names})
 
 
 # Built in chapter 11, section "Converting to and from Hugging Face":
