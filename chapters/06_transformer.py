@@ -535,7 +535,9 @@ def init_transformer_weights(model: nn.Module, d_model: int) -> None:
 #
 # Blocks take explicit arguments; the whole model takes one configuration dataclass, with a
 # comment per field, and the paper's two sizes as presets (Table 3 of the paper; "big" uses
-# $P_\text{drop} = 0.3$ for English-German).
+# $P_\text{drop} = 0.3$ for English-German). Its `layer_kwargs` picks out the seven fields a
+# layer takes, so that both models of the chapter build their layers as
+# `EncoderLayer(**c.layer_kwargs())` rather than spelling the seven out each time.
 
 # %% tags=["export"]
 @dataclass
@@ -583,6 +585,12 @@ class TransformerConfig:
     @property
     def uses_final_norm(self) -> bool:
         return self.norm_first if self.final_norm is None else self.final_norm
+
+    def layer_kwargs(self) -> dict:
+        """The arguments of an EncoderLayer or a DecoderLayer: the fields of the same
+        names."""
+        names = "d_model n_heads d_ff dropout activation norm_first layer_norm_eps"
+        return {name: getattr(self, name) for name in names.split()}
 
     @classmethod
     def from_preset(cls, name: str, **overrides) -> TransformerConfig:
@@ -655,25 +663,16 @@ class Transformer(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         c = self.config = config
-        layer_args = (
-            c.d_model,
-            c.n_heads,
-            c.d_ff,
-            c.dropout,
-            c.activation,
-            c.norm_first,
-            c.layer_norm_eps,
-        )
 
         def final_norm():
             return LayerNorm(c.d_model, c.layer_norm_eps) if c.uses_final_norm else None
 
         self.embed = TransformerEmbedding(c.vocab_size, c.d_model, c.max_len, c.dropout)
         self.encoder = Encoder(
-            [EncoderLayer(*layer_args) for _ in range(c.n_layers)], final_norm()
+            [EncoderLayer(**c.layer_kwargs()) for _ in range(c.n_layers)], final_norm()
         )
         self.decoder = Decoder(
-            [DecoderLayer(*layer_args) for _ in range(c.n_layers)], final_norm()
+            [DecoderLayer(**c.layer_kwargs()) for _ in range(c.n_layers)], final_norm()
         )
         self.output = nn.Linear(c.d_model, c.vocab_size, bias=False)
         init_transformer_weights(self, c.d_model)
@@ -1913,16 +1912,7 @@ class DecoderOnlyLM(nn.Module):
         c = self.config = config
         self.embed = TransformerEmbedding(c.vocab_size, c.d_model, c.max_len, c.dropout)
         self.layers = nn.ModuleList(
-            EncoderLayer(
-                c.d_model,
-                c.n_heads,
-                c.d_ff,
-                c.dropout,
-                c.activation,
-                c.norm_first,
-                c.layer_norm_eps,
-            )
-            for _ in range(c.n_layers)
+            EncoderLayer(**c.layer_kwargs()) for _ in range(c.n_layers)
         )
         self.norm = (
             LayerNorm(c.d_model, c.layer_norm_eps)

@@ -175,7 +175,11 @@ class Encoding:
 # its own Python code (`backend="python"`, the default) or by handing the batch to the equivalent
 # tokenizer of Hugging Face's `tokenizers` library, written in Rust (`backend="tokenizers"`). The
 # results are the same `Encoding` objects; {ref}`sec-tok-parity` checks that and measures the
-# speed. The function below does the work for both kinds of tokenizer.
+# speed. The function below does the work for both kinds of tokenizer. The WordPiece and
+# unigram tokenizers, whose `encode` can add `[CLS]` and `[SEP]`, get their `encode_batch` method
+# from the small mixin class after it, together with the check that `decode` makes of its ids
+# (an id without a token is an error, not skipped); the byte-level tokenizer, which adds no
+# special tokens, calls the function itself.
 
 # %% tags=["export:tokenizers.encoding"]
 BACKENDS = ("python", "tokenizers")
@@ -206,6 +210,30 @@ def batch_encode(
         Encoding(list(e.ids), list(e.tokens), [tuple(o) for o in e.offsets])
         for e in rust.encode_batch(list(texts), **kwargs)
     ]
+
+
+class TokenizerMixin:
+    """What the WordPiece and unigram tokenizers share, built on their ``vocab``,
+    ``id_to_token``, ``encode(text, add_special_tokens)`` and ``to_hugging_face()``."""
+
+    def encode_batch(
+        self,
+        texts: list[str],
+        add_special_tokens: bool = False,
+        *,
+        backend: str = "python",
+    ) -> list[Encoding]:
+        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
+        from Rust."""
+        return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
+
+    def check_ids(self, ids: list[int]) -> None:
+        """A ValueError unless every id is in the vocabulary (before decoding)."""
+        unknown = [i for i in ids if i not in self.id_to_token]
+        if unknown:
+            raise ValueError(
+                f"ids must be in 0..{len(self.vocab) - 1}, got {unknown[:5]}"
+            )
 
 
 def import_tokenizers():
@@ -594,7 +622,7 @@ from pathlib import Path
 
 from tinybert.tokenizers.encoding import (
     Encoding,
-    batch_encode,
+    TokenizerMixin,
     check_text,
     import_tokenizers,
     read_lines,
@@ -639,7 +667,7 @@ def save_vocab_txt(vocab: dict[str, int], path: str | Path) -> Path:
 
 
 # %% tags=["export:tokenizers.wordpiece"]
-class WordPieceTokenizer:
+class WordPieceTokenizer(TokenizerMixin):
     """BERT's tokenizer: normalise, split on whitespace and punctuation, then greedy
     WordPiece."""
 
@@ -738,17 +766,6 @@ class WordPieceTokenizer:
             offsets = [(0, 0)] + offsets + [(0, 0)]
         return Encoding([self.vocab[t] for t in tokens], tokens, offsets)
 
-    def encode_batch(
-        self,
-        texts: list[str],
-        add_special_tokens: bool = False,
-        *,
-        backend: str = "python",
-    ) -> list[Encoding]:
-        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
-        from Rust."""
-        return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
-
     def to_hugging_face(self):
         """The equivalent Rust tokenizer from the ``tokenizers`` library (for
         bulk speed)."""
@@ -767,11 +784,7 @@ class WordPieceTokenizer:
         return rust
 
     def decode(self, ids: list[int]) -> str:
-        unknown = [i for i in ids if i not in self.id_to_token]
-        if unknown:
-            raise ValueError(
-                f"ids must be in 0..{len(self.vocab) - 1}, got {unknown[:5]}"
-            )
+        self.check_ids(ids)
         text = " ".join(self.id_to_token[i] for i in ids)
         return text.replace(" " + self.continuing_prefix, "")
 
@@ -1515,7 +1528,7 @@ from pathlib import Path
 
 from tinybert.tokenizers.encoding import (
     Encoding,
-    batch_encode,
+    TokenizerMixin,
     check_text,
     import_tokenizers,
     read_lines,
@@ -1641,7 +1654,7 @@ assert marked == "▁Unigram▁▁tokens" and [marked[a:b] for a, b in spans][1]
 # them), so a text that contains "[MASK]" is matched by the piece `[MASK]`.
 
 # %% tags=["export:tokenizers.unigram"]
-class UnigramTokenizer:
+class UnigramTokenizer(TokenizerMixin):
     """ALBERT's (SentencePiece's) tokenizer: spaces become ▁, then each word is cut into
     its most probable segmentation under a unigram language model over the pieces."""
 
@@ -1729,23 +1742,8 @@ class UnigramTokenizer:
         ids = [self.vocab.get(token, self.unk_id) for token in tokens]
         return Encoding(ids, tokens, offsets)
 
-    def encode_batch(
-        self,
-        texts: list[str],
-        add_special_tokens: bool = False,
-        *,
-        backend: str = "python",
-    ) -> list[Encoding]:
-        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
-        from Rust."""
-        return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
-
     def decode(self, ids: list[int]) -> str:
-        unknown = [i for i in ids if i not in self.id_to_token]
-        if unknown:
-            raise ValueError(
-                f"ids must be in 0..{len(self.pieces) - 1}, got {unknown[:5]}"
-            )
+        self.check_ids(ids)
         text = "".join(self.id_to_token[i] for i in ids).replace(SPACE, " ")
         return text.removeprefix(" ")  # the ▁ that encoding put in front
 

@@ -1216,7 +1216,11 @@ for task, rates in best_rates.items():
 # line are not words of the text: a *multiword token* such as "don't", written once with an ID
 # range (`3-4`) and then as its two syntactic words "do" and "n't", and *empty nodes* (ID `8.1`)
 # that annotators added for elided words. We keep the syntactic words and skip both. The
-# readers of word-tagging files go to `tinybert.finetuning.tagging_tasks`.
+# readers of word-tagging files go to `tinybert.finetuning.tagging_tasks`. The named-entity
+# files {ref}`below <sec-ft-ner>` are laid out the same way, so one function,
+# `_read_tagged_lines`, walks both kinds of file (skipping comments, ending a sentence at each
+# blank line, naming the file and line in every error) and each reader passes it a `read_word`
+# that says only what one word line holds.
 
 # %% tags=["export:finetuning.tagging_tasks"]
 from __future__ import annotations
@@ -1256,15 +1260,15 @@ class TaggedSentence:
     tags: list[int]
 
 
-def read_conllu(path: str | Path, limit: int | None = None) -> list[TaggedSentence]:
-    """The words and UPOS tags of a CoNLL-U file (the first ``limit``
-    sentences, or all).
+def _read_tagged_lines(
+    path: str | Path, read_word, limit: int | None = None
+) -> list[TaggedSentence]:
+    """The sentences of a file of one word per line (the first ``limit``, or all): lines
+    starting with # are comments, and a blank line ends a sentence.
 
-    Multiword-token lines (ID ``3-4``: "don't" written once, split into do + n't) and
-    empty nodes (ID ``8.1``: words the annotators restored) carry no UPOS of a written
-    word: skipped.
+    ``read_word(line)`` returns a word line's word and tag index, or None for a line
+    that is no word; the file and line number are put in front of its ValueErrors.
     """
-    index = {tag: i for i, tag in enumerate(UPOS_TAGS)}
     sentences, words, tags = [], [], []
     with open(path, encoding="utf-8") as f:
         for line_number, line in enumerate(f, start=1):
@@ -1280,25 +1284,43 @@ def read_conllu(path: str | Path, limit: int | None = None) -> list[TaggedSenten
                 if limit is not None and len(sentences) >= limit:
                     return sentences
                 continue
-            columns = line.split("\t")
-            if len(columns) != 10:
-                raise ValueError(
-                    f"{path}, line {line_number}: a CoNLL-U word line has "
-                    f"10 tab-separated columns, got {len(columns)}"
-                )
-            token_id, form, upos = columns[0], columns[1], columns[3]
-            if "-" in token_id or "." in token_id:
-                continue
-            if upos not in index:
-                raise ValueError(
-                    f"{path}, line {line_number}: {upos!r} is not a UPOS tag"
-                )
-            words.append(form)
-            tags.append(index[upos])
+            try:
+                word = read_word(line)
+            except ValueError as error:
+                raise ValueError(f"{path}, line {line_number}: {error}") from None
+            if word is not None:
+                words.append(word[0])
+                tags.append(word[1])
     # no blank line at the end
     if words:
         sentences.append(TaggedSentence(words, tags))
     return sentences[:limit]
+
+
+def read_conllu(path: str | Path, limit: int | None = None) -> list[TaggedSentence]:
+    """The words and UPOS tags of a CoNLL-U file (the first ``limit``
+    sentences, or all).
+
+    Multiword-token lines (ID ``3-4``: "don't" written once, split into do + n't) and
+    empty nodes (ID ``8.1``: words the annotators restored) carry no UPOS of a written
+    word: skipped.
+    """
+    index = {tag: i for i, tag in enumerate(UPOS_TAGS)}
+
+    def read_word(line: str) -> tuple[str, int] | None:
+        columns = line.split("\t")
+        if len(columns) != 10:
+            raise ValueError(
+                f"a CoNLL-U word line has 10 tab-separated columns, got {len(columns)}"
+            )
+        token_id, form, upos = columns[0], columns[1], columns[3]
+        if "-" in token_id or "." in token_id:
+            return None
+        if upos not in index:
+            raise ValueError(f"{upos!r} is not a UPOS tag")
+        return form, index[upos]
+
+    return _read_tagged_lines(path, read_word, limit)
 
 
 # %%
@@ -1493,7 +1515,8 @@ plt.show()
 # test file the evaluation data; nothing is tuned on the test file, and the learning rate is the
 # one chosen on UD POS validation data for the same encoder (the sweep of
 # {ref}`sec-ft-gain`). The files have the layout of the POS data, with a word and its
-# BIO tag on each line, so the reader gives the same `TaggedSentence`.
+# BIO tag on each line, so the reader walks them with the same `_read_tagged_lines` and gives
+# the same `TaggedSentence`.
 
 # %% tags=["export:finetuning.tagging_tasks"]
 NER_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")  # Universal NER
@@ -1507,33 +1530,18 @@ def read_iob2(
     columns (index, word, tag, then annotator columns), and a blank line ends a
     sentence."""
     index = {tag: i for i, tag in enumerate(tags)}
-    sentences, words, word_tags = [], [], []
-    with open(path, encoding="utf-8") as f:
-        for line_number, line in enumerate(f, start=1):
-            line = line.rstrip("\n")
-            if line.startswith("#"):
-                continue
-            if not line:
-                if words:
-                    sentences.append(TaggedSentence(words, word_tags))
-                    words, word_tags = [], []
-                continue
-            columns = line.split("\t")
-            if len(columns) < 3:
-                raise ValueError(
-                    f"{path}, line {line_number}: expected index, word "
-                    f"and tag separated by tabs, got {line!r}"
-                )
-            if columns[2] not in index:
-                raise ValueError(
-                    f"{path}, line {line_number}: {columns[2]!r} is not "
-                    f"one of the tags {', '.join(tags)}"
-                )
-            words.append(columns[1])
-            word_tags.append(index[columns[2]])
-    if words:
-        sentences.append(TaggedSentence(words, word_tags))
-    return sentences
+
+    def read_word(line: str) -> tuple[str, int]:
+        columns = line.split("\t")
+        if len(columns) < 3:
+            raise ValueError(
+                f"expected index, word and tag separated by tabs, got {line!r}"
+            )
+        if columns[2] not in index:
+            raise ValueError(f"{columns[2]!r} is not one of the tags {', '.join(tags)}")
+        return columns[1], index[columns[2]]
+
+    return _read_tagged_lines(path, read_word)
 
 
 # %%

@@ -54,16 +54,7 @@ class DecoderOnlyLM(nn.Module):
         c = self.config = config
         self.embed = TransformerEmbedding(c.vocab_size, c.d_model, c.max_len, c.dropout)
         self.layers = nn.ModuleList(
-            EncoderLayer(
-                c.d_model,
-                c.n_heads,
-                c.d_ff,
-                c.dropout,
-                c.activation,
-                c.norm_first,
-                c.layer_norm_eps,
-            )
-            for _ in range(c.n_layers)
+            EncoderLayer(**c.layer_kwargs()) for _ in range(c.n_layers)
         )
         self.norm = (
             LayerNorm(c.d_model, c.layer_norm_eps)

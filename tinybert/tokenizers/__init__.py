@@ -13,7 +13,7 @@ _MODULES = {
     'byte_level': ['BYTE_TO_CHAR', 'ByteLevelBPETokenizer', 'CHAR_TO_BYTE',
                    'GPT2_PATTERN', 'apply_merges', 'bytes_to_unicode',
                    'read_merges_txt', 'read_vocab_json', 'train_byte_level_bpe'],
-    'encoding': ['BACKENDS', 'Encoding', 'batch_encode', 'check_text',
+    'encoding': ['BACKENDS', 'Encoding', 'TokenizerMixin', 'batch_encode', 'check_text',
                  'import_tokenizers', 'read_lines'],
     'normalizers': ['CJK_RANGES', 'WHITESPACE', 'bert_normalize', 'bert_pre_tokenize',
                     'is_cjk', 'is_punctuation'],

@@ -8,8 +8,8 @@ chapters/07_tokenization.html.
 
 from __future__ import annotations
 
-__all__ = ['Encoding', 'BACKENDS', 'batch_encode', 'import_tokenizers', 'check_text',
-           'read_lines']  # fmt: skip
+__all__ = ['Encoding', 'BACKENDS', 'batch_encode', 'TokenizerMixin',
+           'import_tokenizers', 'check_text', 'read_lines']  # fmt: skip
 
 
 from dataclasses import dataclass, field
@@ -72,6 +72,32 @@ def batch_encode(
         Encoding(list(e.ids), list(e.tokens), [tuple(o) for o in e.offsets])
         for e in rust.encode_batch(list(texts), **kwargs)
     ]
+
+
+# Built in chapter 7, section "What an encoding holds":
+# chapters/07_tokenization.html#what-an-encoding-holds
+class TokenizerMixin:
+    """What the WordPiece and unigram tokenizers share, built on their ``vocab``,
+    ``id_to_token``, ``encode(text, add_special_tokens)`` and ``to_hugging_face()``."""
+
+    def encode_batch(
+        self,
+        texts: list[str],
+        add_special_tokens: bool = False,
+        *,
+        backend: str = "python",
+    ) -> list[Encoding]:
+        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
+        from Rust."""
+        return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
+
+    def check_ids(self, ids: list[int]) -> None:
+        """A ValueError unless every id is in the vocabulary (before decoding)."""
+        unknown = [i for i in ids if i not in self.id_to_token]
+        if unknown:
+            raise ValueError(
+                f"ids must be in 0..{len(self.vocab) - 1}, got {unknown[:5]}"
+            )
 
 
 # Built in chapter 7, section "What an encoding holds":

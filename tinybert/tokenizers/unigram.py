@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tinybert.tokenizers.encoding import (
     Encoding,
-    batch_encode,
+    TokenizerMixin,
     check_text,
     import_tokenizers,
     read_lines,
@@ -87,7 +87,7 @@ def viterbi(
 
 # Built in chapter 7, section "The unigram language model":
 # chapters/07_tokenization.html#the-unigram-language-model
-class UnigramTokenizer:
+class UnigramTokenizer(TokenizerMixin):
     """ALBERT's (SentencePiece's) tokenizer: spaces become ▁, then each word is cut into
     its most probable segmentation under a unigram language model over the pieces."""
 
@@ -175,23 +175,8 @@ class UnigramTokenizer:
         ids = [self.vocab.get(token, self.unk_id) for token in tokens]
         return Encoding(ids, tokens, offsets)
 
-    def encode_batch(
-        self,
-        texts: list[str],
-        add_special_tokens: bool = False,
-        *,
-        backend: str = "python",
-    ) -> list[Encoding]:
-        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
-        from Rust."""
-        return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
-
     def decode(self, ids: list[int]) -> str:
-        unknown = [i for i in ids if i not in self.id_to_token]
-        if unknown:
-            raise ValueError(
-                f"ids must be in 0..{len(self.pieces) - 1}, got {unknown[:5]}"
-            )
+        self.check_ids(ids)
         text = "".join(self.id_to_token[i] for i in ids).replace(SPACE, " ")
         return text.removeprefix(" ")  # the ▁ that encoding put in front
 

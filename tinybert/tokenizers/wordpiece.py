@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tinybert.tokenizers.encoding import (
     Encoding,
-    batch_encode,
+    TokenizerMixin,
     check_text,
     import_tokenizers,
     read_lines,
@@ -66,7 +66,7 @@ def save_vocab_txt(vocab: dict[str, int], path: str | Path) -> Path:
 
 # Built in chapter 7, section "WordPiece encoding":
 # chapters/07_tokenization.html#wordpiece-encoding
-class WordPieceTokenizer:
+class WordPieceTokenizer(TokenizerMixin):
     """BERT's tokenizer: normalise, split on whitespace and punctuation, then greedy
     WordPiece."""
 
@@ -165,17 +165,6 @@ class WordPieceTokenizer:
             offsets = [(0, 0)] + offsets + [(0, 0)]
         return Encoding([self.vocab[t] for t in tokens], tokens, offsets)
 
-    def encode_batch(
-        self,
-        texts: list[str],
-        add_special_tokens: bool = False,
-        *,
-        backend: str = "python",
-    ) -> list[Encoding]:
-        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
-        from Rust."""
-        return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
-
     def to_hugging_face(self):
         """The equivalent Rust tokenizer from the ``tokenizers`` library (for
         bulk speed)."""
@@ -194,11 +183,7 @@ class WordPieceTokenizer:
         return rust
 
     def decode(self, ids: list[int]) -> str:
-        unknown = [i for i in ids if i not in self.id_to_token]
-        if unknown:
-            raise ValueError(
-                f"ids must be in 0..{len(self.vocab) - 1}, got {unknown[:5]}"
-            )
+        self.check_ids(ids)
         text = " ".join(self.id_to_token[i] for i in ids)
         return text.replace(" " + self.continuing_prefix, "")
 
