@@ -91,3 +91,27 @@ def test_metadata_problems_are_found():
         assert option in problems
     good = Exercise("ex-y", "Y", ("check_y",), difficulty=2, minutes=20, kind=KINDS[2])
     assert good.problems() == [] and good.points == 2
+
+
+def test_checks_refuse_a_solution_that_changes_the_lists_it_is_given():
+    """The classic slip: right answers, reached by popping from the caller's lists."""
+    from tinybert.exercises.ch10 import check_labels_from_word_ids, check_truncate_pair
+
+    def truncate_pair(a, b, max_len):
+        while len(a) + len(b) + 3 > max_len:
+            (a if len(a) > len(b) else b).pop()
+        return a, b
+
+    def labels_from_word_ids(word_ids, word_labels):
+        labels, previous = [], None
+        for word in word_ids:
+            new = word is not None and word != previous
+            labels.append(word_labels[word] if new else -100)
+            previous = word
+        word_ids.clear()
+        return labels
+
+    with pytest.raises(AssertionError, match="truncate_pair on .*: the inputs were modified"):
+        check_truncate_pair(truncate_pair)
+    with pytest.raises(AssertionError, match="the inputs were modified"):
+        check_labels_from_word_ids(labels_from_word_ids)

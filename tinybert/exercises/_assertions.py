@@ -3,9 +3,11 @@ can act on."""
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
-__all__ = ["assert_close", "checked_pairs", "origin"]
+__all__ = ["assert_close", "call_unmodified", "checked_pairs", "origin"]
 
 
 def assert_close(
@@ -28,6 +30,17 @@ def assert_close(
             f"{name}: values differ from the reference by up to "
             f"{worst:.3g}\n  expected {expected}\n  got      {got}"
         )
+
+
+def call_unmodified(function, description: str, *args):
+    """``function(*args)``, asserting that the call left its arguments as they were (a
+    student's function must not change the lists it is given)."""
+    saved = copy.deepcopy(args)
+    got = function(*args)
+    assert args == saved, (
+        f"{function.__name__} on {description}: the inputs were modified"
+    )
+    return got
 
 
 def checked_pairs(make_pairs, documents, one_pair_per: str, labels: str) -> list:
