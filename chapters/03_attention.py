@@ -326,7 +326,9 @@ def _check_attention_inputs(q, k, v, mask, dropout_p) -> tuple[int, ...]:
     if isinstance(dropout_p, bool) or not (
         isinstance(dropout_p, (int, float)) and 0.0 <= dropout_p < 1.0
     ):
-        raise ValueError(f"dropout_p: expected a probability in [0, 1), got {dropout_p!r}")
+        raise ValueError(
+            f"dropout_p: expected a probability in [0, 1), got {dropout_p!r}"
+        )
     return scores_shape
 
 
