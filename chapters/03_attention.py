@@ -42,7 +42,7 @@
 # - the cost of attention, $O(n^2 d)$ in time and $O(n^2)$ in memory, measured.
 #
 # **Uses.** The softmax and `nn.Linear` of {doc}`01_feedforward`, and its `shape_of`, which
-# names the shape of a refused input, and `check_probability`, which checks a dropout rate; the idea of word vectors and
+# names the shape of a refused input; the idea of word vectors and
 # `load_gutenberg` and `words` from `tinybert.corpus` ({doc}`02_word_vectors`). Everything this
 # chapter defines is exported to `tinybert.blocks.attention`, which the multi-head attention, Transformer
 # and BERT chapters import.
@@ -61,7 +61,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from tinybert.blocks.checks import check_probability, shape_of
+from tinybert.blocks.checks import shape_of
 
 # %%
 import collections
@@ -321,7 +321,14 @@ def _check_attention_inputs(q, k, v, mask, dropout_p) -> tuple[int, ...]:
                 f"mask: expected a shape that broadcasts to the scores' "
                 f"(..., T, S) = {scores_shape}, got {shape_of(mask)}"
             )
-    check_probability("dropout_p", dropout_p)
+    # the test of chapter 1's check_probability, written out here: it runs at every
+    # call of every layer, and a forward pass reads best without leaving this file
+    if isinstance(dropout_p, bool) or not (
+        isinstance(dropout_p, (int, float)) and 0.0 <= dropout_p < 1.0
+    ):
+        raise ValueError(
+            f"dropout_p: expected a probability in [0, 1), got {dropout_p!r}"
+        )
     return scores_shape
 
 

@@ -1615,48 +1615,67 @@ def bert_weight_names(model: nn.Module) -> dict[str, str]:
     return names
 
 
+# %% [markdown]
+# Converting a model in either direction is the same few steps for every family of the course:
+# build the other side's model of the same class name from the converted configuration, copy the
+# weights through the name table, and keep the device and the train/eval mode. `register_family`
+# writes them once, for a family's classes, its two configuration converters and its name table;
+# the base model, which may be built without its pooler, passes that choice on (Hugging Face's
+# `add_pooling_layer`). BERT is its first user, and the RoBERTa, DistilBERT and ALBERT chapters
+# each register their family with one call:
+
 # %% tags=["export:models.convert"]
-def _bert_from_hf(hf_model) -> nn.Module:
-    config = bert_config_from_hf(hf_model.config)
-    cls = {
-        "BertModel": BertModel,
-        "BertForMaskedLM": BertForMaskedLM,
-        "BertForPreTraining": BertForPreTraining,
-    }[type(hf_model).__name__]
-    model = (
-        BertModel(config, add_pooler=hf_model.pooler is not None)
-        if cls is BertModel
-        else cls(config)
-    )
-    # older transformers versions
-    # save index buffers
-    source = {
-        name: tensor
-        for name, tensor in hf_model.state_dict().items()
-        if not name.endswith(("embeddings.position_ids", "embeddings.token_type_ids"))
-    }
-    load_renamed(model, source, bert_weight_names(model))
-    return model.to(next(hf_model.parameters()).device).train(hf_model.training)
+# buffers of index ranges that older transformers versions save; not weights
+INDEX_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
 
 
-def _bert_to_hf(model: nn.Module):
-    import transformers
+def register_family(
+    classes: tuple[type, ...],
+    config_from_hf: Callable,
+    config_to_hf: Callable,
+    weight_names: Callable[[nn.Module], dict[str, str]],
+    pooled: type | None = None,
+) -> None:
+    """Teach from_hf and to_hf the ``classes`` of one family (ours and Hugging Face's
+    have the same names). ``weight_names(model)``: our tensor names -> theirs;
+    ``pooled``: the base model, built with or without its pooler."""
+    by_name = {cls.__name__: cls for cls in classes}
 
-    # same class names as ours
-    hf_class = getattr(transformers, type(model).__name__)
-    kwargs = (
-        {"add_pooling_layer": model.pooler is not None}
-        if isinstance(model, BertModel)
-        else {}
-    )
-    hf_model = hf_class(bert_config_to_hf(model.config), **kwargs)
-    theirs_to_ours = {theirs: ours for ours, theirs in bert_weight_names(model).items()}
-    load_renamed(hf_model, model.state_dict(), theirs_to_ours)
-    return hf_model.to(next(model.parameters()).device).train(model.training)
+    def from_fn(hf_model) -> nn.Module:
+        cls, config = by_name[type(hf_model).__name__], config_from_hf(hf_model.config)
+        pooler = {"add_pooler": hf_model.pooler is not None} if cls is pooled else {}
+        model = cls(config, **pooler)
+        source = {
+            name: tensor
+            for name, tensor in hf_model.state_dict().items()
+            if not name.endswith(INDEX_BUFFERS)
+        }
+        load_renamed(model, source, weight_names(model))
+        return model.to(next(hf_model.parameters()).device).train(hf_model.training)
+
+    def to_fn(model: nn.Module):
+        import transformers
+
+        pooler = {}
+        if type(model) is pooled:
+            pooler = {"add_pooling_layer": model.pooler is not None}
+        hf_class = getattr(transformers, type(model).__name__)
+        hf_model = hf_class(config_to_hf(model.config), **pooler)
+        theirs_to_ours = {theirs: ours for ours, theirs in weight_names(model).items()}
+        load_renamed(hf_model, model.state_dict(), theirs_to_ours)
+        return hf_model.to(next(model.parameters()).device).train(model.training)
+
+    for name, cls in by_name.items():
+        register(name, cls, from_fn, to_fn)
 
 
-for _cls in (BertModel, BertForMaskedLM, BertForPreTraining):
-    register(_cls.__name__, _cls, _bert_from_hf, _bert_to_hf)
+register_family(
+    (BertModel, BertForMaskedLM, BertForPreTraining),
+    bert_config_from_hf,
+    bert_config_to_hf,
+    bert_weight_names,
+    pooled=BertModel,
+)
 
 # %% [markdown]
 # The parity check builds a small Hugging Face `BertForPreTraining` from a configuration (nothing

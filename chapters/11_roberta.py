@@ -49,7 +49,7 @@
 #   when a small model is pretrained on our corpus with the same budget.
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig` and its `BERT_PRESETS`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
-# and `BertForPreTraining`; `register`, `load_renamed`,
+# and `BertForPreTraining`; `register_family`,
 # `bert_encoder_names`, `from_hf`, `to_hf`, the config converters `bert_config_from_hf` and
 # `bert_config_to_hf` and their table of field names `BERT_CONFIG_NAMES` from `tinybert.models.convert`; `register_model_class` from `tinybert.checkpoint.files`;
 # the ignored-label value `IGNORE_INDEX`. From {doc}`09_pretraining`: `mask_tokens`,
@@ -79,7 +79,7 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.convert import load_renamed, register
+from tinybert.models.convert import register_family
 from tinybert.models.convert_names import (
     BERT_CONFIG_NAMES,
     bert_config_from_hf,
@@ -413,9 +413,9 @@ print(
 #
 # Hugging Face's RoBERTa has BERT's tensor names under the prefix `roberta.` and calls the MLM head
 # `lm_head` (`lm_head.layer_norm`, `lm_head.bias`). The converter reuses chapter 8's table of
-# encoder names and `load_renamed`, which refuses any tensor left over on either side, and
-# registers our two classes, so that `tinybert.models.convert.from_hf` and `to_hf` handle them as soon as
-# this module is imported. Its configuration is Hugging Face's `BertConfig` with the same fields,
+# encoder names, and chapter 8's `register_family` registers our two classes (copying through
+# `load_renamed`, which refuses any tensor left over on either side), so that
+# `tinybert.models.convert.from_hf` and `to_hf` handle them as soon as this module is imported. Its configuration is Hugging Face's `BertConfig` with the same fields,
 # so we convert through chapter 8's functions.
 
 # %% tags=["export"]
@@ -454,36 +454,13 @@ def roberta_weight_names(model: nn.Module) -> dict[str, str]:
     return names
 
 
-def _roberta_from_hf(hf_model) -> nn.Module:
-    config = roberta_config_from_hf(hf_model.config)
-    if type(hf_model).__name__ == "RobertaModel":
-        model = RobertaModel(config, add_pooler=hf_model.pooler is not None)
-    else:
-        model = RobertaForMaskedLM(config)
-    load_renamed(model, hf_model.state_dict(), roberta_weight_names(model))
-    return model.to(next(hf_model.parameters()).device).train(hf_model.training)
-
-
-def _roberta_to_hf(model: nn.Module):
-    import transformers
-
-    kwargs = (
-        {"add_pooling_layer": model.pooler is not None}
-        if isinstance(model, RobertaModel)
-        else {}
-    )
-    hf_model = getattr(transformers, type(model).__name__)(
-        roberta_config_to_hf(model.config), **kwargs
-    )
-    theirs_to_ours = {
-        theirs: ours for ours, theirs in roberta_weight_names(model).items()
-    }
-    load_renamed(hf_model, model.state_dict(), theirs_to_ours)
-    return hf_model.to(next(model.parameters()).device).train(model.training)
-
-
-for _cls in (RobertaModel, RobertaForMaskedLM):
-    register(_cls.__name__, _cls, _roberta_from_hf, _roberta_to_hf)
+register_family(
+    (RobertaModel, RobertaForMaskedLM),
+    roberta_config_from_hf,
+    roberta_config_to_hf,
+    roberta_weight_names,
+    pooled=RobertaModel,
+)
 
 # %% [markdown]
 # The parity check follows chapter 8's: a small Hugging Face `RobertaForMaskedLM` with odd sizes,

@@ -47,7 +47,7 @@
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
 # `BertForPreTraining` and `IGNORE_INDEX`; the converter
-# registry of `tinybert.models.convert` (`register`, `from_hf`, `to_hf`, `load_renamed`,
+# registry of `tinybert.models.convert` (`register_family`, `from_hf`, `to_hf`,
 # `bert_encoder_names`, and the activation-name tables `ACTIVATIONS_TO_HF` and
 # `ACTIVATIONS_FROM_HF`), and `register_model_class`. From {doc}`09_pretraining`: `load_pretrained`
 # (the course's `bert-mini`, our teacher), `PretrainingBatches`, `SpecialTokens`, the corpus
@@ -72,7 +72,7 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.convert import load_renamed, register
+from tinybert.models.convert import register_family
 from tinybert.models.convert_names import (
     ACTIVATIONS_FROM_HF,
     ACTIVATIONS_TO_HF,
@@ -480,7 +480,8 @@ assert distil_count == hf_count
 # for `encoder.layer`, `q_lin` for `attention.self.query`, `sa_layer_norm` for the attention's
 # LayerNorm, `ffn.lin1` for the intermediate layer, and `vocab_transform`, `vocab_layer_norm` and
 # `vocab_projector` for the MLM head). The converter takes chapter 8's table of BERT names and
-# translates Hugging Face's BERT names into DistilBERT's. Its configuration uses other field names
+# translates Hugging Face's BERT names into DistilBERT's, and chapter 8's `register_family`
+# registers the two classes. Its configuration uses other field names
 # (`dim`, `hidden_dim`), and its LayerNorms have $\varepsilon = 10^{-12}$ fixed in the code. One
 # difference only shows in training mode: Hugging Face's DistilBERT applies no dropout to the
 # attention output before the residual addition, where BERT's layer (and ours) does; in evaluation
@@ -583,32 +584,13 @@ def distilbert_weight_names(model: nn.Module) -> dict[str, str]:
     return names
 
 
-def _distilbert_from_hf(hf_model) -> nn.Module:
-    config = distilbert_config_from_hf(hf_model.config)
-    model = (
-        DistilBertModel(config)
-        if type(hf_model).__name__ == "DistilBertModel"
-        else DistilBertForMaskedLM(config)
-    )
-    load_renamed(model, hf_model.state_dict(), distilbert_weight_names(model))
-    return model.to(next(hf_model.parameters()).device).train(hf_model.training)
-
-
-def _distilbert_to_hf(model: nn.Module):
-    import transformers
-
-    hf_model = getattr(transformers, type(model).__name__)(
-        distilbert_config_to_hf(model.config)
-    )
-    theirs_to_ours = {
-        theirs: ours for ours, theirs in distilbert_weight_names(model).items()
-    }
-    load_renamed(hf_model, model.state_dict(), theirs_to_ours)
-    return hf_model.to(next(model.parameters()).device).train(model.training)
-
-
-for _cls in (DistilBertModel, DistilBertForMaskedLM):
-    register(_cls.__name__, _cls, _distilbert_from_hf, _distilbert_to_hf)
+# no pooler to choose: DistilBERT has none
+register_family(
+    (DistilBertModel, DistilBertForMaskedLM),
+    distilbert_config_from_hf,
+    distilbert_config_to_hf,
+    distilbert_weight_names,
+)
 
 # %% [markdown]
 # Parity with a small Hugging Face `DistilBertForMaskedLM` with odd sizes, every parameter

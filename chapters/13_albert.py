@@ -60,7 +60,7 @@
 # `run_layers` from `tinybert.models.bert_layers`; `BertForMaskedLM`, `BertForPreTraining`,
 # `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`, `masked_lm_logits_and_loss` and `check_labels` from
 # `tinybert.models.bert_heads`; `ACTIVATIONS_TO_HF`, `BERT_CONFIG_NAMES`,
-# `register`, `from_hf`, `to_hf`, `load_renamed`, `bert_config_from_hf` and `bert_encoder_names`
+# `register_family`, `from_hf`, `to_hf`, `bert_config_from_hf` and `bert_encoder_names`
 # from `tinybert.models.convert`; `register_model_class`, `save_model` and `load_model` from
 # `tinybert.checkpoint.files`. From {doc}`09_pretraining`: `SegmentPair` and `encode_pair` from
 # `tinybert.pretraining.pairs`; `PretrainingExample`,
@@ -605,8 +605,8 @@ with torch.no_grad():
 # `albert_layer_groups.0.albert_layers.0.ffn` and so on. The converter reuses chapter 8's machinery:
 # `bert_config_from_hf` reads the fields ALBERT shares with BERT (Hugging Face names them the same
 # way in both configurations), `bert_encoder_names` gives the names of the three tables and their
-# LayerNorm, and `load_renamed` copies the tensors and refuses any conversion that leaves a tensor
-# out. Registering the three classes with `register` teaches `from_hf` and `to_hf` about them. The
+# LayerNorm, and `register_family` teaches `from_hf` and `to_hf` the three classes, copying the
+# tensors with `load_renamed`, which refuses any conversion that leaves a tensor out. The
 # converter lives in its own small module, `tinybert.models.convert_albert`, as chapter 8's lives in
 # `tinybert.models.convert`; import it once before converting an ALBERT.
 
@@ -615,7 +615,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from tinybert.models.convert import load_renamed, register
+from tinybert.models.convert import register_family
 from tinybert.models.convert_names import (
     ACTIVATIONS_TO_HF,
     BERT_CONFIG_NAMES,
@@ -715,43 +715,13 @@ def albert_weight_names(model: nn.Module) -> dict[str, str]:
     return names
 
 
-_ALBERT_CLASSES = {
-    cls.__name__: cls for cls in (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining)
-}
-
-
-def _albert_from_hf(hf_model) -> nn.Module:
-    config = albert_config_from_hf(hf_model.config)
-    cls = _ALBERT_CLASSES[type(hf_model).__name__]
-    model = (
-        AlbertModel(config, add_pooler=hf_model.pooler is not None)
-        if cls is AlbertModel
-        else cls(config)
-    )
-    load_renamed(model, hf_model.state_dict(), albert_weight_names(model))
-    return model.to(next(hf_model.parameters()).device).train(hf_model.training)
-
-
-def _albert_to_hf(model: nn.Module):
-    import transformers
-
-    # the same class names as ours
-    hf_class = getattr(transformers, type(model).__name__)
-    kwargs = (
-        {"add_pooling_layer": model.pooler is not None}
-        if isinstance(model, AlbertModel)
-        else {}
-    )
-    hf_model = hf_class(albert_config_to_hf(model.config), **kwargs)
-    theirs_to_ours = {
-        theirs: ours for ours, theirs in albert_weight_names(model).items()
-    }
-    load_renamed(hf_model, model.state_dict(), theirs_to_ours)
-    return hf_model.to(next(model.parameters()).device).train(model.training)
-
-
-for _name, _cls in _ALBERT_CLASSES.items():
-    register(_name, _cls, _albert_from_hf, _albert_to_hf)
+register_family(
+    (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining),
+    albert_config_from_hf,
+    albert_config_to_hf,
+    albert_weight_names,
+    pooled=AlbertModel,
+)
 
 # %% [markdown]
 # The parity check follows chapter 8's: a Hugging Face `AlbertForPreTraining` built from a tiny

@@ -17,7 +17,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from tinybert.blocks.checks import check_probability, shape_of
+from tinybert.blocks.checks import shape_of
 
 
 # Built in chapter 3, section "Scaled dot-product attention":
@@ -92,7 +92,14 @@ def _check_attention_inputs(q, k, v, mask, dropout_p) -> tuple[int, ...]:
                 f"mask: expected a shape that broadcasts to the scores' "
                 f"(..., T, S) = {scores_shape}, got {shape_of(mask)}"
             )
-    check_probability("dropout_p", dropout_p)
+    # the test of chapter 1's check_probability, written out here: it runs at every
+    # call of every layer, and a forward pass reads best without leaving this file
+    if isinstance(dropout_p, bool) or not (
+        isinstance(dropout_p, (int, float)) and 0.0 <= dropout_p < 1.0
+    ):
+        raise ValueError(
+            f"dropout_p: expected a probability in [0, 1), got {dropout_p!r}"
+        )
     return scores_shape
 
 

@@ -13,7 +13,7 @@ __all__ = ['albert_config_from_hf', 'albert_config_to_hf',
 
 from torch import nn
 
-from tinybert.models.convert import load_renamed, register
+from tinybert.models.convert import register_family
 from tinybert.models.convert_names import (
     ACTIVATIONS_TO_HF,
     BERT_CONFIG_NAMES,
@@ -119,44 +119,10 @@ def albert_weight_names(model: nn.Module) -> dict[str, str]:
     return names
 
 
-_ALBERT_CLASSES = {
-    cls.__name__: cls for cls in (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining)
-}
-
-
-# Built in chapter 13, section "Converting to and from Hugging Face":
-# chapters/13_albert.html#converting-to-and-from-hugging-face
-def _albert_from_hf(hf_model) -> nn.Module:
-    config = albert_config_from_hf(hf_model.config)
-    cls = _ALBERT_CLASSES[type(hf_model).__name__]
-    model = (
-        AlbertModel(config, add_pooler=hf_model.pooler is not None)
-        if cls is AlbertModel
-        else cls(config)
-    )
-    load_renamed(model, hf_model.state_dict(), albert_weight_names(model))
-    return model.to(next(hf_model.parameters()).device).train(hf_model.training)
-
-
-# Built in chapter 13, section "Converting to and from Hugging Face":
-# chapters/13_albert.html#converting-to-and-from-hugging-face
-def _albert_to_hf(model: nn.Module):
-    import transformers
-
-    # the same class names as ours
-    hf_class = getattr(transformers, type(model).__name__)
-    kwargs = (
-        {"add_pooling_layer": model.pooler is not None}
-        if isinstance(model, AlbertModel)
-        else {}
-    )
-    hf_model = hf_class(albert_config_to_hf(model.config), **kwargs)
-    theirs_to_ours = {
-        theirs: ours for ours, theirs in albert_weight_names(model).items()
-    }
-    load_renamed(hf_model, model.state_dict(), theirs_to_ours)
-    return hf_model.to(next(model.parameters()).device).train(model.training)
-
-
-for _name, _cls in _ALBERT_CLASSES.items():
-    register(_name, _cls, _albert_from_hf, _albert_to_hf)
+register_family(
+    (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining),
+    albert_config_from_hf,
+    albert_config_to_hf,
+    albert_weight_names,
+    pooled=AlbertModel,
+)

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.convert import load_renamed, register
+from tinybert.models.convert import register_family
 from tinybert.models.convert_names import (
     ACTIVATIONS_FROM_HF,
     ACTIVATIONS_TO_HF,
@@ -213,33 +213,10 @@ def distilbert_weight_names(model: nn.Module) -> dict[str, str]:
     return names
 
 
-# Built in chapter 12, section "Converting to and from Hugging Face":
-# chapters/12_distilbert.html#converting-to-and-from-hugging-face
-def _distilbert_from_hf(hf_model) -> nn.Module:
-    config = distilbert_config_from_hf(hf_model.config)
-    model = (
-        DistilBertModel(config)
-        if type(hf_model).__name__ == "DistilBertModel"
-        else DistilBertForMaskedLM(config)
-    )
-    load_renamed(model, hf_model.state_dict(), distilbert_weight_names(model))
-    return model.to(next(hf_model.parameters()).device).train(hf_model.training)
-
-
-# Built in chapter 12, section "Converting to and from Hugging Face":
-# chapters/12_distilbert.html#converting-to-and-from-hugging-face
-def _distilbert_to_hf(model: nn.Module):
-    import transformers
-
-    hf_model = getattr(transformers, type(model).__name__)(
-        distilbert_config_to_hf(model.config)
-    )
-    theirs_to_ours = {
-        theirs: ours for ours, theirs in distilbert_weight_names(model).items()
-    }
-    load_renamed(hf_model, model.state_dict(), theirs_to_ours)
-    return hf_model.to(next(model.parameters()).device).train(model.training)
-
-
-for _cls in (DistilBertModel, DistilBertForMaskedLM):
-    register(_cls.__name__, _cls, _distilbert_from_hf, _distilbert_to_hf)
+# no pooler to choose: DistilBERT has none
+register_family(
+    (DistilBertModel, DistilBertForMaskedLM),
+    distilbert_config_from_hf,
+    distilbert_config_to_hf,
+    distilbert_weight_names,
+)

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import register_model_class
-from tinybert.models.convert import load_renamed, register
+from tinybert.models.convert import register_family
 from tinybert.models.convert_names import (
     BERT_CONFIG_NAMES,
     bert_config_from_hf,
@@ -182,37 +182,10 @@ def roberta_weight_names(model: nn.Module) -> dict[str, str]:
     return names
 
 
-# Built in chapter 11, section "Converting to and from Hugging Face":
-# chapters/11_roberta.html#converting-to-and-from-hugging-face
-def _roberta_from_hf(hf_model) -> nn.Module:
-    config = roberta_config_from_hf(hf_model.config)
-    if type(hf_model).__name__ == "RobertaModel":
-        model = RobertaModel(config, add_pooler=hf_model.pooler is not None)
-    else:
-        model = RobertaForMaskedLM(config)
-    load_renamed(model, hf_model.state_dict(), roberta_weight_names(model))
-    return model.to(next(hf_model.parameters()).device).train(hf_model.training)
-
-
-# Built in chapter 11, section "Converting to and from Hugging Face":
-# chapters/11_roberta.html#converting-to-and-from-hugging-face
-def _roberta_to_hf(model: nn.Module):
-    import transformers
-
-    kwargs = (
-        {"add_pooling_layer": model.pooler is not None}
-        if isinstance(model, RobertaModel)
-        else {}
-    )
-    hf_model = getattr(transformers, type(model).__name__)(
-        roberta_config_to_hf(model.config), **kwargs
-    )
-    theirs_to_ours = {
-        theirs: ours for ours, theirs in roberta_weight_names(model).items()
-    }
-    load_renamed(hf_model, model.state_dict(), theirs_to_ours)
-    return hf_model.to(next(model.parameters()).device).train(model.training)
-
-
-for _cls in (RobertaModel, RobertaForMaskedLM):
-    register(_cls.__name__, _cls, _roberta_from_hf, _roberta_to_hf)
+register_family(
+    (RobertaModel, RobertaForMaskedLM),
+    roberta_config_from_hf,
+    roberta_config_to_hf,
+    roberta_weight_names,
+    pooled=RobertaModel,
+)
