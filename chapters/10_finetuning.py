@@ -2682,7 +2682,10 @@ print(parser.format_help())
 # - **random init**: the course's architecture (chapter 9's `bert-mini`, 4 layers, 256 wide) with
 #   random weights, so fine-tuning is all the training it gets;
 # - **course checkpoint**: the same architecture after the course's own pretraining, under two
-#   hours on a two-core CPU (chapter 9);
+#   hours on a two-core CPU ({ref}`sec-pretrain-recipe`), on the course corpus *and* the
+#   unlabelled training text of this chapter's tasks (task-adaptive pretraining): a gain on
+#   these tasks says what pretraining on their kind of text gives, not how the checkpoint does on
+#   text it never read;
 # - **all-MiniLM-L6-v2**: a real pretrained encoder (chapter 8), 6 layers and 384 wide, trained by
 #   distillation from a large BERT-style teacher and then on about a billion sentence pairs.
 #
