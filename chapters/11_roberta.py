@@ -49,9 +49,10 @@
 #   when a small model is pretrained on our corpus with the same budget.
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig` and its `BERT_PRESETS`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
-# and `BertForPreTraining`; `register_family`,
-# `bert_encoder_names`, `from_hf`, `to_hf`, the config converters `bert_config_from_hf` and
-# `bert_config_to_hf` and their table of field names `BERT_CONFIG_NAMES` from `tinybert.models.convert`; `register_model_class` from `tinybert.checkpoint.files`;
+# and `BertForPreTraining`; `register_family`, `from_hf` and `to_hf` from
+# `tinybert.models.convert`; `bert_encoder_names`, the config converters `bert_config_from_hf` and
+# `bert_config_to_hf` and their table of field names `BERT_CONFIG_NAMES` from
+# `tinybert.models.convert_names`; `register_model_class` from `tinybert.checkpoint.files`;
 # the ignored-label value `IGNORE_INDEX`. From {doc}`09_pretraining`: `mask_tokens`,
 # `seeded_generator` and `SpecialTokens` (`tinybert.pretraining.objective`), `PretrainingExample`,
 # `PretrainingBatches` and `make_examples` (`tinybert.pretraining.examples`), `shipped_checkpoint`

@@ -59,9 +59,9 @@
 # `init_bert_weights` from `tinybert.models.bert`; `BertEmbeddings`, `BertLayer` and
 # `run_layers` from `tinybert.models.bert_layers`; `BertForMaskedLM`, `BertForPreTraining`,
 # `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`, `masked_lm_logits_and_loss` and `check_labels` from
-# `tinybert.models.bert_heads`; `ACTIVATIONS_TO_HF`, `BERT_CONFIG_NAMES`,
-# `register_family`, `from_hf`, `to_hf`, `bert_config_from_hf` and `bert_encoder_names`
-# from `tinybert.models.convert`; `register_model_class`, `save_model` and `load_model` from
+# `tinybert.models.bert_heads`; `register_family`, `from_hf` and `to_hf` from
+# `tinybert.models.convert`; `ACTIVATIONS_TO_HF`, `BERT_CONFIG_NAMES`, `bert_config_from_hf` and
+# `bert_encoder_names` from `tinybert.models.convert_names`; `register_model_class`, `save_model` and `load_model` from
 # `tinybert.checkpoint.files`. From {doc}`09_pretraining`: `SegmentPair` and `encode_pair` from
 # `tinybert.pretraining.pairs`; `PretrainingExample`,
 # `make_examples` and `PretrainingBatches` from `tinybert.pretraining.examples`;
