@@ -2115,7 +2115,9 @@ plt.show()
 # its files in: the loaders read the kept files instead, and the next save puts them back first.
 # Both files also carry the same random `save_id`, so that a weights file and a config from two
 # different saves are noticed. Loading checks everything it can and says what is wrong: a missing
-# file, a corrupt one, an unknown class, weights that do not fit the configuration.
+# file, a corrupt one, an unknown class, weights that do not fit the configuration. Two small
+# readers, `read_json_file` and `read_safetensors`, turn a missing or unreadable file into an error
+# that names it; chapter 9's training checkpoints read their files with them too.
 
 # %% tags=["export:checkpoint.files"]
 from __future__ import annotations
@@ -2133,6 +2135,11 @@ from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
 from tinybert.models.bert import BertModel
 
 WEIGHTS_NAME, CONFIG_NAME = "model.safetensors", "config.json"
+# what a model directory should hold, for the loaders' errors
+HOLDS = (
+    f"a model directory holds {WEIGHTS_NAME} and {CONFIG_NAME}, as written by "
+    f"tinybert.checkpoint.files.save_model"
+)
 # the class named in config.json -> the class; later chapters add theirs
 MODEL_CLASSES: dict[str, type] = {}
 
@@ -2337,6 +2344,40 @@ def save_model(model: nn.Module, directory: str | Path) -> Path:
     return save_files(directory, writers)
 
 
+def read_json_file(path: Path, fields: tuple[str, ...], missing: str) -> dict:
+    """The JSON object in ``path``, which must hold every name in ``fields``. Raises
+    FileNotFoundError (``missing`` says what the file should be) or ValueError."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file; {missing}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        absent = [name for name in fields if name not in data]
+    except (ValueError, TypeError) as error:
+        absent = repr(error)
+    if absent:
+        raise ValueError(
+            f"{path}: corrupt; expected JSON with {' and '.join(fields)} ({absent})"
+        )
+    return data
+
+
+def read_safetensors(path: Path, missing: str) -> tuple[dict, dict[str, torch.Tensor]]:
+    """The header (metadata) and the tensors of the safetensors file ``path``. Raises
+    FileNotFoundError (``missing`` says what the file should be) or ValueError."""
+    from safetensors import safe_open
+
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file; {missing}")
+    try:
+        with safe_open(path, framework="pt", device="cpu") as f:
+            return f.metadata() or {}, {key: f.get_tensor(key) for key in f.keys()}
+    # safetensors raises its own error types
+    except Exception as error:
+        raise ValueError(
+            f"{path}: not a readable safetensors file (corrupt or truncated?): {error}"
+        ) from None
+
+
 def load_model(
     directory: str | Path,
     model_class: type | None = None,
@@ -2350,44 +2391,19 @@ def load_model(
     a missing file and ValueError for a corrupt file, an unknown class, or weights that
     do not fit the config.
     """
-    from safetensors import safe_open
-
     directory = Path(directory)
     config_path = saved_file(directory, CONFIG_NAME)  # see save_files
     weights_path = saved_file(directory, WEIGHTS_NAME)
-    for path in (config_path, weights_path):
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"{path}: no such file; a checkpoint directory "
-                f"holds {WEIGHTS_NAME} and {CONFIG_NAME}, as "
-                f"written by tinybert.checkpoint.files.save_model"
-            )
-    try:
-        meta = json.loads(config_path.read_text(encoding="utf-8"))
-        name, config_dict = meta["model_class"], meta["config"]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(
-            f"{config_path}: expected JSON with model_class and config ({error!r})"
-        ) from None
+    meta = read_json_file(config_path, ("model_class", "config"), HOLDS)
+    name = meta["model_class"]
     cls = model_class or MODEL_CLASSES.get(name)
     if cls is None:
         raise ValueError(
             f"{config_path}: unknown model_class {name!r}; "
             f"registered: {sorted(MODEL_CLASSES)}"
         )
-    config = cls.config_class.from_dict(config_dict)
-    try:
-        with safe_open(weights_path, framework="pt", device="cpu") as f:
-            header, tensors = (
-                f.metadata() or {},
-                {key: f.get_tensor(key) for key in f.keys()},
-            )
-    # safetensors raises its own error types
-    except Exception as error:
-        raise ValueError(
-            f"{weights_path}: not a readable safetensors file (corrupt or "
-            f"truncated?): {error}"
-        ) from None
+    config = cls.config_class.from_dict(meta["config"])
+    header, tensors = read_safetensors(weights_path, HOLDS)
     if meta.get("save_id") is not None and header.get("save_id") != meta["save_id"]:
         raise ValueError(
             f"{directory}: {WEIGHTS_NAME} and {CONFIG_NAME} come from "

@@ -227,7 +227,19 @@ def test_checkpoint_errors(tmp_path):
     # a corrupt JSON file
     save_checkpoint(tmp_path, model, step=1)
     (tmp_path / "training_state.json").write_text("{not json")
-    with pytest.raises(ValueError, match="corrupt"):
+    with pytest.raises(ValueError, match="corrupt; expected JSON with step and save_id"):
+        load_checkpoint(tmp_path)
+    # JSON without the step
+    save_checkpoint(tmp_path, model, step=1)
+    state = json.loads((tmp_path / "training_state.json").read_text())
+    del state["step"]
+    (tmp_path / "training_state.json").write_text(json.dumps(state))
+    with pytest.raises(ValueError, match=r"step and save_id \(\['step'\]\)"):
+        load_checkpoint(tmp_path)
+    # the tensors file gone
+    save_checkpoint(tmp_path, model, step=1)
+    (tmp_path / "training_state.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match="not a training checkpoint"):
         load_checkpoint(tmp_path)
     # extra must be JSON
     with pytest.raises(ValueError, match="JSON"):

@@ -10,8 +10,9 @@ from tinybert.reexport import lazy_reexports
 # each module and the public names it defines
 _MODULES = {
     'atomic': ['save_files', 'saved_file', 'write_atomically'],
-    'files': ['MODEL_CLASSES', 'load_model', 'model_files', 'register_model_class',
-              'save_model', 'unique_state_dict'],
+    'files': ['HOLDS', 'MODEL_CLASSES', 'load_model', 'model_files', 'read_json_file',
+              'read_safetensors', 'register_model_class', 'save_model',
+              'unique_state_dict'],
     'pretrained': ['CHECKPOINT_FILES', 'Pretrained', 'load_pretrained',
                    'shipped_checkpoint'],
     'state': ['Checkpoint', 'load_checkpoint', 'save_checkpoint'],

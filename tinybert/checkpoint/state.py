@@ -23,7 +23,8 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.atomic import save_files, saved_file
-from tinybert.checkpoint.files import CONFIG_NAME, model_files, load_model
+from tinybert.checkpoint.files import CONFIG_NAME, load_model, model_files  # chapter 8
+from tinybert.checkpoint.files import read_json_file, read_safetensors
 
 
 STATE_NAME, STATE_TENSORS_NAME = "training_state.json", "training_state.safetensors"
@@ -127,36 +128,16 @@ def load_checkpoint(
     corrupt, when the files come from different (interrupted) saves, or when ``model``
     or ``optimizer`` do not match what was saved.
     """
-    from safetensors import safe_open
-
     directory = Path(directory)
     path = saved_file(directory, STATE_NAME)  # see save_files
     tensors_path = saved_file(directory, STATE_TENSORS_NAME)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path}: no such file; {directory} is not a training "
-            f"checkpoint written by save_checkpoint (or its save "
-            f"was interrupted)"
-        )
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-        step, save_id = int(state["step"]), state["save_id"]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: corrupt training state ({error!r})") from None
-    try:
-        with safe_open(tensors_path, framework="pt", device="cpu") as f:
-            header, tensors = (
-                f.metadata() or {},
-                {key: f.get_tensor(key) for key in f.keys()},
-            )
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{tensors_path}: no such file") from None
-    # safetensors raises its own error types
-    except Exception as error:
-        raise ValueError(
-            f"{tensors_path}: not a readable safetensors file "
-            f"(corrupt or truncated?): {error}"
-        ) from None
+    missing = (
+        f"{directory} is not a training checkpoint written by save_checkpoint (or "
+        f"its save was interrupted)"
+    )
+    state = read_json_file(path, ("step", "save_id"), missing)
+    step, save_id = int(state["step"]), state["save_id"]
+    header, tensors = read_safetensors(tensors_path, missing)
     config_path = saved_file(directory, CONFIG_NAME)
     model_meta = json.loads(config_path.read_text()) if config_path.is_file() else {}
     if header.get("save_id") != save_id or model_meta.get("save_id") != state.get(

@@ -7,7 +7,7 @@ import copy
 
 import torch
 
-__all__ = ["assert_close", "call_unmodified", "checked_pairs", "origin"]
+__all__ = ["assert_close", "call_unmodified", "check_cases", "checked_pairs", "origin"]
 
 
 def assert_close(
@@ -41,6 +41,24 @@ def call_unmodified(function, description: str, *args):
         f"{function.__name__} on {description}: the inputs were modified"
     )
     return got
+
+
+def check_cases(function, cases, *, returns: type, normalise=None) -> None:
+    """Call ``function`` on every case ``(description, *args, expected)``: it must leave
+    its arguments as they were and return a ``returns`` that equals ``expected``
+    (after ``normalise``, where given: a tuple of sequences compared as lists, say)."""
+    for description, *args, expected in cases:
+        got = call_unmodified(function, description, *args)
+        assert isinstance(got, returns), (
+            f"{function.__name__} on {description}: expected a {returns.__name__}, "
+            f"got {type(got).__name__} {got!r}"
+        )
+        got = normalise(got) if normalise else got
+        shown = ", ".join(repr(a) for a in args)
+        assert got == expected, (
+            f"{function.__name__}({shown}) ({description}):\n"
+            f"  expected {expected}\n  got      {got}"
+        )
 
 
 def checked_pairs(make_pairs, documents, one_pair_per: str, labels: str) -> list:

@@ -101,16 +101,10 @@ def check_bert_parameter_count(bert_parameter_count) -> None:
         (50, 12, 1, 3, 7, 9, 3, True),
         (28996, 768, 12, 12, 3072, 512, 2, False),
     ]
-    for V, D, N, H, F, P, S, pooler in cases:
-        config = BertConfig(
-            vocab_size=V,
-            d_model=D,
-            n_layers=N,
-            n_heads=H,
-            d_ff=F,
-            max_len=P,
-            type_vocab_size=S,
-        )
+    fields = "vocab_size d_model n_layers n_heads d_ff max_len type_vocab_size".split()
+    for *sizes, pooler in cases:
+        V, D, N, H, F, P, S = sizes
+        config = BertConfig(**dict(zip(fields, sizes)))
         with torch.device("meta"):
             expected = count_parameters(BertModel(config, add_pooler=pooler))
         got = bert_parameter_count(V, D, N, F, P, type_vocab_size=S, pooler=pooler)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 
-from tinybert.exercises._assertions import call_unmodified
+from tinybert.exercises._assertions import check_cases
 from tinybert.exercises.ch10_pairs import check_truncate_pair, check_word_overlap
 from tinybert.exercises.ch10_qa import check_token_f1
 
@@ -67,21 +67,9 @@ def check_labels_from_word_ids(labels_from_word_ids) -> None:
             [-100, 1, 2, -100, 1, -100, -100],
         ),
     ]
-    for description, word_ids, word_labels, expected in cases:
-        got = call_unmodified(labels_from_word_ids, description, word_ids, word_labels)
-        assert isinstance(got, list), (
-            f"labels_from_word_ids on {description}: expected a list, got "
-            f"{type(got).__name__}"
-        )
-        assert got == expected, (
-            f"labels_from_word_ids on {description}, "
-            f"word_ids={word_ids}, word_labels={word_labels}:\n"
-            f"  expected {expected}\n  got      {got}"
-        )
-
     rng = random.Random(110)
     # random sentences of 1 to 9 words
-    for _ in range(50):
+    for i in range(50):
         n_words = rng.randint(1, 9)
         pieces = [rng.randint(1, 4) for _ in range(n_words)]
         word_ids = [None] + [w for w, k in enumerate(pieces) for _ in range(k)] + [None]
@@ -90,12 +78,8 @@ def check_labels_from_word_ids(labels_from_word_ids) -> None:
         word_ids = word_ids[: cut - 1] + [None]
         word_labels = [rng.randint(0, 16) for _ in range(n_words)]
         expected = _reference_labels(word_ids, word_labels)
-        got = labels_from_word_ids(word_ids, word_labels)
-        assert got == expected, (
-            f"labels_from_word_ids(word_ids={word_ids}, "
-            f"word_labels={word_labels}):\n  expected {expected}\n"
-            f"  got      {got}"
-        )
+        cases.append((f"random sentence {i}", word_ids, word_labels, expected))
+    check_cases(labels_from_word_ids, cases, returns=list)
     print(
         "✓ labels_from_word_ids labels the first token of every word, -100 "
         "elsewhere (59 cases)"

@@ -11,7 +11,7 @@ import math
 import random
 import re
 
-from tinybert.exercises._assertions import call_unmodified
+from tinybert.exercises._assertions import call_unmodified, check_cases
 
 __all__ = ["check_truncate_pair", "check_word_overlap"]
 
@@ -37,28 +37,16 @@ def check_truncate_pair(truncate_pair) -> None:
         ("B longer than A", [1], [2, 3, 4, 5, 6], 6, ([1], [2, 3])),
         ("empty B", [1, 2, 3, 4], [], 5, ([1, 2], [])),
     ]
-    for description, first, second, max_len, expected in cases:
-        got = call_unmodified(truncate_pair, description, first, second, max_len)
-        assert isinstance(got, tuple) and len(got) == 2, (
-            f"truncate_pair on {description}: expected a tuple (a, b), got {got!r}"
-        )
-        got = (list(got[0]), list(got[1]))
-        assert got == expected, (
-            f"truncate_pair({first}, {second}, max_len={max_len}) "
-            f"({description}):\n  expected {expected}\n"
-            f"  got      {got}"
-        )
     rng = random.Random(112)
-    for _ in range(100):
+    for i in range(100):
         first = list(range(rng.randint(0, 20)))
         second = list(range(100, 100 + rng.randint(0, 20)))
         max_len = rng.randint(3, 45)
         expected = _reference_truncate(first, second, max_len)
-        got = truncate_pair(first, second, max_len)
-        assert (list(got[0]), list(got[1])) == expected, (
-            f"truncate_pair({first}, {second}, max_len={max_len}):\n"
-            f"  expected {expected}\n  got      {got}"
-        )
+        cases.append((f"random pair {i}", first, second, max_len, expected))
+    check_cases(
+        truncate_pair, cases, returns=tuple, normalise=lambda got: tuple(map(list, got))
+    )
     for max_len in (2, 0, -1):
         try:
             truncate_pair([1], [2], max_len)

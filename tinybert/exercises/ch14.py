@@ -100,15 +100,8 @@ def check_encoder_flops(encoder_flops) -> None:
         ("ALBERT", 4, 128, 4, 512, 2, 64, 64),
     ]
     for family, N, D, H, F, B, T, E in cases:
-        common = dict(
-            vocab_size=V,
-            d_model=D,
-            n_layers=N,
-            n_heads=H,
-            d_ff=F,
-            max_len=64,
-            fast=False,
-        )
+        sizes = dict(zip(("n_layers", "d_model", "n_heads", "d_ff"), (N, D, H, F)))
+        common = dict(vocab_size=V, max_len=64, fast=False, **sizes)
         torch.manual_seed(0)
         if family == "BERT":
             model, kwargs = BertModel(BertConfig(**common)), {}

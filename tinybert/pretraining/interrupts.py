@@ -23,7 +23,8 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.atomic import save_files, saved_file
-from tinybert.checkpoint.files import CONFIG_NAME, model_files, load_model
+from tinybert.checkpoint.files import CONFIG_NAME, load_model, model_files  # chapter 8
+from tinybert.checkpoint.files import read_json_file, read_safetensors
 
 
 # Built in chapter 9, section "Checkpoints":
