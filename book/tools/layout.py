@@ -111,6 +111,8 @@ MODULES = {
     "finetuning.qa": "Extractive question answering: windows, answer spans and decoding.",
     "finetuning.recipes": "One call per task: a task's data, its head, fine-tuning and "
                           "the score.",
+    "finetuning.feature_based": "Feature-based use of a frozen encoder: every "
+        "layer's word vectors and a linear probe on them.",
     "finetuning.ladder": "The transfer ladder: three encoders, one recipe per task, a "
                          "score per run.",
     "models.roberta": "RoBERTa: its embeddings, model, masked-LM head and converter.",

@@ -9,6 +9,7 @@ from tinybert.reexport import lazy_reexports
 
 # each module and the public names it defines
 _MODULES = {
+    'feature_based': ['LinearProbe', 'labelled_vectors', 'train_probe'],
     'features': ['batches', 'encode_sentences', 'encode_tagged', 'first_piece_labels'],
     'heads': ['ClassifierOutput', 'POOLINGS', 'QuestionAnswerer', 'SequenceClassifier',
               'SpanOutput', 'TokenClassifier', 'set_trainable_layers'],
