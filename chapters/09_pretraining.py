@@ -100,7 +100,7 @@ from tinybert.pretraining.distributed import DistributedContext
 # %% tags=["export", "export:checkpoint.pretrained", "export:pretraining.pairs"]
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -766,11 +766,13 @@ assert torch.equal(corrupted[~chosen], batch_ids[~chosen])
 # the boolean attention mask the encoder expects and -100 on the padded positions of per-token
 # labels, so that they carry no loss; chapter 10 pads its fine-tuning features with it too.
 # `collate` turns a list of examples into features and pads them: the result is exactly the
-# keyword arguments of `BertForPreTraining`, so a training step is `model(**batch)`.
+# keyword arguments of `BertForPreTraining`, so a training step is `model(**batch)`. `make_examples`
+# takes the pair sampler as an argument, NSP's by default, so that chapter 13 builds its
+# sentence-order examples with the same function.
 
 # %% tags=["export"]
 # the examples' module takes the pairs from tinybert.pretraining.pairs
-from tinybert.pretraining.pairs import encode_pair, sample_nsp_pairs
+from tinybert.pretraining.pairs import SegmentPair, encode_pair, sample_nsp_pairs
 
 
 # %% tags=["export"]
@@ -790,13 +792,16 @@ def make_examples(
     special: SpecialTokens,
     max_len: int,
     generator: torch.Generator,
+    *,
+    sample_pairs: Callable[..., list[SegmentPair]] = sample_nsp_pairs,
 ) -> list[PretrainingExample]:
-    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> NSP pairs
-    -> examples."""
+    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> pairs
+    (``sample_pairs(segmented_documents, generator)``: NSP's, or chapter 13's sentence
+    order) -> examples."""
     segmented = [make_segments(document, (max_len - 3) // 2) for document in documents]
     return [
         PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
-        for p in sample_nsp_pairs(segmented, generator)
+        for p in sample_pairs(segmented, generator)
     ]
 
 

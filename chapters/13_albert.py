@@ -62,9 +62,9 @@
 # `tinybert.models.bert_heads`; `register_family`, `from_hf` and `to_hf` from
 # `tinybert.models.convert`; `ACTIVATIONS_TO_HF`, `BERT_CONFIG_NAMES`, `bert_config_from_hf` and
 # `bert_encoder_names` from `tinybert.models.convert_names`; `register_model_class`, `save_model` and `load_model` from
-# `tinybert.checkpoint.files`. From {doc}`09_pretraining`: `SegmentPair` and `encode_pair` from
-# `tinybert.pretraining.pairs`; `PretrainingExample`,
-# `make_examples` and `PretrainingBatches` from `tinybert.pretraining.examples`;
+# `tinybert.checkpoint.files`. From {doc}`09_pretraining`: `SegmentPair` from
+# `tinybert.pretraining.pairs`; `make_examples` (which takes the pair sampler as an argument) and
+# `PretrainingBatches` from `tinybert.pretraining.examples`;
 # `shipped_checkpoint` from `tinybert.checkpoint.pretrained`;
 # `SpecialTokens` and `seeded_generator` from `tinybert.pretraining.objective`; `make_segments`,
 # `course_documents` and `tokenize_documents` from `tinybert.pretraining.corpus`; `pretrain` and
@@ -978,10 +978,10 @@ print(
 # order and use that as a negative example". Topic and vocabulary are the same in both classes; only
 # discourse (what is introduced first, what refers back to what) tells them apart.
 #
-# The sampler reuses chapter 9's pipeline: documents of tokenized sentences, `make_segments` to
-# pack them into segments, chapter 9's `SegmentPair` for the result, `encode_pair` for
-# `[CLS] A [SEP] B [SEP]`, and `PretrainingExample` for an example that `PretrainingBatches` can
-# batch and mask. The pair's label sits in the field chapter 9 calls `nsp_label`: 0 means B follows A
+# The sampler plugs into chapter 9's pipeline: it returns chapter 9's `SegmentPair`s, so
+# `make_examples(documents, special, max_len, generator, sample_pairs=sample_sop_pairs)` packs the
+# documents into segments, samples sentence-order pairs instead of NSP's, and encodes each as
+# `[CLS] A [SEP] B [SEP]` in a `PretrainingExample` that `PretrainingBatches` can batch and mask. The pair's label sits in the field chapter 9 calls `nsp_label`: 0 means B follows A
 # in the text in both tasks.
 
 # %% tags=["export:pretraining.sentence_order"]
@@ -991,10 +991,7 @@ from collections.abc import Sequence
 
 import torch
 
-from tinybert.pretraining.objective import SpecialTokens
-from tinybert.pretraining.examples import PretrainingExample
-from tinybert.pretraining.pairs import SegmentPair, encode_pair
-from tinybert.pretraining.corpus import make_segments
+from tinybert.pretraining.pairs import SegmentPair
 
 
 def sample_sop_pairs(
@@ -1030,25 +1027,6 @@ def sample_sop_pairs(
             else:
                 pairs.append(SegmentPair(second, first, 1))  # swapped
     return pairs
-
-
-def make_sop_examples(
-    documents: Sequence[Sequence[list[int]]],
-    special: SpecialTokens,
-    max_len: int,
-    generator: torch.Generator,
-) -> list[PretrainingExample]:
-    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> SOP pairs
-    -> examples.
-
-    The sentence-order twin of chapter 9's make_examples; PretrainingBatches batches
-    and masks them.
-    """
-    segmented = [make_segments(document, (max_len - 3) // 2) for document in documents]
-    return [
-        PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
-        for p in sample_sop_pairs(segmented, generator)
-    ]
 
 
 # %% [markdown]
@@ -1108,16 +1086,24 @@ train_sets = {
     "NSP": make_examples(
         train_documents, special, max_len, seeded_generator(0, "nsp pairs")
     ),
-    "SOP": make_sop_examples(
-        train_documents, special, max_len, seeded_generator(0, "sop pairs")
+    "SOP": make_examples(
+        train_documents,
+        special,
+        max_len,
+        seeded_generator(0, "sop pairs"),
+        sample_pairs=sample_sop_pairs,
     ),
 }
 heldout_sets = {
     "NSP": make_examples(
         heldout_documents, special, max_len, seeded_generator(0, "held-out nsp")
     ),
-    "SOP": make_sop_examples(
-        heldout_documents, special, max_len, seeded_generator(0, "held-out sop")
+    "SOP": make_examples(
+        heldout_documents,
+        special,
+        max_len,
+        seeded_generator(0, "held-out sop"),
+        sample_pairs=sample_sop_pairs,
     ),
 }
 print(

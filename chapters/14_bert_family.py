@@ -58,7 +58,7 @@
 # {doc}`12_distilbert`: `DistilBertConfig` and `DistilBertModel` from `tinybert.models.distilbert`;
 # `distillation_loss` and `student_from_teacher` from `tinybert.pretraining.distillation`. From
 # {doc}`13_albert`: `AlbertConfig` and `AlbertModel` from `tinybert.models.albert`,
-# `AlbertForPreTraining` from `tinybert.models.albert_heads`; `make_sop_examples` from `tinybert.pretraining.sentence_order`. From
+# `AlbertForPreTraining` from `tinybert.models.albert_heads`; `sample_sop_pairs` from `tinybert.pretraining.sentence_order`. From
 # {doc}`07_tokenization`: `WordPieceTokenizer`. From {doc}`03_attention`: `causal_mask` from
 # `tinybert.blocks.attention`. From {doc}`01_feedforward`: `count_parameters`.
 # This chapter exports nothing: it only uses what the earlier chapters built.
@@ -100,7 +100,7 @@ from tinybert.pretraining.corpus import course_documents, tokenize_documents
 from tinybert.finetuning.recipes import finetune_task
 from tinybert.pretraining.roberta_data import full_sentence_examples
 from tinybert.runtime import get_device, is_quick, pick
-from tinybert.pretraining.sentence_order import make_sop_examples
+from tinybert.pretraining.sentence_order import sample_sop_pairs
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 from tinybert.pretraining.optim import make_optimizer
 
@@ -228,8 +228,12 @@ train_sets = {
         train_documents, special, MAX_LEN, seeded_generator(0, "nsp pairs")
     ),
     "full": full_sentence_examples(train_documents, special, MAX_LEN),
-    "sop": make_sop_examples(
-        train_documents, special, MAX_LEN, seeded_generator(0, "sop pairs")
+    "sop": make_examples(
+        train_documents,
+        special,
+        MAX_LEN,
+        seeded_generator(0, "sop pairs"),
+        sample_pairs=sample_sop_pairs,
     ),
 }
 text_tokens = sum(
@@ -292,8 +296,8 @@ for name, model in (
 #
 # - for BERT it is the model itself;
 # - for RoBERTa it drops the segment ids and the pair labels (FULL-SENTENCES inputs carry none);
-# - for ALBERT it passes the pair labels as sentence-order labels (`make_sop_examples` stores them
-#   where `make_examples` stores NSP labels);
+# - for ALBERT it passes the pair labels as sentence-order labels (`make_examples` with
+#   `sample_pairs=sample_sop_pairs` stores them where it stores NSP labels);
 # - for DistilBERT it runs the frozen teacher and returns chapter 12's triple loss; the teacher's
 #   parameters do not require gradients, so `make_optimizer` leaves them out, and `train()` keeps
 #   the teacher in evaluation mode (no dropout) whatever mode `pretrain` sets.

@@ -24,9 +24,9 @@ from tinybert.models.albert import (
 from tinybert.models.albert_heads import AlbertForMaskedLM, AlbertForPreTraining
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_layers import BertLayer
-from tinybert.pretraining.examples import PretrainingBatches
+from tinybert.pretraining.examples import PretrainingBatches, make_examples
 from tinybert.pretraining.pairs import SegmentPair
-from tinybert.pretraining.sentence_order import make_sop_examples, sample_sop_pairs
+from tinybert.pretraining.sentence_order import sample_sop_pairs
 
 B, T, V = 13, 7, 99
 
@@ -375,7 +375,8 @@ def test_sop_examples_feed_chapter_9_batches():
     g = torch.Generator().manual_seed(0)
     docs = [[torch.randint(5, 45, (int(n),), generator=g).tolist() for n in torch.randint(2, 9, (12,), generator=g)]
             for _ in range(6)]
-    examples = make_sop_examples(docs, special, 21, seeded_generator(0, "examples"))
+    examples = make_examples(docs, special, 21, seeded_generator(0, "examples"),
+                             sample_pairs=sample_sop_pairs)
     assert examples and {e.nsp_label for e in examples} == {0, 1}
     for e in examples:
         assert len(e.input_ids) <= 21 and e.input_ids[0] == special.cls and e.input_ids[-1] == special.sep

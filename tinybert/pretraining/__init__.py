@@ -27,7 +27,7 @@ _MODULES = {
     'roberta_data': ['full_sentence_examples', 'mask_for_epoch', 'pack_full_sentences'],
     'run': ['pretrain_bert'],
     'run_checks': ['RUN_FILES', 'check_arguments', 'check_recipe', 'check_run_folder'],
-    'sentence_order': ['make_sop_examples', 'sample_sop_pairs'],
+    'sentence_order': ['sample_sop_pairs'],
 }  # fmt: skip
 __all__ = sorted(name for names in _MODULES.values() for name in names)
 __getattr__, __dir__ = lazy_reexports(__name__, _MODULES)

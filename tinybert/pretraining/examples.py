@@ -12,7 +12,7 @@ __all__ = ['PretrainingExample', 'make_examples', 'single_segment_examples',
            'LABEL_KEYS', 'pad_features', 'collate', 'PretrainingBatches']  # fmt: skip
 
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 
 # the examples' module takes the pairs from tinybert.pretraining.pairs
-from tinybert.pretraining.pairs import encode_pair, sample_nsp_pairs
+from tinybert.pretraining.pairs import SegmentPair, encode_pair, sample_nsp_pairs
 
 
 # Built in chapter 9, section "Examples and batches":
@@ -54,13 +54,16 @@ def make_examples(
     special: SpecialTokens,
     max_len: int,
     generator: torch.Generator,
+    *,
+    sample_pairs: Callable[..., list[SegmentPair]] = sample_nsp_pairs,
 ) -> list[PretrainingExample]:
-    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> NSP pairs
-    -> examples."""
+    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> pairs
+    (``sample_pairs(segmented_documents, generator)``: NSP's, or chapter 13's sentence
+    order) -> examples."""
     segmented = [make_segments(document, (max_len - 3) // 2) for document in documents]
     return [
         PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
-        for p in sample_nsp_pairs(segmented, generator)
+        for p in sample_pairs(segmented, generator)
     ]
 
 

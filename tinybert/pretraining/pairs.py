@@ -12,7 +12,7 @@ from __future__ import annotations
 __all__ = ['SegmentPair', 'sample_nsp_pairs', 'encode_pair']
 
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 

@@ -7,17 +7,14 @@ Built in chapter 13 (ALBERT); read it with its explanations at chapters/13_alber
 
 from __future__ import annotations
 
-__all__ = ['sample_sop_pairs', 'make_sop_examples']
+__all__ = ['sample_sop_pairs']
 
 
 from collections.abc import Sequence
 
 import torch
 
-from tinybert.pretraining.objective import SpecialTokens
-from tinybert.pretraining.examples import PretrainingExample
-from tinybert.pretraining.pairs import SegmentPair, encode_pair
-from tinybert.pretraining.corpus import make_segments
+from tinybert.pretraining.pairs import SegmentPair
 
 
 # Built in chapter 13, section "Sentence-order prediction":
@@ -55,24 +52,3 @@ def sample_sop_pairs(
             else:
                 pairs.append(SegmentPair(second, first, 1))  # swapped
     return pairs
-
-
-# Built in chapter 13, section "Sentence-order prediction":
-# chapters/13_albert.html#sentence-order-prediction
-def make_sop_examples(
-    documents: Sequence[Sequence[list[int]]],
-    special: SpecialTokens,
-    max_len: int,
-    generator: torch.Generator,
-) -> list[PretrainingExample]:
-    """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> SOP pairs
-    -> examples.
-
-    The sentence-order twin of chapter 9's make_examples; PretrainingBatches batches
-    and masks them.
-    """
-    segmented = [make_segments(document, (max_len - 3) // 2) for document in documents]
-    return [
-        PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
-        for p in sample_sop_pairs(segmented, generator)
-    ]
