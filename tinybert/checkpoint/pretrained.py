@@ -12,7 +12,7 @@ __all__ = ['Pretrained', 'CHECKPOINT_FILES', 'shipped_checkpoint',
            'load_pretrained']  # fmt: skip
 
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
