@@ -73,23 +73,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             flag, type=kind, default=default, help=f"{text} (default: %(default)s)"
         )
-    parser.add_argument(
-        "--train-examples",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help=("train on N examples spread evenly over the training set (default: all)"),
-    )
-    parser.add_argument(
-        "--eval-examples",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help=(
-            "evaluate on N examples spread evenly over the evaluation "
-            "set (default: all)"
-        ),
-    )
+    for flag, verb, split in (
+        ("--train-examples", "train", "training"),
+        ("--eval-examples", "evaluate", "evaluation"),
+    ):
+        parser.add_argument(
+            flag,
+            type=_positive_int,
+            default=None,
+            metavar="N",
+            help=f"{verb} on N examples spread evenly over the {split} set "
+            "(default: all)",
+        )
     parser.add_argument(
         "--trainable-layers",
         type=int,
