@@ -51,6 +51,9 @@
 # - by measurement, on this model: the gain from pretraining over random initialisation, what
 #   {term}`freezing` all or part of the encoder costs, and how the BERT paper's learning rates suit a
 #   model this small;
+# - how to use a pretrained encoder without fine-tuning it (the *feature-based* approach): which
+#   layer's frozen vectors a small classifier reads best, and how that depends on how the
+#   encoder was trained;
 # - how far a 4-layer model pretrained on a few megabytes is from BERT-base, and why.
 #
 # **Uses**: `BertModel`, `BertConfig`, `init_bert_weights` and `IGNORE_INDEX` from {doc}`08_bert`,
