@@ -3084,8 +3084,8 @@ for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
 # (sec-ft-feature-based)=
 # ## Feature-based BERT: which layer?
 #
-# Fine-tuning is not the only way to use a pretrained encoder. In the *feature-based* approach
-# the encoder stays frozen: it computes the vectors of every word once, and only a small model on
+# Fine-tuning is not the only way to use a pretrained encoder. In the
+# {term}`feature-based approach` the encoder stays frozen: it computes the vectors of every word once, and only a small model on
 # top of them is trained, as with ELMo ({doc}`02_word_vectors`). It costs one forward pass over
 # the data instead of a forward and a backward pass per step, and the same vectors can serve many
 # tasks. The BERT paper tried it on the CoNLL-2003 named entities {cite}`devlin2019bert` (its
@@ -3109,8 +3109,8 @@ for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
 # We repeat the experiment on the entities of {ref}`sec-ft-ner-ladder` with the real encoder,
 # all-MiniLM-L6-v2, frozen. One forward pass over the same training and test sentences (with
 # `output_hidden_states=True`) keeps the vector of every word's first piece from the embeddings
-# and from each of the six layers. Then a linear classifier, a *probe*, is trained on each
-# layer's vectors, and on the last four layers concatenated. A linear probe is smaller than the
+# and from each of the six layers. Then a linear classifier, a {term}`linear probe`, is trained
+# on each layer's vectors, and on the last four layers concatenated. A probe is smaller than the
 # paper's BiLSTM, so it shows more plainly what each layer's vectors hold by themselves. Its loss,
 # cross-entropy plus a small penalty on the squared weights, is convex: L-BFGS reaches the same
 # minimum from any start, so a probe needs no seeds.
