@@ -21,6 +21,17 @@ beside it.
 
     python experiments/unseen_task.py --out experiments/unseen_task.json --threads 2
     python experiments/unseen_task.py --task authorship --out OUT.json --threads 2
+
+The main result, ``unseen_task_authorship_32_full.json`` (32 passages per author, all
+3,000 test passages, 10 seeds, on this CPU), came from
+
+    python experiments/unseen_task.py --task authorship --per-label 32 \
+        --eval-examples 3000 --seeds 0 1 2 3 4 5 6 7 8 9 \
+        --arms 'random init' 'course checkpoint' --threads 2 --out OUT.json
+
+``unseen_task_256_full.json`` holds Sentence Polarity with 256 examples per label, and
+``unseen_task_gpu/`` the exploratory runs that chose these settings. Every result file
+records its command, and newer ones the device.
 """
 
 from __future__ import annotations
@@ -163,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         ladder_score,
     )
     from tinybert.finetuning.tasks import evenly_spaced, per_label
+    from tinybert.runtime import get_device
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -185,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {
         "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
         "settings": vars(args) | {"out": str(out)},
+        "device": f"{get_device()} (torch {torch.__version__})",
         "log": [],
         "validation": {},
         "test": {},
