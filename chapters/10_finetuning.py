@@ -2361,8 +2361,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from tinybert.finetuning.features import encode_tagged
+from tinybert.finetuning.heads import TokenClassifier
+from tinybert.finetuning.loop import finetune, predict
 from tinybert.finetuning.recipes import finetune_task
+from tinybert.finetuning.tagging_tasks import NER_TAGS
 from tinybert.models.bert import BertModel
+from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.runtime import get_device, pick
 
 # %% tags=["export:finetuning.recipes"]
@@ -2712,7 +2717,7 @@ from collections import Counter, defaultdict
 
 import torch.nn.functional as F
 
-from tinybert.finetuning.ladder import LADDER, ladder_arms, ladder_score
+from tinybert.finetuning.ladder import LADDER, ladder_arms, ladder_score, ner_tags
 from tinybert.finetuning.recipes import task_data
 from tinybert.finetuning.tasks import per_label
 
@@ -2894,6 +2899,7 @@ if not is_quick():
     for task in LADDER:  # the course checkpoint: every seed ahead
         assert min(ladder[task, COURSE]) > max(ladder[task, RANDOM]), task
 
+
 # %% [markdown]
 # Both kinds of pretraining pay off, by different amounts. Tagging a word's part of speech
 # depends on the word's form and its neighbours, the local statistics that masked language
@@ -2912,15 +2918,55 @@ if not is_quick():
 # ### Named entities on the ladder
 #
 # The same three encoders, now on the entities of {ref}`sec-ft-ner`: each fine-tunes a token
-# classifier on 300 sentences of UNER's development file for 4 epochs, with the learning rate
-# its arm chose for token classification on UD POS validation data (the sweep above), and is
-# scored on 600 test sentences with entity-level F1, over the same seeds. The baseline tags every
-# word with its most frequent tag in the 300 training sentences (an unseen word gets `O`): it
-# finds the names that recur, and nothing else.
+# classifier on 300 sentences of UNER's development file for 4 epochs and is scored on 600 test
+# sentences with entity-level F1, over the same seeds. UNER's training file is not part of the
+# course data, so the development file serves for training and for choosing: each arm takes the
+# learning rate from the ladder's grid that scored best on 300 *other* development sentences
+# (`experiments/ner_sweep.py`, run once outside the book, like the sweep above). The baseline
+# tags every word with its most frequent tag in the 300 training sentences (an unseen word gets
+# `O`): it finds the names that recur, and nothing else.
+#
+# `ner_tags` is one run: fine-tune a token classifier over an arm's fresh encoder, then read
+# the tag of each word's first piece.
+
+# %% tags=["export:finetuning.ladder"]
+def ner_tags(
+    arm: LadderArm,
+    train: list,
+    test: list,
+    *,
+    lr: float,
+    seed: int,
+    epochs: int = 4,
+    max_len: int = 128,
+) -> list[list[str]]:
+    """Fine-tune a token classifier (NER_TAGS) over ``arm``'s fresh encoder on the
+    tagged ``train`` sentences; the predicted tags of every ``test`` sentence. Inputs
+    are cut to ``max_len`` pieces (or the encoder's maximum); a word cut off gets O."""
+    encoder = arm.make_encoder(seed)
+    max_len = min(max_len, encoder.config.max_len)
+    pad = arm.tokenizer.vocab["[PAD]"]
+    features, _ = encode_tagged(arm.tokenizer, train, max_len=max_len)
+    test_features, _ = encode_tagged(arm.tokenizer, test, max_len=max_len)
+    torch.manual_seed(seed)  # the head's weights, dropout
+    model = TokenClassifier(encoder, len(NER_TAGS)).to(get_device())
+    finetune(
+        model, features, pad_id=pad, epochs=epochs, batch_size=16, lr=lr, seed=seed
+    )
+    predicted = []
+    logits = predict(model, test_features, pad_id=pad)
+    for sentence, feature, scores in zip(test, test_features, logits):
+        # each word's first piece
+        first = torch.tensor(feature["labels"]) != IGNORE_INDEX
+        tags = [NER_TAGS[i] for i in scores.argmax(-1)[first].tolist()]
+        predicted.append(tags + ["O"] * (len(sentence.words) - len(tags)))
+    return predicted
+
 
 # %%
 ner_train = evenly_spaced(ner_train_all, pick(quick=16, full=300))
 ner_test = evenly_spaced(ner_test_all, pick(quick=16, full=600))
+NER_EPOCHS = pick(quick=1, full=4)
 gold_tags = [[NER_TAGS[t] for t in s.tags] for s in ner_test]
 
 seen = defaultdict(Counter)
@@ -2934,37 +2980,20 @@ memorised = [
 ner_baseline = entity_scores(gold_tags, memorised)["overall"]["f1"]
 
 
-def ner_run(arm, lr: float, seed: int) -> list[list[str]]:
-    """Fine-tune a token classifier over the arm's fresh encoder; the predicted tags."""
-    pad = arm.tokenizer.vocab["[PAD]"]
-    features, _ = encode_tagged(arm.tokenizer, ner_train)
-    test_features, _ = encode_tagged(arm.tokenizer, ner_test)
-    seed_everything(seed)
-    model = TokenClassifier(arm.make_encoder(seed), len(NER_TAGS)).to(device)
-    finetune(
-        model,
-        features,
-        pad_id=pad,
-        epochs=pick(quick=1, full=4),
-        batch_size=16,
-        lr=lr,
-        seed=seed,
-    )
-    predicted = []
-    logits = predict(model, test_features, pad_id=pad)
-    for sentence, feature, scores in zip(ner_test, test_features, logits):
-        # each word's first piece
-        first = torch.tensor(feature["labels"]) != -100
-        tags = [NER_TAGS[i] for i in scores.argmax(-1)[first].tolist()]
-        predicted.append(tags + ["O"] * (len(sentence.words) - len(tags)))  # words cut
-    return predicted
+sweep_file = Path(tinybert.__file__).parent.parent / "experiments" / "ner_sweep.json"
+ner_sweep = json.loads(sweep_file.read_text())["validation"]
+ner_rates = {arm: float(max(f1, key=f1.get)) for arm, f1 in ner_sweep.items()}
+print("learning rates chosen on validation sentences:", ner_rates)
 
 
 start = time.perf_counter()
 ner_predictions, ner_f1 = {}, {}
 for arm_name, arm in arms.items():
     for seed in SEEDS:
-        predicted = ner_run(arm, best_rates["ud_pos"][arm_name], seed)
+        lr = ner_rates[arm_name]
+        predicted = ner_tags(
+            arm, ner_train, ner_test, lr=lr, seed=seed, epochs=NER_EPOCHS
+        )
         ner_predictions[arm_name, seed] = predicted
         scores = entity_scores(gold_tags, predicted)
         ner_f1.setdefault(arm_name, []).append(scores["overall"]["f1"])

@@ -284,3 +284,25 @@ def test_command_line_fine_tunes_a_headless_checkpoint_and_refuses_others(
         MODEL_CLASSES.pop("NoEncoder")
     out = capsys.readouterr().out
     assert "NoEncoder" in out and "expected a BertModel" in out
+
+
+def test_ner_tags_gives_one_tag_per_word_and_is_fixed_by_its_seed(tiny_checkpoint):
+    """ner_tags (the ladder's NER run): a BIO tag of NER_TAGS for every word of every test
+    sentence, O for the words cut off by max_len, and the same tags for the same seed."""
+    from tinybert.checkpoint.files import load_model
+    from tinybert.finetuning.ladder import LadderArm, ner_tags
+    from tinybert.finetuning.tagging_tasks import NER_TAGS, TaggedSentence
+    from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+
+    tokenizer = WordPieceTokenizer.from_file(tiny_checkpoint / "vocab.txt", lowercase=True)
+    arm = LadderArm(lambda seed: load_model(tiny_checkpoint).bert, tokenizer, "mean")
+    words = "the king of france spoke to the people of paris".split()
+    train = [TaggedSentence(words, [0, 0, 0, 5, 0, 0, 0, 0, 0, 5])] * 4
+    max_len = load_model(tiny_checkpoint).config.max_len
+    test = [TaggedSentence(["paris"], [5]), TaggedSentence(["the"] * (2 * max_len), [0] * (2 * max_len))]
+    first = ner_tags(arm, train, test, lr=1e-3, seed=0, epochs=1)
+    assert [len(tags) for tags in first] == [1, 2 * max_len]
+    assert all(tag in NER_TAGS for tags in first for tag in tags)
+    assert first[1][max_len:] == ["O"] * max_len  # past max_len: cut off
+    torch.rand(5)  # whatever ran before
+    assert ner_tags(arm, train, test, lr=1e-3, seed=0, epochs=1) == first

@@ -14,7 +14,7 @@ _MODULES = {
     'heads': ['ClassifierOutput', 'POOLINGS', 'QuestionAnswerer', 'SequenceClassifier',
               'SpanOutput', 'TokenClassifier', 'set_trainable_layers'],
     'ladder': ['LADDER', 'LADDER_LRS', 'LadderArm', 'LadderTask', 'ladder_arms',
-               'ladder_score'],
+               'ladder_score', 'ner_tags'],
     'loop': ['FinetuneResult', 'finetune', 'predict'],
     'metrics': ['accuracy', 'confusion_matrix', 'entity_scores', 'entity_spans',
                 'normalize_answer', 'per_class_accuracy', 'squad_evaluate',

@@ -9,7 +9,7 @@ chapters/10_finetuning.html.
 from __future__ import annotations
 
 __all__ = ['LadderTask', 'LADDER', 'LADDER_LRS', 'LadderArm', 'ladder_arms',
-           'ladder_score']  # fmt: skip
+           'ladder_score', 'ner_tags']  # fmt: skip
 
 
 import copy
@@ -20,8 +20,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from tinybert.finetuning.features import encode_tagged
+from tinybert.finetuning.heads import TokenClassifier
+from tinybert.finetuning.loop import finetune, predict
 from tinybert.finetuning.recipes import finetune_task
+from tinybert.finetuning.tagging_tasks import NER_TAGS
 from tinybert.models.bert import BertModel
+from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.runtime import get_device, pick
 
 
@@ -126,3 +131,38 @@ def ladder_score(
         train_per_label=settings.per_label,
     )
     return run.metrics["accuracy"]
+
+
+# Built in chapter 10, section "Named entities on the ladder":
+# chapters/10_finetuning.html#named-entities-on-the-ladder
+def ner_tags(
+    arm: LadderArm,
+    train: list,
+    test: list,
+    *,
+    lr: float,
+    seed: int,
+    epochs: int = 4,
+    max_len: int = 128,
+) -> list[list[str]]:
+    """Fine-tune a token classifier (NER_TAGS) over ``arm``'s fresh encoder on the
+    tagged ``train`` sentences; the predicted tags of every ``test`` sentence. Inputs
+    are cut to ``max_len`` pieces (or the encoder's maximum); a word cut off gets O."""
+    encoder = arm.make_encoder(seed)
+    max_len = min(max_len, encoder.config.max_len)
+    pad = arm.tokenizer.vocab["[PAD]"]
+    features, _ = encode_tagged(arm.tokenizer, train, max_len=max_len)
+    test_features, _ = encode_tagged(arm.tokenizer, test, max_len=max_len)
+    torch.manual_seed(seed)  # the head's weights, dropout
+    model = TokenClassifier(encoder, len(NER_TAGS)).to(get_device())
+    finetune(
+        model, features, pad_id=pad, epochs=epochs, batch_size=16, lr=lr, seed=seed
+    )
+    predicted = []
+    logits = predict(model, test_features, pad_id=pad)
+    for sentence, feature, scores in zip(test, test_features, logits):
+        # each word's first piece
+        first = torch.tensor(feature["labels"]) != IGNORE_INDEX
+        tags = [NER_TAGS[i] for i in scores.argmax(-1)[first].tolist()]
+        predicted.append(tags + ["O"] * (len(sentence.words) - len(tags)))
+    return predicted
