@@ -13,11 +13,12 @@ comparison (several seeds, test sentences) itself.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import time
 from pathlib import Path
+
+from results_file import record  # beside this script
 
 TRAIN_SENTENCES, VALIDATION_SENTENCES, EPOCHS = 300, 300, 4  # chapter 10's settings
 
@@ -79,11 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             line = (
                 f"{name} lr {lr:g}: F1 {f1:.4f} ({time.perf_counter() - start:.0f} s)"
             )
-            results["log"].append(line)
-            print(line, flush=True)
-            tmp = out.with_suffix(".tmp")
-            tmp.write_text(json.dumps(results, indent=1) + "\n")
-            tmp.replace(out)
+            record(results, out, line)
     return 0
 
 

@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from results_file import record  # beside this script
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -63,11 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                 seconds = time.perf_counter() - start
                 results.setdefault(task, {}).setdefault(arm_name, {})[f"{lr:g}"] = score
                 line = f"{task} {arm_name} lr {lr:g} seed {args.seed}: {score:.4f} ({seconds:.0f} s)"
-                results["log"].append(line)
-                print(line, flush=True)
-                tmp = out.with_suffix(".tmp")
-                tmp.write_text(json.dumps(results, indent=1) + "\n")
-                tmp.replace(out)
+                record(results, out, line)
     return 0
 
 

@@ -41,13 +41,14 @@ import csv
 import hashlib
 import math
 import re
-import json
 import shlex
 import sys
 import time
 import zipfile
 from collections import Counter
 from pathlib import Path
+
+from results_file import record  # beside this script
 
 
 def read_sentence_polarity() -> dict[str, list]:
@@ -204,11 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     }
 
     def log(line: str) -> None:
-        results["log"].append(line)
-        print(line, flush=True)
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(results, indent=1) + "\n")
-        tmp.replace(out)
+        record(results, out, line)
 
     test = evenly_spaced(splits["test"], args.eval_examples)
     majority = max(range(len(labels)), key=[e.label for e in splits["train"]].count)
