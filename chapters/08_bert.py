@@ -538,9 +538,10 @@ assert norm_error < 1e-5
 
 
 # %% [markdown]
-# The encoder, `BertEncoder`, is $N$ such layers in a row. Its loop is a function of its own,
-# `run_layers`: it passes $\mathbf x$ through a list of layers and, when asked, keeps every
-# layer's output and attention weights; {doc}`13_albert` runs the same loop over layers that
+# The encoder, `BertEncoder`, is $N$ such layers in a row: its loop passes $\mathbf x$ through
+# the layer of each depth and, when asked, keeps every layer's output and attention weights.
+# Which layer runs at which depth is a method of its own, `depths`, beside `add_layers`, which
+# creates the layers: {doc}`13_albert` overrides the two to run the same loop over layers that
 # share their weights.
 
 # %% tags=["export:models.bert_layers"]
@@ -602,11 +603,14 @@ class BertLayer(nn.Module):
 
 class BertEncoder(nn.Module):
     """N BertLayers in a row: (B, T, D) -> (B, T, D), and when asked every layer's
-    output and attention weights: (x, hidden_states or None, attentions or None)."""
+    output and attention weights: (x, hidden_states or None, attentions or None).
+
+    A variant whose depths share weights (ALBERT, chapter 13) overrides ``add_layers``
+    and ``depths``; the loop is the same."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.n_layers))
+        self.add_layers(config)
         # pre-LN layers leave their sum un-normalised: one LayerNorm at the
         # end (chapter 6)
         self.final_norm = (
@@ -615,6 +619,13 @@ class BertEncoder(nn.Module):
             else None
         )
 
+    def add_layers(self, config: BertConfig) -> None:
+        self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.n_layers))
+
+    def depths(self) -> list[nn.Module]:
+        """The layer that runs at each depth, first to last."""
+        return list(self.layers)
+
     def forward(
         self,
         x: torch.Tensor,
@@ -622,30 +633,20 @@ class BertEncoder(nn.Module):
         output_hidden_states: bool = False,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
-        norm = self.final_norm  # None for post-LN layers
-        return run_layers(
-            self.layers, x, mask, output_hidden_states, output_attentions, norm
-        )
-
-
-def run_layers(
-    layers, x, mask, output_hidden_states, output_attentions, final_norm=None
-) -> tuple[torch.Tensor, tuple | None, tuple | None]:
-    """x through ``layers`` in turn, the last output through ``final_norm`` if any; with
-    the hidden states (the input first) and the attention weights when asked."""
-    hidden_states = [x] if output_hidden_states else None
-    attentions = [] if output_attentions else None
-    for i, layer in enumerate(layers):
-        if attentions is None:
-            x = layer(x, mask)  # (B, T, D)
-        else:
-            x, weights = layer(x, mask, output_attentions=True)  # and (B, H, T, T)
-            attentions.append(weights)
-        if final_norm is not None and i == len(layers) - 1:
-            x = final_norm(x)
-        if hidden_states is not None:
-            hidden_states.append(x)
-    return x, tuple_or_none(hidden_states), tuple_or_none(attentions)
+        layers = self.depths()
+        hidden_states = [x] if output_hidden_states else None  # the input first
+        attentions = [] if output_attentions else None
+        for i, layer in enumerate(layers):
+            if attentions is None:
+                x = layer(x, mask)  # (B, T, D)
+            else:
+                x, weights = layer(x, mask, output_attentions=True)  # and (B, H, T, T)
+                attentions.append(weights)
+            if self.final_norm is not None and i == len(layers) - 1:
+                x = self.final_norm(x)  # None for post-LN layers
+            if hidden_states is not None:
+                hidden_states.append(x)
+        return x, tuple_or_none(hidden_states), tuple_or_none(attentions)
 
 
 def tuple_or_none(items: list | None) -> tuple | None:

@@ -56,8 +56,8 @@
 #   made, and what each objective's head learns about the other's task at a small scale.
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertModel` (its `forward`) and
-# `init_bert_weights` from `tinybert.models.bert`; `BertEmbeddings`, `BertLayer` and
-# `run_layers` from `tinybert.models.bert_layers`; `BertForMaskedLM`, `BertForPreTraining`,
+# `init_bert_weights` from `tinybert.models.bert`; `BertEmbeddings`, `BertEncoder` and
+# `BertLayer` from `tinybert.models.bert_layers`; `BertForMaskedLM`, `BertForPreTraining`,
 # `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`, `masked_lm_logits_and_loss` and `check_labels` from
 # `tinybert.models.bert_heads`; `register_family`, `from_hf` and `to_hf` from
 # `tinybert.models.convert`; `ACTIVATIONS_TO_HF`, `BERT_CONFIG_NAMES`, `bert_config_from_hf` and
@@ -94,7 +94,7 @@ from tinybert.blocks.checks import check_positive_int, check_probability
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import MaskedLMOutput
-from tinybert.models.bert_layers import BertEmbeddings, BertLayer, run_layers
+from tinybert.models.bert_layers import BertEmbeddings, BertEncoder, BertLayer
 
 # %% tags=["export:models.albert_heads"]
 from __future__ import annotations
@@ -333,11 +333,12 @@ assert (
 # 0 to 3 share the first group, 4 to 7 the second, 8 to 11 the third. $G = N$ is BERT; $G = 1$ is
 # ALBERT. Each group can hold several different layers (`inner_group_num`), run in order every
 # time the group is used. The released models all use $G = 1$ with one layer per group.
-# The encoder lists its layers in the order they run, the same modules at several depths, and
-# hands them to chapter 8's `run_layers`, the loop that `BertEncoder` runs over its own $N$ layers.
+# ALBERT's encoder is chapter 8's `BertEncoder` with two methods replaced: `add_layers` creates
+# the $G$ groups, and `depths` lists the layers in the order they run, the same modules at
+# several depths. The loop, with its hidden states and attention weights, is BERT's.
 
 # %% tags=["export"]
-class AlbertEncoder(nn.Module):
+class AlbertEncoder(BertEncoder):
     """N layers deep with only G sets of weights: depth i runs group i·G // N. (B, T, D)
     -> (B, T, D).
 
@@ -346,30 +347,21 @@ class AlbertEncoder(nn.Module):
     the group runs.
     """
 
-    def __init__(self, config: AlbertConfig):
-        super().__init__()
+    def add_layers(self, config: AlbertConfig) -> None:
         self.n_layers = config.n_layers
         self.groups = nn.ModuleList(
             nn.ModuleList(BertLayer(config) for _ in range(config.inner_group_num))
             for _ in range(config.n_groups)
         )
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        output_hidden_states: bool = False,
-        output_attentions: bool = False,
-    ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
+    def depths(self) -> list[nn.Module]:
         G = len(self.groups)
         # the same modules at several depths
-        layers = [
+        return [
             layer
             for depth in range(self.n_layers)
             for layer in self.groups[depth * G // self.n_layers]
         ]
-        # chapter 8's loop: every depth's output and (B, H, T, T) weights when asked
-        return run_layers(layers, x, mask, output_hidden_states, output_attentions)
 
 
 # %% [markdown]

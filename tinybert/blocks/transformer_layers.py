@@ -99,36 +99,22 @@ class EncoderLayer(nn.Module):
 
 # Built in chapter 6, section "The decoder layer":
 # chapters/06_transformer.html#the-decoder-layer
-class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention to the encoder's output, and a
-    feed-forward block.
+class DecoderLayer(EncoderLayer):
+    """An encoder layer with a third sub-layer between its two: cross-attention to
+    the encoder's output.
 
     Shapes: x (B, T, D) target positions, memory (B, S, D) encoder output -> (B, T, D).
     self_mask broadcastable to (B, H, T, T) (causal, and padding of the target);
     memory_mask broadcastable to (B, H, T, S) (padding of the source). Bool,
-    True = may attend.
+    True = may attend. Takes EncoderLayer's arguments; norm2 goes with
+    cross-attention and norm3 with the feed-forward block, as in PyTorch.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        activation: str = "relu",
-        norm_first: bool = False,
-        layer_norm_eps: float = 1e-5,
-    ):
-        super().__init__()
-        self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads)
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, **options):
+        super().__init__(d_model, n_heads, d_ff, **options)
         # queries: decoder; keys, values: encoder
         self.cross_attn = MultiHeadAttention(d_model, n_heads)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, activation)
-        self.norm1 = LayerNorm(d_model, layer_norm_eps)
-        self.norm2 = LayerNorm(d_model, layer_norm_eps)
-        self.norm3 = LayerNorm(d_model, layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
+        self.norm3 = LayerNorm(d_model, self.norm1.eps)
 
     def forward(
         self,
@@ -147,17 +133,10 @@ class DecoderLayer(nn.Module):
             x = self.norm3(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, mask):
-        out, _ = self.self_attn(x, mask=mask)  # (B, T, D)
-        return self.dropout(out)
-
     def _ca_block(self, x, memory, mask):
-        # (B, T, D) reads memory (B, S, D)
+        # (B, T, D) reads memory (B, S, D); _sa_block and _ff_block are the encoder's
         out, _ = self.cross_attn(x, context=memory, mask=mask)
         return self.dropout(out)
-
-    def _ff_block(self, x):
-        return self.dropout(self.feed_forward(x))
 
 
 # Built in chapter 6, section "Stacks of layers":

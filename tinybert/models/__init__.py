@@ -22,7 +22,7 @@ _MODULES = {
                    'IGNORE_INDEX', 'MaskedLMOutput', 'PreTrainingOutput',
                    'check_labels', 'masked_lm_logits_and_loss'],
     'bert_layers': ['BertEmbeddings', 'BertEncoder', 'BertLayer', 'BertPooler',
-                    'bert_attention_mask', 'check_ids', 'run_layers', 'tuple_or_none'],
+                    'bert_attention_mask', 'check_ids', 'tuple_or_none'],
     'convert': ['Converter', 'INDEX_BUFFERS', 'from_hf', 'load_renamed', 'register',
                 'register_family', 'to_hf'],
     'convert_albert': ['albert_config_from_hf', 'albert_config_to_hf',

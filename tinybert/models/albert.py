@@ -20,7 +20,7 @@ from tinybert.blocks.checks import check_positive_int, check_probability
 from tinybert.checkpoint.files import register_model_class
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import MaskedLMOutput
-from tinybert.models.bert_layers import BertEmbeddings, BertLayer, run_layers
+from tinybert.models.bert_layers import BertEmbeddings, BertEncoder, BertLayer
 
 
 ALBERT_PRESETS = {
@@ -109,7 +109,7 @@ class AlbertEmbeddings(BertEmbeddings):
 
 # Built in chapter 13, section "Cross-layer parameter sharing":
 # chapters/13_albert.html#cross-layer-parameter-sharing
-class AlbertEncoder(nn.Module):
+class AlbertEncoder(BertEncoder):
     """N layers deep with only G sets of weights: depth i runs group i·G // N. (B, T, D)
     -> (B, T, D).
 
@@ -118,30 +118,21 @@ class AlbertEncoder(nn.Module):
     the group runs.
     """
 
-    def __init__(self, config: AlbertConfig):
-        super().__init__()
+    def add_layers(self, config: AlbertConfig) -> None:
         self.n_layers = config.n_layers
         self.groups = nn.ModuleList(
             nn.ModuleList(BertLayer(config) for _ in range(config.inner_group_num))
             for _ in range(config.n_groups)
         )
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        output_hidden_states: bool = False,
-        output_attentions: bool = False,
-    ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
+    def depths(self) -> list[nn.Module]:
         G = len(self.groups)
         # the same modules at several depths
-        layers = [
+        return [
             layer
             for depth in range(self.n_layers)
             for layer in self.groups[depth * G // self.n_layers]
         ]
-        # chapter 8's loop: every depth's output and (B, H, T, T) weights when asked
-        return run_layers(layers, x, mask, output_hidden_states, output_attentions)
 
 
 # Built in chapter 13, section "The model":

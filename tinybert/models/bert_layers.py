@@ -8,8 +8,8 @@ Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.htm
 
 from __future__ import annotations
 
-__all__ = ['BertEmbeddings', 'BertLayer', 'BertEncoder', 'run_layers', 'tuple_or_none',
-           'check_ids', 'bert_attention_mask', 'BertPooler']  # fmt: skip
+__all__ = ['BertEmbeddings', 'BertLayer', 'BertEncoder', 'tuple_or_none', 'check_ids',
+           'bert_attention_mask', 'BertPooler']  # fmt: skip
 
 
 from functools import partial
@@ -120,11 +120,14 @@ class BertLayer(nn.Module):
 # chapters/08_bert.html#the-encoder
 class BertEncoder(nn.Module):
     """N BertLayers in a row: (B, T, D) -> (B, T, D), and when asked every layer's
-    output and attention weights: (x, hidden_states or None, attentions or None)."""
+    output and attention weights: (x, hidden_states or None, attentions or None).
+
+    A variant whose depths share weights (ALBERT, chapter 13) overrides ``add_layers``
+    and ``depths``; the loop is the same."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.n_layers))
+        self.add_layers(config)
         # pre-LN layers leave their sum un-normalised: one LayerNorm at the
         # end (chapter 6)
         self.final_norm = (
@@ -133,6 +136,13 @@ class BertEncoder(nn.Module):
             else None
         )
 
+    def add_layers(self, config: BertConfig) -> None:
+        self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.n_layers))
+
+    def depths(self) -> list[nn.Module]:
+        """The layer that runs at each depth, first to last."""
+        return list(self.layers)
+
     def forward(
         self,
         x: torch.Tensor,
@@ -140,32 +150,20 @@ class BertEncoder(nn.Module):
         output_hidden_states: bool = False,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
-        norm = self.final_norm  # None for post-LN layers
-        return run_layers(
-            self.layers, x, mask, output_hidden_states, output_attentions, norm
-        )
-
-
-# Built in chapter 8, section "The encoder":
-# chapters/08_bert.html#the-encoder
-def run_layers(
-    layers, x, mask, output_hidden_states, output_attentions, final_norm=None
-) -> tuple[torch.Tensor, tuple | None, tuple | None]:
-    """x through ``layers`` in turn, the last output through ``final_norm`` if any; with
-    the hidden states (the input first) and the attention weights when asked."""
-    hidden_states = [x] if output_hidden_states else None
-    attentions = [] if output_attentions else None
-    for i, layer in enumerate(layers):
-        if attentions is None:
-            x = layer(x, mask)  # (B, T, D)
-        else:
-            x, weights = layer(x, mask, output_attentions=True)  # and (B, H, T, T)
-            attentions.append(weights)
-        if final_norm is not None and i == len(layers) - 1:
-            x = final_norm(x)
-        if hidden_states is not None:
-            hidden_states.append(x)
-    return x, tuple_or_none(hidden_states), tuple_or_none(attentions)
+        layers = self.depths()
+        hidden_states = [x] if output_hidden_states else None  # the input first
+        attentions = [] if output_attentions else None
+        for i, layer in enumerate(layers):
+            if attentions is None:
+                x = layer(x, mask)  # (B, T, D)
+            else:
+                x, weights = layer(x, mask, output_attentions=True)  # and (B, H, T, T)
+                attentions.append(weights)
+            if self.final_norm is not None and i == len(layers) - 1:
+                x = self.final_norm(x)  # None for post-LN layers
+            if hidden_states is not None:
+                hidden_states.append(x)
+        return x, tuple_or_none(hidden_states), tuple_or_none(attentions)
 
 
 # Built in chapter 8, section "The encoder":

@@ -23,6 +23,7 @@ from tinybert.models.convert import register_family
 from tinybert.models.convert_names import (
     ACTIVATIONS_FROM_HF,
     ACTIVATIONS_TO_HF,
+    BERT_CONFIG_NAMES,
     bert_encoder_names,
 )
 from tinybert.models.bert import BertConfig, BertModel
@@ -125,18 +126,16 @@ _BERT_TO_DISTILBERT_NAMES = (
 )
 
 
-# our field -> Hugging Face's DistilBertConfig's (which fixes layer_norm_eps at 1e-12)
+# our field -> Hugging Face's DistilBertConfig's: chapter 8's table for BERT without
+# segments and layer_norm_eps (DistilBERT fixes it at 1e-12), under DistilBERT's names:
+# two renamed, four that are our own
+_DISTILBERT_RENAMES = {"d_model": "dim", "d_ff": "hidden_dim"} | {
+    name: name for name in ("n_layers", "n_heads", "dropout", "attention_dropout")
+}
 _DISTILBERT_CONFIG_NAMES = {
-    "vocab_size": "vocab_size",
-    "d_model": "dim",
-    "n_layers": "n_layers",
-    "n_heads": "n_heads",
-    "d_ff": "hidden_dim",
-    "max_len": "max_position_embeddings",
-    "dropout": "dropout",
-    "attention_dropout": "attention_dropout",
-    "initializer_range": "initializer_range",
-    "pad_token_id": "pad_token_id",
+    ours: _DISTILBERT_RENAMES.get(ours, hf)
+    for ours, hf in BERT_CONFIG_NAMES.items()
+    if ours not in ("type_vocab_size", "layer_norm_eps")
 }
 
 
