@@ -1068,8 +1068,9 @@ def make_optimizer(
         {"params": decay, "weight_decay": weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    # foreach: one batched update over all tensors, the same numbers as a loop over them
-    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, foreach=True)
+    # fused: the whole update in one kernel per device, faster than a loop over the
+    # tensors; the same numbers up to rounding
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=True)
 
 
 def linear_warmup_decay(

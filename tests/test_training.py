@@ -292,15 +292,20 @@ def test_training_lowers_the_loss(tmp_path):
     assert len(history["train"]) == 2 and history["train"][0]["lr"] > 0
 
 
-def test_make_optimizer_updates_exactly_as_a_loop_over_the_tensors():
-    """foreach=True batches the update; it must give the same numbers as foreach=False."""
-    def trained(foreach: bool) -> list[torch.Tensor]:
+def test_make_optimizer_updates_as_a_loop_over_the_tensors():
+    """fused=True runs the update in one kernel; it must give the numbers of a plain loop
+    over the tensors (foreach=False, fused=False), up to float32 rounding."""
+    def trained(fused: bool) -> list[torch.Tensor]:
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Embedding(50, 16), torch.nn.LayerNorm(16),
                                     torch.nn.Linear(16, 50))
         optimizer = make_optimizer(model, lr=1e-2)
-        for group in optimizer.param_groups:
-            group["foreach"] = foreach
+        if not fused:
+            groups = [{"params": g["params"], "weight_decay": g["weight_decay"]}
+                      for g in optimizer.param_groups]
+            optimizer = torch.optim.AdamW(groups, lr=1e-2, eps=1e-6, foreach=False,
+                                          fused=False)
+            assert not any(g["fused"] or g["foreach"] for g in optimizer.param_groups)
         generator = torch.Generator().manual_seed(0)
         for _ in range(5):
             x = torch.randint(0, 50, (8, 6), generator=generator)
@@ -310,6 +315,7 @@ def test_make_optimizer_updates_exactly_as_a_loop_over_the_tensors():
             optimizer.step()
         return [p.detach().clone() for p in model.parameters()]
 
-    assert make_optimizer(torch.nn.Linear(2, 2), lr=1e-3).param_groups[0]["foreach"] is True
-    for batched, looped in zip(trained(True), trained(False)):
-        assert torch.equal(batched, looped)
+    assert make_optimizer(torch.nn.Linear(2, 2), lr=1e-3).param_groups[0]["fused"] is True
+    for fused, looped in zip(trained(True), trained(False)):
+        torch.testing.assert_close(fused, looped, rtol=1e-5, atol=1e-6)
+        assert not torch.equal(fused, torch.zeros_like(fused))
