@@ -48,7 +48,8 @@
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertEmbeddings`, `BertModel`, `BertForMaskedLM`,
 # `BertForPreTraining` and `IGNORE_INDEX`; the converter
 # registry of `tinybert.models.convert` (`register_family`, `from_hf`, `to_hf`) and, from
-# `tinybert.models.convert_names`, `bert_encoder_names` and the activation-name tables
+# `tinybert.models.convert_names`, `bert_encoder_names`, BERT's configuration names
+# `BERT_CONFIG_NAMES` and the activation-name tables
 # `ACTIVATIONS_TO_HF` and `ACTIVATIONS_FROM_HF`; and `register_model_class`. From {doc}`09_pretraining`: `load_pretrained`
 # (the course's `bert-mini`, our teacher), `PretrainingBatches`, `SpecialTokens`, the corpus
 # functions `course_documents` and `tokenize_documents`,
