@@ -643,7 +643,7 @@ class BertEncoder(nn.Module):
                 x, weights = layer(x, mask, output_attentions=True)  # and (B, H, T, T)
                 attentions.append(weights)
             if self.final_norm is not None and i == len(layers) - 1:
-                x = self.final_norm(x)  # None for post-LN layers
+                x = self.final_norm(x)  # pre-LN layers only
             if hidden_states is not None:
                 hidden_states.append(x)
         return x, tuple_or_none(hidden_states), tuple_or_none(attentions)
