@@ -1070,7 +1070,10 @@ def make_optimizer(
     ]
     # fused: the whole update in one kernel per device, faster than a loop over the
     # tensors; the same numbers up to rounding
-    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=True)
+    try:
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=True)
+    except RuntimeError:  # no fused kernel for this device (CPUs before PyTorch 2.4)
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, foreach=True)
 
 
 def linear_warmup_decay(

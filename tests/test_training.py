@@ -292,6 +292,24 @@ def test_training_lowers_the_loss(tmp_path):
     assert len(history["train"]) == 2 and history["train"][0]["lr"] > 0
 
 
+def test_make_optimizer_falls_back_to_foreach_where_no_fused_kernel_exists(monkeypatch):
+    """Before PyTorch 2.4 a CPU has no fused AdamW: AdamW(fused=True) raises
+    RuntimeError, and make_optimizer must then give the batched (foreach) update."""
+    real = torch.optim.AdamW
+
+    def old_adamw(params, **options):
+        if options.get("fused"):
+            raise RuntimeError("`fused=True` requires all the params to be floating point "
+                               "Tensors of supported devices: ['cuda']")
+        return real(params, **options)
+
+    monkeypatch.setattr(torch.optim, "AdamW", old_adamw)
+    optimizer = make_optimizer(torch.nn.Linear(2, 2), lr=1e-3)
+    assert isinstance(optimizer, real)
+    assert all(g["foreach"] and not g["fused"] for g in optimizer.param_groups)
+    assert [g["weight_decay"] for g in optimizer.param_groups] == [0.01, 0.0]
+
+
 def test_make_optimizer_updates_as_a_loop_over_the_tensors():
     """fused=True runs the update in one kernel; it must give the numbers of a plain loop
     over the tensors (foreach=False, fused=False), up to float32 rounding."""
