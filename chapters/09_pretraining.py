@@ -821,7 +821,7 @@ def single_segment_examples(
 
 # the label names of this book's heads: chapter 8's pretraining heads, chapter 10's
 # fine-tuning heads
-LABEL_KEYS = ("mlm_labels", "nsp_labels", "labels", "start_positions", "end_positions")
+LABEL_KEYS = ("mlm_labels", "pair_labels", "labels", "start_positions", "end_positions")
 
 
 def pad_features(features: Sequence[dict], pad_id: int) -> dict[str, torch.Tensor]:
@@ -862,7 +862,7 @@ def collate(
     """Pad a list of examples into a batch: the keyword arguments of BertForPreTraining.
 
     input_ids, token_type_ids, attention_mask (True = real token) are (B, T) with T the
-    longest example; nsp_labels is (B,), left out when no example has one (MLM only:
+    longest example; pair_labels is (B,), left out when no example has one (MLM only:
     every label is -100); mlm_labels (B, T) when every example is already masked.
     """
     with_nsp = any(e.nsp_label != IGNORE_INDEX for e in examples)
@@ -871,7 +871,7 @@ def collate(
     for e in examples:
         feature = {"input_ids": e.input_ids, "token_type_ids": e.token_type_ids}
         if with_nsp:
-            feature["nsp_labels"] = e.nsp_label
+            feature["pair_labels"] = e.nsp_label
         if masked:
             feature["mlm_labels"] = e.mlm_labels
         features.append(feature)
@@ -1501,20 +1501,6 @@ from tinybert.pretraining.optim import (
 # the module holds what happens to one batch, from its masks to its update.
 
 # %% tags=["export:pretraining.objective"]
-def for_model(
-    model: nn.Module, batch: dict[str, torch.Tensor]
-) -> dict[str, torch.Tensor]:
-    """The batch with its sentence-pair labels under the name ``model`` takes them by
-    (``nsp_labels`` for BERT, ``sop_labels`` for ALBERT: the class attribute
-    ``pair_labels``): the loop works with any pair objective, no adapter needed."""
-    name = getattr(getattr(model, "module", model), "pair_labels", "nsp_labels")
-    if "nsp_labels" not in batch or name == "nsp_labels":
-        return batch
-    return {
-        (name if key == "nsp_labels" else key): value for key, value in batch.items()
-    }
-
-
 def pretraining_losses(
     model: nn.Module,
     batch: dict[str, torch.Tensor],
@@ -1522,15 +1508,16 @@ def pretraining_losses(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(loss, mlm_loss, nsp_loss) of one batch, loss = mlm_loss + nsp_loss as in BERT.
 
-    A batch without nsp_labels (MLM only, as in RoBERTa) has nsp_loss 0 and
-    loss = mlm_loss.
+    A batch without pair_labels (MLM only, as in RoBERTa) has nsp_loss 0 and
+    loss = mlm_loss. The loss of the pair head is read as ``out.pair_loss``, whatever
+    the head asks (next sentence here, sentence order for ALBERT in chapter 13).
 
     In a run of several processes the MLM loss that is differentiated is divided by the
     number of masked tokens of *all* processes, not this one's: DistributedDataParallel
     averages the gradients, and an average of per-process means is not the mean over the
     whole batch.
     """
-    out = model(**for_model(model, batch))
+    out = model(**batch)
     mlm_loss = out.mlm_loss
     if dist.world_size > 1:
         # masked tokens here
@@ -1559,7 +1546,6 @@ import torch
 from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.pretraining.objective import for_model
 
 
 # %% tags=["export:pretraining.evaluation"]
@@ -1571,7 +1557,7 @@ def evaluate_pretraining(
     dtype: torch.dtype | None = None,
 ) -> dict[str, float]:
     """Held-out MLM loss and accuracy (over the masked tokens) and NSP loss and accuracy
-    (NSP only when the batches carry nsp_labels). A batch without masked tokens adds
+    (NSP only when the batches carry pair_labels). A batch without masked tokens adds
     nothing to the MLM numbers; no masked token at all is an error, not NaN."""
     was_training = model.training
     model.eval()
@@ -1583,19 +1569,19 @@ def evaluate_pretraining(
     for batch in batches:
         batch = {k: v.to(device) for k, v in batch.items()}
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            out = model(**for_model(model, batch))
+            out = model(**batch)
         # (N,) the order of out.mlm_logits
         targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]
         n = len(targets)
         total["mlm_loss"] += out.mlm_loss.item() * n if n else 0.0
         total["mlm_correct"] += (out.mlm_logits.argmax(-1) == targets).sum().item()
         total["mlm_tokens"] += n
-        if "nsp_labels" not in batch:
+        if "pair_labels" not in batch:
             continue
-        b = len(batch["nsp_labels"])
+        b = len(batch["pair_labels"])
         total["nsp_loss"] += out.pair_loss.item() * b
         total["nsp_correct"] += (
-            (out.pair_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
+            (out.pair_logits.argmax(-1) == batch["pair_labels"]).sum().item()
         )
         total["pairs"] += b
     model.train(was_training)

@@ -1087,7 +1087,7 @@ def pretrain_small(
             batch["token_type_ids"],
             batch["attention_mask"],
             mlm_labels=batch["mlm_labels"],
-            nsp_labels=batch["nsp_labels"] if nsp else None,
+            pair_labels=batch["pair_labels"] if nsp else None,
         )
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

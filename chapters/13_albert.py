@@ -462,8 +462,9 @@ class AlbertForMaskedLM(BertForMaskedLM):
 # their original order, 1 that they were swapped. Class 0 means "B follows A" in both tasks, which
 # is what lets us try each head on the other's task in {ref}`sec-albert-experiment`.
 # `AlbertForPreTraining` is chapter 8's `BertForPreTraining` with ALBERT's parts in its class
-# attributes; it overrides only the two methods that make and read the pair head, and its
-# `forward`, to call the labels `sop_labels`.
+# attributes; it overrides only the two methods that make and read the pair head. Its `forward`
+# is BERT's: the sentence-order labels go in as `pair_labels`, the name chapter 8 gave the
+# labels of whatever the pair head asks.
 
 # %% tags=["export:models.albert_heads"]
 @dataclass
@@ -495,7 +496,6 @@ class AlbertForPreTraining(BertForPreTraining):
     model_class = AlbertModel
     mlm_head_class = AlbertMLMHead
     output_class = AlbertPreTrainingOutput
-    pair_labels = "sop_labels"  # what forward calls the sentence-pair labels
 
     def add_pair_head(self, config: AlbertConfig) -> None:
         self.sop_dropout = nn.Dropout(config.classifier_dropout)
@@ -504,18 +504,6 @@ class AlbertForPreTraining(BertForPreTraining):
 
     def pair_logits(self, pooled: torch.Tensor) -> torch.Tensor:
         return self.sop_head(self.sop_dropout(pooled))  # (B, D) -> (B, 2)
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        token_type_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        mlm_labels: torch.Tensor | None = None,
-        sop_labels: torch.Tensor | None = None,
-    ) -> AlbertPreTrainingOutput:
-        return self.heads_and_losses(
-            input_ids, token_type_ids, attention_mask, mlm_labels, sop_labels
-        )
 
 for _cls in (AlbertForMaskedLM, AlbertForPreTraining):
     # tinybert.checkpoint.files.save_model / load_model know them now
@@ -771,7 +759,7 @@ with torch.no_grad():
     mine_base = tiny.bert(tiny_ids, tiny_segments, tiny_mask)
     mine = tiny(tiny_ids, tiny_segments, tiny_mask)
     mine_loss = tiny(
-        tiny_ids, tiny_segments, tiny_mask, mlm_labels=tiny_labels, sop_labels=tiny_sop
+        tiny_ids, tiny_segments, tiny_mask, mlm_labels=tiny_labels, pair_labels=tiny_sop
     ).loss
 real = tiny_mask.bool()
 parity = {
@@ -1122,7 +1110,7 @@ for task, examples in heldout_sets.items():
         held(i) for i in range(min(pick(quick=2, full=30), held.steps_per_epoch))
     ]
 n_pairs = {
-    task: sum(len(b["nsp_labels"]) for b in batches)
+    task: sum(len(b["pair_labels"]) for b in batches)
     for task, batches in heldout_batches.items()
 }
 print(f"held-out test: {n_pairs['NSP']} pairs per task")
@@ -1146,8 +1134,8 @@ def length_rule_accuracy(batches) -> float:
         # [CLS] A [SEP]
         length_a = ((batch["token_type_ids"] == 0) & real).sum(1) - 2
         length_b = ((batch["token_type_ids"] == 1) & real).sum(1) - 1  # B [SEP]
-        correct += ((length_a < length_b).long() == batch["nsp_labels"]).sum().item()
-        total += len(batch["nsp_labels"])
+        correct += ((length_a < length_b).long() == batch["pair_labels"]).sum().item()
+        total += len(batch["pair_labels"])
     return correct / total
 
 
@@ -1161,10 +1149,10 @@ for task, accuracy in length_rule.items():
 # The model is an `albert-mini` narrowed to $D = 128$ with $E = 64$ (four applications of one
 # layer), small enough to train both objectives within the chapter's time budget on a laptop CPU (its
 # badge gives the time of the whole chapter). Chapter 9's `pretrain` trains an
-# `AlbertForPreTraining` as it is: the model names its sentence-pair labels (`pair_labels =
-# "sop_labels"`) and its output gives the pair objective's loss and logits (`pair_loss`,
-# `pair_logits`), so the loop's batches, which carry their pair labels as `nsp_labels`, reach the
-# sentence head whichever pairs they hold, and `evaluate_pretraining` scores that head.
+# `AlbertForPreTraining` as it is: the loop's batches carry their pair labels as `pair_labels`,
+# the model's `forward` takes them under that name, and its output gives the pair objective's loss
+# and logits as `pair_loss` and `pair_logits`. So the labels reach the sentence-order head
+# whichever pairs they hold, and `evaluate_pretraining` scores that head.
 
 # %%
 from tinybert.pretraining.evaluation import evaluate_pretraining

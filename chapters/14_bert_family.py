@@ -291,13 +291,14 @@ for name, model in (
 # ### One loop for four objectives
 #
 # Chapter 9's `pretrain` trains any module that takes a batch's `input_ids`, `token_type_ids`,
-# `attention_mask`, `mlm_labels` and `nsp_labels` and returns a `PreTrainingOutput` with `loss`,
-# `mlm_loss` and `nsp_loss`. The four recipes fit behind that interface with one small adapter:
+# `attention_mask`, `mlm_labels` and `pair_labels` and returns a `PreTrainingOutput` with `loss`,
+# `mlm_loss` and `pair_loss`. The four recipes fit behind that interface with one small adapter:
 #
 # - for BERT it is the model itself;
 # - for RoBERTa it drops the segment ids and the pair labels (FULL-SENTENCES inputs carry none);
-# - for ALBERT it passes the pair labels as sentence-order labels (`make_examples` with
-#   `sample_pairs=sample_sop_pairs` stores them where it stores NSP labels);
+# - for ALBERT it is the model too, with its output renamed: `make_examples` with
+#   `sample_pairs=sample_sop_pairs` stores sentence-order labels where it stores NSP labels, and
+#   both heads take theirs as `pair_labels`;
 # - for DistilBERT it runs the frozen teacher and returns chapter 12's triple loss; the teacher's
 #   parameters do not require gradients, so `make_optimizer` leaves them out, and `train()` keeps
 #   the teacher in evaluation mode (no dropout) whatever mode `pretrain` sets.
@@ -311,7 +312,7 @@ class Objective(nn.Module):
     -> PreTrainingOutput.
 
     kind "nsp": BERT, MLM + next sentence; "mlm": RoBERTa, MLM alone on one segment;
-    "sop": ALBERT, MLM + sentence order (labels in nsp_labels); "distil": DistilBERT's
+    "sop": ALBERT, MLM + sentence order (labels in pair_labels); "distil": DistilBERT's
     triple loss against ``teacher``.
     """
 
@@ -358,28 +359,20 @@ class Objective(nn.Module):
         token_type_ids=None,
         attention_mask=None,
         mlm_labels=None,
-        nsp_labels=None,
+        pair_labels=None,
     ):
         if self.training:
             self.tokens_seen += int(attention_mask.sum())
-        if self.kind == "nsp":
-            return self.model(
-                input_ids,
-                token_type_ids,
-                attention_mask,
-                mlm_labels=mlm_labels,
-                nsp_labels=nsp_labels,
-            )
-        if self.kind == "sop":
+        if self.kind in ("nsp", "sop"):  # the pair head asks its own question
             out = self.model(
                 input_ids,
                 token_type_ids,
                 attention_mask,
                 mlm_labels=mlm_labels,
-                sop_labels=nsp_labels,
+                pair_labels=pair_labels,
             )
             return PreTrainingOutput(
-                out.loss, out.mlm_loss, out.sop_loss, out.mlm_logits, out.sop_logits
+                out.loss, out.mlm_loss, out.pair_loss, out.mlm_logits, out.pair_logits
             )
         # (B, 2): no pair head
         no_pairs = input_ids.new_zeros((input_ids.shape[0], 2), dtype=torch.float)

@@ -158,7 +158,7 @@ def test_forward_shapes_tying_and_padding_invariance():
         real = mask.bool()
         assert max_error(out.mlm_logits[real], padded.mlm_logits[:, :T][real]) < 1e-5
         assert max_error(out.sop_logits, padded.sop_logits) < 1e-5
-        full = model(ids, segments, mask, mlm_labels=labels, sop_labels=order)
+        full = model(ids, segments, mask, mlm_labels=labels, pair_labels=order)
     assert torch.isclose(full.loss, full.mlm_loss + full.sop_loss)
     assert full.mlm_logits.shape == ((labels != -100).sum().item(), V)
 
@@ -166,10 +166,10 @@ def test_forward_shapes_tying_and_padding_invariance():
 def test_bad_labels_are_rejected():
     model = AlbertForPreTraining(small_config()).eval()
     ids, segments, mask, labels, order = batch()
-    with pytest.raises(ValueError, match="sop_labels"):
-        model(ids, segments, mask, sop_labels=order[:-1])
-    with pytest.raises(ValueError, match="sop_labels"):
-        model(ids, segments, mask, sop_labels=order + 2)
+    with pytest.raises(ValueError, match="pair_labels"):
+        model(ids, segments, mask, pair_labels=order[:-1])
+    with pytest.raises(ValueError, match="pair_labels"):
+        model(ids, segments, mask, pair_labels=order + 2)
     with pytest.raises(ValueError, match="input_ids"):
         model(ids + V)
 
@@ -279,7 +279,7 @@ def test_masked_lm_and_pretraining_parity(overrides):
         a = ours(ids, segments, mask)
         b = theirs(input_ids=ids, token_type_ids=segments, attention_mask=mask, labels=labels,
                    sentence_order_label=order)
-        a_loss = ours(ids, segments, mask, mlm_labels=labels, sop_labels=order).loss
+        a_loss = ours(ids, segments, mask, mlm_labels=labels, pair_labels=order).loss
     assert max_error(a.mlm_logits[real], b.prediction_logits[real]) < 1e-5
     assert max_error(a.sop_logits, b.sop_logits) < 1e-5
     assert abs(a_loss.item() - b.loss.item()) < 1e-5
@@ -383,11 +383,11 @@ def test_sop_examples_feed_chapter_9_batches():
         assert e.input_ids.count(special.sep) == 2 and len(e.token_type_ids) == len(e.input_ids)
     batches = PretrainingBatches(examples, special, 4, seed=0)
     b = batches(0)
-    assert set(b) == {"input_ids", "token_type_ids", "attention_mask", "nsp_labels", "mlm_labels"}
+    assert set(b) == {"input_ids", "token_type_ids", "attention_mask", "pair_labels", "mlm_labels"}
     model = AlbertForPreTraining(AlbertConfig(vocab_size=45, embedding_size=8, d_model=16, n_heads=2, d_ff=19,
                                               n_layers=2, max_len=21))
     out = model(b["input_ids"], b["token_type_ids"], b["attention_mask"], mlm_labels=b["mlm_labels"],
-                sop_labels=b["nsp_labels"])
+                pair_labels=b["pair_labels"])
     assert torch.isfinite(out.loss)
 
 
@@ -404,23 +404,17 @@ def test_chapter_10_heads_accept_albert():
 
 
 def test_the_pretraining_loop_trains_albert_as_it_is():
-    """Chapter 9's loop reads the pair objective through pair_labels / pair_loss, so an
-    AlbertForPreTraining needs no adapter (issue 17)."""
-    from tinybert.models.bert_heads import BertForPreTraining
+    """Chapter 9's loop passes the batch as it is (pair_labels) and reads pair_loss, so an
+    AlbertForPreTraining needs no adapter and no renaming (issue 17)."""
     from tinybert.pretraining.evaluation import evaluate_pretraining
-    from tinybert.pretraining.objective import for_model, pretraining_losses
+    from tinybert.pretraining.objective import pretraining_losses
     torch.manual_seed(0)
     model = AlbertForPreTraining(small_config(classifier_dropout=0.0)).eval()
     ids, segments, mask, labels, order = batch()
     given = {"input_ids": ids, "token_type_ids": segments, "attention_mask": mask,
-             "mlm_labels": labels, "nsp_labels": order}
-    renamed = for_model(model, given)
-    assert "sop_labels" in renamed and "nsp_labels" not in renamed
-    assert for_model(BertForPreTraining(BertConfig(vocab_size=V, d_model=32, n_layers=1,
-                                                   n_heads=4, d_ff=37, max_len=T)),
-                     given) is given
+             "mlm_labels": labels, "pair_labels": order}
     loss, _, pair = pretraining_losses(model, given)
-    direct = model(ids, segments, mask, mlm_labels=labels, sop_labels=order)
+    direct = model(ids, segments, mask, mlm_labels=labels, pair_labels=order)
     assert torch.allclose(loss, direct.loss) and torch.allclose(pair, direct.sop_loss)
     assert direct.pair_loss is direct.sop_loss and direct.pair_logits is direct.sop_logits
     metrics = evaluate_pretraining(model, [given])

@@ -297,12 +297,12 @@ def test_pretraining_losses():
     none = model(ids, segments, mask)
     assert none.loss is None and none.mlm_loss is None and none.nsp_loss is None
     assert none.mlm_logits.shape == (B, T, 99) and none.nsp_logits.shape == (B, 2)
-    both = model(ids, segments, mask, mlm_labels=labels, nsp_labels=nsp)
+    both = model(ids, segments, mask, mlm_labels=labels, pair_labels=nsp)
     assert torch.allclose(both.nsp_loss, F.cross_entropy(none.nsp_logits, nsp))
     assert torch.allclose(both.mlm_loss, F.cross_entropy(none.mlm_logits.reshape(-1, 99), labels.reshape(-1)),
                           atol=1e-6)
     assert torch.allclose(both.loss, both.mlm_loss + both.nsp_loss)
-    only_nsp = model(ids, segments, mask, nsp_labels=nsp)
+    only_nsp = model(ids, segments, mask, pair_labels=nsp)
     assert only_nsp.mlm_loss is None and torch.allclose(only_nsp.loss, both.nsp_loss)
 
 
@@ -310,7 +310,7 @@ def test_training_step_reaches_every_parameter():
     model = BertForPreTraining(tiny_config())
     ids, segments, mask = inputs()
     labels = torch.where(torch.arange(T)[None, :] % 3 == 1, ids, -100)
-    out = model(ids, segments, mask, mlm_labels=labels, nsp_labels=torch.zeros(B, dtype=torch.long))
+    out = model(ids, segments, mask, mlm_labels=labels, pair_labels=torch.zeros(B, dtype=torch.long))
     out.loss.backward()
     for name, p in model.named_parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all(), name
@@ -357,8 +357,8 @@ def tiny_model():
     (lambda ids, tt, m: dict(input_ids=ids, mlm_labels=ids.float()), "labels: expected an integer"),
     (lambda ids, tt, m: dict(input_ids=ids, mlm_labels=ids + 99), "labels: expected values in \\[0, 99\\) or -100"),
     (lambda ids, tt, m: dict(input_ids=ids, mlm_labels=ids[:, :3]), "labels: expected shape \\(13, 7\\)"),
-    (lambda ids, tt, m: dict(input_ids=ids, nsp_labels=torch.full((B,), 2)), "nsp_labels.*\\[0, 2\\)"),
-    (lambda ids, tt, m: dict(input_ids=ids, nsp_labels=torch.zeros(B, 1, dtype=torch.long)), "nsp_labels: expected shape"),
+    (lambda ids, tt, m: dict(input_ids=ids, pair_labels=torch.full((B,), 2)), "pair_labels.*\\[0, 2\\)"),
+    (lambda ids, tt, m: dict(input_ids=ids, pair_labels=torch.zeros(B, 1, dtype=torch.long)), "pair_labels: expected shape"),
 ])
 def test_bad_input_is_a_clear_error(tiny_model, make, message):
     ids, segments, mask = inputs()

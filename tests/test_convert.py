@@ -115,7 +115,7 @@ def test_pretraining_parity(eps):
         theirs = hf(input_ids=ids, token_type_ids=segments, attention_mask=mask, labels=labels,
                     next_sentence_label=nsp)
         full = ours(ids, segments, mask)
-        mine = ours(ids, segments, mask, mlm_labels=labels, nsp_labels=nsp)
+        mine = ours(ids, segments, mask, mlm_labels=labels, pair_labels=nsp)
     real = mask.bool()
     assert max_error(full.mlm_logits[real], theirs.prediction_logits[real]) < 1e-5
     assert max_error(full.nsp_logits, theirs.seq_relationship_logits) < 1e-5
@@ -129,7 +129,7 @@ def test_training_mode_gradients_match_without_dropout():
     ids, segments, mask, labels, nsp = batch(7)
     hf(input_ids=ids, token_type_ids=segments, attention_mask=mask, labels=labels,
        next_sentence_label=nsp).loss.backward()
-    ours(ids, segments, mask, mlm_labels=labels, nsp_labels=nsp).loss.backward()
+    ours(ids, segments, mask, mlm_labels=labels, pair_labels=nsp).loss.backward()
     pairs = [(hf.bert.embeddings.word_embeddings.weight, ours.bert.embeddings.token_embeddings.weight),
              (hf.bert.encoder.layer[1].attention.self.key.weight, ours.bert.encoder.layers[1].attention.key.weight),
              (hf.bert.encoder.layer[2].intermediate.dense.bias, ours.bert.encoder.layers[2].feed_forward.expand.bias),

@@ -248,7 +248,7 @@ def test_collate_pads_and_masks():
     assert batch["input_ids"].shape == (2, 7) and batch["input_ids"][0, 5:].tolist() == [SPECIAL.pad] * 2
     assert batch["attention_mask"].dtype == torch.bool and batch["attention_mask"].sum(1).tolist() == [5, 7]
     assert batch["token_type_ids"][0].tolist() == [0, 0, 0, 1, 1, 0, 0]
-    assert batch["nsp_labels"].tolist() == [0, 1] and "mlm_labels" not in batch
+    assert batch["pair_labels"].tolist() == [0, 1] and "mlm_labels" not in batch
     masked = [PretrainingExample(e.input_ids, e.token_type_ids, e.nsp_label, [-100] * len(e.input_ids))
               for e in examples]
     assert (collate(masked, SPECIAL)["mlm_labels"] == IGNORE_INDEX).all()
@@ -273,7 +273,7 @@ def test_batches_are_a_function_of_the_step():
     for step, batch in ((17, later), (0, first)):
         expected = again(step)
         assert all(torch.equal(batch[k], expected[k]) for k in expected)
-    assert set(first) == {"input_ids", "token_type_ids", "attention_mask", "nsp_labels", "mlm_labels"}
+    assert set(first) == {"input_ids", "token_type_ids", "attention_mask", "pair_labels", "mlm_labels"}
     assert not torch.equal(batches(0)["mlm_labels"], batches(batches.steps_per_epoch)["mlm_labels"])
 
 

@@ -222,7 +222,7 @@ def test_full_sentence_examples_feed_chapter_9_batches():
                for e in examples)
     assert all(set(e.token_type_ids) == {0} and e.nsp_label == -100 for e in examples)
     batch = PretrainingBatches(examples, special, 4, seed=0)(0)
-    assert batch["input_ids"].shape[0] == 4 and "nsp_labels" not in batch   # no NSP loss, no NaN
+    assert batch["input_ids"].shape[0] == 4 and "pair_labels" not in batch   # no NSP loss, no NaN
     assert ((batch["mlm_labels"] != -100) <= batch["attention_mask"]).all()
 
 

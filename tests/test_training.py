@@ -142,8 +142,8 @@ def test_evaluate_pretraining_against_full_logits():
             correct += (logits.argmax(-1) == targets).sum().item()
             loss_sum += torch.nn.functional.cross_entropy(logits, targets, reduction="sum").item()
             total += len(targets)
-            nsp_correct += (out.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
-            pairs += len(batch["nsp_labels"])
+            nsp_correct += (out.nsp_logits.argmax(-1) == batch["pair_labels"]).sum().item()
+            pairs += len(batch["pair_labels"])
     assert metrics["mlm_tokens"] == total and metrics["pairs"] == pairs == 39
     assert metrics["mlm_accuracy"] == pytest.approx(correct / total)
     assert metrics["mlm_loss"] == pytest.approx(loss_sum / total, rel=1e-5)

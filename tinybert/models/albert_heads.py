@@ -88,7 +88,6 @@ class AlbertForPreTraining(BertForPreTraining):
     model_class = AlbertModel
     mlm_head_class = AlbertMLMHead
     output_class = AlbertPreTrainingOutput
-    pair_labels = "sop_labels"  # what forward calls the sentence-pair labels
 
     def add_pair_head(self, config: AlbertConfig) -> None:
         self.sop_dropout = nn.Dropout(config.classifier_dropout)
@@ -97,18 +96,6 @@ class AlbertForPreTraining(BertForPreTraining):
 
     def pair_logits(self, pooled: torch.Tensor) -> torch.Tensor:
         return self.sop_head(self.sop_dropout(pooled))  # (B, D) -> (B, 2)
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        token_type_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        mlm_labels: torch.Tensor | None = None,
-        sop_labels: torch.Tensor | None = None,
-    ) -> AlbertPreTrainingOutput:
-        return self.heads_and_losses(
-            input_ids, token_type_ids, attention_mask, mlm_labels, sop_labels
-        )
 
 
 for _cls in (AlbertForMaskedLM, AlbertForPreTraining):

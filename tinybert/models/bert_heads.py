@@ -182,7 +182,6 @@ class BertForPreTraining(nn.Module):
     model_class = BertModel
     mlm_head_class = BertMLMHead
     output_class = PreTrainingOutput
-    pair_labels = "nsp_labels"  # what forward calls the sentence-pair labels
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -206,17 +205,10 @@ class BertForPreTraining(nn.Module):
         token_type_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
         mlm_labels: torch.Tensor | None = None,
-        nsp_labels: torch.Tensor | None = None,
+        pair_labels: torch.Tensor | None = None,
     ) -> PreTrainingOutput:
-        return self.heads_and_losses(
-            input_ids, token_type_ids, attention_mask, mlm_labels, nsp_labels
-        )
-
-    def heads_and_losses(
-        self, input_ids, token_type_ids, attention_mask, mlm_labels, pair_labels
-    ):
-        """Every variant's forward: ``pair_labels`` are what its forward calls
-        ``self.pair_labels``."""
+        """``pair_labels`` (B,) are the sentence-pair head's: for BERT, 0 = IsNext and
+        1 = NotNext."""
         out = self.bert(input_ids, token_type_ids, attention_mask)
         mlm_logits, mlm_loss = masked_lm_logits_and_loss(
             self.mlm_head, out.last_hidden_state, mlm_labels, self.config.vocab_size
@@ -224,7 +216,7 @@ class BertForPreTraining(nn.Module):
         pair_logits = self.pair_logits(out.pooler_output)  # (B, 2)
         pair_loss = None
         if pair_labels is not None:
-            check_labels(self.pair_labels, pair_labels, (input_ids.shape[0],), 2)
+            check_labels("pair_labels", pair_labels, (input_ids.shape[0],), 2)
             pair_loss = F.cross_entropy(pair_logits, pair_labels)
         losses = [loss for loss in (mlm_loss, pair_loss) if loss is not None]
         # the fields in order: loss, mlm_loss, the pair loss, mlm_logits, pair logits

@@ -19,7 +19,7 @@ _MODULES = {
                  'make_examples', 'pad_features', 'single_segment_examples'],
     'interrupts': ['TrainingInterrupted', 'ctrl_c_requests'],
     'loop': ['PretrainingConfig', 'pretrain', 'write_json'],
-    'objective': ['SpecialTokens', 'for_model', 'mask_tokens', 'pretraining_losses',
+    'objective': ['SpecialTokens', 'mask_tokens', 'pretraining_losses',
                   'seeded_generator', 'train_step'],
     'optim': ['autocast_dtype', 'linear_warmup_decay', 'make_optimizer'],
     'pairs': ['SegmentPair', 'encode_pair', 'sample_nsp_pairs'],

@@ -18,7 +18,6 @@ import torch
 from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.pretraining.objective import for_model
 
 
 # Built in chapter 9, section "The training loop":
@@ -31,7 +30,7 @@ def evaluate_pretraining(
     dtype: torch.dtype | None = None,
 ) -> dict[str, float]:
     """Held-out MLM loss and accuracy (over the masked tokens) and NSP loss and accuracy
-    (NSP only when the batches carry nsp_labels). A batch without masked tokens adds
+    (NSP only when the batches carry pair_labels). A batch without masked tokens adds
     nothing to the MLM numbers; no masked token at all is an error, not NaN."""
     was_training = model.training
     model.eval()
@@ -43,19 +42,19 @@ def evaluate_pretraining(
     for batch in batches:
         batch = {k: v.to(device) for k, v in batch.items()}
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            out = model(**for_model(model, batch))
+            out = model(**batch)
         # (N,) the order of out.mlm_logits
         targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]
         n = len(targets)
         total["mlm_loss"] += out.mlm_loss.item() * n if n else 0.0
         total["mlm_correct"] += (out.mlm_logits.argmax(-1) == targets).sum().item()
         total["mlm_tokens"] += n
-        if "nsp_labels" not in batch:
+        if "pair_labels" not in batch:
             continue
-        b = len(batch["nsp_labels"])
+        b = len(batch["pair_labels"])
         total["nsp_loss"] += out.pair_loss.item() * b
         total["nsp_correct"] += (
-            (out.pair_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
+            (out.pair_logits.argmax(-1) == batch["pair_labels"]).sum().item()
         )
         total["pairs"] += b
     model.train(was_training)

@@ -85,7 +85,7 @@ def single_segment_examples(
 
 # the label names of this book's heads: chapter 8's pretraining heads, chapter 10's
 # fine-tuning heads
-LABEL_KEYS = ("mlm_labels", "nsp_labels", "labels", "start_positions", "end_positions")
+LABEL_KEYS = ("mlm_labels", "pair_labels", "labels", "start_positions", "end_positions")
 
 
 # Built in chapter 9, section "Examples and batches":
@@ -130,7 +130,7 @@ def collate(
     """Pad a list of examples into a batch: the keyword arguments of BertForPreTraining.
 
     input_ids, token_type_ids, attention_mask (True = real token) are (B, T) with T the
-    longest example; nsp_labels is (B,), left out when no example has one (MLM only:
+    longest example; pair_labels is (B,), left out when no example has one (MLM only:
     every label is -100); mlm_labels (B, T) when every example is already masked.
     """
     with_nsp = any(e.nsp_label != IGNORE_INDEX for e in examples)
@@ -139,7 +139,7 @@ def collate(
     for e in examples:
         feature = {"input_ids": e.input_ids, "token_type_ids": e.token_type_ids}
         if with_nsp:
-            feature["nsp_labels"] = e.nsp_label
+            feature["pair_labels"] = e.nsp_label
         if masked:
             feature["mlm_labels"] = e.mlm_labels
         features.append(feature)

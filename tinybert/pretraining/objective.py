@@ -9,8 +9,8 @@ chapters/09_pretraining.html.
 
 from __future__ import annotations
 
-__all__ = ['SpecialTokens', 'seeded_generator', 'mask_tokens', 'for_model',
-           'pretraining_losses', 'train_step']  # fmt: skip
+__all__ = ['SpecialTokens', 'seeded_generator', 'mask_tokens', 'pretraining_losses',
+           'train_step']  # fmt: skip
 
 
 import hashlib
@@ -145,22 +145,6 @@ def mask_tokens(
 
 # Built in chapter 9, section "The training loop":
 # chapters/09_pretraining.html#the-training-loop
-def for_model(
-    model: nn.Module, batch: dict[str, torch.Tensor]
-) -> dict[str, torch.Tensor]:
-    """The batch with its sentence-pair labels under the name ``model`` takes them by
-    (``nsp_labels`` for BERT, ``sop_labels`` for ALBERT: the class attribute
-    ``pair_labels``): the loop works with any pair objective, no adapter needed."""
-    name = getattr(getattr(model, "module", model), "pair_labels", "nsp_labels")
-    if "nsp_labels" not in batch or name == "nsp_labels":
-        return batch
-    return {
-        (name if key == "nsp_labels" else key): value for key, value in batch.items()
-    }
-
-
-# Built in chapter 9, section "The training loop":
-# chapters/09_pretraining.html#the-training-loop
 def pretraining_losses(
     model: nn.Module,
     batch: dict[str, torch.Tensor],
@@ -168,15 +152,16 @@ def pretraining_losses(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(loss, mlm_loss, nsp_loss) of one batch, loss = mlm_loss + nsp_loss as in BERT.
 
-    A batch without nsp_labels (MLM only, as in RoBERTa) has nsp_loss 0 and
-    loss = mlm_loss.
+    A batch without pair_labels (MLM only, as in RoBERTa) has nsp_loss 0 and
+    loss = mlm_loss. The loss of the pair head is read as ``out.pair_loss``, whatever
+    the head asks (next sentence here, sentence order for ALBERT in chapter 13).
 
     In a run of several processes the MLM loss that is differentiated is divided by the
     number of masked tokens of *all* processes, not this one's: DistributedDataParallel
     averages the gradients, and an average of per-process means is not the mean over the
     whole batch.
     """
-    out = model(**for_model(model, batch))
+    out = model(**batch)
     mlm_loss = out.mlm_loss
     if dist.world_size > 1:
         # masked tokens here

@@ -188,8 +188,8 @@ class ByteLevelBPETokenizer:
     def encode_batch(
         self, texts: list[str], *, backend: str = "python"
     ) -> list[Encoding]:
-        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
-        from Rust."""
+        """``encode`` each text; ``backend="tokenizers"`` gives the same from Rust
+        (``benchmarks/bench_tokenizers.py`` compares their speed)."""
         return batch_encode(self, texts, backend)
 
     def decode(self, ids: list[int]) -> str:

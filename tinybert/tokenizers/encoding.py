@@ -87,8 +87,8 @@ class TokenizerMixin:
         *,
         backend: str = "python",
     ) -> list[Encoding]:
-        """``encode`` each text; ``backend="tokenizers"`` gives the same, faster,
-        from Rust."""
+        """``encode`` each text; ``backend="tokenizers"`` gives the same from Rust
+        (``benchmarks/bench_tokenizers.py`` compares their speed)."""
         return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
 
     def check_ids(self, ids: list[int]) -> None:
