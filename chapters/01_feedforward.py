@@ -709,8 +709,9 @@ plt.show()
 
 # %% [markdown]
 # The dashed curves tell the story of the previous section: the sigmoid's derivative never exceeds
-# $\tfrac14$ and tanh's decays to zero on both sides, while ReLU, GELU and ELU keep a derivative
-# near $1$ for every positive input.
+# $\tfrac14$ and tanh's decays to zero on both sides, while ReLU and ELU keep a derivative of
+# exactly $1$ for every positive input, and GELU's rises from $\tfrac12$ at $0$ to just above $1$
+# and settles at $1$ for large inputs.
 #
 # (sec-ffn-get-activation)=
 # ### Choosing an activation by name

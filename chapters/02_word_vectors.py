@@ -1508,8 +1508,8 @@ if not is_quick():  # the word itself dominates
 # the ELMo vector, though only a little: in a model this small, the state at a word is
 # dominated by the word itself (in normal mode the cell asserts a cosine above 0.9). That two vectors differ is not yet an achievement (any
 # recurrent network, trained or not, gives different states after different words); what
-# pretraining adds is that the differences are useful, and a few seconds on a quarter of a
-# million words cannot show that beyond the perplexities above. ELMo needed its billion words,
+# pretraining adds is that the differences are useful, and seconds of training on two novels
+# cannot show that beyond the perplexities above. ELMo needed its billion words,
 # and a far larger biLM, for its vectors to raise the state of the art on six tasks, from
 # question answering to named entities {cite}`peters2018deep`.
 #

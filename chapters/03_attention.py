@@ -362,8 +362,8 @@ def scaled_dot_product_attention(
 
 
 # %% [markdown]
-# The function reproduces the walk-through, and it handles the batch of the previous cell, where
-# `q`, `k` and `v` have a leading batch axis:
+# The function reproduces the walk-through, and it handles the batch projected in
+# {ref}`sec-attention-conventions`, where `q`, `k` and `v` have a leading batch axis:
 
 # %%
 Z_function, A_function = scaled_dot_product_attention(Q, K, V)
@@ -804,14 +804,14 @@ print(
 # %% [markdown]
 # The fast path must compute the same function as the explicit one. We check it in single precision
 # on a batch of 3 sequences and 4 heads, with self-attention shapes and cross-attention shapes
-# ($T \ne S$), and with every kind of mask, including random masks with dead rows:
+# ($T \ne S$), and with every kind of mask, including a random mask with a dead row:
 
 # %%
 g = torch.Generator().manual_seed(4)
 B_p, H_p, Dh_p = 3, 4, 64
-# about 1% of rows fully masked
+# each key kept with probability 0.3: a row of 37 keys is almost never fully masked
 random_mask = torch.rand(B_p, H_p, 23, 37, generator=g) < 0.3
-# and at least one for sure
+# so one row is masked fully by hand
 random_mask[0, 0, 5] = False
 cases = {
     "self-attention, no mask": (37, 37, None),

@@ -425,7 +425,7 @@ assert count_parameters(positions) == 0 and len(positions.state_dict()) == 0
 # The simpler alternative is to *learn* the position vectors: a table $\mathbf E$ with one
 # trainable row per position, initialised at random and trained with the rest of the model, exactly
 # like a word embedding. The Transformer paper tried it and found results nearly identical to the
-# sinusoids (row (E) of its Table 4) {cite}`vaswani2017attention`. BERT uses learned positions, with
+# sinusoids (row (E) of its Table 3) {cite}`vaswani2017attention`. BERT uses learned positions, with
 # room for 512 of them {cite}`devlin2019bert`, and adds them to the token and segment embeddings.
 #
 # `LearnedPositionalEmbedding` has the same interface as `SinusoidalPositionalEncoding`: it takes the

@@ -2113,8 +2113,9 @@ with single_thread():
 print("".join(chars[i] for i in sample[0].tolist()))
 
 # %% [markdown]
-# With a few minutes of CPU and 200 thousand parameters the model learns the look of the text:
-# names in capitals followed by a colon, line breaks, common short words and plausible spellings.
+# With the CPU time printed above and 200 thousand parameters the model learns the look of the
+# text: names in capitals followed by a colon, line breaks, common short words and plausible
+# spellings.
 # Meaning needs far more data and parameters; the recipe stays the same.
 #
 # Finally, the auto-regressive property holds for the trained model too: its prediction at a

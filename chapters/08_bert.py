@@ -2064,7 +2064,8 @@ plt.show()
 # The bright 2×2 blocks on the diagonal are the paraphrase pairs. Sentences that share a word but
 # not a meaning ("python" in 1 and 3, "bank" in 5 and 7) land in between: the model has not
 # forgotten the words, but meaning moves the vectors further than wording. Sentences with neither
-# in common are close to orthogonal. None of this comes from BERT's own pretraining tasks: the
+# in common score lower still, and those on different topics, the python sentences against the
+# bank ones, are close to orthogonal. None of this comes from BERT's own pretraining tasks: the
 # contrastive training on more than a billion pairs taught it. The same loader reads any Hugging
 # Face BERT folder; `tinybert finetune TASK --from-hf FOLDER` fine-tunes one on a course task.
 #

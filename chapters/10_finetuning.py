@@ -1150,7 +1150,7 @@ for name, lr, model, result, valid_accuracy in approach_rows:
 # forward pass through the whole encoder remains; a frozen model could go further and compute the
 # encoder's vectors once and reuse them every epoch, since they never change. What freezing costs in accuracy depends
 # on how good the frozen features are: the head alone can only separate the intents as well as
-# the pretrained `[CLS]` vectors do.
+# the means of the pretrained encoder's final vectors (the chapter's `POOLING`) do.
 #
 # (sec-ft-lr)=
 # ### Learning rates
@@ -1515,9 +1515,9 @@ plt.show()
 # the part-of-speech section with three types: persons (PER), organisations (ORG) and locations
 # (LOC). The course's offline data holds its development and test files only (the training file
 # is not redistributed with it), so here the development file is the **training** data and the
-# test file the evaluation data; nothing is tuned on the test file, and the learning rate is the
-# one chosen on UD POS validation data for the same encoder (the sweep of
-# {ref}`sec-ft-gain`). The files have the layout of the POS data, with a word and its
+# test file the evaluation data; nothing is tuned on the test file, and each encoder's learning
+# rate is the one that scored best on other sentences of the development file
+# ({ref}`sec-ft-ner-ladder`). The files have the layout of the POS data, with a word and its
 # BIO tag on each line, so the reader walks them with the same `_read_tagged_lines` and gives
 # the same `TaggedSentence`.
 
@@ -2910,9 +2910,9 @@ if not is_quick():
 # the cell asserts), by the margin the verdict above gives against the seeds' spread; the real
 # encoder, trained on billions of words and then on a billion sentence pairs, leads on both tasks
 # by a wide margin. Pretraining pays off in proportion to what it had time to learn. An earlier
-# course checkpoint, trained with the same recipe on a vocabulary whose training score left "the"
-# and "have" in pieces (chapter 9), fell *behind* random init on Banking77: what a model can learn
-# depends on the units it reads.
+# course checkpoint, trained with the rest of the same recipe but on a vocabulary learned by
+# WordPiece's textbook score, which left "the" and "have" in pieces (chapter 9), fell *behind*
+# random init on Banking77: what a model can learn depends on the units it reads.
 #
 # (sec-ft-ner-ladder)=
 # ### Named entities on the ladder
@@ -3346,9 +3346,10 @@ if not is_quick():
 #
 # - Fine-tuning puts a small head on the pretrained encoder and trains both on labelled data.
 #   Every task uses the same input, `[CLS] A [SEP] (B [SEP])` with segment ids; a sentence label
-#   is read from the pooled `[CLS]` vector, a token label from each token's vector, and an answer
-#   span from a start and an end score per token. Our heads match Hugging Face's to float
-#   precision.
+#   is read from one summary vector (BERT's pooled `[CLS]` vector, or the mean of the final
+#   vectors for encoders trained without NSP, as in this chapter's runs), a token label from each
+#   token's vector, and an answer span from a start and an end score per token. Our heads match
+#   Hugging Face's to float precision.
 # - BERT's recipe: AdamW with weight decay, linear warm-up over 10% of the steps and linear
 #   decay, dropout 0.1, 2 to 4 epochs, a learning rate chosen on the validation set (the paper's
 #   grid is 5e-5, 3e-5, 2e-5). A small model on a short run needs more passes and, as
@@ -3783,7 +3784,7 @@ for name, n_layers, expected in [
 # :class: dropdown
 # ::::
 # **Rubric** (what a full answer contains): $1 + \lceil \max(0, n - w)/s \rceil$ windows, with the
-# reasoning; 6 windows for BERT's setting and 20 for the course's; the remark that short windows
+# reasoning; 6 windows for BERT's setting and 15 for the course's; the remark that short windows
 # need more passes, each cheaper.
 #
 # The $k$-th window ($k = 0, 1, \dots$) starts at $ks$ and reaches the end when

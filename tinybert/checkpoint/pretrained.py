@@ -30,8 +30,8 @@ from tinybert.runtime import pick
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 
-# Built in chapter 9, section "A recipe for one CPU core":
-# chapters/09_pretraining.html#a-recipe-for-one-cpu-core
+# Built in chapter 9, section "A recipe for a two-core CPU":
+# chapters/09_pretraining.html#a-recipe-for-a-two-core-cpu
 @dataclass
 class Pretrained:
     """A pretrained BERT: the model (eval mode, on the CPU), its tokenizer, its config,
@@ -46,8 +46,8 @@ class Pretrained:
 CHECKPOINT_FILES = ("model.safetensors", "config.json", "vocab.txt")
 
 
-# Built in chapter 9, section "A recipe for one CPU core":
-# chapters/09_pretraining.html#a-recipe-for-one-cpu-core
+# Built in chapter 9, section "A recipe for a two-core CPU":
+# chapters/09_pretraining.html#a-recipe-for-a-two-core-cpu
 def shipped_checkpoint() -> Path:
     """checkpoints/bert-mini/ of the repository that tinybert was installed from
     (editable install)."""
@@ -56,14 +56,14 @@ def shipped_checkpoint() -> Path:
     return Path(tinybert.__file__).resolve().parent.parent / "checkpoints" / "bert-mini"
 
 
-# Built in chapter 9, section "A recipe for one CPU core":
-# chapters/09_pretraining.html#a-recipe-for-one-cpu-core
+# Built in chapter 9, section "A recipe for a two-core CPU":
+# chapters/09_pretraining.html#a-recipe-for-a-two-core-cpu
 def _missing(directory: Path) -> list[str]:
     return [f for f in CHECKPOINT_FILES if not saved_file(directory, f).is_file()]
 
 
-# Built in chapter 9, section "A recipe for one CPU core":
-# chapters/09_pretraining.html#a-recipe-for-one-cpu-core
+# Built in chapter 9, section "A recipe for a two-core CPU":
+# chapters/09_pretraining.html#a-recipe-for-a-two-core-cpu
 def load_pretrained(
     directory: str | Path | None = None, *, train_if_missing: bool = False
 ) -> Pretrained:
