@@ -125,12 +125,17 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     import importlib
 
+    # allow_abbrev=False: --over is not --overwrite (a prefix must not delete a run)
     parser = argparse.ArgumentParser(
-        prog="tinybert", description="tinybert: the course's command line"
+        prog="tinybert",
+        description="tinybert: the course's command line",
+        allow_abbrev=False,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
     sub.add_parser(
-        "doctor", help=("report the set-up: versions, device, quick mode, data")
+        "doctor",
+        help=("report the set-up: versions, device, quick mode, data"),
+        allow_abbrev=False,
     )
     modules, broken = {}, {}
     for name, (module_name, help_text) in COMMANDS.items():
@@ -144,10 +149,14 @@ def main(argv: list[str] | None = None) -> int:
             continue
         except ValueError as error:  # e.g. TINYBERT_QUICK=maybe, on import
             broken[name] = error
-            sub.add_parser(name, help=help_text, description=help_text)
+            sub.add_parser(
+                name, help=help_text, description=help_text, allow_abbrev=False
+            )
             continue
         modules[name].add_arguments(
-            sub.add_parser(name, help=help_text, description=help_text)
+            sub.add_parser(
+                name, help=help_text, description=help_text, allow_abbrev=False
+            )
         )
     args, unknown = parser.parse_known_args(argv)
     if args.command in broken:
