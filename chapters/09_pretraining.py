@@ -921,8 +921,9 @@ class PretrainingBatches:
         self.steps_per_epoch = len(examples) // self.global_batch
         if batch_size < 1 or self.steps_per_epoch == 0:
             raise ValueError(
-                f"{len(examples)} examples cannot fill one global batch "
-                f"of {batch_size} x {world_size} processes"
+                f"batch_size (--batch-size): {len(examples)} examples cannot fill "
+                f"one global batch of {batch_size} x {world_size} processes; "
+                f"expected a smaller batch or more data"
             )
         if not dynamic_masking:
             g = seeded_generator(seed, "static")
@@ -1882,6 +1883,11 @@ def pretrain(
             map_location=device,
         )
         history["config"] = asdict(config)  # how often it logs, evaluates, saves now
+        if stop_after is not None and stop_after <= start:
+            raise ValueError(
+                f"stop_after (--stop-after): expected a step after the saved step "
+                f"{start}, got {stop_after}"
+            )
     if recipe is not None:
         history["recipe"] = recipe
     if dist.is_main and metrics_path is not None:  # forget what a crashed run logged
@@ -2203,6 +2209,14 @@ class DistributedContext:
         if self.world_size > 1:
             dist.barrier()
 
+    def broadcast(self, value):
+        """Rank 0's ``value`` (any picklable object) in every process."""
+        if self.world_size == 1:
+            return value
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
 
 def init_distributed(backend: str | None = None) -> DistributedContext:
     """Join the process group that ``torchrun`` describes in the environment.
@@ -2308,10 +2322,12 @@ def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
 
 # %% [markdown]
 # A run takes hours, so `pretrain_bert` checks everything it can *before* it starts and before it
-# creates a file: the model configuration, the numbers of steps and batches, the device, and the
-# output folder. A folder that already holds a run, finished or partial, is never overwritten
-# silently: `resume=True` (`--resume`) continues it, `overwrite=True` (`--overwrite`) deletes that
-# run's files first, and without either the call stops and says what is there. The run's data recipe
+# creates a file: every argument, the model configuration, the device and the output folder; then it
+# reads the data and builds the vocabulary, the batches and the model, and only then writes into the
+# folder. A folder that already holds a run, finished or partial, is never overwritten
+# silently: `resume=True` (`--resume`) continues it (and is refused where there is no run),
+# `overwrite=True` (`--overwrite`) deletes that run's files once the new run is ready to start, and
+# without either the call stops and says what is there. The run's data recipe
 # (corpus, vocabulary and masking settings) is saved with it, and `--resume` with another recipe
 # is refused, naming each difference. Ctrl-C saves a checkpoint at the current step and prints the
 # command that continues the run.
@@ -2320,6 +2336,7 @@ def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
 import json
 import shutil
 from dataclasses import fields
+from math import inf
 from pathlib import Path
 
 from tinybert.checkpoint.atomic import saved_file
@@ -2346,8 +2363,9 @@ def check_run_folder(
     """The folder of a run, checked before any work: never overwrite a run silently.
 
     A folder holding a finished or partial run (any of RUN_FILES) is refused unless
-    ``resume`` (continue that run) or ``overwrite`` (delete that run's files, and only
-    those) is given.
+    ``resume`` (continue that run) or ``overwrite`` (replace it: remove_run deletes
+    that run's files, and only those, once the new run is ready) is given. ``resume``
+    where there is no run is refused too. Nothing is deleted here.
     """
     if not str(out_dir).strip():
         raise ValueError("the output folder is empty (''); name the folder for the run")
@@ -2357,11 +2375,14 @@ def check_run_folder(
     if resume and overwrite:
         raise ValueError("resume and overwrite exclude each other: continue or replace")
     present = [name for name in RUN_FILES if (out / name).exists()]
-    if not present or resume:
-        return out
-    if overwrite:
-        for name in present:
-            (shutil.rmtree if (out / name).is_dir() else Path.unlink)(out / name)
+    if resume and not present:
+        where = "does not exist" if not out.exists() else "holds no run"
+        raise FileNotFoundError(
+            f"{out} {where}: nothing to resume (expected a run's files: "
+            f"{', '.join(RUN_FILES)}). Start a new run without --resume "
+            "(resume=False), or name the folder of the run to continue"
+        )
+    if not present or resume or overwrite:
         return out
     state = saved_file(out / "training_state", STATE_NAME)
     if all((out / name).is_file() for name in CHECKPOINT_FILES):
@@ -2377,13 +2398,33 @@ def check_run_folder(
     )
 
 
+def remove_run(out: Path) -> None:
+    """Delete the run in ``out``: its files (RUN_FILES), and nothing else."""
+    for name in RUN_FILES:
+        if (out / name).is_dir():
+            shutil.rmtree(out / name)
+        elif (out / name).exists():
+            (out / name).unlink()
+
+
+def _flag(name: str) -> str:
+    """The option of ``tinybert pretrain`` that sets the argument ``name``."""
+    renamed = {"warmup_fraction": "--warmup", "mlm_probability": "--mask-probability"}
+    return renamed.get(name, "--" + name.replace("_", "-"))
+
+
 def _check_counts(minimum: int = 1, **counts) -> None:
     for name, value in counts.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+            raise ValueError(
+                f"{name} ({_flag(name)}): expected an integer >= {minimum}, "
+                f"got {value!r}"
+            )
 
 
-def _check_config(preset: str, overrides: dict, vocab_size: int) -> None:
+def _check_config(
+    preset: str, overrides: dict, vocab_size: int, objective: str
+) -> None:
     """Build the model configuration once, with a stand-in vocabulary: errors first."""
     unknown = sorted(set(overrides) - {f.name for f in fields(BertConfig)})
     if unknown:
@@ -2391,9 +2432,29 @@ def _check_config(preset: str, overrides: dict, vocab_size: int) -> None:
             f"unknown BertConfig field(s) {unknown}; known: "
             f"{', '.join(f.name for f in fields(BertConfig))}"
         )
-    BertConfig.preset(
+    for name in ("vocab_size", "pad_token_id"):  # the trained vocabulary sets them
+        if name in overrides:
+            raise ValueError(
+                f"--set {name}: expected no override, {name} comes from the trained "
+                f"vocabulary (its size: --vocab-size); got {name}={overrides[name]!r}"
+            )
+    config = BertConfig.preset(
         preset, **{"vocab_size": vocab_size, "pad_token_id": 0, **overrides}
     )
+    # NSP: [CLS] A [SEP] B [SEP], two segment types; MLM alone: [CLS] A [SEP]
+    needed, segments = (5, 2) if objective == "mlm+nsp" else (3, 1)
+    if config.max_len < needed:
+        raise ValueError(
+            f"max_len (--set max_len): expected at least {needed} for objective "
+            f"{objective!r}, room for the special tokens and a token of each "
+            f"segment; got {config.max_len}"
+        )
+    if config.type_vocab_size < segments:
+        raise ValueError(
+            f"type_vocab_size (--set type_vocab_size): expected at least "
+            f"{segments} for objective {objective!r}, one per segment; got "
+            f"{config.type_vocab_size}"
+        )
 
 
 def _saved_recipe(out: Path) -> dict:
@@ -2434,16 +2495,20 @@ def check_arguments(
     lr: float,
     warmup_fraction: float,
     vocab_size: int,
+    vocab_min_count: int,
     vocab_score: str,
     eval_every: int,
     eval_batches: int,
     checkpoint_every: int,
+    seed: int,
+    max_documents: int | None,
     stop_after: int | None,
     objective: str,
     mlm_probability: float,
+    adam_beta2: float,
 ) -> None:
     """``pretrain_bert``'s arguments, checked before any work: a ValueError names the
-    first one that cannot be right."""
+    first one that cannot be right, and the option that sets it."""
     if objective not in ("mlm+nsp", "mlm"):
         raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
     if vocab_score not in ("count", "likelihood"):
@@ -2456,21 +2521,36 @@ def check_arguments(
         eval_every=eval_every,
         eval_batches=eval_batches,
         vocab_size=vocab_size,
+        vocab_min_count=vocab_min_count,
     )
-    _check_counts(minimum=0, checkpoint_every=checkpoint_every)
+    _check_counts(minimum=0, checkpoint_every=checkpoint_every, seed=seed)
+    if seed >= 2**64:  # torch.manual_seed takes 64 bits
+        raise ValueError(f"seed (--seed): expected an integer < 2**64, got {seed}")
+    if max_documents is not None:  # NSP pairs segments of two documents
+        _check_counts(2 if objective == "mlm+nsp" else 1, max_documents=max_documents)
     if stop_after is not None:
         _check_counts(stop_after=stop_after)
+        if stop_after > steps:
+            raise ValueError(
+                f"stop_after (--stop-after): expected a step of the run, at most "
+                f"steps = {steps}; got {stop_after}"
+            )
     if vocab_size <= len(SPECIAL_TOKENS):
         raise ValueError(
             f"vocab_size must be more than the {len(SPECIAL_TOKENS)} "
             f"special tokens {', '.join(SPECIAL_TOKENS)}, "
             f"got {vocab_size}"
         )
-    _check_config(preset, overrides, vocab_size)
-    if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not lr > 0:
+    _check_config(preset, overrides, vocab_size, objective)
+    if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not 0 < lr < inf:
         raise ValueError(
-            f"expected 0 < mlm_probability < 1, 0 <= warmup_fraction <= 1"
-            f" and lr > 0, got {mlm_probability}, {warmup_fraction}, {lr}"
+            f"expected 0 < mlm_probability < 1 (--mask-probability), "
+            f"0 <= warmup_fraction <= 1 (--warmup) and a finite lr > 0 (--lr), "
+            f"got {mlm_probability}, {warmup_fraction}, {lr}"
+        )
+    if not 0 <= adam_beta2 < 1:
+        raise ValueError(
+            f"adam_beta2 (--adam-beta2): expected a number in [0, 1), got {adam_beta2}"
         )
 
 
@@ -2511,6 +2591,7 @@ from tinybert.pretraining.run_checks import (
     check_arguments,
     check_recipe,
     check_run_folder,
+    remove_run,
 )
 from tinybert.runtime import get_device
 from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
@@ -2557,9 +2638,12 @@ def pretrain_bert(
     and the resumable state in out_dir/training_state/. ``task_text`` adds
     task_documents() to the training text. The held-out batches always mask 15% of the
     tokens, whatever ``mlm_probability`` trains with. Arguments and folder are checked
-    before any work (check_run_folder: ``resume``, ``overwrite``). The data recipe
-    (these arguments, and the sizes they gave) is saved with the run; ``resume`` with
-    another one raises ValueError naming each difference.
+    before any work (check_run_folder: ``resume``, ``overwrite``), and the folder is
+    written (an old run deleted with ``overwrite``) only once the data, vocabulary and
+    model are built. The data recipe (these arguments, and the sizes they gave) is
+    saved with the run; ``resume`` with another one raises ValueError naming each
+    difference. A run stopped at ``stop_after`` < ``steps`` keeps its checkpoint but
+    writes no model.safetensors: it is not finished.
     """
     check_arguments(
         preset=preset,
@@ -2569,13 +2653,17 @@ def pretrain_bert(
         lr=lr,
         warmup_fraction=warmup_fraction,
         vocab_size=vocab_size,
+        vocab_min_count=vocab_min_count,
         vocab_score=vocab_score,
         eval_every=eval_every,
         eval_batches=eval_batches,
         checkpoint_every=checkpoint_every,
+        seed=seed,
+        max_documents=max_documents,
         stop_after=stop_after,
         objective=objective,
         mlm_probability=mlm_probability,
+        adam_beta2=adam_beta2,
     )
     try:
         device = get_device(device) if device is not None else None
@@ -2601,29 +2689,28 @@ def pretrain_bert(
     )
     if resume:
         check_recipe(out, recipe)
-    out.mkdir(parents=True, exist_ok=True)
-    if dist.is_main and not saved_file(out / "training_state", STATE_NAME).is_file():
-        write_json(out / "metrics.json", {"recipe": recipe, "train": [], "eval": []})
+    saved_vocab = resume and (out / "vocab.txt").is_file()
     say = print if dist.is_main else (lambda *args, **kwargs: None)
     documents = course_documents("train", max_documents=max_documents)
     if task_text:
         documents += task_documents()[:max_documents]
     heldout = course_documents("heldout", max_documents=max_documents)
-    if dist.is_main and not (out / "vocab.txt").is_file():
-        say(
-            f"training a {vocab_size}-token WordPiece vocabulary on "
-            f"{len(documents)} documents"
-        )
-        vocab = train_wordpiece_tokenizer(
-            vocabulary_texts(documents),
-            vocab_size,
-            min_count=vocab_min_count,
-            score=vocab_score,
-        )
-        write_atomically(out / "vocab.txt", vocab.save)
-    # the other processes read rank 0's vocabulary
-    dist.barrier()
-    tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
+    if saved_vocab:
+        tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
+    else:  # rank 0 trains it, the other processes receive it
+        vocab = None
+        if dist.is_main:
+            say(
+                f"training a {vocab_size}-token WordPiece vocabulary on "
+                f"{len(documents)} documents"
+            )
+            vocab = train_wordpiece_tokenizer(
+                vocabulary_texts(documents),
+                vocab_size,
+                min_count=vocab_min_count,
+                score=vocab_score,
+            ).vocab
+        tokenizer = WordPieceTokenizer(dist.broadcast(vocab), lowercase=True)
     special = SpecialTokens.from_vocab(tokenizer.vocab)
     config = BertConfig.preset(
         preset,
@@ -2692,6 +2779,16 @@ def pretrain_bert(
         seed=seed,
         adam_beta2=adam_beta2,
     )
+    if dist.is_main:  # all is checked and built: only now is the folder written
+        if overwrite:
+            remove_run(out)
+        out.mkdir(parents=True, exist_ok=True)
+        if not saved_file(out / "training_state", STATE_NAME).is_file():
+            write_json(
+                out / "metrics.json", {"recipe": recipe, "train": [], "eval": []}
+            )
+        if not saved_vocab:
+            write_atomically(out / "vocab.txt", tokenizer.save)
     history = pretrain(
         model,
         batches,
@@ -2706,7 +2803,8 @@ def pretrain_bert(
         dist=dist,
     )
     if dist.is_main:
-        save_model(model, out)
+        if stop_after is None or stop_after == steps:  # finished: the model
+            save_model(model, out)
         write_json(out / "metrics.json", history)
         import matplotlib.pyplot as plt
 

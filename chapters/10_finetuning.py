@@ -367,7 +367,10 @@ class SequenceClassifier(nn.Module):
         loss = None
         if labels is not None:
             _check_class_labels("labels", labels, self.n_labels)
-            loss = F.cross_entropy(logits, labels)
+            if (labels != IGNORE_INDEX).any():
+                loss = F.cross_entropy(logits, labels, ignore_index=IGNORE_INDEX)
+            else:  # no labelled sequence: 0, not NaN
+                loss = logits.sum() * 0.0
         return ClassifierOutput(loss, logits)
 
 
@@ -600,8 +603,10 @@ def set_trainable_layers(model: nn.Module, n_layers: int | None) -> int:
 # with weight decay 0.01 (not on biases and LayerNorm weights: `make_optimizer`), the learning
 # rate warmed up linearly over the first 10% of the steps and then decayed linearly to zero
 # (`linear_warmup_decay`), gradients clipped to norm 1.0, and a fresh random order of the
-# training features every epoch. `predict` returns the logits of every feature with its padding
-# removed, in the order of the features (it batches them by length, to pad less).
+# training features every epoch. A loss that is no longer finite (a learning rate far too large)
+# stops the loop with an error before it updates the weights, rather than training on NaN. `predict`
+# returns the logits of every feature with its padding removed, in the order of the features (it
+# batches them by length, to pad less).
 
 # %% tags=["export:finetuning.loop"]
 from tinybert.finetuning.features import batches  # built above
@@ -633,7 +638,19 @@ def finetune(
     desc: str | None = None,
 ) -> FinetuneResult:
     """Train ``model`` (a head over an encoder) on ``features``; a progress bar when
-    ``desc``."""
+    ``desc``. A NaN or infinite loss raises FloatingPointError before the update."""
+    for name, count in (("epochs", epochs), ("batch_size", batch_size)):
+        if not isinstance(count, int) or count < 1:
+            raise ValueError(f"{name}: expected an integer >= 1, got {count!r}")
+    for name, number in (("lr", lr), ("max_grad_norm", max_grad_norm)):
+        if not 0 < number < math.inf:
+            raise ValueError(
+                f"{name}: expected a positive finite number, got {number!r}"
+            )
+    if not 0 <= warmup_fraction < 1:
+        raise ValueError(
+            f"warmup_fraction: expected a number in [0, 1), got {warmup_fraction!r}"
+        )
     device = next(model.parameters()).device
     total_steps = epochs * math.ceil(len(features) / batch_size)
     optimizer = make_optimizer(model, lr=lr, weight_decay=weight_decay)
@@ -653,13 +670,18 @@ def finetune(
             features, batch_size, pad_id, shuffle=True, generator=generator
         ):
             loss = model(**{key: value.to(device) for key, value in batch.items()}).loss
+            result.losses.append(loss.item())
+            if not math.isfinite(result.losses[-1]):  # diverged: stop, do not update
+                raise FloatingPointError(
+                    f"step {len(result.losses)} of {total_steps}: the training loss is "
+                    f"{result.losses[-1]} with lr = {lr:g}; lower the learning rate"
+                )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(trainable, max_grad_norm)
             result.learning_rates.append(optimizer.param_groups[0]["lr"])
             optimizer.step()
             scheduler.step()
-            result.losses.append(loss.item())
             if bar is not None:
                 bar.update()
     if bar is not None:
@@ -675,6 +697,8 @@ def predict(
 ) -> list[torch.Tensor]:
     """The logits of every feature, padding removed: (C,) for a sequence, (T, C) for
     tokens, (T, 2) start and end scores for a question-answering window."""
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size: expected an integer >= 1, got {batch_size!r}")
     device = next(model.parameters()).device
     model.eval()
     # less padding

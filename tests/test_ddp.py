@@ -140,3 +140,55 @@ def test_ddp_training_equals_one_process_and_only_rank_0_writes(ddp_run):
         torch.testing.assert_close(value, model.state_dict()[name], rtol=1e-4, atol=1e-6, msg=name)
     assert (ddp_run / "metrics0.json").is_file() and not (ddp_run / "metrics1.json").exists()
     assert (ddp_run / "ckpt" / "training_state.json").is_file()
+
+
+TINY_RUN = dict(overrides=dict(d_model=32, n_layers=1, n_heads=2, d_ff=37, max_len=32),
+                batch_size=4, vocab_size=120, vocab_min_count=2, eval_batches=1,
+                max_documents=2, device="cpu", steps=3)
+
+
+def _run_worker(rank: int, port: int, out: str, changes: dict) -> None:
+    import json
+
+    from tinybert.pretraining.distributed import init_distributed
+    from tinybert.pretraining.run import pretrain_bert
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(WORLD), LOCAL_RANK=str(rank))
+    torch.set_num_threads(1)
+    context = init_distributed("gloo")
+    try:
+        try:
+            history = pretrain_bert(os.path.join(out, "run"), dist=context,
+                                    **{**TINY_RUN, **changes})
+            outcome = {"vocab_tokens": history["recipe"]["vocab_tokens"]}
+        except ValueError as error:
+            outcome = {"error": str(error)}
+        with open(os.path.join(out, f"outcome{rank}.json"), "w") as file:
+            json.dump(outcome, file)
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.skipif(not os.environ.get("TINYBERT_DATA_DIR", "").strip(),
+                    reason="TINYBERT_DATA_DIR is not set: no course documents offline")
+def test_pretrain_bert_under_ddp_shares_the_vocabulary_and_fails_together(tmp_path):
+    """Rank 0 trains the vocabulary and sends it to the others (nothing is written before
+    the run is ready); a batch size the data cannot fill is refused in every process
+    alike, so none waits for the others forever, and no folder is made."""
+    import json
+
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with the Gloo backend is not available")
+    outcomes = {}
+    for case, changes in (("good", {}), ("bad", {"batch_size": 10_000})):
+        (tmp_path / case).mkdir()
+        mp.spawn(_run_worker, args=(_free_port(), str(tmp_path / case), changes),
+                 nprocs=WORLD, join=True)
+        outcomes[case] = [json.loads((tmp_path / case / f"outcome{r}.json").read_text())
+                          for r in range(WORLD)]
+    vocab = (tmp_path / "good" / "run" / "vocab.txt").read_text().splitlines()
+    assert outcomes["good"] == [{"vocab_tokens": len(vocab)}] * WORLD
+    assert (tmp_path / "good" / "run" / "model.safetensors").is_file()
+    assert all("--batch-size" in o["error"] for o in outcomes["bad"]), outcomes["bad"]
+    assert not (tmp_path / "bad" / "run").exists()

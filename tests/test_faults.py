@@ -35,7 +35,7 @@ from tinybert.models.albert_heads import AlbertForPreTraining
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining
 from tinybert.models.bert import BertConfig
 from tinybert.pretraining.run import pretrain_bert
-from tinybert.pretraining.run_checks import RUN_FILES, check_run_folder
+from tinybert.pretraining.run_checks import RUN_FILES, check_run_folder, remove_run
 from tinybert.pretraining.evaluation import evaluate_pretraining
 from tinybert.pretraining.loop import PretrainingConfig, pretrain
 from tinybert.pretraining.examples import PretrainingBatches, PretrainingExample
@@ -130,11 +130,62 @@ def test_overwrite_deletes_the_run_and_nothing_else(tmp_path):
     _partial_run(out)
     (out / "notes.txt").write_text("mine")
     (out / "metrics.json").write_text("{}")
+    files = listing(out)
     assert check_run_folder(out, overwrite=True) == out
+    assert listing(out) == files               # checking deletes nothing (issue H1)
+    remove_run(out)                            # pretrain_bert does, once all is ready
     assert listing(out) == ["notes.txt"]
     assert not any((out / name).exists() for name in RUN_FILES)
     with pytest.raises(ValueError, match="exclude each other"):
         check_run_folder(out, resume=True, overwrite=True)
+
+
+@pytest.mark.parametrize("make", [None, lambda out: out.mkdir(),
+                                  lambda out: out.mkdir() or
+                                  (out / "notes.txt").write_text("mine")],
+                         ids=["missing", "empty", "no-run"])
+def test_resume_needs_a_run_to_resume(tmp_path, capsys, make):
+    """--resume on a folder without a run is an error, not a fresh run (M3)."""
+    out = tmp_path / "run"
+    if make is not None:
+        make(out)
+    before = listing(out) if out.exists() else None
+    with pytest.raises(FileNotFoundError, match="nothing to resume"):
+        check_run_folder(out, resume=True)
+    # tiny settings: a regression would train, not wait for the default run
+    assert main(["pretrain", "--out", str(out), *TINY_ARGS, "--steps", "1",
+                 "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "nothing to resume" in err and "without --resume" in err
+    assert "Traceback" not in err
+    assert (listing(out) if out.exists() else None) == before    # nothing written
+
+
+def test_option_prefixes_are_not_options(tmp_path, capsys):
+    """--over is not --overwrite: an abbreviation must not reach a destructive flag
+    (L10)."""
+    tiny = [*TINY_ARGS, "--steps", "1"]      # a regression trains a tiny run
+    for command, prefix in (
+            (["pretrain", "--out", str(tmp_path / "run"), *tiny, "--over"], "--over"),
+            (["pretrain", "--out", str(tmp_path / "run"), *tiny, "--res"], "--res"),
+            (["finetune", "poem_sentiment", "--eval-examples", "4", "--epochs", "1",
+              "--train-ex", "4"], "--train-ex")):
+        with pytest.raises(SystemExit) as exit_:
+            main(command)
+        assert exit_.value.code == 2
+        assert f"unrecognized arguments: {prefix}" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_save_model_refuses_an_empty_folder_name(tmp_path, monkeypatch):
+    """save_model(model, "") would write into the current folder (M10)."""
+    monkeypatch.chdir(tmp_path)
+    for empty in ("", "  "):
+        with pytest.raises(ValueError, match="expected a folder to save into, got ''"):
+            save_model(tiny_model(), empty)
+        with pytest.raises(ValueError, match="expected a folder"):
+            save_checkpoint(empty, tiny_model(), step=1)
+    assert listing(tmp_path) == []
 
 
 def test_pretrain_refuses_an_empty_out_and_a_file(tmp_path, capsys):
@@ -172,9 +223,17 @@ def test_configuration_errors_come_first_and_leave_nothing(tmp_path, capsys, arg
 
 def test_pretrain_bert_checks_counts_before_any_work(tmp_path):
     for kwargs in ({"batch_size": 0}, {"eval_every": 0}, {"checkpoint_every": -1},
-                   {"steps": 0}, {"stop_after": 0}, {"steps": 2.5}):
-        with pytest.raises(ValueError, match=next(iter(kwargs))):
+                   {"steps": 0}, {"stop_after": 0}, {"steps": 2.5},
+                   {"vocab_min_count": -5}, {"max_documents": 0},
+                   {"max_documents": -1}, {"max_documents": 1}, {"seed": -1},
+                   {"seed": 2**64}, {"adam_beta2": 1.5}, {"adam_beta2": float("nan")},
+                   {"stop_after": 5, "steps": 4}):
+        with pytest.raises(ValueError, match=next(iter(kwargs))) as caught:
             pretrain_bert(tmp_path / "run", **kwargs)
+        flag = "--" + next(iter(kwargs)).replace("_", "-")
+        assert flag in str(caught.value), (kwargs, str(caught.value))  # the option
+    with pytest.raises(ValueError, match="lr"):
+        pretrain_bert(tmp_path / "run", lr=float("inf"))
     assert not (tmp_path / "run").exists()
 
 
@@ -756,6 +815,11 @@ def test_a_vocabulary_left_before_the_first_checkpoint_keeps_its_recipe(tmp_path
 
     out = tmp_path / "run"
     monkeypatch.setattr(pretrain_run, "tokenize_documents", interrupted)
+    with pytest.raises(KeyboardInterrupt):                 # before the folder is written
+        pretrain_bert(out, steps=4, **TINY_RUN)
+    assert not out.exists()
+    monkeypatch.undo()
+    monkeypatch.setattr(pretrain_run, "pretrain", interrupted)   # in the loop's start-up
     with pytest.raises(KeyboardInterrupt):
         pretrain_bert(out, steps=4, **TINY_RUN)
     monkeypatch.undo()
@@ -772,6 +836,131 @@ def test_a_vocabulary_too_small_for_the_special_tokens_is_refused(tmp_path, caps
     assert "vocab_size must be more than the 5 special tokens [PAD], [UNK]" in err
     assert "got 5" in err and "Traceback" not in err
     assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A tiny finished run, made once; tests copy it."""
+    if not HAS_DATA:
+        pytest.skip("TINYBERT_DATA_DIR is not set")
+    out = tmp_path_factory.mktemp("finished") / "run"
+    pretrain_bert(out, steps=2, **TINY_RUN)
+    return out
+
+
+def _code(argv: list[str]) -> int:
+    """The exit code of ``tinybert ARGV``, from a return or an argparse exit."""
+    try:
+        return main(argv)
+    except SystemExit as exit_:
+        return exit_.code
+
+
+def _contents(directory: Path) -> dict[str, bytes]:
+    return {name: (directory / name).read_bytes() for name in listing(directory)
+            if (directory / name).is_file()}
+
+
+@needs_data
+@pytest.mark.parametrize("args, flag", [
+    (["--adam-beta2", "1.5"], "--adam-beta2"),
+    (["--adam-beta2", "nan"], "--adam-beta2"),
+    (["--seed", "99999999999999999999999"], "--seed"),
+    (["--seed", "-1"], "--seed"),
+    (["--set", "max_len=3"], "--set max_len"),
+    (["--set", "vocab_size=50"], "--set vocab_size"),
+    (["--set", "pad_token_id=4"], "--set pad_token_id"),
+    (["--set", "type_vocab_size=1"], "--set type_vocab_size"),
+    (["--vocab-min-count", "-5"], "--vocab-min-count"),
+    (["--max-documents", "0"], "--max-documents"),
+    (["--max-documents", "-1"], "--max-documents"),
+    (["--max-documents", "1"], "--max-documents"),      # NSP needs two documents
+    (["--batch-size", "100000"], "--batch-size"),        # more than the data holds
+    (["--stop-after", "5"], "--stop-after"),             # after the last step
+    (["--lr", "inf"], "--lr"),
+], ids=lambda value: value if isinstance(value, str) else "_".join(value))
+def test_bad_values_leave_the_folder_as_it_was_even_with_overwrite(
+        tmp_path, capsys, finished_run, args, flag):
+    """H1 + H3: every value is checked, and the data read, before a file is written or
+    deleted; the message names the option. --overwrite keeps the old run, a new folder
+    is not created, and the corrected command then runs."""
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    before = _contents(out)
+    command = ["pretrain", *TINY_ARGS, "--steps", "2"]
+    assert _code([*command, "--out", str(out), "--overwrite", *args]) == 2
+    err = capsys.readouterr().err
+    assert flag in err and "Traceback" not in err, err
+    assert _contents(out) == before                         # the old run is intact
+    assert _code([*command, "--out", str(tmp_path / "new"), *args]) == 2
+    assert not (tmp_path / "new").exists()                  # nothing blocks a rerun
+    capsys.readouterr()
+
+
+@needs_data
+def test_missing_data_leave_the_folder_as_it_was(tmp_path, capsys, monkeypatch,
+                                                 finished_run):
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    before = _contents(out)
+    monkeypatch.setenv("TINYBERT_DATA_DIR", str(tmp_path / "dta"))   # a typo
+    command = ["pretrain", *TINY_ARGS, "--steps", "2"]
+    assert main([*command, "--out", str(out), "--overwrite"]) == 2
+    assert "TINYBERT_DATA_DIR" in capsys.readouterr().err
+    assert _contents(out) == before
+    assert main([*command, "--out", str(tmp_path / "new")]) == 2
+    assert not (tmp_path / "new").exists()
+
+
+@needs_data
+def test_ctrl_c_before_an_overwriting_run_is_ready_keeps_the_old_run(
+        tmp_path, capsys, monkeypatch, finished_run):
+    """--overwrite deletes the old run only once the new one is ready to start: Ctrl-C
+    while the vocabulary is trained leaves it, and the message says so."""
+    import shutil
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    before = _contents(out)
+    monkeypatch.setattr(pretrain_run, "train_wordpiece_tokenizer", ctrl_c)
+    argv = ["pretrain", "--out", str(out), *TINY_ARGS, "--steps", "3", "--overwrite"]
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert "untouched" in err and "--resume" not in err and "--overwrite" in err
+    assert _contents(out) == before
+    monkeypatch.undo()
+    assert main(argv) == 0                               # the same command replaces it
+    assert json.loads((out / "metrics.json").read_text())["config"]["steps"] == 3
+
+
+@needs_data
+def test_a_run_stopped_early_is_not_finished(tmp_path, capsys):
+    """M2: --stop-after before the last step leaves a partial run (no model), says how
+    to continue it, and the command it prints finishes the run."""
+    import shlex
+
+    out = tmp_path / "run"
+    assert main(["pretrain", "--out", str(out), *TINY_ARGS, "--steps", "4",
+                 "--stop-after", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "stopped after step 2 of 4" in printed and "not finished" in printed
+    assert not (out / "model.safetensors").exists()
+    with pytest.raises(FileExistsError, match=r"partial run \(saved at step 2\)"):
+        check_run_folder(out)
+    with pytest.raises(ValueError, match="after the saved step 2"):
+        pretrain_bert(out, steps=4, resume=True, stop_after=2, **TINY_RUN)
+    again = shlex.split(printed.split("continue it with:\n", 1)[1].splitlines()[0])
+    assert again[-1] == "--resume" and "--stop-after" not in again
+    assert main(again[again.index("pretrain"):]) == 0
+    assert "done in" in capsys.readouterr().out
+    assert load_model(out) is not None and load_checkpoint(out / "training_state").step == 4
 
 
 # --- 8. fault injection through the command line --------------------------------------
@@ -850,5 +1039,8 @@ def test_a_run_interrupted_at_every_file_it_writes_resumes_exactly(tmp_path,
         with pytest.raises(KeyboardInterrupt):
             pretrain_bert(tmp_path / f"at-{n}", **run)
         monkeypatch.setattr(checkpoint, "_create", original)
-        pretrain_bert(tmp_path / f"at-{n}", resume=True, **run)
+        # as `tinybert pretrain` advises: --resume once something was saved
+        saved = any((tmp_path / f"at-{n}" / name).exists() for name in RUN_FILES)
+        assert saved == (n > 1), n
+        pretrain_bert(tmp_path / f"at-{n}", resume=saved, **run)
         _compare_runs(tmp_path / "straight", tmp_path / f"at-{n}")

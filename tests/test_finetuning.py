@@ -140,6 +140,65 @@ def test_finetune_leaves_frozen_parameters_alone():
         assert torch.equal(p, before[name]) != name.startswith("classifier."), name
 
 
+def test_finetune_stops_when_the_loss_is_no_longer_finite():
+    """H2: a learning rate far too large turns the loss to NaN; the loop raises, naming
+    the step and the learning rate, before it updates the weights with it."""
+    torch.manual_seed(0)
+    model = SequenceClassifier(tiny_bert(13), 2)
+    with pytest.raises(FloatingPointError,
+                       match=r"step \d+ of 12: the training loss is (nan|inf) with lr = 1e\+06"):
+        finetune(model, _contains_seven(32), pad_id=0, epochs=3, batch_size=8, lr=1e6)
+    assert all(torch.isfinite(p).all() for p in model.parameters())   # no NaN update
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"lr": float("inf")}, "lr: expected a positive finite number, got inf"),
+    ({"lr": float("nan")}, "lr: expected a positive finite number, got nan"),
+    ({"lr": 0.0}, "lr: expected a positive finite number"),
+    ({"max_grad_norm": -1.0}, "max_grad_norm: expected a positive finite number"),
+    ({"max_grad_norm": float("nan")}, "max_grad_norm: expected a positive finite"),
+    ({"max_grad_norm": float("inf")}, "max_grad_norm: expected a positive finite"),
+    ({"batch_size": 0}, "batch_size: expected an integer >= 1, got 0"),
+    ({"batch_size": -1}, "batch_size: expected an integer >= 1, got -1"),
+    ({"batch_size": 2.5}, "batch_size: expected an integer >= 1, got 2.5"),
+    ({"epochs": 0}, "epochs: expected an integer >= 1, got 0"),
+    ({"warmup_fraction": 1.0}, r"warmup_fraction: expected a number in \[0, 1\), got 1.0"),
+    ({"warmup_fraction": -0.1}, "warmup_fraction: expected a number in"),
+    ({"warmup_fraction": float("nan")}, "warmup_fraction: expected a number in"),
+])
+def test_finetune_checks_its_numbers_first(kwargs, message):
+    """M9: each bad number is named, before any step (the weights are untouched)."""
+    model = SequenceClassifier(tiny_bert(13), 2)
+    before = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(ValueError, match=message):
+        finetune(model, _contains_seven(16), pad_id=0, **kwargs)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_predict_checks_its_batch_size():
+    model = SequenceClassifier(tiny_bert(13), 2)
+    for batch_size in (0, -1):
+        with pytest.raises(ValueError, match="batch_size: expected an integer >= 1"):
+            predict(model, _contains_seven(4), pad_id=0, batch_size=batch_size)
+
+
+def test_sentences_labelled_minus_100_carry_no_loss():
+    """M9: the label error invites -100 ("to ignore a position"); a sentence labelled so
+    contributes nothing, and a batch of them gives a loss of 0, not NaN."""
+    torch.manual_seed(0)
+    model = SequenceClassifier(tiny_bert(13), 3)
+    features = [{**f, "labels": -100 if i % 2 else f["labels"]}
+                for i, f in enumerate(_contains_seven(16))]
+    result = finetune(model, features, pad_id=0, epochs=2, batch_size=4, lr=1e-3)
+    assert all(torch.isfinite(torch.tensor(result.losses)))
+    model.eval()
+    ids = torch.randint(5, 13, (2, 6))
+    assert model(ids, labels=torch.tensor([-100, -100])).loss.item() == 0.0
+    one = model(ids, labels=torch.tensor([1, -100])).loss
+    alone = torch.nn.functional.cross_entropy(model(ids[:1]).logits, torch.tensor([1]))
+    assert one.item() == pytest.approx(alone.item(), rel=1e-5)
+
+
 def test_predict_removes_padding_and_does_not_depend_on_the_batch():
     features = _contains_seven(13)
     lengths = [len(f["input_ids"]) for f in features]
@@ -228,12 +287,75 @@ def test_finetune_task_is_fixed_by_its_seed_whatever_ran_before(tiny_checkpoint)
 
 
 def test_command_line_reports_bad_input(tiny_checkpoint, tmp_path, capsys):
+    """L1: errors go to stderr, as tinybert pretrain's do, with exit code 2."""
     from tinybert.__main__ import main
-    assert main(["finetune", "banking77", "--checkpoint", str(tmp_path)]) == 1
-    assert "no pretrained checkpoint" in capsys.readouterr().out
+    assert main(["finetune", "banking77", "--checkpoint", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert "tinybert finetune: error: no pretrained checkpoint" in captured.err
+    assert captured.out == ""
     assert main(["finetune", "poem_sentiment", "--checkpoint", str(tiny_checkpoint), "--train-examples", "8",
                  "--trainable-layers", "7"]) == 2
-    assert "n_layers must be None" in capsys.readouterr().out
+    assert "--trainable-layers: expected 0..2, the layers of the encoder; got 7" in capsys.readouterr().err
+    assert main(["finetune", "poem_sentiment", "--checkpoint", str(tiny_checkpoint),
+                 "--from-hf", str(tmp_path)]) == 2
+    assert "give one of them" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--epochs", "abc"], "argument --epochs: expected an integer, got 'abc'"),
+    (["--batch-size", "2.5"], "argument --batch-size: expected an integer, got '2.5'"),
+    (["--train-examples", "0"], "argument --train-examples: expected an integer >= 1, got 0"),
+    (["--lr", "inf"], "argument --lr: expected a positive finite number, got 'inf'"),
+    (["--lr", "nan"], "argument --lr: expected a positive finite number, got 'nan'"),
+    (["--seed", "-1"], "argument --seed: expected an integer from 0 to 2**64 - 1, got -1"),
+    (["--seed", "99999999999999999999999"], "argument --seed: expected an integer from 0 to"),
+    (["--trainable-layers", "-1"], "argument --trainable-layers: expected an integer >= 0"),
+])
+def test_command_line_bad_numbers_are_usage_errors(capsys, args, message):
+    """M6, L1: a message that says what is expected (no traceback, no function name)."""
+    from tinybert.__main__ import main
+    with pytest.raises(SystemExit) as exit_:    # small sizes: a regression runs quickly
+        main(["finetune", "poem_sentiment", "--train-examples", "4", "--eval-examples", "4",
+              "--epochs", "1", *args])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "_positive_int" not in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["ud_pos", "--pooling", "pooler"], "--pooling applies to banking77 and poem_sentiment, not ud_pos"),
+    (["squad", "--pooling", "mean"], "--pooling applies to"),
+    (["squad", "--test"], "--test: squad has no separate test split"),
+])
+def test_command_line_refuses_options_that_would_be_ignored(capsys, args, message):
+    """M7: an option the task does not use is an error, not silently ignored."""
+    from tinybert.__main__ import main
+    assert main(["finetune", *args, "--train-examples", "4", "--eval-examples", "4",
+                 "--epochs", "1"]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and captured.out == ""
+
+
+def test_command_line_says_when_a_set_is_smaller_than_asked(tiny_checkpoint, capsys):
+    """M7: --eval-examples (or --train-examples) beyond the set is capped, and said."""
+    from tinybert.__main__ import main
+    code = main(["finetune", "poem_sentiment", "--checkpoint", str(tiny_checkpoint), "--train-examples", "8",
+                 "--eval-examples", "100000", "--epochs", "1", "--batch-size", "8"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "note: --eval-examples 100,000 is more than the 105 validation examples of poem_sentiment; " \
+           "using all 105" in out
+
+
+def test_command_line_reports_a_diverged_run(tiny_checkpoint, capsys):
+    """H2: NaN is a failure (exit 1, like a diverged pretraining run), not a result."""
+    from tinybert.__main__ import main
+    code = main(["finetune", "poem_sentiment", "--checkpoint", str(tiny_checkpoint), "--train-examples", "8",
+                 "--eval-examples", "8", "--epochs", "1", "--batch-size", "4", "--lr", "1e6"])
+    captured = capsys.readouterr()
+    assert code == 1, captured.out
+    assert "tinybert finetune: error: step 2 of 2: the training loss is" in captured.err
+    assert "lr = 1e+06" in captured.err and "validation:" not in captured.out
 
 
 def test_command_line_fine_tunes_a_headless_checkpoint_and_refuses_others(
@@ -279,11 +401,11 @@ def test_command_line_fine_tunes_a_headless_checkpoint_and_refuses_others(
     shutil.copy(tiny_checkpoint / "vocab.txt", other / "vocab.txt")
     capsys.readouterr()
     try:
-        assert main(["finetune", "poem_sentiment", "--checkpoint", str(other)]) == 1
+        assert main(["finetune", "poem_sentiment", "--checkpoint", str(other)]) == 2
     finally:
         MODEL_CLASSES.pop("NoEncoder")
-    out = capsys.readouterr().out
-    assert "NoEncoder" in out and "expected a BertModel" in out
+    err = capsys.readouterr().err
+    assert "NoEncoder" in err and "expected a BertModel" in err
 
 
 def test_ner_tags_gives_one_tag_per_word_and_is_fixed_by_its_seed(tiny_checkpoint):

@@ -45,6 +45,9 @@ def test_seeding_makes_runs_repeat():
     assert not torch.equal(torch.randn(5), a[0])
     with pytest.raises(ValueError, match="non-negative int"):
         seed_everything(-1)
+    with pytest.raises(ValueError, match="below 2\\*\\*64"):
+        seed_everything(2**64)              # torch's limit: not an OverflowError
+    seed_everything(2**64 - 1)
 
 
 

@@ -1,7 +1,9 @@
 """Hand-written: ``python -m tinybert doctor`` — what a student pastes into a question.
 
 Prints the versions that matter, the device the chapters will use, quick mode, and which
-data files are available locally (and where), without downloading anything.
+data files are available locally (and where, checksums checked), without downloading
+anything. Exit code 1 ("status check: ...") when something the chapters need is missing
+or broken, so that a script can stop on it.
 """
 
 from __future__ import annotations
@@ -20,15 +22,22 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def _local_copy(entry) -> str | None:
-    """Where a data file is found without downloading (data dir, then
-    cache), or None."""
-    from tinybert.data import cache_dir, data_dir
+def _local_copy(entry) -> tuple[str | None, str | None]:
+    """(where a data file is found without downloading: data dir, then cache, or
+    None; the path of a copy whose SHA-256 is not the registry's, or None). A bad copy
+    is not found: the chapters would refuse it (data dir) or download it again
+    (cache)."""
+    from tinybert.data import cache_dir, data_dir, sha256_of
 
     for root in (data_dir(), cache_dir()):
         if root is not None and (root / entry.relpath).is_file():
-            return str(root)
-    return None
+            path = root / entry.relpath
+            try:
+                good = sha256_of(path) == entry.sha256
+            except OSError:  # unreadable
+                good = False
+            return (str(root), None) if good else (None, str(path))
+    return None, None
 
 
 def _data_dir_problem(root) -> str | None:
@@ -85,21 +94,34 @@ def doctor() -> int:
     if unusable is not None:
         print(f"data dir error: {unusable}")
         problems.append("TINYBERT_DATA_DIR")
-    local = {name for name, entry in REGISTRY.items() if _local_copy(entry) is not None}
+    copies = {name: _local_copy(entry) for name, entry in REGISTRY.items()}
+    local = {name for name, (root, _) in copies.items() if root is not None}
+    bad = {name: path for name, (_, path) in copies.items() if path is not None}
     missing = [e for e in REGISTRY.values() if e.name not in local]
     print(
-        f"data     {len(local)} of {len(REGISTRY)} registered files found locally "
-        "(the others are downloaded, and checked, on first use)"
+        f"data     {len(local)} of {len(REGISTRY)} registered files found locally, "
+        "checksums checked (the others are downloaded, and checked, on first use)"
     )
     for entry in missing:
         where = (
-            ""
+            f"  (corrupt: its SHA-256 is not the registry's: {bad[entry.name]})"
+            if entry.name in bad
+            else ""
             if entry.offline_copy
             else ("  (download only: not in the offline data folder)")
         )
         print(f"  missing {entry.name:24s} {entry.relpath}{where}")
-    missing = [e for e in missing if e.offline_copy]
-    if missing and data_dir() is None:
+    root = data_dir()
+    if (
+        unusable is None
+        and root is not None
+        and not any(copies[name][0] == str(root) for name in REGISTRY)
+    ):
+        print(
+            f"data dir error: TINYBERT_DATA_DIR={root} holds none of the course's "
+            "data files; expected the course's data folder (the one with SOURCES.md)"
+        )
+    if bad or any(e.offline_copy for e in missing):  # a chapter would stop or download
         problems.append("data")
     print("status   " + ("ok" if not problems else "check: " + ", ".join(problems)))
     return 1 if problems else 0
@@ -125,12 +147,17 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     import importlib
 
+    # allow_abbrev=False: --over is not --overwrite (a prefix must not delete a run)
     parser = argparse.ArgumentParser(
-        prog="tinybert", description="tinybert: the course's command line"
+        prog="tinybert",
+        description="tinybert: the course's command line",
+        allow_abbrev=False,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
     sub.add_parser(
-        "doctor", help=("report the set-up: versions, device, quick mode, data")
+        "doctor",
+        help=("report the set-up: versions, device, quick mode, data"),
+        allow_abbrev=False,
     )
     modules, broken = {}, {}
     for name, (module_name, help_text) in COMMANDS.items():
@@ -144,10 +171,14 @@ def main(argv: list[str] | None = None) -> int:
             continue
         except ValueError as error:  # e.g. TINYBERT_QUICK=maybe, on import
             broken[name] = error
-            sub.add_parser(name, help=help_text, description=help_text)
+            sub.add_parser(
+                name, help=help_text, description=help_text, allow_abbrev=False
+            )
             continue
         modules[name].add_arguments(
-            sub.add_parser(name, help=help_text, description=help_text)
+            sub.add_parser(
+                name, help=help_text, description=help_text, allow_abbrev=False
+            )
         )
     args, unknown = parser.parse_known_args(argv)
     if args.command in broken:

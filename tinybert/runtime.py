@@ -86,8 +86,11 @@ def seed_everything(seed: int = 0) -> torch.Generator:
     Passing the returned generator to samplers and ``torch.randn(..., generator=g)``
     keeps a run reproducible even when other code draws random numbers in between.
     """
-    if not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise ValueError(
+            f"seed: expected a non-negative int below 2**64 (what torch takes), "
+            f"got {seed!r}"
+        )
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)

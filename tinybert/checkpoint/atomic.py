@@ -112,6 +112,8 @@ def save_files(
     4. .previous is removed in one rename: from here on the new set is the checkpoint.
     An exception or Ctrl-C before step 4 puts the old set back before it propagates.
     """
+    if not str(directory).strip():  # Path("") is the current folder
+        raise ValueError("directory: expected a folder to save into, got ''")
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(f"{directory}: is a file, not a folder to save into")

@@ -14,24 +14,36 @@ such as ``google/bert_uncased_L-4_H-256_A-4`` through ``transformers`` and ``fro
 from __future__ import annotations
 
 import argparse
+import math
+import sys
 
 from tinybert.commands.finetune_encoders import encoder_of, load_hf
+from tinybert.commands.pretrain_arguments import at_least, seed_number
+
+# the tasks with one label per sentence, which --pooling applies to
+SENTENCE_TASKS = ("banking77", "poem_sentiment")
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+def _learning_rate(text: str) -> float:
+    """An argparse type: a positive, finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive finite number, got {text!r}"
+        )
     return value
 
 
 # (option, type, default, help) of the options that take one value with a default;
 # argparse writes the default into the help
 _SETTINGS = (
-    ("--epochs", _positive_int, 3, "passes over the training examples"),
-    ("--lr", float, 1e-4, "peak learning rate"),
-    ("--batch-size", _positive_int, 32, "examples per step"),
-    ("--seed", int, 0, "random seed"),
+    ("--epochs", at_least(1), 3, "passes over the training examples"),
+    ("--lr", _learning_rate, 1e-4, "peak learning rate"),
+    ("--batch-size", at_least(1), 32, "examples per step"),
+    ("--seed", seed_number, 0, "random seed"),
 )
 
 
@@ -79,7 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ):
         parser.add_argument(
             flag,
-            type=_positive_int,
+            type=at_least(1),
             default=None,
             metavar="N",
             help=f"{verb} on N examples spread evenly over the {split} set "
@@ -87,7 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         )
     parser.add_argument(
         "--trainable-layers",
-        type=int,
+        type=at_least(0),
         default=None,
         metavar="K",
         help="update only the top K encoder layers and the head; 0 = "
@@ -96,17 +108,66 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--test",
         action="store_true",
-        help=("evaluate on the test split instead of the validation split"),
+        help="evaluate on the test split instead of the validation split "
+        "(not squad, whose one evaluation set is its validation split)",
     )
     parser.add_argument(
         "--pooling",
         choices=("mean", "pooler"),
-        default="mean",
-        help="sentence summary for banking77/poem_sentiment: the mean "
+        default=None,
+        help="sentence summary for banking77/poem_sentiment only: the mean "
         "of the final vectors (default; the shipped checkpoint "
         "learned MLM alone) or the pooled [CLS] vector, which "
         "only NSP trains",
     )
+
+
+def _error(message: str, code: int = 2) -> int:
+    """Report an error as ``tinybert pretrain`` does: on stderr, exit code 2 for
+    arguments, folders and data, 1 for a run that diverged."""
+    print(f"tinybert finetune: error: {message}", file=sys.stderr)
+    return code
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with a combination of options, or None."""
+    if args.from_hf is not None and args.checkpoint is not None:
+        return (
+            "--from-hf and --checkpoint both name the encoder to start from; give "
+            "one of them"
+        )
+    if args.pooling is not None and args.task not in SENTENCE_TASKS:
+        return (
+            f"--pooling applies to {' and '.join(SENTENCE_TASKS)}, not "
+            f"{args.task}; leave it out"
+        )
+    if args.test and args.task == "squad":
+        return (
+            "--test: squad has no separate test split (its one evaluation set, "
+            "articles held out of SQuAD's training set, is the validation split); "
+            "leave it out"
+        )
+    return None
+
+
+def _notes_on_sizes(args: argparse.Namespace) -> list[str]:
+    """A note for --train-examples or --eval-examples larger than the set they pick
+    from: all of it is used."""
+    from tinybert.finetuning.recipes import task_data
+
+    notes = []
+    for flag, wanted, split in (
+        ("--train-examples", args.train_examples, "train"),
+        ("--eval-examples", args.eval_examples, "test" if args.test else "validation"),
+    ):
+        if wanted is not None:
+            available = len(task_data(args.task, split)[0])
+            if wanted > available:
+                notes.append(
+                    f"note: {flag} {wanted:,} is more than the {available:,} "
+                    f"{split} examples of {args.task}; using all {available:,}"
+                )
+    return notes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,28 +177,34 @@ def run(args: argparse.Namespace) -> int:
     from tinybert.runtime import fix_malloc_threshold, get_device, seed_everything
 
     fix_malloc_threshold()
-    if args.from_hf is not None and args.checkpoint is not None:
-        print(
-            "tinybert finetune: --from-hf and --checkpoint both name the encoder to "
-            "start from; give one of them"
-        )
-        return 1
+    problem = _usage_problem(args)
+    if problem is not None:
+        return _error(problem)
     try:
+        notes = _notes_on_sizes(args)
         if args.from_hf is not None:
             encoder, tokenizer, source = load_hf(args.from_hf)
         else:
             pretrained = load_pretrained(args.checkpoint, train_if_missing=False)
             encoder, tokenizer = encoder_of(pretrained.model), pretrained.tokenizer
             source = f"the checkpoint in {pretrained.directory}"
-    except (FileNotFoundError, ValueError) as error:
-        print(f"tinybert finetune: {error}")
-        return 1
+    except (OSError, ValueError) as error:  # no such encoder, no data
+        return _error(str(error))
+    layers = getattr(getattr(encoder, "encoder", None), "layers", None)
+    if args.trainable_layers is not None and layers is not None:
+        if args.trainable_layers > len(layers):
+            return _error(
+                f"--trainable-layers: expected 0..{len(layers)}, the layers of "
+                f"the encoder; got {args.trainable_layers}"
+            )
     seed_everything(args.seed)
     if args.random_init:  # same architecture, random weights
         encoder = BertModel(encoder.config, add_pooler=encoder.pooler is not None)
         source = f"random initialisation (the architecture of {source})"
     encoder = encoder.to(get_device())
     print(f"fine-tuning on {args.task} from {source}")
+    for note in notes:
+        print(note)
     try:
         outcome = finetune_task(
             args.task,
@@ -151,13 +218,13 @@ def run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             trainable_layers=args.trainable_layers,
             seed=args.seed,
-            pooling=args.pooling,
+            pooling=args.pooling or "mean",
             desc=args.task,
         )
-    # e.g. --trainable-layers out of range
-    except ValueError as error:
-        print(f"tinybert finetune: {error}")
-        return 2
+    except (OSError, ValueError) as error:  # e.g. data that cannot be read
+        return _error(str(error))
+    except FloatingPointError as error:  # diverged: nothing to report but that
+        return _error(str(error), code=1)
     result = outcome.result
     print(
         f"trained {result.trainable_parameters:,} parameters for "

@@ -36,26 +36,58 @@ def _command(argv: list[str], processes: int) -> str:
     return " ".join([program, *map(shlex.quote, argv)])
 
 
-def _interrupted(
-    interrupt: KeyboardInterrupt, out: str, argv: list[str], processes: int
-) -> str:
-    """After Ctrl-C: where the run stopped, and the command that continues it."""
+def _resumed(argv: list[str], *, keep_stop_after: bool = True) -> list[str]:
+    """``argv`` turned into the command that continues its run: no --overwrite, with
+    --resume (and without --stop-after unless ``keep_stop_after``)."""
+    again, skip = [], False
+    for a in argv:
+        if skip or a == "--overwrite":
+            skip = False
+            continue
+        if not keep_stop_after and a.startswith("--stop-after"):
+            skip = a == "--stop-after"  # its value is the next argument
+            continue
+        again.append(a)
+    return again if "--resume" in again else [*again, "--resume"]
+
+
+def _run_files(out: str) -> dict[str, tuple[int, int]]:
+    """The run files in ``out`` and their (inode, mtime): whether a run was touched."""
     from tinybert.pretraining.run_checks import RUN_FILES
 
+    paths = [Path(out) / name for name in RUN_FILES]
+    return {
+        p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in paths if p.exists()
+    }
+
+
+def _interrupted(
+    interrupt: KeyboardInterrupt,
+    out: str,
+    argv: list[str],
+    processes: int,
+    before: dict | None = None,
+) -> str:
+    """After Ctrl-C: where the run stopped, and the command that continues it.
+    ``before``: the run files in ``out`` before an --overwrite run started."""
     step = getattr(interrupt, "step", None)  # TrainingInterrupted knows its step
     where = (
         f"after step {step}; the checkpoint in {interrupt.directory} keeps it"
         if step is not None
         else "before the first checkpoint of this attempt"
     )
-    if not any((Path(out) / name).exists() for name in RUN_FILES):
+    files = _run_files(out)
+    if not files:
         return f"tinybert pretrain: interrupted {where}. Nothing was saved yet."
-    again = [a for a in argv if not (len(a) > 3 and "--overwrite".startswith(a))]
-    if not any(len(a) > 3 and "--resume".startswith(a) for a in again):
-        again.append("--resume")
+    if before and files == before:  # --overwrite: the old run was not yet deleted
+        return (
+            f"tinybert pretrain: interrupted before the new run wrote anything; the "
+            f"run already in {out} is untouched. Start again with:\n"
+            f"  {_command(argv, processes)}"
+        )
     return (
         f"tinybert pretrain: interrupted {where}. Continue the run with:\n"
-        f"  {_command(again, processes)}"
+        f"  {_command(_resumed(argv), processes)}"
     )
 
 
@@ -81,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
             f"processes: {dist.world_size}; torch {torch.__version__}; threads "
             f"{torch.get_num_threads()}"
         )
+    before = _run_files(args.out) if args.overwrite and dist.is_main else None
     start = time.perf_counter()
     try:
         history = pretrain_bert(
@@ -95,18 +128,30 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as interrupt:  # Ctrl-C: a checkpoint at the last step
         if dist.is_main:
             print(
-                _interrupted(interrupt, args.out, argv, dist.world_size),
+                _interrupted(interrupt, args.out, argv, dist.world_size, before),
                 file=sys.stderr,
             )
         return 130  # 128 + SIGINT, as the shell reports it
     if dist.is_main:
         final = history["eval"][-1] if history["eval"] else {}
+        stopped = args.stop_after is not None and args.stop_after < args.steps
         print(
-            f"done in {time.perf_counter() - start:.0f} s wall clock; "
+            (
+                f"stopped after step {args.stop_after} of {args.steps} "
+                if stopped
+                else "done "
+            )
+            + f"in {time.perf_counter() - start:.0f} s wall clock; "
             + ", ".join(
                 f"held-out {k} {v:.4f}"
                 for k, v in final.items()
                 if isinstance(v, float)
             )
         )
+        if stopped:
+            again = _resumed(argv, keep_stop_after=False)
+            print(
+                "the run is not finished (no model.safetensors yet); continue it "
+                f"with:\n  {_command(again, dist.world_size)}"
+            )
     return 0

@@ -25,7 +25,7 @@ def _override(text: str) -> tuple[str, object]:
         return key, value
 
 
-def _count(minimum: int):
+def at_least(minimum: int):
     """An argparse type: an integer >= ``minimum``, else a usage error."""
 
     def parse(text: str) -> int:
@@ -45,6 +45,19 @@ def _count(minimum: int):
     return parse
 
 
+def seed_number(text: str) -> int:
+    """An argparse type: a seed, an integer from 0 to 2**64 - 1 (what torch takes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer from 0 to 2**64 - 1, got {value}"
+        )
+    return value
+
+
 def _folder(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError(
@@ -56,15 +69,15 @@ def _folder(text: str) -> str:
 # (option, type, default, help) of the options that take one value with a default;
 # argparse writes the default into the help
 _SETTINGS = (
-    ("--steps", _count(1), 1000, "optimizer steps in the whole run"),
-    ("--batch-size", _count(1), 32, "sequences per step and process"),
+    ("--steps", at_least(1), 1000, "optimizer steps in the whole run"),
+    ("--batch-size", at_least(1), 32, "sequences per step and process"),
     ("--lr", float, 1e-3, "peak learning rate"),
     ("--warmup", float, 0.05, "fraction of steps to warm up"),
-    ("--vocab-size", _count(1), 8192, "WordPiece vocabulary size"),
-    ("--vocab-min-count", int, 40, "a pair must occur this often to be merged"),
-    ("--eval-every", _count(1), 100, "held-out evaluation every N steps"),
-    ("--eval-batches", _count(1), 25, "held-out batches per evaluation"),
-    ("--seed", int, 0, "random seed"),
+    ("--vocab-size", at_least(1), 8192, "WordPiece vocabulary size"),
+    ("--vocab-min-count", at_least(1), 40, "a pair must occur this often to be merged"),
+    ("--eval-every", at_least(1), 100, "held-out evaluation every N steps"),
+    ("--eval-batches", at_least(1), 25, "held-out batches per evaluation"),
+    ("--seed", seed_number, 0, "random seed"),
 )
 
 
@@ -94,7 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         )
     parser.add_argument(
         "--checkpoint-every",
-        type=_count(0),
+        type=at_least(0),
         default=0,
         help="save a resumable checkpoint every N steps (0: only at the end)",
     )
@@ -139,7 +152,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-documents",
-        type=int,
+        type=at_least(1),
         default=None,
         help="use only the first N documents (tests)",
     )
@@ -157,10 +170,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--stop-after",
-        type=_count(1),
+        type=at_least(1),
         default=None,
         metavar="STEP",
-        help="save and stop after this step; --resume continues later",
+        help="save and stop after this step (at most --steps); --resume "
+        "continues later",
     )
     parser.add_argument(
         "--device",
@@ -169,7 +183,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--threads",
-        type=_count(1),
+        type=at_least(1),
         default=None,
         help="torch CPU threads (torch.set_num_threads)",
     )

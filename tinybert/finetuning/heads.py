@@ -110,7 +110,10 @@ class SequenceClassifier(nn.Module):
         loss = None
         if labels is not None:
             _check_class_labels("labels", labels, self.n_labels)
-            loss = F.cross_entropy(logits, labels)
+            if (labels != IGNORE_INDEX).any():
+                loss = F.cross_entropy(logits, labels, ignore_index=IGNORE_INDEX)
+            else:  # no labelled sequence: 0, not NaN
+                loss = logits.sum() * 0.0
         return ClassifierOutput(loss, logits)
 
 

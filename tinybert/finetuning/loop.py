@@ -59,7 +59,19 @@ def finetune(
     desc: str | None = None,
 ) -> FinetuneResult:
     """Train ``model`` (a head over an encoder) on ``features``; a progress bar when
-    ``desc``."""
+    ``desc``. A NaN or infinite loss raises FloatingPointError before the update."""
+    for name, count in (("epochs", epochs), ("batch_size", batch_size)):
+        if not isinstance(count, int) or count < 1:
+            raise ValueError(f"{name}: expected an integer >= 1, got {count!r}")
+    for name, number in (("lr", lr), ("max_grad_norm", max_grad_norm)):
+        if not 0 < number < math.inf:
+            raise ValueError(
+                f"{name}: expected a positive finite number, got {number!r}"
+            )
+    if not 0 <= warmup_fraction < 1:
+        raise ValueError(
+            f"warmup_fraction: expected a number in [0, 1), got {warmup_fraction!r}"
+        )
     device = next(model.parameters()).device
     total_steps = epochs * math.ceil(len(features) / batch_size)
     optimizer = make_optimizer(model, lr=lr, weight_decay=weight_decay)
@@ -79,13 +91,18 @@ def finetune(
             features, batch_size, pad_id, shuffle=True, generator=generator
         ):
             loss = model(**{key: value.to(device) for key, value in batch.items()}).loss
+            result.losses.append(loss.item())
+            if not math.isfinite(result.losses[-1]):  # diverged: stop, do not update
+                raise FloatingPointError(
+                    f"step {len(result.losses)} of {total_steps}: the training loss is "
+                    f"{result.losses[-1]} with lr = {lr:g}; lower the learning rate"
+                )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(trainable, max_grad_norm)
             result.learning_rates.append(optimizer.param_groups[0]["lr"])
             optimizer.step()
             scheduler.step()
-            result.losses.append(loss.item())
             if bar is not None:
                 bar.update()
     if bar is not None:
@@ -103,6 +120,8 @@ def predict(
 ) -> list[torch.Tensor]:
     """The logits of every feature, padding removed: (C,) for a sequence, (T, C) for
     tokens, (T, 2) start and end scores for a question-answering window."""
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size: expected an integer >= 1, got {batch_size!r}")
     device = next(model.parameters()).device
     model.eval()
     # less padding

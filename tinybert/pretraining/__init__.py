@@ -26,7 +26,8 @@ _MODULES = {
     'resume': ['RESUME_MUST_MATCH', 'resume_training'],
     'roberta_data': ['full_sentence_examples', 'mask_for_epoch', 'pack_full_sentences'],
     'run': ['pretrain_bert'],
-    'run_checks': ['RUN_FILES', 'check_arguments', 'check_recipe', 'check_run_folder'],
+    'run_checks': ['RUN_FILES', 'check_arguments', 'check_recipe', 'check_run_folder',
+                   'remove_run'],
     'sentence_order': ['sample_sop_pairs'],
 }  # fmt: skip
 __all__ = sorted(name for names in _MODULES.values() for name in names)

@@ -53,6 +53,14 @@ class DistributedContext:
         if self.world_size > 1:
             dist.barrier()
 
+    def broadcast(self, value):
+        """Rank 0's ``value`` (any picklable object) in every process."""
+        if self.world_size == 1:
+            return value
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
 
 # Built in chapter 9, section "Several GPUs":
 # chapters/09_pretraining.html#several-gpus

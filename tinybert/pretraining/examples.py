@@ -182,8 +182,9 @@ class PretrainingBatches:
         self.steps_per_epoch = len(examples) // self.global_batch
         if batch_size < 1 or self.steps_per_epoch == 0:
             raise ValueError(
-                f"{len(examples)} examples cannot fill one global batch "
-                f"of {batch_size} x {world_size} processes"
+                f"batch_size (--batch-size): {len(examples)} examples cannot fill "
+                f"one global batch of {batch_size} x {world_size} processes; "
+                f"expected a smaller batch or more data"
             )
         if not dynamic_masking:
             g = seeded_generator(seed, "static")

@@ -159,6 +159,11 @@ def pretrain(
             map_location=device,
         )
         history["config"] = asdict(config)  # how often it logs, evaluates, saves now
+        if stop_after is not None and stop_after <= start:
+            raise ValueError(
+                f"stop_after (--stop-after): expected a step after the saved step "
+                f"{start}, got {stop_after}"
+            )
     if recipe is not None:
         history["recipe"] = recipe
     if dist.is_main and metrics_path is not None:  # forget what a crashed run logged

@@ -41,6 +41,7 @@ from tinybert.pretraining.run_checks import (
     check_arguments,
     check_recipe,
     check_run_folder,
+    remove_run,
 )
 from tinybert.runtime import get_device
 from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
@@ -88,9 +89,12 @@ def pretrain_bert(
     and the resumable state in out_dir/training_state/. ``task_text`` adds
     task_documents() to the training text. The held-out batches always mask 15% of the
     tokens, whatever ``mlm_probability`` trains with. Arguments and folder are checked
-    before any work (check_run_folder: ``resume``, ``overwrite``). The data recipe
-    (these arguments, and the sizes they gave) is saved with the run; ``resume`` with
-    another one raises ValueError naming each difference.
+    before any work (check_run_folder: ``resume``, ``overwrite``), and the folder is
+    written (an old run deleted with ``overwrite``) only once the data, vocabulary and
+    model are built. The data recipe (these arguments, and the sizes they gave) is
+    saved with the run; ``resume`` with another one raises ValueError naming each
+    difference. A run stopped at ``stop_after`` < ``steps`` keeps its checkpoint but
+    writes no model.safetensors: it is not finished.
     """
     check_arguments(
         preset=preset,
@@ -100,13 +104,17 @@ def pretrain_bert(
         lr=lr,
         warmup_fraction=warmup_fraction,
         vocab_size=vocab_size,
+        vocab_min_count=vocab_min_count,
         vocab_score=vocab_score,
         eval_every=eval_every,
         eval_batches=eval_batches,
         checkpoint_every=checkpoint_every,
+        seed=seed,
+        max_documents=max_documents,
         stop_after=stop_after,
         objective=objective,
         mlm_probability=mlm_probability,
+        adam_beta2=adam_beta2,
     )
     try:
         device = get_device(device) if device is not None else None
@@ -132,29 +140,28 @@ def pretrain_bert(
     )
     if resume:
         check_recipe(out, recipe)
-    out.mkdir(parents=True, exist_ok=True)
-    if dist.is_main and not saved_file(out / "training_state", STATE_NAME).is_file():
-        write_json(out / "metrics.json", {"recipe": recipe, "train": [], "eval": []})
+    saved_vocab = resume and (out / "vocab.txt").is_file()
     say = print if dist.is_main else (lambda *args, **kwargs: None)
     documents = course_documents("train", max_documents=max_documents)
     if task_text:
         documents += task_documents()[:max_documents]
     heldout = course_documents("heldout", max_documents=max_documents)
-    if dist.is_main and not (out / "vocab.txt").is_file():
-        say(
-            f"training a {vocab_size}-token WordPiece vocabulary on "
-            f"{len(documents)} documents"
-        )
-        vocab = train_wordpiece_tokenizer(
-            vocabulary_texts(documents),
-            vocab_size,
-            min_count=vocab_min_count,
-            score=vocab_score,
-        )
-        write_atomically(out / "vocab.txt", vocab.save)
-    # the other processes read rank 0's vocabulary
-    dist.barrier()
-    tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
+    if saved_vocab:
+        tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
+    else:  # rank 0 trains it, the other processes receive it
+        vocab = None
+        if dist.is_main:
+            say(
+                f"training a {vocab_size}-token WordPiece vocabulary on "
+                f"{len(documents)} documents"
+            )
+            vocab = train_wordpiece_tokenizer(
+                vocabulary_texts(documents),
+                vocab_size,
+                min_count=vocab_min_count,
+                score=vocab_score,
+            ).vocab
+        tokenizer = WordPieceTokenizer(dist.broadcast(vocab), lowercase=True)
     special = SpecialTokens.from_vocab(tokenizer.vocab)
     config = BertConfig.preset(
         preset,
@@ -223,6 +230,16 @@ def pretrain_bert(
         seed=seed,
         adam_beta2=adam_beta2,
     )
+    if dist.is_main:  # all is checked and built: only now is the folder written
+        if overwrite:
+            remove_run(out)
+        out.mkdir(parents=True, exist_ok=True)
+        if not saved_file(out / "training_state", STATE_NAME).is_file():
+            write_json(
+                out / "metrics.json", {"recipe": recipe, "train": [], "eval": []}
+            )
+        if not saved_vocab:
+            write_atomically(out / "vocab.txt", tokenizer.save)
     history = pretrain(
         model,
         batches,
@@ -237,7 +254,8 @@ def pretrain_bert(
         dist=dist,
     )
     if dist.is_main:
-        save_model(model, out)
+        if stop_after is None or stop_after == steps:  # finished: the model
+            save_model(model, out)
         write_json(out / "metrics.json", history)
         import matplotlib.pyplot as plt
 

@@ -7,13 +7,14 @@ Built in chapter 9 (Pretraining BERT); read it with its explanations at
 chapters/09_pretraining.html.
 """
 
-__all__ = ['RUN_FILES', 'check_run_folder', 'check_recipe',
+__all__ = ['RUN_FILES', 'check_run_folder', 'remove_run', 'check_recipe',
            'check_arguments']  # fmt: skip
 
 
 import json
 import shutil
 from dataclasses import fields
+from math import inf
 from pathlib import Path
 
 from tinybert.checkpoint.atomic import saved_file
@@ -42,8 +43,9 @@ def check_run_folder(
     """The folder of a run, checked before any work: never overwrite a run silently.
 
     A folder holding a finished or partial run (any of RUN_FILES) is refused unless
-    ``resume`` (continue that run) or ``overwrite`` (delete that run's files, and only
-    those) is given.
+    ``resume`` (continue that run) or ``overwrite`` (replace it: remove_run deletes
+    that run's files, and only those, once the new run is ready) is given. ``resume``
+    where there is no run is refused too. Nothing is deleted here.
     """
     if not str(out_dir).strip():
         raise ValueError("the output folder is empty (''); name the folder for the run")
@@ -53,11 +55,14 @@ def check_run_folder(
     if resume and overwrite:
         raise ValueError("resume and overwrite exclude each other: continue or replace")
     present = [name for name in RUN_FILES if (out / name).exists()]
-    if not present or resume:
-        return out
-    if overwrite:
-        for name in present:
-            (shutil.rmtree if (out / name).is_dir() else Path.unlink)(out / name)
+    if resume and not present:
+        where = "does not exist" if not out.exists() else "holds no run"
+        raise FileNotFoundError(
+            f"{out} {where}: nothing to resume (expected a run's files: "
+            f"{', '.join(RUN_FILES)}). Start a new run without --resume "
+            "(resume=False), or name the folder of the run to continue"
+        )
+    if not present or resume or overwrite:
         return out
     state = saved_file(out / "training_state", STATE_NAME)
     if all((out / name).is_file() for name in CHECKPOINT_FILES):
@@ -75,15 +80,39 @@ def check_run_folder(
 
 # Built in chapter 9, section "The real run":
 # chapters/09_pretraining.html#the-real-run
-def _check_counts(minimum: int = 1, **counts) -> None:
-    for name, value in counts.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+def remove_run(out: Path) -> None:
+    """Delete the run in ``out``: its files (RUN_FILES), and nothing else."""
+    for name in RUN_FILES:
+        if (out / name).is_dir():
+            shutil.rmtree(out / name)
+        elif (out / name).exists():
+            (out / name).unlink()
 
 
 # Built in chapter 9, section "The real run":
 # chapters/09_pretraining.html#the-real-run
-def _check_config(preset: str, overrides: dict, vocab_size: int) -> None:
+def _flag(name: str) -> str:
+    """The option of ``tinybert pretrain`` that sets the argument ``name``."""
+    renamed = {"warmup_fraction": "--warmup", "mlm_probability": "--mask-probability"}
+    return renamed.get(name, "--" + name.replace("_", "-"))
+
+
+# Built in chapter 9, section "The real run":
+# chapters/09_pretraining.html#the-real-run
+def _check_counts(minimum: int = 1, **counts) -> None:
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(
+                f"{name} ({_flag(name)}): expected an integer >= {minimum}, "
+                f"got {value!r}"
+            )
+
+
+# Built in chapter 9, section "The real run":
+# chapters/09_pretraining.html#the-real-run
+def _check_config(
+    preset: str, overrides: dict, vocab_size: int, objective: str
+) -> None:
     """Build the model configuration once, with a stand-in vocabulary: errors first."""
     unknown = sorted(set(overrides) - {f.name for f in fields(BertConfig)})
     if unknown:
@@ -91,9 +120,29 @@ def _check_config(preset: str, overrides: dict, vocab_size: int) -> None:
             f"unknown BertConfig field(s) {unknown}; known: "
             f"{', '.join(f.name for f in fields(BertConfig))}"
         )
-    BertConfig.preset(
+    for name in ("vocab_size", "pad_token_id"):  # the trained vocabulary sets them
+        if name in overrides:
+            raise ValueError(
+                f"--set {name}: expected no override, {name} comes from the trained "
+                f"vocabulary (its size: --vocab-size); got {name}={overrides[name]!r}"
+            )
+    config = BertConfig.preset(
         preset, **{"vocab_size": vocab_size, "pad_token_id": 0, **overrides}
     )
+    # NSP: [CLS] A [SEP] B [SEP], two segment types; MLM alone: [CLS] A [SEP]
+    needed, segments = (5, 2) if objective == "mlm+nsp" else (3, 1)
+    if config.max_len < needed:
+        raise ValueError(
+            f"max_len (--set max_len): expected at least {needed} for objective "
+            f"{objective!r}, room for the special tokens and a token of each "
+            f"segment; got {config.max_len}"
+        )
+    if config.type_vocab_size < segments:
+        raise ValueError(
+            f"type_vocab_size (--set type_vocab_size): expected at least "
+            f"{segments} for objective {objective!r}, one per segment; got "
+            f"{config.type_vocab_size}"
+        )
 
 
 # Built in chapter 9, section "The real run":
@@ -140,16 +189,20 @@ def check_arguments(
     lr: float,
     warmup_fraction: float,
     vocab_size: int,
+    vocab_min_count: int,
     vocab_score: str,
     eval_every: int,
     eval_batches: int,
     checkpoint_every: int,
+    seed: int,
+    max_documents: int | None,
     stop_after: int | None,
     objective: str,
     mlm_probability: float,
+    adam_beta2: float,
 ) -> None:
     """``pretrain_bert``'s arguments, checked before any work: a ValueError names the
-    first one that cannot be right."""
+    first one that cannot be right, and the option that sets it."""
     if objective not in ("mlm+nsp", "mlm"):
         raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
     if vocab_score not in ("count", "likelihood"):
@@ -162,19 +215,34 @@ def check_arguments(
         eval_every=eval_every,
         eval_batches=eval_batches,
         vocab_size=vocab_size,
+        vocab_min_count=vocab_min_count,
     )
-    _check_counts(minimum=0, checkpoint_every=checkpoint_every)
+    _check_counts(minimum=0, checkpoint_every=checkpoint_every, seed=seed)
+    if seed >= 2**64:  # torch.manual_seed takes 64 bits
+        raise ValueError(f"seed (--seed): expected an integer < 2**64, got {seed}")
+    if max_documents is not None:  # NSP pairs segments of two documents
+        _check_counts(2 if objective == "mlm+nsp" else 1, max_documents=max_documents)
     if stop_after is not None:
         _check_counts(stop_after=stop_after)
+        if stop_after > steps:
+            raise ValueError(
+                f"stop_after (--stop-after): expected a step of the run, at most "
+                f"steps = {steps}; got {stop_after}"
+            )
     if vocab_size <= len(SPECIAL_TOKENS):
         raise ValueError(
             f"vocab_size must be more than the {len(SPECIAL_TOKENS)} "
             f"special tokens {', '.join(SPECIAL_TOKENS)}, "
             f"got {vocab_size}"
         )
-    _check_config(preset, overrides, vocab_size)
-    if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not lr > 0:
+    _check_config(preset, overrides, vocab_size, objective)
+    if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not 0 < lr < inf:
         raise ValueError(
-            f"expected 0 < mlm_probability < 1, 0 <= warmup_fraction <= 1"
-            f" and lr > 0, got {mlm_probability}, {warmup_fraction}, {lr}"
+            f"expected 0 < mlm_probability < 1 (--mask-probability), "
+            f"0 <= warmup_fraction <= 1 (--warmup) and a finite lr > 0 (--lr), "
+            f"got {mlm_probability}, {warmup_fraction}, {lr}"
+        )
+    if not 0 <= adam_beta2 < 1:
+        raise ValueError(
+            f"adam_beta2 (--adam-beta2): expected a number in [0, 1), got {adam_beta2}"
         )
