@@ -242,15 +242,15 @@ def test_finetune_from_a_local_hugging_face_folder(hf_folder, capsys, extra):
 
 
 def test_finetune_from_hf_refuses_bad_input_with_a_message(tmp_path, capsys):
-    assert _main("banking77", "--from-hf", str(tmp_path / "missing")) == 1
-    assert "missing is not a folder" in capsys.readouterr().out
+    assert _main("banking77", "--from-hf", str(tmp_path / "missing")) == 2
+    assert "missing is not a folder" in capsys.readouterr().err
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
     (tmp_path / "vocab.txt").write_text("[UNK]\n")
     (tmp_path / "model.safetensors").write_bytes(b"")
-    assert _main("banking77", "--from-hf", str(tmp_path)) == 1
-    assert "does not hold a BERT" in capsys.readouterr().out
-    assert _main("banking77", "--from-hf", str(tmp_path), "--checkpoint", str(tmp_path)) == 1
-    assert "--from-hf and --checkpoint" in capsys.readouterr().out
+    assert _main("banking77", "--from-hf", str(tmp_path)) == 2
+    assert "does not hold a BERT" in capsys.readouterr().err
+    assert _main("banking77", "--from-hf", str(tmp_path), "--checkpoint", str(tmp_path)) == 2
+    assert "--from-hf and --checkpoint" in capsys.readouterr().err
 
 
 def test_finetune_from_an_unreachable_hub_name_says_what_to_do(capsys, monkeypatch):
@@ -258,8 +258,8 @@ def test_finetune_from_an_unreachable_hub_name_says_what_to_do(capsys, monkeypat
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")          # never touch the network in tests
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)   # (read at import)
-    assert _main("banking77", "--from-hf", "tinybert-tests/no-such-model") == 1
-    out = capsys.readouterr().out
+    assert _main("banking77", "--from-hf", "tinybert-tests/no-such-model") == 2
+    out = capsys.readouterr().err
     assert "could not load 'tinybert-tests/no-such-model' from the Hugging Face hub" in out
     assert "local folder" in out
 
@@ -268,6 +268,6 @@ def test_finetune_errors_are_messages_not_tracebacks(tmp_path):
     result = subprocess.run([sys.executable, "-m", "tinybert", "finetune", "banking77", "--from-hf",
                              str(tmp_path / "missing")], capture_output=True, text=True,
                             env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
-    assert result.returncode == 1
+    assert result.returncode == 2   # errors go to stderr, as a usage error
     assert "Traceback" not in result.stdout + result.stderr
-    assert "is not a folder" in result.stdout
+    assert "is not a folder" in result.stderr
