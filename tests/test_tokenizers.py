@@ -364,6 +364,19 @@ def test_encode_batch_backends_agree(wordpiece_pair, byte_level_pair, held_out_t
     assert wp.encode_batch([]) == [] and bl.encode_batch([], backend="tokenizers") == []
 
 
+def test_batch_encode_backends_agree_on_the_default_special_tokens(wordpiece_pair):
+    """Called directly, batch_encode's backends agree without add_special_tokens: the Rust
+    tokenizer's own default adds [CLS] and [SEP], ours does not."""
+    from tinybert.tokenizers.encoding import batch_encode
+    wp = wordpiece_pair[0]
+    texts = ["the cat sat", "a dog"]
+    python = batch_encode(wp, texts)
+    assert python == batch_encode(wp, texts, backend="tokenizers")
+    assert all("[CLS]" not in e.tokens for e in python)
+    assert batch_encode(wp, texts, add_special_tokens=True) == batch_encode(
+        wp, texts, backend="tokenizers", add_special_tokens=True)
+
+
 def test_encode_batch_backends_agree_with_a_short_word_limit():
     vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "##a",
                                          "b", "##b", "ab"])}

@@ -68,6 +68,8 @@ def batch_encode(
     if backend == "python":
         return [tokenizer.encode(text, **kwargs) for text in texts]
     rust = tokenizer.to_hugging_face()
+    # Rust adds [CLS] and [SEP] unless told not to; our encode adds them when told to
+    kwargs = {"add_special_tokens": False, **kwargs}
     return [
         Encoding(list(e.ids), list(e.tokens), [tuple(o) for o in e.offsets])
         for e in rust.encode_batch(list(texts), **kwargs)
