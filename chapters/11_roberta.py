@@ -1042,6 +1042,8 @@ assert min(margins) == 0.1 and max(margins) == 0.8
 # with exactly the masks the static run saw, the same inputs with new masks, and held-out articles.
 
 # %%
+import matplotlib.pyplot as plt
+
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.examples import PretrainingBatches
 from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
@@ -1134,6 +1136,21 @@ print(
     f"new masks minus trained masks: static {gap['static']:+.2f}, dynamic "
     f"{gap['dynamic']:+.2f} nats (uniform guess ln V = {math.log(len(wordpiece)):.2f})"
 )
+
+fig, ax = plt.subplots(figsize=(7, 3))
+for offset, masking in ((-0.2, "static"), (0.2, "dynamic")):
+    ax.bar(
+        [i + offset for i in range(len(tests))],
+        list(memorisation[masking].values()),
+        width=0.4,
+        label=f"{masking} masks",
+    )
+ax.set_xticks(range(len(tests)), list(tests))
+ax.set(
+    ylabel="MLM cross-entropy (nats)", title="What each run learned (lower is better)"
+)
+ax.legend(fontsize=8)
+plt.show()
 if not is_quick():
     assert gap["static"] > 1.0  # the static run answers its own blanks by heart
     assert abs(gap["dynamic"]) < 0.3  # the dynamic run has no blanks of its own

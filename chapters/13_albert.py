@@ -1154,6 +1154,20 @@ for rule in rules:
         f"{rule_accuracy[rule, 'SOP']:>8.1%}"
     )
 
+fig, ax = plt.subplots(figsize=(6, 2.8))
+for offset, task in ((-0.2, "NSP"), (0.2, "SOP")):
+    ax.bar(
+        [i + offset for i in range(len(rules))],
+        [100 * rule_accuracy[rule, task] for rule in rules],
+        width=0.4,
+        label=f"{task} pairs",
+    )
+ax.axhline(50, color="0.5", linestyle=":", label="chance")
+ax.set_xticks(range(len(rules)), list(rules))
+ax.set(ylabel="test accuracy (%)", ylim=(0, 100), title="Rules that read no model")
+ax.legend(fontsize=8)
+plt.show()
+
 
 # %% [markdown]
 # An accuracy on a few thousand pairs is uncertain by a point or so, so the next cell states each
