@@ -60,6 +60,7 @@ import math
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor
 
 from tinybert.blocks.checks import shape_of
 
@@ -333,12 +334,8 @@ def _check_attention_inputs(q, k, v, mask, dropout_p) -> tuple[int, ...]:
 
 
 def scaled_dot_product_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+) -> tuple[Tensor, Tensor]:
     """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V, written out step by step.
 
     Shapes: q (..., T, Dk), k (..., S, Dk), v (..., S, Dv); the leading axes (usually
@@ -749,12 +746,8 @@ assert torch.allclose(reference, out_mha, atol=1e-6) and torch.allclose(
 
 # %% tags=["export"]
 def fast_scaled_dot_product_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-) -> tuple[torch.Tensor, None]:
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+) -> tuple[Tensor, None]:
     """The same attention on ``torch.nn.functional.scaled_dot_product_attention``
     (SDPA).
 

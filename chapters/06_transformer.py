@@ -391,7 +391,8 @@ assert not torch.allclose(out_changed[:, 4:], out[:, 4:])
 #
 # A stack runs its layers in order and, optionally, a final LayerNorm. Pre-LN needs that final norm:
 # without it the stack's output would be the sum of un-normalised sub-layer outputs. The paper's
-# post-LN stacks have none, because every layer already ends with a norm.
+# post-LN stacks have none, because every layer already ends with a norm. The decoder's stack is
+# the encoder's with one more input, the memory, passed to every layer.
 
 # %% tags=["export:blocks.transformer_layers"]
 class Encoder(nn.Module):
@@ -410,22 +411,12 @@ class Encoder(nn.Module):
         return self.norm(x)
 
 
-class Decoder(nn.Module):
-    """N decoder layers, then an optional final LayerNorm. x (B, T, D), memory (B, S, D)
-    -> (B, T, D)."""
+class Decoder(Encoder):
+    """The same stack of decoder layers (``layers``: a list of DecoderLayer), each of
+    which also reads the encoder's output. x (B, T, D), memory (B, S, D) -> (B, T, D);
+    the masks are DecoderLayer's."""
 
-    def __init__(self, layers: list[DecoderLayer], norm: LayerNorm | None = None):
-        super().__init__()
-        self.layers = nn.ModuleList(layers)
-        self.norm = norm if norm is not None else nn.Identity()
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        memory: torch.Tensor,
-        self_mask: torch.Tensor | None = None,
-        memory_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, x, memory, self_mask=None, memory_mask=None) -> torch.Tensor:
         for layer in self.layers:
             x = layer(x, memory, self_mask, memory_mask)  # (B, T, D)
         return self.norm(x)

@@ -1318,10 +1318,10 @@ def train_wordpiece(
     word_counts: Mapping[str, int],
     vocab_size: int,
     *,
+    score: str = "likelihood",
     min_count: int = 1,
     special_tokens: Iterable[str] = SPECIAL_TOKENS,
     prefix: str = "##",
-    score: str = "likelihood",
 ) -> dict[str, int]:
     """``train_wordpiece_simple`` with counts kept up to date: the same
     vocabulary, faster.

@@ -1048,25 +1048,29 @@ class MaskedLMOutput:
     logits: torch.Tensor
 
 
-class BertForMaskedLM(nn.Module):
-    """BERT with the masked-language-model head (no pooler): predict the token at
-    each position.
-
-    A variant sets ``model_class`` (its encoder) and, if its head differs,
-    ``mlm_head_class``.
-    """
+class BertWithMLMHead(nn.Module):
+    """What BERT's pretraining models share: the encoder (``model_class``, with a
+    pooler when ``add_pooler``) and the masked-language-model head (``mlm_head_class``),
+    tied to the token table. A variant sets these class attributes."""
 
     config_class = BertConfig
     model_class = BertModel
     mlm_head_class = BertMLMHead
+    add_pooler = False
 
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
-        self.bert = self.model_class(config, add_pooler=False)  # checks the config
+        # checks the config
+        self.bert = self.model_class(config, add_pooler=self.add_pooler)
         self.mlm_head = self.mlm_head_class(
             config, self.bert.embeddings.token_embeddings
         )
+
+
+class BertForMaskedLM(BertWithMLMHead):
+    """BERT with the masked-language-model head (no pooler): predict the token at
+    each position."""
 
     def forward(
         self,
@@ -1147,12 +1151,13 @@ for name in ("bert-mini", "bert-base-uncased"):
 # makes that position useful for sentence-level fine-tuning in {doc}`10_finetuning`. (Later work
 # questioned how much NSP helps, and RoBERTa {cite}`liu2019roberta` drops it.)
 #
-# `BertForPreTraining` carries both heads. Its loss is the sum of the two losses whose labels are
-# given. The labels of the sentence-pair head are called `pair_labels`, not `nsp_labels`: the
-# variants of chapters 11-13 reuse the class, and one of them, ALBERT, asks the pair head another
-# question. They change its class attributes (the model, the MLM head, the output); ALBERT also
-# overrides the two methods that make and read the pair head, and keeps everything else,
-# `forward` included.
+# `BertForPreTraining` shares its encoder and MLM head with `BertForMaskedLM` (both subclass
+# `BertWithMLMHead`) and adds a pooler and a second head. Its loss is the sum of the two losses
+# whose labels are given. The labels of the sentence-pair head are called `pair_labels`, not
+# `nsp_labels`: the variants of chapters 11-13 reuse the class, and one of them, ALBERT, asks the
+# pair head another question. They change its class attributes (the model, the MLM head, the
+# output); ALBERT also overrides the two methods that make and read the pair head, and keeps
+# everything else, `forward` included.
 
 # %% tags=["export:models.bert_heads"]
 @dataclass
@@ -1177,25 +1182,19 @@ class PreTrainingOutput:
         return self.nsp_logits
 
 
-class BertForPreTraining(nn.Module):
-    """BERT with both pretraining heads: masked language model and next sentence
-    prediction.
+class BertForPreTraining(BertWithMLMHead):
+    """BERT with both pretraining heads: the encoder and MLM head of BertForMaskedLM,
+    plus the pooler and the next-sentence head.
 
     A variant sets the class attributes and, for another sentence-pair head, overrides
-    ``add_pair_head`` and ``pair_logits`` (ALBERT's sentence order, chapter 13)."""
+    ``add_pair_head`` and ``pair_logits`` (ALBERT's sentence order, chapter 13). The
+    labels are keyword-only, so that the two kinds cannot be swapped by position."""
 
-    config_class = BertConfig
-    model_class = BertModel
-    mlm_head_class = BertMLMHead
+    add_pooler = True
     output_class = PreTrainingOutput
 
     def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.bert = self.model_class(config, add_pooler=True)
-        self.mlm_head = self.mlm_head_class(
-            config, self.bert.embeddings.token_embeddings
-        )
+        super().__init__(config)
         self.add_pair_head(config)
 
     def add_pair_head(self, config: BertConfig) -> None:
@@ -1207,14 +1206,16 @@ class BertForPreTraining(nn.Module):
 
     def forward(
         self,
-        input_ids: torch.Tensor,
-        token_type_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        mlm_labels: torch.Tensor | None = None,
-        pair_labels: torch.Tensor | None = None,
+        input_ids,
+        token_type_ids=None,
+        attention_mask=None,
+        *,
+        mlm_labels=None,
+        pair_labels=None,
     ) -> PreTrainingOutput:
-        """``pair_labels`` (B,) are the sentence-pair head's: for BERT, 0 = IsNext and
-        1 = NotNext."""
+        """The inputs as BertModel takes them, the masked-LM labels as BertForMaskedLM
+        takes them; ``pair_labels`` (B,) are the sentence-pair head's: for BERT, 0 =
+        IsNext and 1 = NotNext."""
         out = self.bert(input_ids, token_type_ids, attention_mask)
         mlm_logits, mlm_loss = masked_lm_logits_and_loss(
             self.mlm_head, out.last_hidden_state, mlm_labels, self.config.vocab_size

@@ -171,7 +171,7 @@ def test_finetune_checks_its_numbers_first(kwargs, message):
     model = SequenceClassifier(tiny_bert(13), 2)
     before = [p.detach().clone() for p in model.parameters()]
     with pytest.raises(ValueError, match=message):
-        finetune(model, _contains_seven(16), pad_id=0, **kwargs)
+        finetune(model, _contains_seven(16), pad_id=0, **{"lr": 1e-3, **kwargs})
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
 

@@ -16,6 +16,7 @@ import math
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor
 
 from tinybert.blocks.checks import shape_of
 
@@ -106,12 +107,8 @@ def _check_attention_inputs(q, k, v, mask, dropout_p) -> tuple[int, ...]:
 # Built in chapter 3, section "Scaled dot-product attention":
 # chapters/03_attention.html#scaled-dot-product-attention
 def scaled_dot_product_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+) -> tuple[Tensor, Tensor]:
     """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V, written out step by step.
 
     Shapes: q (..., T, Dk), k (..., S, Dk), v (..., S, Dv); the leading axes (usually
@@ -198,12 +195,8 @@ def padding_mask(lengths: torch.Tensor, S: int | None = None) -> torch.Tensor:
 # Built in chapter 3, section "The fast path":
 # chapters/03_attention.html#the-fast-path
 def fast_scaled_dot_product_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-) -> tuple[torch.Tensor, None]:
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+) -> tuple[Tensor, None]:
     """The same attention on ``torch.nn.functional.scaled_dot_product_attention``
     (SDPA).
 

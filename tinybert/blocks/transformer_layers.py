@@ -159,22 +159,12 @@ class Encoder(nn.Module):
 
 # Built in chapter 6, section "Stacks of layers":
 # chapters/06_transformer.html#stacks-of-layers
-class Decoder(nn.Module):
-    """N decoder layers, then an optional final LayerNorm. x (B, T, D), memory (B, S, D)
-    -> (B, T, D)."""
+class Decoder(Encoder):
+    """The same stack of decoder layers (``layers``: a list of DecoderLayer), each of
+    which also reads the encoder's output. x (B, T, D), memory (B, S, D) -> (B, T, D);
+    the masks are DecoderLayer's."""
 
-    def __init__(self, layers: list[DecoderLayer], norm: LayerNorm | None = None):
-        super().__init__()
-        self.layers = nn.ModuleList(layers)
-        self.norm = norm if norm is not None else nn.Identity()
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        memory: torch.Tensor,
-        self_mask: torch.Tensor | None = None,
-        memory_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, x, memory, self_mask=None, memory_mask=None) -> torch.Tensor:
         for layer in self.layers:
             x = layer(x, memory, self_mask, memory_mask)  # (B, T, D)
         return self.norm(x)

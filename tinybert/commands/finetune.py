@@ -18,7 +18,7 @@ import math
 import sys
 
 from tinybert.commands.finetune_encoders import encoder_of, load_hf
-from tinybert.commands.pretrain_arguments import at_least, seed_number
+from tinybert.commands.pretrain_arguments import add_count, at_least, seed_number
 
 # the tasks with one label per sentence, which --pooling applies to
 SENTENCE_TASKS = ("banking77", "poem_sentiment")
@@ -89,21 +89,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("--train-examples", "train", "training"),
         ("--eval-examples", "evaluate", "evaluation"),
     ):
-        parser.add_argument(
-            flag,
-            type=at_least(1),
-            default=None,
-            metavar="N",
-            help=f"{verb} on N examples spread evenly over the {split} set "
-            "(default: all)",
-        )
-    parser.add_argument(
+        text = f"{verb} on N examples spread evenly over the {split} set (default: all)"
+        add_count(parser, flag, 1, text, metavar="N")
+    add_count(
+        parser,
         "--trainable-layers",
-        type=at_least(0),
-        default=None,
+        0,
+        "update only the top K encoder layers and the head; 0 = the head alone "
+        "(default: update everything)",
         metavar="K",
-        help="update only the top K encoder layers and the head; 0 = "
-        "the head alone (default: update everything)",
     )
     parser.add_argument(
         "--test",

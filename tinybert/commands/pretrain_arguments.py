@@ -45,6 +45,19 @@ def at_least(minimum: int):
     return parse
 
 
+def add_count(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    minimum: int,
+    text: str,
+    default: int | None = None,
+    metavar: str | None = None,
+) -> None:
+    """Add the option ``flag``, an integer >= ``minimum``, with the help ``text``."""
+    kind = at_least(minimum)
+    parser.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
+
+
 def seed_number(text: str) -> int:
     """An argparse type: a seed, an integer from 0 to 2**64 - 1 (what torch takes)."""
     try:
@@ -105,11 +118,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             flag, type=kind, default=default, help=f"{text} (default: %(default)s)"
         )
-    parser.add_argument(
+    add_count(
+        parser,
         "--checkpoint-every",
-        type=at_least(0),
+        0,
+        "save a resumable checkpoint every N steps (0: only at the end)",
         default=0,
-        help="save a resumable checkpoint every N steps (0: only at the end)",
     )
     parser.add_argument(
         "--vocab-score",
@@ -150,12 +164,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=("add the unlabelled training text of chapter 10's tasks to the corpus"),
     )
-    parser.add_argument(
-        "--max-documents",
-        type=at_least(1),
-        default=None,
-        help="use only the first N documents (tests)",
-    )
+    add_count(parser, "--max-documents", 1, "use only the first N documents (tests)")
     parser.add_argument(
         "--resume",
         action="store_true",
@@ -168,25 +177,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "start again; without --resume or --overwrite, an OUT that "
         "holds a run is refused",
     )
-    parser.add_argument(
+    add_count(
+        parser,
         "--stop-after",
-        type=at_least(1),
-        default=None,
+        1,
+        "save and stop after this step (at most --steps); --resume continues later",
         metavar="STEP",
-        help="save and stop after this step (at most --steps); --resume "
-        "continues later",
     )
     parser.add_argument(
         "--device",
         default=None,
         help=("cpu, cuda, cuda:1, mps (default: the best available)"),
     )
-    parser.add_argument(
-        "--threads",
-        type=at_least(1),
-        default=None,
-        help="torch CPU threads (torch.set_num_threads)",
-    )
+    add_count(parser, "--threads", 1, "torch CPU threads (torch.set_num_threads)")
 
 
 def pretrain_bert_arguments(args: argparse.Namespace) -> dict:

@@ -51,7 +51,7 @@ def finetune(
     pad_id: int,
     epochs: int = 3,
     batch_size: int = 32,
-    lr: float = 5e-5,
+    lr: float,
     weight_decay: float = 0.01,
     warmup_fraction: float = 0.1,
     max_grad_norm: float = 1.0,
@@ -59,7 +59,8 @@ def finetune(
     desc: str | None = None,
 ) -> FinetuneResult:
     """Train ``model`` (a head over an encoder) on ``features``; a progress bar when
-    ``desc``. A NaN or infinite loss raises FloatingPointError before the update."""
+    ``desc``. The learning rate has no default: each task picks its own from a grid.
+    A NaN or infinite loss raises FloatingPointError before the update."""
     for name, count in (("epochs", epochs), ("batch_size", batch_size)):
         if not isinstance(count, int) or count < 1:
             raise ValueError(f"{name}: expected an integer >= 1, got {count!r}")

@@ -17,25 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-UPOS_TAGS = (
-    "ADJ",
-    "ADP",
-    "ADV",
-    "AUX",
-    "CCONJ",
-    "DET",
-    "INTJ",
-    "NOUN",
-    "NUM",
-    "PART",
-    "PRON",
-    # the 17 universal POS tags
-    "PROPN",
-    "PUNCT",
-    "SCONJ",
-    "SYM",
-    "VERB",
-    "X",
+# the 17 universal POS tags
+UPOS_TAGS = tuple(
+    "ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT "
+    "SCONJ SYM VERB X".split()
 )
 
 

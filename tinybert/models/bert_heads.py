@@ -9,7 +9,7 @@ Built in chapter 8 (BERT); read it with its explanations at chapters/08_bert.htm
 from __future__ import annotations
 
 __all__ = ['IGNORE_INDEX', 'BertMLMHead', 'check_labels', 'masked_lm_logits_and_loss',
-           'MaskedLMOutput', 'BertForMaskedLM', 'PreTrainingOutput',
+           'MaskedLMOutput', 'BertWithMLMHead', 'BertForMaskedLM', 'PreTrainingOutput',
            'BertForPreTraining']  # fmt: skip
 
 
@@ -110,25 +110,31 @@ class MaskedLMOutput:
 
 # Built in chapter 8, section "The masked-language-model head":
 # chapters/08_bert.html#the-masked-language-model-head
-class BertForMaskedLM(nn.Module):
-    """BERT with the masked-language-model head (no pooler): predict the token at
-    each position.
-
-    A variant sets ``model_class`` (its encoder) and, if its head differs,
-    ``mlm_head_class``.
-    """
+class BertWithMLMHead(nn.Module):
+    """What BERT's pretraining models share: the encoder (``model_class``, with a
+    pooler when ``add_pooler``) and the masked-language-model head (``mlm_head_class``),
+    tied to the token table. A variant sets these class attributes."""
 
     config_class = BertConfig
     model_class = BertModel
     mlm_head_class = BertMLMHead
+    add_pooler = False
 
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
-        self.bert = self.model_class(config, add_pooler=False)  # checks the config
+        # checks the config
+        self.bert = self.model_class(config, add_pooler=self.add_pooler)
         self.mlm_head = self.mlm_head_class(
             config, self.bert.embeddings.token_embeddings
         )
+
+
+# Built in chapter 8, section "The masked-language-model head":
+# chapters/08_bert.html#the-masked-language-model-head
+class BertForMaskedLM(BertWithMLMHead):
+    """BERT with the masked-language-model head (no pooler): predict the token at
+    each position."""
 
     def forward(
         self,
@@ -171,25 +177,19 @@ class PreTrainingOutput:
 
 # Built in chapter 8, section "The next-sentence head":
 # chapters/08_bert.html#the-next-sentence-head
-class BertForPreTraining(nn.Module):
-    """BERT with both pretraining heads: masked language model and next sentence
-    prediction.
+class BertForPreTraining(BertWithMLMHead):
+    """BERT with both pretraining heads: the encoder and MLM head of BertForMaskedLM,
+    plus the pooler and the next-sentence head.
 
     A variant sets the class attributes and, for another sentence-pair head, overrides
-    ``add_pair_head`` and ``pair_logits`` (ALBERT's sentence order, chapter 13)."""
+    ``add_pair_head`` and ``pair_logits`` (ALBERT's sentence order, chapter 13). The
+    labels are keyword-only, so that the two kinds cannot be swapped by position."""
 
-    config_class = BertConfig
-    model_class = BertModel
-    mlm_head_class = BertMLMHead
+    add_pooler = True
     output_class = PreTrainingOutput
 
     def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.bert = self.model_class(config, add_pooler=True)
-        self.mlm_head = self.mlm_head_class(
-            config, self.bert.embeddings.token_embeddings
-        )
+        super().__init__(config)
         self.add_pair_head(config)
 
     def add_pair_head(self, config: BertConfig) -> None:
@@ -201,14 +201,16 @@ class BertForPreTraining(nn.Module):
 
     def forward(
         self,
-        input_ids: torch.Tensor,
-        token_type_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        mlm_labels: torch.Tensor | None = None,
-        pair_labels: torch.Tensor | None = None,
+        input_ids,
+        token_type_ids=None,
+        attention_mask=None,
+        *,
+        mlm_labels=None,
+        pair_labels=None,
     ) -> PreTrainingOutput:
-        """``pair_labels`` (B,) are the sentence-pair head's: for BERT, 0 = IsNext and
-        1 = NotNext."""
+        """The inputs as BertModel takes them, the masked-LM labels as BertForMaskedLM
+        takes them; ``pair_labels`` (B,) are the sentence-pair head's: for BERT, 0 =
+        IsNext and 1 = NotNext."""
         out = self.bert(input_ids, token_type_ids, attention_mask)
         mlm_logits, mlm_loss = masked_lm_logits_and_loss(
             self.mlm_head, out.last_hidden_state, mlm_labels, self.config.vocab_size
