@@ -42,7 +42,8 @@
 #   head of one linear layer turns the encoder's vectors into class scores, per-token
 #   tags or answer spans;
 # - how to fine-tune on intent classification (Banking77), part-of-speech tagging (Universal
-#   Dependencies), named-entity recognition (Universal NER) and {term}`extractive question answering` (SQuAD), including the details that make or
+#   Dependencies), named-entity recognition (Universal NER), {term}`sentence-pair classification`
+#   (does a sentence answer a question?) and {term}`extractive question answering` (SQuAD), including the details that make or
 #   break the last two: {term}`labelling only the first word piece of each word <first-piece labelling>`, cutting long paragraphs
 #   into overlapping windows, and mapping a predicted span back to characters;
 # - how the metrics are computed: accuracy overall and per class, {term}`confusion matrices <confusion matrix>`, entity-level
@@ -58,7 +59,8 @@
 #
 # **Uses**: `BertModel`, `BertConfig`, `init_bert_weights` and `IGNORE_INDEX` from {doc}`08_bert`,
 # with `from_hf` and `bert_config_to_hf` for a check against Hugging Face; the pretrained checkpoint
-# (`load_pretrained`), the input builder (`encode_pair`, `SpecialTokens`, `pad_features`) and the
+# (`load_pretrained`), the input builder (`encode_pair`, `SpecialTokens`, `pad_features`), the
+# sentence splitter (`split_sentences`) and the
 # optimiser and schedule (`make_optimizer`, `linear_warmup_decay`) from {doc}`09_pretraining`; the WordPiece tokenizer and its character offsets from
 # {doc}`07_tokenization`; `load_minilm`, the real pretrained encoder, from {doc}`08_bert`; and
 # `fetch` from `tinybert.data` for the data sets.
@@ -125,7 +127,7 @@ print(
 # | kind of task | input | what the head reads | examples in the paper | in this chapter |
 # |---|---|---|---|---|
 # | {term}`single-sentence classification <sentence classification>` | `[CLS] A [SEP]` | the `[CLS]` vector | SST-2, CoLA | Banking77, Poem Sentiment |
-# | sentence-pair classification | `[CLS] A [SEP] B [SEP]` | the `[CLS]` vector | MNLI, QQP, MRPC, ... | (an exercise) |
+# | {term}`sentence-pair classification` | `[CLS] A [SEP] B [SEP]` | the `[CLS]` vector | MNLI, QQP, QNLI, MRPC, ... | does a sentence answer a question? ({ref}`sec-ft-pairs`) |
 # | extractive question answering | `[CLS] question [SEP] paragraph [SEP]` | every paragraph token: start and end scores | SQuAD v1.1 | SQuAD v1.1 |
 # | single-sentence tagging | `[CLS] A [SEP]` | every token's vector | CoNLL-2003 NER | UD part-of-speech tags, Universal NER entities |
 #
@@ -3025,12 +3027,16 @@ for arm_name, runs in ner_f1.items():
 
 
 # %%
-def ner_gap(upper: str, lower: str) -> tuple[float, float]:
-    """Mean F1 of ``upper`` minus ``lower`` in points, and the larger spread
-    over seeds."""
-    runs = {arm: 100 * torch.tensor(ner_f1[arm]) for arm in (upper, lower)}
+def gap(scores: dict, upper: str, lower: str) -> tuple[float, float]:
+    """Mean score (over seeds) of arm ``upper`` minus that of ``lower``, in points, and
+    the larger of the two arms' spreads over seeds."""
+    runs = {arm: 100 * torch.tensor(scores[arm]) for arm in (upper, lower)}
     spread = max((r.max() - r.min()).item() for r in runs.values())
     return (runs[upper].mean() - runs[lower].mean()).item(), spread
+
+
+def ner_gap(upper: str, lower: str) -> tuple[float, float]:
+    return gap(ner_f1, upper, lower)
 
 
 for upper, lower in [(COURSE, RANDOM), (REAL, COURSE), (REAL, RANDOM)]:
@@ -3120,6 +3126,345 @@ for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
 # the context around a word it has never seen with a label. Pretraining pays off on the
 # task where its knowledge of the world matters most.
 #
+# (sec-ft-pairs)=
+# ### Sentence pairs on the ladder
+#
+# The first row of the task table, a *pair* of texts, is how BERT reads entailment, paraphrase
+# and similarity: both texts go into one input, `[CLS] A [SEP] B [SEP]`, with segment id 0 on
+# the first and 1 on the second, and the classifier reads one summary of the pair. Every word of
+# one text attends to every word of the other, in every layer. GLUE's QNLI is such a task, and it
+# was made from SQuAD {cite}`wang2018glue`: pair a question with a sentence of its paragraph, and
+# label the pair by whether the sentence holds the answer. The BERT paper's Table 1 lists 108k
+# training pairs for it and 90.5% test accuracy for BERT-base {cite}`devlin2019bert`.
+#
+# We make the same kind of task from the course's SQuAD split of {ref}`sec-ft-qa`, with two
+# pairs per question so that the classes are balanced: the sentence that holds the first
+# reference answer (label 1), and another sentence of the same paragraph that holds none of the
+# reference answers (label 0), drawn at random with the question's id as the seed. Sentences
+# are cut by chapter 9's `split_sentences`; a question whose answer crosses a sentence boundary,
+# or whose paragraph has no sentence without an answer, is skipped and counted. The articles keep
+# the split of the SQuAD section (8 for evaluation, 40 for training), and a validation split for
+# choosing learning rates is cut from the 40 training articles in the same way: every fifth, 8
+# articles, for validation, the other 32 to train. No article, and so no paragraph, is on two
+# sides.
+
+# %% tags=["export:finetuning.sentence_pairs"]
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import torch
+
+from tinybert.finetuning.heads import SequenceClassifier
+from tinybert.finetuning.ladder import LadderArm
+from tinybert.finetuning.loop import finetune, predict
+from tinybert.finetuning.metrics import accuracy
+from tinybert.finetuning.squad import load_squad_dev_split, split_squad
+from tinybert.finetuning.tasks import evenly_spaced
+from tinybert.pretraining.corpus import split_sentences  # chapter 9
+from tinybert.pretraining.objective import SpecialTokens  # chapter 9
+from tinybert.pretraining.pairs import encode_pair  # chapter 9
+from tinybert.runtime import get_device, pick
+
+
+# %% tags=["export:finetuning.sentence_pairs"]
+@dataclass
+class SentencePair:
+    """A question and one sentence of its paragraph; label 1 if it holds the answer."""
+
+    question: str
+    sentence: str
+    label: int
+    title: str = ""  # the article, to check that splits never share one
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """The (start, end) character offsets in ``text`` of the sentences that
+    split_sentences finds (it joins runs of white space, so each word is looked up in
+    the original)."""
+    spans, cursor = [], 0
+    for sentence in split_sentences(text):
+        words = sentence.split()
+        start = end = text.index(words[0], cursor)
+        for word in words:
+            end = text.index(word, end) + len(word)
+        spans.append((start, end))
+        cursor = end
+    return spans
+
+
+def question_sentence_pairs(squad: dict) -> tuple[list[SentencePair], Counter]:
+    """QNLI-style pairs from a SQuAD object, two per question: the sentence of the
+    paragraph that holds the first reference answer (label 1) and, drawn with the
+    question's id as the seed, one that holds no reference answer (label 0). A question
+    is skipped, and counted, when its answer crosses a sentence boundary or every
+    sentence holds an answer."""
+    pairs, skipped = [], Counter()
+    for article in squad["data"]:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            spans = sentence_spans(context)
+            for qa in paragraph["qas"]:
+                answers = [
+                    (a["answer_start"], a["answer_start"] + len(a["text"]))
+                    for a in qa["answers"]
+                ]
+                start, end = answers[0]
+                holding = [(s, e) for s, e in spans if s <= start and end <= e]
+                free = [
+                    (s, e)
+                    for s, e in spans
+                    if not any(a < e and s < b for a, b in answers)
+                ]
+                if not holding:
+                    skipped["answer across sentences"] += 1
+                    continue
+                if not free:
+                    skipped["no sentence without an answer"] += 1
+                    continue
+                negative = random.Random(qa["id"]).choice(free)
+                for (s, e), label in ((holding[0], 1), (negative, 0)):
+                    question, title = qa["question"], article["title"]
+                    pairs.append(SentencePair(question, context[s:e], label, title))
+    return pairs, skipped
+
+
+# %% tags=["export:finetuning.sentence_pairs"]
+@dataclass(frozen=True)
+class PairTask:
+    train_pairs: int  # of evenly spread questions of the training articles
+    eval_pairs: int  # likewise of the validation or test articles
+    epochs: int
+    batch_size: int = 16
+    max_len: int = 64
+
+
+PAIR_TASK = PairTask(
+    pick(quick=16, full=256), pick(quick=16, full=400), pick(quick=1, full=3)
+)
+
+
+def pair_splits() -> dict[str, list[SentencePair]]:
+    """The pairs of the course's SQuAD split: "test" from its 8 evaluation articles;
+    "validation" from every fifth of its 40 training articles, "train" from the other
+    32."""
+    train_articles, eval_articles = load_squad_dev_split()
+    fit, validation = split_squad(train_articles, every=5)
+    named = (("train", fit), ("validation", validation), ("test", eval_articles))
+    return {name: question_sentence_pairs(data)[0] for name, data in named}
+
+
+def pair_subset(pairs: list[SentencePair], n: int | None) -> list[SentencePair]:
+    """The pairs of n // 2 evenly spread questions (both pairs of each: balanced)."""
+    questions = [pairs[i : i + 2] for i in range(0, len(pairs), 2)]
+    chosen = evenly_spaced(questions, None if n is None else n // 2)
+    return [pair for both in chosen for pair in both]
+
+
+# %%
+pair_data = pair_splits()
+for name, pairs in pair_data.items():
+    positive = sum(p.label for p in pairs)
+    print(
+        f"{name:>10}: {len(pairs):,} pairs ({positive:,} with the answer) from "
+        f"{len({p.title for p in pairs})} articles"
+    )
+    assert positive * 2 == len(pairs)  # balanced
+print(
+    "skipped in the evaluation articles:",
+    dict(question_sentence_pairs(squad_eval_data)[1]),
+)
+titles = {name: {p.title for p in pairs} for name, pairs in pair_data.items()}
+assert not titles["train"] & titles["validation"]
+assert not titles["test"] & (titles["train"] | titles["validation"])
+for pair in pair_data["test"][:2]:
+    print(f"  {pair.label}  {pair.question!r}\n     {pair.sentence[:100]!r}")
+
+# %% [markdown]
+# **Two baselines that need no model.** Half the pairs hold the answer, so the majority class
+# is right half of the time. A sharper baseline counts words: the share of the question's
+# distinct words, lower-cased, that the sentence also has. The threshold above which a pair is
+# called an answer is the one that is right most often on the training pairs.
+
+# %% tags=["export:finetuning.sentence_pairs"]
+_WORD = re.compile(r"\w+")
+
+
+def question_overlap(question: str, sentence: str) -> float:
+    """The share of the question's distinct lower-cased words that the sentence has."""
+    asked = set(_WORD.findall(question.lower()))
+    if not asked:
+        raise ValueError(f"expected a question with a word, got {question!r}")
+    return len(asked & set(_WORD.findall(sentence.lower()))) / len(asked)
+
+
+def overlap_threshold(pairs: list[SentencePair]) -> tuple[float, float]:
+    """The threshold t for "label 1 when question_overlap > t" that is right most often
+    on ``pairs``, and that accuracy."""
+    if not pairs:
+        raise ValueError("expected at least one pair to fit the threshold on, got none")
+    scored = sorted((question_overlap(p.question, p.sentence), p.label) for p in pairs)
+    best_t, correct = -1.0, sum(label for _, label in scored)  # -1: every pair is 1
+    best_correct = correct
+    for i, (overlap, label) in enumerate(scored):
+        correct += 1 if label == 0 else -1  # this pair is now called 0
+        if i + 1 < len(scored) and scored[i + 1][0] == overlap:
+            continue  # no threshold splits equal overlaps
+        if correct > best_correct:
+            best_t, best_correct = overlap, correct
+    return best_t, best_correct / len(scored)
+
+
+# %%
+pair_train = pair_subset(pair_data["train"], PAIR_TASK.train_pairs)
+pair_test = pair_subset(pair_data["test"], PAIR_TASK.eval_pairs)
+pair_gold = torch.tensor([p.label for p in pair_test])
+threshold, fitted = overlap_threshold(pair_train)
+overlap_calls = [
+    int(question_overlap(p.question, p.sentence) > threshold) for p in pair_test
+]
+pair_baselines = {
+    "majority class": accuracy(torch.ones_like(pair_gold), pair_gold),
+    "word overlap": accuracy(torch.tensor(overlap_calls), pair_gold),
+}
+print(
+    f"{len(pair_train)} training and {len(pair_test)} test pairs; overlap > "
+    f"{threshold:.2f} is right on {fitted:.1%} of the training pairs"
+)
+print(
+    ", ".join(f"{name} {value:.1%}" for name, value in pair_baselines.items()),
+    "on test",
+)
+
+# %% [markdown]
+# `encode_pairs` packs a pair with chapter 9's `encode_pair`: the question cut to 24 pieces,
+# then the longer segment cut until the whole fits 64 positions. For the ablation below it can
+# also leave out what makes the input a pair: the segment ids (all 0), or the `[SEP]` between the
+# two texts (one segment).
+
+# %% tags=["export:finetuning.sentence_pairs"]
+PAIR_FORMATS = ("pair", "no segment ids", "no [SEP]")
+
+
+def encode_pairs(
+    tokenizer,
+    pairs: list[SentencePair],
+    *,
+    max_len: int = 64,
+    pair_format: str = "pair",
+) -> list[dict]:
+    """Features for pair classification. "pair": [CLS] question [SEP] sentence [SEP],
+    segment ids 0 then 1; "no segment ids": the same tokens, every id 0; "no [SEP]":
+    [CLS] question sentence [SEP], one segment. The question is cut to 24 pieces."""
+    if pair_format not in PAIR_FORMATS:
+        raise ValueError(
+            f"pair_format: expected one of {PAIR_FORMATS}, got {pair_format!r}"
+        )
+    special = SpecialTokens.from_vocab(tokenizer.vocab)
+    features = []
+    for pair in pairs:
+        question = tokenizer.encode(pair.question).ids[:24]
+        sentence = tokenizer.encode(pair.sentence).ids
+        if pair_format == "no [SEP]":
+            ids, segments = encode_pair(question + sentence, None, special, max_len)
+        else:
+            ids, segments = encode_pair(question, sentence, special, max_len)
+        if pair_format == "no segment ids":
+            segments = [0] * len(ids)
+        features.append(
+            {"input_ids": ids, "token_type_ids": segments, "labels": pair.label}
+        )
+    return features
+
+
+# %%
+for pair_format in PAIR_FORMATS:
+    (feature,) = encode_pairs(
+        arms[REAL].tokenizer, [pair_test[0]], pair_format=pair_format
+    )
+    shown = [
+        f"{arms[REAL].tokenizer.id_to_token[i]}/{s}"
+        for i, s in zip(feature["input_ids"], feature["token_type_ids"])
+    ]
+    print(f"{pair_format:>15}: {' '.join(shown[:16])} ...")
+
+
+# %% [markdown]
+# Each arm fine-tunes a sequence classifier over a fresh encoder (mean pooling, as on the
+# ladder) on the training pairs, with its own learning rate from the ladder's grid, chosen on the
+# validation articles by `experiments/pair_sweep.py` (run once, outside the book, like the other
+# sweeps), and the same seeds. Each trained model is then scored on the test pairs in all three
+# formats.
+
+# %% tags=["export:finetuning.sentence_pairs"]
+def pair_run(
+    arm: LadderArm,
+    splits: dict,
+    *,
+    lr: float,
+    seed: int,
+    split: str = "test",
+    formats: tuple[str, ...] = PAIR_FORMATS,
+) -> dict[str, float]:
+    """Fine-tune a sequence classifier over ``arm``'s fresh encoder on PAIR_TASK's
+    training pairs (pair format); its accuracy on ``split`` in each of ``formats``."""
+    task, tokenizer = PAIR_TASK, arm.tokenizer
+    pad = tokenizer.vocab["[PAD]"]
+    train = pair_subset(splits["train"], task.train_pairs)
+    features = encode_pairs(tokenizer, train, max_len=task.max_len)
+    evaluation = pair_subset(splits[split], task.eval_pairs)
+    gold = torch.tensor([p.label for p in evaluation])
+    encoder = arm.make_encoder(seed)
+    torch.manual_seed(seed)  # the head's weights and dropout
+    model = SequenceClassifier(encoder, 2, pooling=arm.pooling).to(get_device())
+    finetune(
+        model,
+        features,
+        pad_id=pad,
+        epochs=task.epochs,
+        batch_size=task.batch_size,
+        lr=lr,
+        seed=seed,
+    )
+    scores = {}
+    for pair_format in formats:
+        inputs = encode_pairs(
+            tokenizer, evaluation, max_len=task.max_len, pair_format=pair_format
+        )
+        predicted = torch.stack(predict(model, inputs, pad_id=pad)).argmax(-1)
+        scores[pair_format] = accuracy(predicted, gold)
+    return scores
+
+
+# %%
+sweep_file = Path(tinybert.__file__).parent.parent / "experiments" / "pair_sweep.json"
+pair_sweep = json.loads(sweep_file.read_text())["validation"]
+pair_rates = {arm: float(max(acc, key=acc.get)) for arm, acc in pair_sweep.items()}
+print("learning rates chosen on the validation articles:", pair_rates)
+
+start = time.perf_counter()
+pair_scores = {pair_format: {} for pair_format in PAIR_FORMATS}
+for arm_name, arm in arms.items():
+    for seed in SEEDS:
+        scores = pair_run(arm, pair_data, lr=pair_rates[arm_name], seed=seed)
+        for pair_format, value in scores.items():
+            pair_scores[pair_format].setdefault(arm_name, []).append(value)
+print(
+    f"{len(arms) * len(SEEDS)} runs in {time.perf_counter() - start:.0f} s; test "
+    f"accuracy (%), mean [min, max] over seeds {SEEDS}, by the input at test time:"
+)
+print(f"{'':<16}" + "".join(f"{arm:>22}" for arm in arms))
+for pair_format, by_arm in pair_scores.items():
+    cells = [
+        f"{100 * sum(r) / len(r):.1f} [{100 * min(r):.1f}, {100 * max(r):.1f}]"
+        for r in by_arm.values()
+    ]
+    print(f"{pair_format:<16}" + "".join(f"{cell:>22}" for cell in cells))
+
+# %% [markdown]
 # (sec-ft-feature-based)=
 # ## Feature-based BERT: which layer?
 #
@@ -3664,7 +4009,8 @@ check_truncate_pair(truncate_pair)
 # :::
 # **A baseline for sentence pairs.** Before fine-tuning an encoder on a pair task such as
 # paraphrase detection (do A and B say the same thing?), measure what needs no model at all: how
-# many words the two sentences share. Write `word_overlap(a, b)`, the Jaccard similarity
+# many words the two sentences share. For a question and a sentence, {ref}`sec-ft-pairs` counts
+# the share of the question's words; two paraphrases play symmetric roles, so write `word_overlap(a, b)`, the Jaccard similarity
 # $|W_a \cap W_b| / |W_a \cup W_b|$ of the two sets of lowercased words (a word is a run of letters,
 # digits and apostrophes), 0.0 when neither sentence has a word; and
 # `fit_threshold(pairs, labels)`, which learns the baseline from training pairs: among the

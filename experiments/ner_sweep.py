@@ -12,29 +12,18 @@ comparison (several seeds, test sentences) itself.
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
 import time
-from pathlib import Path
 
-from results_file import record  # beside this script
+from results_file import record, sweep_arguments  # beside this script
 
 TRAIN_SENTENCES, VALIDATION_SENTENCES, EPOCHS = 300, 300, 4  # chapter 10's settings
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--out", required=True, help="JSON file to write (must not exist)"
-    )
-    parser.add_argument("--arms", nargs="+", default=None, help="default: every arm")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None)
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    if out.exists():
-        parser.error(f"--out {out} exists; choose a new file")
+    args = sweep_arguments(__doc__, argv)
+    out = args.out
 
     import torch
 

@@ -4,6 +4,7 @@ measured and never leaves a half-written file."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -16,3 +17,20 @@ def record(results: dict, out: Path, line: str) -> None:
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(results, indent=1) + "\n")
     tmp.replace(out)
+
+
+def sweep_arguments(doc: str, argv: list[str] | None = None) -> argparse.Namespace:
+    """The options of a learning-rate sweep (the first paragraph of ``doc`` is its
+    description): --out, a JSON file that must not exist yet; --arms, default every
+    arm; --seed; --threads."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument(
+        "--out", required=True, type=Path, help="JSON file to write (must not exist)"
+    )
+    parser.add_argument("--arms", nargs="+", default=None, help="default: every arm")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args(argv)
+    if args.out.exists():
+        parser.error(f"--out {args.out} exists; choose a new file")
+    return args

@@ -115,6 +115,8 @@ MODULES = {
         "layer's word vectors and a linear probe on them.",
     "finetuning.ladder": "The transfer ladder: three encoders, one recipe per task, a "
                          "score per run.",
+    "finetuning.sentence_pairs": "Sentence pairs: QNLI-style question and sentence pairs "
+                                 "from SQuAD, their formats, a baseline and one run.",
     "models.roberta": "RoBERTa: its embeddings, model, masked-LM head and converter.",
     "pretraining.roberta_data": "RoBERTa's full-sentence packing and per-epoch masks.",
     "models.distilbert": "DistilBERT: its model, masked-LM head and converter.",
