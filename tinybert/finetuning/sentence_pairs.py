@@ -107,7 +107,7 @@ class PairTask:
     train_pairs: int  # of evenly spread questions of the training articles
     eval_pairs: int  # likewise of the validation or test articles
     epochs: int
-    batch_size: int = 16
+    batch_size: int = 8
     max_len: int = 64
 
 
