@@ -615,10 +615,17 @@ assert bert_normalize("Café Dupont")[0] == "Café Dupont"
 # that starts the word, then the longest `##` entry that continues from there, and so on. If at
 # some point no entry fits, the *whole* word becomes `[UNK]`; words longer than 100 characters
 # become `[UNK]` without trying.
+#
+# One thing happens before normalisation: a special token written in the text, such as `[MASK]`
+# in "the [MASK] sat", stays one token instead of being cut into `[`, `mask` and `]`. The text is
+# split around the special tokens of the vocabulary, written exactly (`[mask]` is ordinary text),
+# and each part between them is normalised and split on its own. Hugging Face's tokenizers do the
+# same, and a fill-in-the-blank input can then be written as text (chapter 8 does).
 
 # %% tags=["export:tokenizers.wordpiece"]
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tinybert.tokenizers.encoding import (
@@ -697,6 +704,10 @@ class WordPieceTokenizer(TokenizerMixin):
         self.unk_token, self.continuing_prefix = unk_token, continuing_prefix
         self.max_input_chars_per_word = max_input_chars_per_word
         self._cache: dict[str, list[tuple[str, int, int]] | None] = {}
+        # the special tokens that the text may hold whole, longest first
+        specials = {self.unk_token, *SPECIAL_TOKENS} & self.vocab.keys()
+        ordered = sorted(specials, key=len, reverse=True)
+        self._specials = re.compile("|".join(map(re.escape, ordered)))
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs) -> WordPieceTokenizer:
@@ -744,28 +755,43 @@ class WordPieceTokenizer(TokenizerMixin):
         return pieces
 
     def encode(self, text: str, add_special_tokens: bool = False) -> Encoding:
+        tokens: list[str] = []
+        offsets: list[tuple[int, int]] = []
+        cursor = 0
+        # the parts between special tokens, each normalised on its own
+        for special in [*self._specials.finditer(check_text(text)), None]:
+            part_end = special.start() if special else len(text)
+            for piece, start, end in self.encode_part(text[cursor:part_end]):
+                tokens.append(piece)
+                offsets.append((cursor + start, cursor + end))
+            if special:
+                tokens.append(special.group())
+                offsets.append(special.span())
+                cursor = special.end()
+        if add_special_tokens:
+            tokens = ["[CLS]"] + tokens + ["[SEP]"]
+            offsets = [(0, 0)] + offsets + [(0, 0)]
+        return Encoding([self.vocab[t] for t in tokens], tokens, offsets)
+
+    def encode_part(self, text: str) -> list[tuple[str, int, int]]:
+        """Normalise, pre-tokenise and split ``text`` (no special token in it):
+        ``[(piece, start, end), ...]``, with offsets into ``text``."""
         normalized, source = bert_normalize(
-            check_text(text),
+            text,
             clean_text=self.clean_text,
             handle_chinese_chars=self.handle_chinese_chars,
             strip_accents=self.strip_accents,
             lowercase=self.lowercase,
         )
-        tokens: list[str] = []
-        offsets: list[tuple[int, int]] = []
+        out = []
         for word_start, word_end in bert_pre_tokenize(normalized):
             pieces = self.split_word(normalized[word_start:word_end])
             if pieces is None:
                 pieces = [(self.unk_token, 0, word_end - word_start)]
             for piece, start, end in pieces:
-                tokens.append(piece)
-                offsets.append(
-                    (source[word_start + start], source[word_start + end - 1] + 1)
-                )
-        if add_special_tokens:
-            tokens = ["[CLS]"] + tokens + ["[SEP]"]
-            offsets = [(0, 0)] + offsets + [(0, 0)]
-        return Encoding([self.vocab[t] for t in tokens], tokens, offsets)
+                first, last = source[word_start + start], source[word_start + end - 1]
+                out.append((piece, first, last + 1))
+        return out
 
     def to_hugging_face(self):
         """The equivalent Rust tokenizer from the ``tokenizers`` library (for
@@ -797,7 +823,7 @@ class WordPieceTokenizer(TokenizerMixin):
 # A toy vocabulary shows the rule on the slides' sentence. The name "sinan" is not in the
 # vocabulary, so it is cut into two pieces that are; a word with a letter that no piece covers
 # becomes `[UNK]` as a whole. With `add_special_tokens=True` the encoding starts with `[CLS]` and
-# ends with `[SEP]`, exactly as on the slides.
+# ends with `[SEP]`, exactly as on the slides; a `[MASK]` written in the text stays one token.
 
 # %%
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
@@ -849,6 +875,10 @@ assert toy.encode("Sinan loves a beautiful day", add_special_tokens=True).tokens
 ]
 assert toy.encode("xyz").tokens == ["[UNK]"]
 assert toy.encode("Café").offsets == [(0, 3), (3, 4)]  # "##e" still points at "é"
+masked = toy.encode("Sinan loves a [MASK] day")  # a special token stays whole
+print(list(zip(masked.tokens, masked.offsets)))
+assert masked.tokens == ["sin", "##an", "loves", "a", "[MASK]", "day"]
+assert masked.offsets[4] == (14, 20)
 
 # %% [markdown]
 # (sec-tok-special)=

@@ -2086,12 +2086,12 @@ plt.show()
 # model = from_hf(HFBertForPreTraining.from_pretrained("bert-base-uncased")).eval()  # about 440 MB
 # tokenizer = WordPieceTokenizer.from_file(hf_hub_download("bert-base-uncased", "vocab.txt"))
 #
-# # "[MASK]" would be split at its brackets by the tokenizer, so the ids are assembled by hand.
-# left, right = tokenizer.encode("Paris is the"), tokenizer.encode("of France.")
-# ids = [tokenizer.vocab["[CLS]"], *left.ids, tokenizer.vocab["[MASK]"], *right.ids, tokenizer.vocab["[SEP]"]]
+# # "[MASK]" in the text stays one token (chapter 7)
+# ids = tokenizer.encode("Paris is the [MASK] of France.", add_special_tokens=True).ids
 # with torch.no_grad():
-#     scores = model(torch.tensor([ids])).mlm_logits[0, 1 + len(left.ids)]   # (V,) at the [MASK]
-# print([tokenizer.id_to_token[i] for i in scores.topk(5).indices.tolist()])   # the five most likely words
+#     logits = model(torch.tensor([ids])).mlm_logits[0]  # (T, V)
+# scores = logits[ids.index(tokenizer.vocab["[MASK]"])]  # (V,) at the [MASK]
+# print([tokenizer.id_to_token[i] for i in scores.topk(5).indices.tolist()])  # five likeliest
 # ```
 #
 # (sec-bert-save)=

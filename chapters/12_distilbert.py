@@ -1116,7 +1116,7 @@ if not is_quick():
 #   returns it with its parts and sends no gradient to the teacher.
 # - The student is BERT with half the layers, no segment table and no pooler, built from BERT's
 #   parts; it matches Hugging Face's DistilBERT to $10^{-5}$, and `distilbert-base-uncased` has
-#   Hugging Face's exact parameter count, 40% fewer than BERT-base.
+#   Hugging Face's exact parameter count, 39.4% fewer than BERT-base (the paper rounds to 40%).
 # - `student_from_teacher` copies the teacher's embeddings, MLM head and every other layer; with
 #   our folding of the segment-A vector into the positions, the student computes exactly those
 #   layers of the teacher.

@@ -3,6 +3,7 @@ round-trip properties, and errors on bad input."""
 from __future__ import annotations
 
 import json
+import random
 import sys
 from collections import Counter
 
@@ -102,6 +103,21 @@ def test_wordpiece_special_tokens_match_hugging_face(wordpiece_pair, held_out_te
     texts = held_out_texts[:500] + ODD_TEXTS
     bad = _mismatches(ours, oracle, texts, add_special_tokens=True)
     assert not bad, f"{len(bad)} mismatches, first: {bad[0]}"
+
+
+def test_wordpiece_keeps_special_tokens_written_in_the_text(wordpiece_pair, held_out_texts):
+    """M8: "[MASK]" in the text is one token, as in Hugging Face; "[mask]" is text."""
+    ours, oracle = wordpiece_pair
+    rng = random.Random(0)
+    written = ["[MASK]", "[SEP]", "[CLS]", "[PAD]", "[UNK]", "[mask]", "[MASK", "MASK]"]
+    texts = ["a[SEP]b", "[CLS][CLS]", "Ü[MASK]é", "[MASK]s", " [UNK] ", "[MASK]"]
+    for text in held_out_texts[:400]:
+        cut = rng.randrange(len(text) + 1)
+        texts.append(text[:cut] + rng.choice(written) + text[cut:])
+    bad = _mismatches(ours, oracle, texts, add_special_tokens=False)
+    bad += _mismatches(ours, oracle, texts[:50], add_special_tokens=True)
+    assert not bad, f"{len(bad)} mismatches, first: {bad[0]}"
+    assert ours.encode("the [MASK] sat").tokens == ["the", "[MASK]", "sat"]
 
 
 def test_byte_level_parity_with_hugging_face(byte_level_pair, held_out_texts):

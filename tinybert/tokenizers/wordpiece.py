@@ -12,6 +12,7 @@ __all__ = ['SPECIAL_TOKENS', 'read_vocab_txt', 'save_vocab_txt',
            'WordPieceTokenizer']  # fmt: skip
 
 
+import re
 from pathlib import Path
 
 from tinybert.tokenizers.encoding import (
@@ -95,6 +96,10 @@ class WordPieceTokenizer(TokenizerMixin):
         self.unk_token, self.continuing_prefix = unk_token, continuing_prefix
         self.max_input_chars_per_word = max_input_chars_per_word
         self._cache: dict[str, list[tuple[str, int, int]] | None] = {}
+        # the special tokens that the text may hold whole, longest first
+        specials = {self.unk_token, *SPECIAL_TOKENS} & self.vocab.keys()
+        ordered = sorted(specials, key=len, reverse=True)
+        self._specials = re.compile("|".join(map(re.escape, ordered)))
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs) -> WordPieceTokenizer:
@@ -142,28 +147,43 @@ class WordPieceTokenizer(TokenizerMixin):
         return pieces
 
     def encode(self, text: str, add_special_tokens: bool = False) -> Encoding:
+        tokens: list[str] = []
+        offsets: list[tuple[int, int]] = []
+        cursor = 0
+        # the parts between special tokens, each normalised on its own
+        for special in [*self._specials.finditer(check_text(text)), None]:
+            part_end = special.start() if special else len(text)
+            for piece, start, end in self.encode_part(text[cursor:part_end]):
+                tokens.append(piece)
+                offsets.append((cursor + start, cursor + end))
+            if special:
+                tokens.append(special.group())
+                offsets.append(special.span())
+                cursor = special.end()
+        if add_special_tokens:
+            tokens = ["[CLS]"] + tokens + ["[SEP]"]
+            offsets = [(0, 0)] + offsets + [(0, 0)]
+        return Encoding([self.vocab[t] for t in tokens], tokens, offsets)
+
+    def encode_part(self, text: str) -> list[tuple[str, int, int]]:
+        """Normalise, pre-tokenise and split ``text`` (no special token in it):
+        ``[(piece, start, end), ...]``, with offsets into ``text``."""
         normalized, source = bert_normalize(
-            check_text(text),
+            text,
             clean_text=self.clean_text,
             handle_chinese_chars=self.handle_chinese_chars,
             strip_accents=self.strip_accents,
             lowercase=self.lowercase,
         )
-        tokens: list[str] = []
-        offsets: list[tuple[int, int]] = []
+        out = []
         for word_start, word_end in bert_pre_tokenize(normalized):
             pieces = self.split_word(normalized[word_start:word_end])
             if pieces is None:
                 pieces = [(self.unk_token, 0, word_end - word_start)]
             for piece, start, end in pieces:
-                tokens.append(piece)
-                offsets.append(
-                    (source[word_start + start], source[word_start + end - 1] + 1)
-                )
-        if add_special_tokens:
-            tokens = ["[CLS]"] + tokens + ["[SEP]"]
-            offsets = [(0, 0)] + offsets + [(0, 0)]
-        return Encoding([self.vocab[t] for t in tokens], tokens, offsets)
+                first, last = source[word_start + start], source[word_start + end - 1]
+                out.append((piece, first, last + 1))
+        return out
 
     def to_hugging_face(self):
         """The equivalent Rust tokenizer from the ``tokenizers`` library (for
