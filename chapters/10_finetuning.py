@@ -57,7 +57,8 @@
 #   encoder was trained;
 # - how far a 4-layer model pretrained on a few megabytes is from BERT-base, and why.
 #
-# **Uses**: `BertModel`, `BertConfig`, `init_bert_weights` and `IGNORE_INDEX` from {doc}`08_bert`,
+# **Uses**: `check_positive_int` from {doc}`01_feedforward`; `BertModel`, `BertConfig`,
+# `init_bert_weights` and `IGNORE_INDEX` from {doc}`08_bert`,
 # with `from_hf` and `bert_config_to_hf` for a check against Hugging Face; the pretrained checkpoint
 # (`load_pretrained`), the input builder (`encode_pair`, `SpecialTokens`, `pad_features`), the
 # sentence splitter (`split_sentences`) and the
@@ -286,6 +287,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tinybert.blocks.checks import check_positive_int  # chapter 1
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.models.bert import init_bert_weights
 
@@ -318,7 +320,7 @@ def _check_class_labels(name: str, labels: torch.Tensor, n_classes: int) -> None
 
 
 def _new_linear(encoder: nn.Module, n_out: int) -> nn.Linear:
-    layer = nn.Linear(encoder.config.d_model, n_out)
+    layer = nn.Linear(encoder.config.d_model, check_positive_int("n_labels", n_out))
     init_bert_weights(layer, getattr(encoder.config, "initializer_range", 0.02))
     return layer
 
@@ -358,6 +360,12 @@ class SequenceClassifier(nn.Module):
                 torch.ones_like(input_ids) if attention_mask is None else attention_mask
             )
             real = real[..., None].to(out.last_hidden_state.dtype)  # (B, T, 1)
+            empty = (real.sum(1)[:, 0] == 0).nonzero().flatten().tolist()
+            if empty:  # a mean over no token would be NaN
+                raise ValueError(
+                    "attention_mask: mean pooling needs a real token in every "
+                    f"sequence, got none in rows {empty[:5]}"
+                )
             summary = (out.last_hidden_state * real).sum(1) / real.sum(1)  # (B, D)
         else:
             # (B, D) tanh(W h_[CLS] + b)

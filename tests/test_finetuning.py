@@ -428,3 +428,23 @@ def test_ner_tags_gives_one_tag_per_word_and_is_fixed_by_its_seed(tiny_checkpoin
     assert first[1][max_len:] == ["O"] * max_len  # past max_len: cut off
     torch.rand(5)  # whatever ran before
     assert ner_tags(arm, train, test, lr=1e-3, seed=0, epochs=1) == first
+
+
+@pytest.mark.parametrize("n_labels", [0, -1, True, 2.0])
+def test_heads_refuse_a_label_count_that_is_not_a_positive_int(n_labels):
+    """L8: a head with no class (or a float count) is an error, named, at construction."""
+    for head in (SequenceClassifier, TokenClassifier):
+        with pytest.raises(ValueError, match=r"n_labels: expected a positive int"):
+            head(tiny_bert(13), n_labels)
+
+
+def test_mean_pooling_refuses_a_sequence_without_a_real_token():
+    """L8: a mean over no token would give NaN logits; the row is named instead."""
+    model = SequenceClassifier(tiny_bert(13), 2, pooling="mean").eval()
+    ids = torch.randint(5, 13, (3, 4))
+    mask = torch.ones(3, 4, dtype=torch.long)
+    mask[1] = 0
+    with pytest.raises(ValueError, match=r"got none in rows \[1\]"):
+        model(ids, attention_mask=mask)
+    mask[1, 0] = 1
+    assert torch.isfinite(model(ids, attention_mask=mask).logits).all()
