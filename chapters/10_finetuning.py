@@ -3518,10 +3518,10 @@ if not is_quick():
 # %% [markdown]
 # The real encoder learns the task from 256 pairs, on every seed past every seed of the two small
 # encoders, which stay a few points above the majority class whether or not the course pretrained
-# them. The ablation shows that the models read the input as two texts: every trained model,
-# shown the test pairs without segment ids, loses points, and the small ones fall to the majority
-# class (about 50%); the real encoder loses more, on every seed, when the `[SEP]` between question and sentence
-# is gone as well.
+# them. The ablation shows that the models read the input as two texts: every trained model, shown
+# the test pairs without segment ids, loses points, and the small ones fall to the majority class
+# (about 50%); the real encoder loses more, on every seed, when the `[SEP]` between question and
+# sentence is gone as well.
 #
 # Counting words beats all of them. SQuAD's question writers read the paragraph and reused its
 # words, so the sentence that holds the answer shares more of the question's words than another
