@@ -12,7 +12,7 @@ JBFLAGS := -W -n --keep-going --builder html
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: help venv mathjax export sync format lint check unit nbval site browser test book notebooks student \
-        nbgrader budget budget-quick bench clean
+        nbgrader budget budget-quick bench gpu-data gpu-check colab unit-oldest-torch clean
 
 help:
 	@echo "make book      set up .venv, execute every chapter, build the website into _build/html"
@@ -28,6 +28,10 @@ help:
 	@echo "make budget    time every chapter in quick and normal mode; writes book/budgets.json"
 	@echo "make budget-quick  the same, quick mode only"
 	@echo "make bench     speed comparisons against the reference implementations"
+	@echo "make colab     the Colab rehearsal: every chapter from the wheel, newest torch"
+	@echo "make unit-oldest-torch  the unit tests with the lowest torch pyproject.toml allows"
+	@echo "make gpu-data  pack the course data (without MiniLM) into _gpu/ for a lent GPU"
+	@echo "make gpu-check the prepared GPU run (parity, chapters, throughput) -> one JSON"
 
 # --- environment ------------------------------------------------------------------------
 # pip always installs with -c constraints.txt (torch is pinned there) and never with -U.
@@ -121,12 +125,41 @@ site: venv mathjax
 browser: venv
 	$(PY) -m pytest -m site tests
 
+# The Colab rehearsal (book/tools/colab.py): the wheel, installed by each notebook's own
+# install cell into a fresh environment with the newest torch installable here (the CUDA
+# build, as on Colab), every chapter executed in quick mode from a folder outside the
+# repository. COLAB_WORK must lie outside the repository; it is emptied first.
+COLAB_TORCH ?= 2.14.1
+COLAB_WORK  ?= $(or $(TMPDIR),/tmp)/tinybert-colab
+colab: venv
+	$(PY) -m book.tools.colab --work $(COLAB_WORK) --torch $(COLAB_TORCH)
+
+# The unit tests with the lowest torch that pyproject.toml allows (its `torch>=X.Y`), in
+# an environment of their own: every other pin of constraints.txt holds.
+TORCH_FLOOR := $(shell sed -n 's/.*"torch>=\([0-9.]*\)".*/\1/p' pyproject.toml)
+OLDEST      := .venv-oldest-torch
+$(OLDEST)/.installed: pyproject.toml constraints.txt
+	rm -rf $(OLDEST) && $(PYTHON) -m venv $(OLDEST)
+	grep -v '^torch==' constraints.txt > $(OLDEST)/constraints.txt
+	$(OLDEST)/bin/python -m pip install --quiet torch==$(TORCH_FLOOR).0
+	$(OLDEST)/bin/python -m pip install --quiet -c $(OLDEST)/constraints.txt \
+		-e ".[book,test,hf]" setuptools-scm
+	$(OLDEST)/bin/python -m pip install --quiet -c $(OLDEST)/constraints.txt \
+		--no-build-isolation seqeval
+	touch $@
+
+unit-oldest-torch: $(OLDEST)/.installed
+	$(OLDEST)/bin/python -c "import torch; print('torch', torch.__version__)"
+	$(OLDEST)/bin/python -m pytest -q -m "not notebooks and not site" tests
+
 test: venv mathjax
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory nbval
 	$(MAKE) --no-print-directory site
 	$(MAKE) --no-print-directory browser
+	$(MAKE) --no-print-directory colab
+	$(MAKE) --no-print-directory unit-oldest-torch
 
 # --- the website --------------------------------------------------------------------------
 # --all: re-read and re-execute every chapter, even when Sphinx thinks nothing changed (a
@@ -137,6 +170,21 @@ book: venv mathjax
 
 bench: venv
 	for script in benchmarks/bench_*.py; do $(PY) $$script || exit 1; done
+
+# --- a lent GPU (benchmarks/README.md) ------------------------------------------------------
+# The lent machine has no .venv, only python3 with torch and the test libraries: gpu-check
+# needs nothing else (GPU_PY=.venv/bin/python here). It unpacks _gpu/data.tar.xz when
+# present (make gpu-data writes it) and writes $(GPU_OUT)/gpu_check.json; GPU_ARGS are
+# passed on (--tiny, --deadline-s 240, --chapters 01 03, ...).
+GPU_PY   ?= python3
+GPU_OUT  ?= _build/gpu-check
+GPU_ARGS ?=
+gpu-data:
+	$(PYTHON) benchmarks/pack_gpu_data.py
+
+gpu-check:
+	PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} $(GPU_PY) benchmarks/gpu_check.py \
+		--out $(GPU_OUT) $(GPU_ARGS)
 
 clean:
 	rm -rf _build

@@ -1000,9 +1000,11 @@ for word in ["universally", "fortune", "wife"]:
 # every pair of positions directly {cite}`vaswani2017attention`. For BERT's sentences ($n \le 512$,
 # $d = 768$) the $n^2 d$ term is no worse than $n d^2$; for long documents it dominates.
 #
-# We measure the time of both paths for growing $n$ at fixed $d = 64$. For memory we record the
-# largest tensor that any PyTorch operation hands back during the call, with a `TorchFunctionMode`:
-# a context manager that sees every call into PyTorch.
+# We measure the time of both paths for growing $n$ at fixed $d = 64$, on the CPU whatever
+# device this chapter runs on: a GPU finishes one head of these sizes in microseconds, so its clock
+# would measure the cost of launching the kernels, not the growth of the work. For memory we record
+# the largest tensor that any PyTorch operation hands back during the call, with a
+# `TorchFunctionMode`: a context manager that sees every call into PyTorch.
 
 # %%
 class LargestTensor(TorchFunctionMode):
@@ -1028,8 +1030,8 @@ min_run_time = pick(quick=0.05, full=0.5)
 cost = collections.defaultdict(list)
 with torch.no_grad():
     for n in lengths_n:
-        # (B, H, n, d)
-        q_n, k_n, v_n = (torch.randn(1, 1, n, 64, device=device) for _ in range(3))
+        # (B, H, n, d), on the CPU: see above
+        q_n, k_n, v_n = (torch.randn(1, 1, n, 64) for _ in range(3))
         for name, fn in [
             ("explicit", scaled_dot_product_attention),
             ("fast", fast_scaled_dot_product_attention),

@@ -2115,10 +2115,21 @@ plt.show()
 # file, a corrupt one, an unknown class, weights that do not fit the configuration. Two small
 # readers, `read_json_file` and `read_safetensors`, turn a missing or unreadable file into an error
 # that names it; chapter 9's training checkpoints read their files with them too.
+#
+# `config.json` names the class to build, and `load_model` must find that class from the name
+# alone, often in a fresh Python process that has imported nothing but `load_model`. So every
+# class the course saves, this chapter's and those of the RoBERTa, DistilBERT and ALBERT chapters,
+# is listed in one table, `MODEL_CLASS_MODULES`, beside the module that defines it, and
+# `find_model_class` imports that module the first time the name is asked for. A registry that
+# each module filled as a side effect of being imported would know a class only if something had
+# imported its module first, and the load would fail for a reason nowhere in the code that
+# called it. A class of your own can still be added at run time with `register_model_class`; a
+# process that loads it must then register it before it calls `load_model`.
 
 # %% tags=["export:checkpoint.files"]
 from __future__ import annotations
 
+import importlib
 import json
 import uuid
 from pathlib import Path
@@ -2128,8 +2139,6 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.atomic import save_files, saved_file  # the cells below
-from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
-from tinybert.models.bert import BertModel
 
 WEIGHTS_NAME, CONFIG_NAME = "model.safetensors", "config.json"
 # what a model directory should hold, for the loaders' errors
@@ -2137,24 +2146,56 @@ HOLDS = (
     f"a model directory holds {WEIGHTS_NAME} and {CONFIG_NAME}, as written by "
     f"tinybert.checkpoint.files.save_model"
 )
-# the class named in config.json -> the class; later chapters add theirs
+# every class the course saves: its name in config.json -> the module defining it
+MODEL_CLASS_MODULES = {
+    # this chapter's BERT
+    "BertModel": "tinybert.models.bert",
+    "BertForMaskedLM": "tinybert.models.bert_heads",
+    "BertForPreTraining": "tinybert.models.bert_heads",
+    # chapter 11's RoBERTa
+    "RobertaModel": "tinybert.models.roberta",
+    "RobertaForMaskedLM": "tinybert.models.roberta",
+    # chapter 12's DistilBERT
+    "DistilBertModel": "tinybert.models.distilbert",
+    "DistilBertForMaskedLM": "tinybert.models.distilbert",
+    # chapter 13's ALBERT
+    "AlbertModel": "tinybert.models.albert",
+    "AlbertForMaskedLM": "tinybert.models.albert_heads",
+    "AlbertForPreTraining": "tinybert.models.albert_heads",
+}
+# your own classes, by name: register_model_class adds them
 MODEL_CLASSES: dict[str, type] = {}
 
 
 def register_model_class(cls: type) -> type:
-    """Let load_model rebuild ``cls`` as cls(config, **init_kwargs), config =
-    cls.config_class.from_dict(...)."""
+    """Let save_model and load_model handle a class of your own (the course's are in
+    MODEL_CLASS_MODULES); import it before load_model reads a folder that names it."""
     if not hasattr(getattr(cls, "config_class", None), "from_dict"):
         raise ValueError(
             f"{cls.__name__} needs a config_class attribute with from_dict "
             f"(e.g. BertConfig)"
         )
+    if cls.__name__ in MODEL_CLASS_MODULES:
+        raise ValueError(
+            f"{cls.__name__} already names the course's class in "
+            f"{MODEL_CLASS_MODULES[cls.__name__]}; give yours another name"
+        )
     MODEL_CLASSES[cls.__name__] = cls
     return cls
 
 
-for _cls in (BertModel, BertForMaskedLM, BertForPreTraining):
-    register_model_class(_cls)
+def find_model_class(name: str) -> type | None:
+    """The class called ``name`` in a config.json: the course's, imported from its
+    module on first use, or one registered with register_model_class; None if
+    neither."""
+    if name in MODEL_CLASS_MODULES:
+        return getattr(importlib.import_module(MODEL_CLASS_MODULES[name]), name)
+    return MODEL_CLASSES.get(name)
+
+
+def known_model_classes() -> list[str]:
+    """The names save_model and load_model accept, for their errors."""
+    return sorted({*MODEL_CLASS_MODULES, *MODEL_CLASSES})
 
 
 def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -2308,10 +2349,16 @@ def model_files(model: nn.Module) -> tuple[str, dict[str, Callable[[Path], None]
     from safetensors.torch import save_file
 
     name = type(model).__name__
-    if MODEL_CLASSES.get(name) is not type(model):
+    found = find_model_class(name)
+    if found is None:
         raise ValueError(
             f"save_model: {name} is not registered (register_model_class); known: "
-            f"{sorted(MODEL_CLASSES)}"
+            f"{known_model_classes()}"
+        )
+    if found is not type(model):  # e.g. a class defined again in a notebook
+        raise ValueError(
+            f"save_model: load_model would rebuild {found.__module__}.{name}, not "
+            f"this {type(model).__module__}.{name}; save a model of that class"
         )
     save_id = uuid.uuid4().hex
     tensors = {
@@ -2395,11 +2442,11 @@ def load_model(
     weights_path = saved_file(directory, WEIGHTS_NAME)
     meta = read_json_file(config_path, ("model_class", "config"), HOLDS)
     name = meta["model_class"]
-    cls = model_class or MODEL_CLASSES.get(name)
+    cls = model_class or find_model_class(name)
     if cls is None:
         raise ValueError(
             f"{config_path}: unknown model_class {name!r}; "
-            f"registered: {sorted(MODEL_CLASSES)}"
+            f"known: {known_model_classes()}"
         )
     config = cls.config_class.from_dict(meta["config"])
     header, tensors = read_safetensors(weights_path, HOLDS)
@@ -2477,35 +2524,23 @@ with tempfile.TemporaryDirectory() as tmp:
 #
 # This needs a *trained* model, and we try two: the real pretrained encoder of
 # {ref}`sec-bert-real`, all-MiniLM-L6-v2, and the course's own `bert-mini`, pretrained in
-# {doc}`09_pretraining` and shipped in `checkpoints/bert-mini/`. The cell loads the checkpoint when
-# it is there and otherwise falls back to a randomly initialised `bert-mini`, saying so. A word may
-# be split into several WordPiece pieces; its vector is then the mean of its pieces' final
+# {doc}`09_pretraining` and shipped inside the package, in `tinybert/shipped/bert-mini/` (an
+# installation without it gets an error that says so, never a random model in its place). A word
+# may be split into several WordPiece pieces; its vector is then the mean of its pieces' final
 # vectors.
 
 # %%
-import tinybert
+from tinybert.shipped import shipped_path
 
-checkpoint_dir = (
-    Path(tinybert.__file__).resolve().parents[1] / "checkpoints" / "bert-mini"
+# the course checkpoint ships inside the package (an error naming it if it is missing)
+checkpoint_dir = shipped_path("bert-mini")
+loaded_model = load_model(checkpoint_dir, map_location=device)
+encoder = loaded_model if isinstance(loaded_model, BertModel) else loaded_model.bert
+tokenizer = WordPieceTokenizer.from_file(checkpoint_dir / "vocab.txt")
+print(
+    f"loaded the course's pretrained bert-mini ({count_parameters(encoder):,} "
+    f"parameters in the encoder)"
 )
-try:
-    loaded_model = load_model(checkpoint_dir, map_location=device)
-    encoder = loaded_model if isinstance(loaded_model, BertModel) else loaded_model.bert
-    tokenizer = WordPieceTokenizer.from_file(checkpoint_dir / "vocab.txt")
-    pretrained = True
-    print(
-        f"loaded the course's pretrained bert-mini ({count_parameters(encoder):,} "
-        f"parameters in the encoder)"
-    )
-except (FileNotFoundError, ValueError) as error:
-    seed_everything(0)
-    encoder = BertModel(BertConfig.preset("bert-mini")).to(device).eval()
-    tokenizer, pretrained = small_tokenizer, False
-    print(
-        f"note: no usable checkpoint in checkpoints/bert-mini "
-        f"({type(error).__name__}), so this section uses a randomly initialised "
-        f"bert-mini: its vectors depend on context, but not on meaning"
-    )
 
 
 def word_vector(model, tokenizer, sentence: str, word: str) -> torch.Tensor:
@@ -2547,7 +2582,7 @@ examples = {
 }
 sense_encoders = {
     "all-MiniLM-L6-v2": (minilm.model, minilm.tokenizer),
-    "bert-mini" if pretrained else "bert-mini, random": (encoder, tokenizer),
+    "bert-mini": (encoder, tokenizer),
 }
 similarities, sense_gap = {}, {}
 print("mean cosine similarity of a word's vectors (a static embedding: 1 everywhere)")
@@ -3073,12 +3108,11 @@ print(
 )
 assert len(mini_wins) >= pick(quick=3, full=5)
 assert {"obj", "det", "case"} <= {relation for relation, _ in mini_wins}
-if pretrained:
-    # far fewer heads that follow grammar than the real encoder has,
-    assert len(course_wins) <= len(mini_wins) // 2
-    # for most relations a best head no better than the offsets,
-    assert (course_gain < 0.10).sum() >= len(RELATIONS) - 3
-    assert (over_random >= 15).sum() >= 10  # but far ahead of random heads
+# far fewer heads that follow grammar than the real encoder has,
+assert len(course_wins) <= len(mini_wins) // 2
+# for most relations a best head no better than the offsets,
+assert (course_gain < 0.10).sum() >= len(RELATIONS) - 3
+assert (over_random >= 15).sum() >= 10  # but far ahead of random heads
 
 # %% [markdown]
 # What the numbers say. The real encoder has heads that follow grammar well beyond what word
@@ -3253,8 +3287,8 @@ show(python_trees, ["obj"], every_word=True)
 #
 # Later chapters import `BertConfig`, `BertModel`, `BertForMaskedLM`, `BertForPreTraining` and
 # their parts from `tinybert.models.bert`, `from_hf`, `to_hf`, `register`, `load_hf_bert` and
-# `load_minilm` from `tinybert.models.convert`, and `save_model`, `load_model` and `register_model_class` from
-# `tinybert.checkpoint.files`. `tinybert.models.attention_analysis` keeps the word-level maps and the head
+# `load_minilm` from `tinybert.models.convert`, and `save_model` and `load_model` (with their table
+# of classes, `MODEL_CLASS_MODULES`) from `tinybert.checkpoint.files`. `tinybert.models.attention_analysis` keeps the word-level maps and the head
 # scores for anyone who wants to test another encoder's heads.
 #
 # (sec-bert-exercises)=

@@ -31,7 +31,7 @@
 #
 # We build both halves, train a small loop in the chapter itself, and then load the course's own
 # pretrained model: a four-layer `bert-mini` that was trained with exactly this code, whose
-# command, log and curves ship with the repository in `checkpoints/bert-mini/`.
+# command, log and curves ship inside the package, in `tinybert/shipped/bert-mini/`.
 #
 # **What you will learn**
 #
@@ -331,7 +331,7 @@ assert per_word["count", 2] < per_word["likelihood", 40] < per_word["likelihood"
 # built at the end of this chapter
 from tinybert.checkpoint.pretrained import load_pretrained
 
-# checkpoints/bert-mini/ (an error if missing)
+# tinybert/shipped/bert-mini/ (an error if missing)
 pretrained = load_pretrained()
 tokenizer = pretrained.tokenizer
 print(
@@ -1185,17 +1185,23 @@ plt.show()
 # `GradScaler`). bfloat16 keeps float32's 8 exponent bits and gives up mantissa instead (7 bits),
 # so gradients do not underflow and no scaling is needed. The loop uses bfloat16 where the GPU
 # supports it, float16 with a `GradScaler` on older GPUs, and plain float32 on the CPU, where
-# 16-bit matrix products are rarely faster.
+# 16-bit matrix products are rarely faster. "Supports" means in hardware: bfloat16 tensor cores
+# arrived with compute capability 8.0 (Ampere, e.g. the A100). Older GPUs such as Colab's free T4
+# (7.5) still answer `torch.cuda.is_bf16_supported()` with True, because PyTorch emulates
+# bfloat16 there, slowly; so `autocast_dtype` below asks for the capability, and a T4 gets float16's tensor
+# cores with loss scaling.
 
 # %% tags=["export:pretraining.optim"]
 def autocast_dtype(device: torch.device | str) -> torch.dtype | None:
-    """The mixed-precision type for ``device``: bfloat16 on CUDA GPUs that have it, else
-    float16; None (full float32) on CPU and MPS, where autocast rarely pays off for
-    training."""
+    """The mixed-precision type for ``device``: bfloat16 on CUDA GPUs of compute
+    capability 8.0 or more (native bfloat16), else float16 (with a GradScaler); None
+    (full float32) on CPU and MPS, where autocast rarely pays off for training."""
     device = torch.device(device)
     if device.type != "cuda":
         return None
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    # not is_bf16_supported(): it says True on a T4 (7.5), where bfloat16 is emulated
+    native_bf16 = torch.cuda.get_device_capability(device) >= (8, 0)
+    return torch.bfloat16 if native_bf16 else torch.float16
 
 
 # %%
@@ -2846,13 +2852,10 @@ def pretrain_bert(
 # masked). The cell reads its output:
 
 # %%
-import tinybert
+from tinybert.shipped import load_result
 
-ablation = json.loads(
-    (
-        Path(tinybert.__file__).parent.parent / "experiments" / "recipe_ablation.json"
-    ).read_text()
-)
+# experiments/recipe_ablation.py wrote it; it ships in tinybert/shipped/results/
+ablation = load_result("recipe_ablation")
 print(ablation["command"])
 fig, (ax_curve, ax_final) = plt.subplots(1, 2, figsize=(10, 3.2))
 for name, run in ablation["runs"].items():
@@ -2921,11 +2924,11 @@ CHECKPOINT_FILES = ("model.safetensors", "config.json", "vocab.txt")
 
 
 def shipped_checkpoint() -> Path:
-    """checkpoints/bert-mini/ of the repository that tinybert was installed from
-    (editable install)."""
-    import tinybert
+    """The course checkpoint, bert-mini/, which ships inside the package
+    (tinybert/shipped/): a pip-installed wheel has it too."""
+    from tinybert.shipped import SHIPPED
 
-    return Path(tinybert.__file__).resolve().parent.parent / "checkpoints" / "bert-mini"
+    return SHIPPED / "bert-mini"
 
 
 def _missing(directory: Path) -> list[str]:
@@ -2938,7 +2941,7 @@ def load_pretrained(
     """Load a pretrained BertForPreTraining and its WordPiece tokenizer (uncased) from
     ``directory``.
 
-    ``directory`` None means the course's shipped checkpoint, checkpoints/bert-mini/,
+    ``directory`` None means the course's shipped checkpoint, shipped_checkpoint(),
     then a short run trained earlier into the user cache. A folder without a checkpoint
     raises FileNotFoundError naming what is missing. Training is never a default: only
     ``train_if_missing=True`` (with ``directory`` None) trains a short, much weaker run
@@ -3232,7 +3235,7 @@ if not is_quick() and command:
 # - With `DistributedDataParallel` each process trains on a shard of every batch and the gradients
 #   are averaged; the MLM loss must then be normalised by the masked tokens of all processes.
 # - `load_pretrained()` returns the course's `bert-mini`, trained by `tinybert pretrain` with the
-#   command, log and curves in `checkpoints/bert-mini/`.
+#   command, log and curves in `tinybert/shipped/bert-mini/`.
 #
 # The next chapters import `make_optimizer` and `linear_warmup_decay` from
 # `tinybert.pretraining.optim`, `save_checkpoint` from `tinybert.checkpoint.state`,
@@ -3563,7 +3566,7 @@ quiz = Quiz(
             "(1 decimal)",
             answer=100 * shipped["eval"][-1]["mlm_accuracy"],
             decimals=1,
-            explain="From checkpoints/bert-mini/metrics.json.",
+            explain="From tinybert/shipped/bert-mini/metrics.json.",
         ),
     ],
 )

@@ -467,7 +467,7 @@ for head in [
     TokenClassifier(fresh_encoder(), 17),
     QuestionAnswerer(fresh_encoder()),
 ]:
-    head.eval()
+    head.to(device).eval()  # the new layers join the encoder on the device
     with torch.no_grad():
         out = head(**{k: v.to(device) for k, v in demo.items()})
     shapes = {k: tuple(v.shape) for k, v in vars(out).items() if v is not None}
@@ -1205,12 +1205,10 @@ import json
 from dataclasses import asdict
 
 from tinybert.finetuning.ladder import LADDER
+from tinybert.shipped import load_result
 
-sweep = json.loads(
-    (
-        Path(tinybert.__file__).parent.parent / "experiments" / "transfer_sweep.json"
-    ).read_text()
-)
+# the sweep's output ships inside the package (tinybert/shipped/results/)
+sweep = load_result("transfer_sweep")
 print("\n".join(sweep["commands"]))
 if not is_quick():  # the sweep ran with the ladder's settings of sec-ft-gain
     ladder_settings = {task: asdict(s) for task, s in LADDER.items()}
@@ -3006,8 +3004,7 @@ memorised = [
 ner_baseline = entity_scores(gold_tags, memorised)["overall"]["f1"]
 
 
-sweep_file = Path(tinybert.__file__).parent.parent / "experiments" / "ner_sweep.json"
-ner_sweep = json.loads(sweep_file.read_text())["validation"]
+ner_sweep = load_result("ner_sweep")["validation"]
 ner_rates = {arm: float(max(f1, key=f1.get)) for arm, f1 in ner_sweep.items()}
 print("learning rates chosen on validation sentences:", ner_rates)
 
@@ -3446,8 +3443,7 @@ def pair_run(
 
 
 # %%
-sweep_file = Path(tinybert.__file__).parent.parent / "experiments" / "pair_sweep.json"
-pair_sweep = json.loads(sweep_file.read_text())["validation"]
+pair_sweep = load_result("pair_sweep")["validation"]
 pair_rates = {arm: float(max(acc, key=acc.get)) for arm, acc in pair_sweep.items()}
 print("learning rates chosen on the validation articles:", pair_rates)
 

@@ -52,14 +52,14 @@
 # and `BertForPreTraining`; `register_family`, `from_hf` and `to_hf` from
 # `tinybert.models.convert`; `bert_encoder_names`, the config converters `bert_config_from_hf` and
 # `bert_config_to_hf` and their table of field names `BERT_CONFIG_NAMES` from
-# `tinybert.models.convert_names`; `register_model_class` from `tinybert.checkpoint.files`;
+# `tinybert.models.convert_names`;
 # the ignored-label value `IGNORE_INDEX`. From {doc}`09_pretraining`: `mask_tokens`,
 # `seeded_generator` and `SpecialTokens` (`tinybert.pretraining.objective`), `PretrainingExample`,
-# `PretrainingBatches` and `make_examples` (`tinybert.pretraining.examples`), `shipped_checkpoint`
-# (`tinybert.checkpoint.pretrained`), the
+# `PretrainingBatches` and `make_examples` (`tinybert.pretraining.examples`), the course
+# checkpoint's vocabulary (`shipped_path` from `tinybert.shipped`), the
 # course corpus (`course_documents`, `tokenize_documents` and `vocabulary_texts` from
 # `tinybert.pretraining.corpus`), and
-# `make_optimizer` and `linear_warmup_decay` (`tinybert.pretraining.optim`). From {doc}`07_tokenization`: `WordPieceTokenizer`, `train_wordpiece_tokenizer` and
+# `make_optimizer` and `linear_warmup_decay` (`tinybert.pretraining.optim`). From {doc}`07_tokenization`: `WordPieceTokenizer` and
 # `train_byte_level_bpe`. From {doc}`01_feedforward`: `count_parameters`.
 # The model goes to `tinybert.models.roberta`, the data functions to `tinybert.pretraining.roberta_data`.
 #
@@ -78,7 +78,6 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import register_family
 from tinybert.models.convert_names import (
     BERT_CONFIG_NAMES,
@@ -315,6 +314,8 @@ assert roberta_position_ids(left, pad)[0].tolist() == [1, 1, 2, 3, 4, 5, 6]
 # class. The encoder keeps the attribute name `bert`, so that code written for
 # `BertForMaskedLM` (the training loops and evaluations of {doc}`09_pretraining`, the heads of
 # {doc}`10_finetuning`) works unchanged; only the converter uses Hugging Face's name, `roberta`.
+# Both classes are in chapter 8's table of saved classes, `MODEL_CLASS_MODULES`, so `save_model`
+# and `load_model` handle them with nothing to register.
 
 # %% tags=["export"]
 class RobertaModel(BertModel):
@@ -332,10 +333,6 @@ class RobertaForMaskedLM(BertForMaskedLM):
     # built as self.bert, so code for BertForMaskedLM works as is
     model_class = RobertaModel
 
-
-for _cls in (RobertaModel, RobertaForMaskedLM):
-    # tinybert.checkpoint.files.load_model can rebuild them
-    register_model_class(_cls)
 
 # %% [markdown]
 # The padding check promised above, on a small random model with a batch that pads the same
@@ -561,31 +558,21 @@ print(f"to_hf(from_hf(model)): all {len(a)} tensors reproduced exactly")
 # of the same corpus, on text that neither saw in training:
 
 # %%
-from tinybert.checkpoint.pretrained import shipped_checkpoint
 from tinybert.pretraining.corpus import (
     course_documents,
     tokenize_documents,
     vocabulary_texts,
 )
 from tinybert.tokenizers.byte_level import train_byte_level_bpe
+from tinybert.shipped import shipped_path
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
-from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
 # the first WikiText-2 validation articles
 n_documents = pick(quick=4, full=30)
 documents = course_documents("train", max_documents=n_documents)
-vocab_file = shipped_checkpoint() / "vocab.txt"
-if vocab_file.is_file():
-    # chapter 9's bert-mini vocabulary
-    wordpiece = WordPieceTokenizer.from_file(vocab_file, lowercase=True)
-else:
-    print(
-        "no checkpoints/bert-mini/vocab.txt: training a small WordPiece "
-        "vocabulary instead"
-    )
-    wordpiece = train_wordpiece_tokenizer(
-        vocabulary_texts(documents), 4096, min_count=10
-    )
+# chapter 9's bert-mini vocabulary (an error naming the file if it is missing)
+vocab_file = shipped_path("bert-mini", "vocab.txt")
+wordpiece = WordPieceTokenizer.from_file(vocab_file, lowercase=True)
 texts = vocabulary_texts(documents)[: pick(quick=2, full=8)]
 byte_level = train_byte_level_bpe(texts, vocab_size=pick(quick=400, full=1000))
 sample = "Zoë's café served crème brûlée 😋 for €5 — naïve, but ∑ delicious."

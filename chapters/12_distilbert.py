@@ -50,7 +50,7 @@
 # registry of `tinybert.models.convert` (`register_family`, `from_hf`, `to_hf`) and, from
 # `tinybert.models.convert_names`, `bert_encoder_names`, BERT's configuration names
 # `BERT_CONFIG_NAMES` and the activation-name tables
-# `ACTIVATIONS_TO_HF` and `ACTIVATIONS_FROM_HF`; and `register_model_class`. From {doc}`09_pretraining`: `load_pretrained`
+# `ACTIVATIONS_TO_HF` and `ACTIVATIONS_FROM_HF`. From {doc}`09_pretraining`: `load_pretrained`
 # (the course's `bert-mini`, our teacher), `PretrainingBatches`, `SpecialTokens`, the corpus
 # functions `course_documents` and `tokenize_documents`,
 # `make_optimizer` and `linear_warmup_decay`. From {doc}`10_finetuning`: `finetune_task`. From
@@ -72,7 +72,6 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import register_family
 from tinybert.models.convert_names import (
     ACTIVATIONS_FROM_HF,
@@ -364,7 +363,8 @@ assert (
 # built for it. The embedding layer is BERT's without the segment table, and the models are BERT's
 # with that embedding layer and no pooler: as in {doc}`11_roberta`, they set only the class
 # attributes that differ (`config_class`, `embeddings_class`, `model_class`), and the encoder keeps
-# the attribute name `bert`.
+# the attribute name `bert`. Chapter 8's table `MODEL_CLASS_MODULES` names both models, so
+# `save_model` and `load_model` handle them as they handle BERT.
 
 # %% tags=["export"]
 DISTILBERT_PRESETS = {
@@ -436,9 +436,6 @@ class DistilBertForMaskedLM(BertForMaskedLM):
     config_class = DistilBertConfig
     model_class = DistilBertModel
 
-
-for _cls in (DistilBertModel, DistilBertForMaskedLM):
-    register_model_class(_cls)
 
 # %% [markdown]
 # (sec-distil-sizes)=

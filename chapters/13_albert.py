@@ -61,7 +61,7 @@
 # `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`, `masked_lm_logits_and_loss` and `check_labels` from
 # `tinybert.models.bert_heads`; `register_family`, `from_hf` and `to_hf` from
 # `tinybert.models.convert`; `ACTIVATIONS_TO_HF`, `BERT_CONFIG_NAMES`, `bert_config_from_hf` and
-# `bert_encoder_names` from `tinybert.models.convert_names`; `register_model_class`, `save_model` and `load_model` from
+# `bert_encoder_names` from `tinybert.models.convert_names`; `save_model` and `load_model` from
 # `tinybert.checkpoint.files`. From {doc}`09_pretraining`: `SegmentPair` from
 # `tinybert.pretraining.pairs`; `make_examples` (which takes the pair sampler as an argument) from
 # `tinybert.pretraining.examples`;
@@ -89,7 +89,6 @@ import torch
 from torch import nn
 
 from tinybert.blocks.checks import check_positive_int, check_probability
-from tinybert.checkpoint.files import register_model_class
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import MaskedLMOutput
 from tinybert.models.bert_layers import BertEmbeddings, BertEncoder, BertLayer
@@ -103,7 +102,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.checkpoint.files import register_model_class
 from tinybert.models.albert import AlbertConfig, AlbertModel
 from tinybert.models.bert_heads import (
     BertForMaskedLM,
@@ -415,10 +413,6 @@ class AlbertModel(BertModel):
     encoder_class = AlbertEncoder
 
 
-# tinybert.checkpoint.files.save_model / load_model know it now (the heads: below)
-register_model_class(AlbertModel)
-
-
 # %% [markdown]
 # The masked-language-model head changes in one place. BERT's head transforms the final vector
 # with a $D \times D$ layer, then scores it against every row of the token table
@@ -504,10 +498,6 @@ class AlbertForPreTraining(BertForPreTraining):
         return self.sop_head(self.sop_dropout(pooled))  # (B, D) -> (B, 2)
 
 
-for _cls in (AlbertForMaskedLM, AlbertForPreTraining):
-    # tinybert.checkpoint.files.save_model / load_model know them now
-    register_model_class(_cls)
-
 # %% [markdown]
 # A forward pass through a small random ALBERT, with padding and both segments, and the usual
 # checks: the shapes, the tied decoder, and that padding changes nothing at the real positions.
@@ -544,15 +534,24 @@ assert torch.allclose(out.mlm_logits, out_padded.mlm_logits[:, :7], atol=1e-5)
 assert torch.allclose(out.sop_logits, out_padded.sop_logits, atol=1e-5)
 
 # %% [markdown]
-# Saving and loading go through chapter 8's `save_model` and `load_model`, which now know the three
-# ALBERT classes; the shared layer is stored once.
+# Saving and loading go through chapter 8's `save_model` and `load_model`, which find ALBERT's
+# classes by name in chapter 8's table `MODEL_CLASS_MODULES` and build them from
+# `tinybert.models.albert_heads`. This page defined the same classes a second time, outside the
+# package, and `save_model` refuses a class that `load_model` would not rebuild, so the cell copies
+# the weights into the package's `AlbertForPreTraining` first. The shared layer is stored once.
 
 # %%
 from tinybert.checkpoint.files import load_model, save_model
+from tinybert.models import albert, albert_heads
 
+# the package's class, which load_model builds for "AlbertForPreTraining", with the
+# weights of the model above
+packaged = albert_heads.AlbertForPreTraining(albert.AlbertConfig(**small.to_dict()))
+packaged.load_state_dict(model.state_dict())
 with tempfile.TemporaryDirectory() as directory:
-    save_model(model, directory)
+    save_model(packaged, directory)
     loaded = load_model(directory)
+assert type(loaded) is albert_heads.AlbertForPreTraining
 with torch.no_grad():
     assert torch.equal(loaded(ids, segments).mlm_logits, out.mlm_logits)
 print(

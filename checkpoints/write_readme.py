@@ -1,11 +1,11 @@
-"""Hand-written: write checkpoints/<run>/README.md from the run's own files.
+"""Hand-written: write <checkpoint folder>/README.md from the run's own files.
 
 Everything in the README that is a number comes from the run's files (config.json, metrics.json,
 train.log, model.safetensors) or is computed here from the saved weights (the fill-in-the-blank
 guesses); only the notes on the machine are given on the command line. Usage, from the
 repository root:
 
-    python checkpoints/write_readme.py checkpoints/bert-mini --wall 4710 \\
+    python checkpoints/write_readme.py tinybert/shipped/bert-mini --wall 4710 \\
         --machine "a 2-core CPU shared with other jobs"
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ def fill_mask(pretrained, text: str, k: int = 5) -> list[list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", type=Path, help="the checkpoint folder, e.g. checkpoints/bert-mini")
+    parser.add_argument("run", type=Path, help="the checkpoint folder, e.g. tinybert/shipped/bert-mini")
     parser.add_argument("--wall", type=float, required=True, help="wall-clock seconds of the whole command")
     parser.add_argument("--machine", required=True, help="where it ran, in words")
     parser.add_argument("--note", default="", help="a paragraph on how the settings were chosen")

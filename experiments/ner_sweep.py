@@ -7,7 +7,7 @@ on 300 *other* development sentences: evenly spread over those that the chapter 
 train on. One seed; entity-level F1. Chapter 10 reads the result and runs the final
 comparison (several seeds, test sentences) itself.
 
-    python experiments/ner_sweep.py --out experiments/ner_sweep.json --threads 2
+    python experiments/ner_sweep.py --out tinybert/shipped/results/ner_sweep.json --threads 2
 """
 
 from __future__ import annotations

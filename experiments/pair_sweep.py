@@ -8,7 +8,7 @@ This script fine-tunes each arm once per learning rate of the ladder's grid
 scores it on the validation pairs. One seed; accuracy in the pair format. Chapter 10
 reads the result and runs the final comparison (several seeds, test pairs) itself.
 
-    python experiments/pair_sweep.py --out experiments/pair_sweep.json --threads 2
+    python experiments/pair_sweep.py --out tinybert/shipped/results/pair_sweep.json --threads 2
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ the same vocabulary, batch, steps and learning rate; then every final model is s
 same held-out masked tokens (WikiText-2 test, single segments, 15% static masking). Chapter 09
 plots the result.
 
-    python experiments/recipe_ablation.py --out experiments/recipe_ablation.json \\
-        --vocab checkpoints/bert-mini/vocab.txt --steps 200 --work /tmp/ablation
+    python experiments/recipe_ablation.py --out tinybert/shipped/results/recipe_ablation.json \\
+        --vocab tinybert/shipped/bert-mini/vocab.txt --steps 200 --work /tmp/ablation
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ course's own checkpoint, the real pretrained all-MiniLM-L6-v2), fine-tune with e
 rate of one grid, one seed, and score on the *validation* split. Chapter 10 reads the result,
 takes each arm's best rate and runs the final comparison (several seeds, test split) itself.
 
-    python experiments/transfer_sweep.py --out experiments/transfer_sweep.json
+    python experiments/transfer_sweep.py --out tinybert/shipped/results/transfer_sweep.json
 
 The settings (examples, epochs, batch size, pooling) are the chapter's, from
 tinybert.finetuning.ladder.LADDER; the command, a log line per run and the seconds are written beside

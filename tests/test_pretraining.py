@@ -385,7 +385,7 @@ def test_shipped_checkpoint_loads():
     pretrained = load_pretrained(train_if_missing=False)
     c = pretrained.config
     assert (c.d_model, c.n_layers, c.n_heads, c.d_ff, c.max_len) == (256, 4, 4, 1024, 128)
-    assert pretrained.directory == ROOT / "checkpoints" / "bert-mini"
+    assert pretrained.directory == ROOT / "tinybert" / "shipped" / "bert-mini"
     assert (pretrained.directory / "model.safetensors").stat().st_size < 25e6
     metrics = json.loads((pretrained.directory / "metrics.json").read_text())
     assert metrics["eval"] and 0 < metrics["eval"][-1]["mlm_accuracy"] < 1

@@ -113,6 +113,23 @@ def test_autocast_dtype():
         assert autocast_dtype("cuda") in (torch.bfloat16, torch.float16)
 
 
+@pytest.mark.parametrize("capability, expected", [((7, 5), torch.float16), ((8, 0), torch.bfloat16),
+                                                  ((9, 0), torch.bfloat16), ((6, 1), torch.float16)])
+def test_autocast_dtype_wants_native_bfloat16(monkeypatch, capability, expected):
+    """bfloat16 only from compute capability 8.0 (Ampere): a T4 (7.5) says
+    is_bf16_supported() through emulation, and must get float16 (with a GradScaler)."""
+    asked = []
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability",
+                        lambda device=None: asked.append(device) or capability)
+    assert autocast_dtype("cuda:1") is expected
+    assert asked == [torch.device("cuda:1")]
+    assert autocast_dtype("mps") is None and autocast_dtype("cpu") is None
+    # the loop scales the loss exactly when the type is float16
+    scaler = torch.amp.GradScaler("cpu", enabled=expected == torch.float16)
+    assert scaler.is_enabled() == (capability < (8, 0))
+
+
 # --- loss and evaluation --------------------------------------------------------------------------
 
 def test_pretraining_losses_match_the_model():

@@ -25,7 +25,7 @@ list chapters that are in the table of contents.
   browser.
 - ``{recorded}`` (a role): a number read from a result file the repository keeps (an
   experiment's JSON, a checkpoint's metrics), so that prose quoting a measurement cannot
-  drift from it: ``{recorded}`experiments/transfer_sweep.json#banking77/random init/0.001```
+  drift from it: ``{recorded}`tinybert/shipped/results/transfer_sweep.json#banking77/random init/0.001```
   gives ``31.6%``. After the ``#`` come the keys (list indices are numbers), then
   optional steps separated by ``|``: ``mean``, ``min``, ``max`` of a list, ``minutes``
   (seconds / 60), and a format: ``%`` (the default for a number between 0 and 1) or a
@@ -362,9 +362,13 @@ class ColabInstallCell(Directive):
     def run(self):
         app = self.state.document.settings.env.app
         _course(app)  # puts the book's root on sys.path
-        from book.tools.editions import install_cell
+        from book.tools.editions import install_cell, source_commit
 
-        source = install_cell().source
+        try:
+            commit = source_commit()
+        except RuntimeError:  # a copy of the sources outside git (the student edition)
+            commit = "the commit the notebooks were made from"
+        source = install_cell(commit).source
         return [nodes.literal_block(source, source, language="python")]
 
 
@@ -408,9 +412,20 @@ def recorded_value(root: Path, reference: str) -> str:
     return format(value, fmt)
 
 
+def recorded_root(confdir: Path, reference: str) -> Path:
+    """Where a ``{recorded}`` path starts: the book's folder, or, for the results that
+    ship inside the package (``tinybert/shipped/...``), the folder holding the importable
+    package (the student edition's copy of the sources has no tinybert/)."""
+    if reference.startswith("tinybert/"):
+        import importlib.util
+
+        return Path(importlib.util.find_spec("tinybert").origin).resolve().parents[1]
+    return confdir
+
+
 def recorded_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     env = inliner.document.settings.env
-    root = Path(env.app.confdir)
+    root = recorded_root(Path(env.app.confdir), text)
     try:
         value = recorded_value(root, text)
     except (OSError, KeyError, IndexError, ValueError, TypeError) as error:

@@ -19,7 +19,9 @@ import argparse
 import copy
 import re
 import shutil
+import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -198,18 +200,66 @@ def repository_url() -> str:
     return config["repository"]["url"].rstrip("/")
 
 
-def install_cell() -> nbformat.NotebookNode:
-    url = repository_url()
-    source = f'''# On Colab, install tinybert from the course repository. Colab's own packages (torch,
-# numpy, matplotlib, ...) are left as they are: nothing here reinstalls or pins them.
+def source_commit() -> str:
+    """The commit the notebooks are made from (the install cell pins tinybert to it)."""
+    run = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                         text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"notebooks: cannot read the commit of {ROOT} (git rev-parse "
+                           f"HEAD: {run.stderr.strip()}); make them from a git checkout")
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                           cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    if dirty:
+        print(f"notebooks: warning: uncommitted changes; the install cell pins commit "
+              f"{run.stdout.strip()[:12]}, which does not hold them", file=sys.stderr)
+    return run.stdout.strip()
+
+
+def package_spec(commit: str | None = None) -> str:
+    """pip's requirement for tinybert at ``commit`` (default: this checkout's)."""
+    return f"tinybert @ git+{repository_url()}@{commit or source_commit()}"
+
+
+# how the install cell names tinybert (the Colab rehearsal swaps it for a wheel)
+INSTALL_SPEC = 'f"tinybert @ git+{REPOSITORY}@{COMMIT}"'
+
+
+def torch_floor() -> str:
+    """The lowest torch that pyproject.toml allows, e.g. '2.11'."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    floors = [re.fullmatch(r"torch\s*>=\s*([0-9.]+)", d.split(";")[0].strip())
+              for d in project["dependencies"]]
+    found = [m.group(1) for m in floors if m]
+    if len(found) != 1:
+        raise RuntimeError("pyproject.toml: expected one dependency 'torch>=X.Y'")
+    return found[0]
+
+
+def install_cell(commit: str | None = None) -> nbformat.NotebookNode:
+    commit, floor = commit or source_commit(), torch_floor()
+    source = f'''# On Colab, install tinybert at the commit these notebooks were made from. Colab's own
+# torch, numpy, transformers... stay as they are: pip adds only what is missing.
 import subprocess
 import sys
 
+REPOSITORY = "{repository_url()}"
+COMMIT = "{commit}"
+
 if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "tinybert @ git+{url}@main"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "einops", "safetensors"],
-                   check=True)'''
+    from importlib.metadata import version
+
+    TORCH_FLOOR = ({", ".join(floor.split("."))})  # pyproject.toml: torch>={floor}
+    found = version("torch").split("+")[0]
+    if tuple(int(part) for part in found.split(".")[:2]) < TORCH_FLOOR:
+        raise RuntimeError(
+            f"this course needs torch >= {floor}, and this Colab runtime has {{found}}. "
+            "Choose Runtime > Change runtime type > the latest runtime version, "
+            "or run `pip install 'torch>={floor}'` in a cell, then Runtime > "
+            "Restart session."
+        )
+    package = {INSTALL_SPEC}
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", package]
+    subprocess.run(pip, check=True)'''
     return nbformat.v4.new_code_cell(source, metadata={"tags": ["colab-install"]})
 
 
@@ -222,15 +272,21 @@ def to_ipynb(notebook, path: Path) -> None:
 
 def write_notebooks(out: Path, *, colab: bool) -> list[Path]:
     written = []
+    commit = source_commit() if colab else None
     for chapter in chapters():
         notebook = chapter.read()
         if colab:
-            notebook.cells.insert(0, install_cell())
+            notebook.cells.insert(0, install_cell(commit))
         target = out / "chapters" / f"{chapter.stem}.ipynb"
         to_ipynb(notebook, target)
         written.append(target)
     if colab:  # Binder builds its environment from this file on the notebooks branch
-        (out / "requirements.txt").write_text(f"tinybert @ git+{repository_url()}@main\n")
+        # Binder has no GPU: torch's CPU build (hundreds of MB) rather than the CUDA one
+        (out / "requirements.txt").write_text(
+            "--index-url https://download.pytorch.org/whl/cpu\n"
+            "--extra-index-url https://pypi.org/simple\n"
+            f"{package_spec(commit)}\n"
+        )
     return written
 
 
@@ -249,8 +305,10 @@ def write_student(out: Path) -> None:
     config["sphinx"]["config"]["tinybert_budget_stale_check"] = False
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     shutil.copy2(ROOT / "_toc.yml", src / "_toc.yml")
+    shutil.copy2(ROOT / "pyproject.toml", src / "pyproject.toml")  # the install cell's floor
     # the result files that pages quote with the {recorded} role (the project briefs)
-    for result in [*ROOT.glob("experiments/*.json"), *ROOT.glob("checkpoints/*/metrics.json")]:
+    # (those inside the package, tinybert/shipped/, are read from the importable package)
+    for result in ROOT.glob("experiments/*.json"):
         target = src / result.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(result, target)

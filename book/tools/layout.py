@@ -70,8 +70,8 @@ MODULES = {
                                  "folder without transformers, and all-MiniLM-L6-v2.",
     "models.attention_analysis": "What trained heads attend to: word-level attention and "
                                  "the dependency-relation analysis.",
-    "checkpoint.files": "Model folders: the registered classes, config and weights "
-                        "saved and loaded.",
+    "checkpoint.files": "Model folders: every model class by name, config and "
+                        "weights saved and loaded.",
     "checkpoint.atomic": "Files written all or nothing: one file renamed into place, a "
                          "set of files swapped in together, an interrupted save undone.",
     "checkpoint.state": "Training state (optimiser, schedule, step) saved and resumed.",

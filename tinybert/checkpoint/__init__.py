@@ -10,7 +10,8 @@ from tinybert.reexport import lazy_reexports
 # each module and the public names it defines
 _MODULES = {
     'atomic': ['save_files', 'saved_file', 'write_atomically'],
-    'files': ['HOLDS', 'MODEL_CLASSES', 'load_model', 'model_files', 'read_json_file',
+    'files': ['HOLDS', 'MODEL_CLASSES', 'MODEL_CLASS_MODULES', 'find_model_class',
+              'known_model_classes', 'load_model', 'model_files', 'read_json_file',
               'read_safetensors', 'register_model_class', 'save_model',
               'unique_state_dict'],
     'pretrained': ['CHECKPOINT_FILES', 'Pretrained', 'load_pretrained',

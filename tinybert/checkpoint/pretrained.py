@@ -49,11 +49,11 @@ CHECKPOINT_FILES = ("model.safetensors", "config.json", "vocab.txt")
 # Built in chapter 9, section "A recipe for a two-core CPU":
 # chapters/09_pretraining.html#a-recipe-for-a-two-core-cpu
 def shipped_checkpoint() -> Path:
-    """checkpoints/bert-mini/ of the repository that tinybert was installed from
-    (editable install)."""
-    import tinybert
+    """The course checkpoint, bert-mini/, which ships inside the package
+    (tinybert/shipped/): a pip-installed wheel has it too."""
+    from tinybert.shipped import SHIPPED
 
-    return Path(tinybert.__file__).resolve().parent.parent / "checkpoints" / "bert-mini"
+    return SHIPPED / "bert-mini"
 
 
 # Built in chapter 9, section "A recipe for a two-core CPU":
@@ -70,7 +70,7 @@ def load_pretrained(
     """Load a pretrained BertForPreTraining and its WordPiece tokenizer (uncased) from
     ``directory``.
 
-    ``directory`` None means the course's shipped checkpoint, checkpoints/bert-mini/,
+    ``directory`` None means the course's shipped checkpoint, shipped_checkpoint(),
     then a short run trained earlier into the user cache. A folder without a checkpoint
     raises FileNotFoundError naming what is missing. Training is never a default: only
     ``train_if_missing=True`` (with ``directory`` None) trains a short, much weaker run

@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="DIR",
         help=(
-            "pretrained checkpoint folder (default: the shipped checkpoints/bert-mini)"
+            "pretrained checkpoint folder (default: the course checkpoint, bert-mini)"
         ),
     )
     parser.add_argument(

@@ -17,7 +17,6 @@ import torch
 from torch import nn
 
 from tinybert.blocks.checks import check_positive_int, check_probability
-from tinybert.checkpoint.files import register_model_class
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import MaskedLMOutput
 from tinybert.models.bert_layers import BertEmbeddings, BertEncoder, BertLayer
@@ -146,7 +145,3 @@ class AlbertModel(BertModel):
     config_class = AlbertConfig
     embeddings_class = AlbertEmbeddings
     encoder_class = AlbertEncoder
-
-
-# tinybert.checkpoint.files.save_model / load_model know it now (the heads: below)
-register_model_class(AlbertModel)

@@ -18,7 +18,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinybert.checkpoint.files import register_model_class
 from tinybert.models.albert import AlbertConfig, AlbertModel
 from tinybert.models.bert_heads import (
     BertForMaskedLM,
@@ -96,8 +95,3 @@ class AlbertForPreTraining(BertForPreTraining):
 
     def pair_logits(self, pooled: torch.Tensor) -> torch.Tensor:
         return self.sop_head(self.sop_dropout(pooled))  # (B, D) -> (B, 2)
-
-
-for _cls in (AlbertForMaskedLM, AlbertForPreTraining):
-    # tinybert.checkpoint.files.save_model / load_model know them now
-    register_model_class(_cls)

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import register_family
 from tinybert.models.convert_names import (
     ACTIVATIONS_FROM_HF,
@@ -106,10 +105,6 @@ class DistilBertForMaskedLM(BertForMaskedLM):
 
     config_class = DistilBertConfig
     model_class = DistilBertModel
-
-
-for _cls in (DistilBertModel, DistilBertForMaskedLM):
-    register_model_class(_cls)
 
 
 # Hugging Face's BERT names -> its DistilBERT names

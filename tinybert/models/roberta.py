@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from tinybert.checkpoint.files import register_model_class
 from tinybert.models.convert import register_family
 from tinybert.models.convert_names import (
     BERT_CONFIG_NAMES,
@@ -134,11 +133,6 @@ class RobertaForMaskedLM(BertForMaskedLM):
     config_class = RobertaConfig
     # built as self.bert, so code for BertForMaskedLM works as is
     model_class = RobertaModel
-
-
-for _cls in (RobertaModel, RobertaForMaskedLM):
-    # tinybert.checkpoint.files.load_model can rebuild them
-    register_model_class(_cls)
 
 
 # Built in chapter 11, section "Converting to and from Hugging Face":

@@ -94,10 +94,12 @@ def linear_warmup_decay(
 # Built in chapter 9, section "Mixed precision":
 # chapters/09_pretraining.html#mixed-precision
 def autocast_dtype(device: torch.device | str) -> torch.dtype | None:
-    """The mixed-precision type for ``device``: bfloat16 on CUDA GPUs that have it, else
-    float16; None (full float32) on CPU and MPS, where autocast rarely pays off for
-    training."""
+    """The mixed-precision type for ``device``: bfloat16 on CUDA GPUs of compute
+    capability 8.0 or more (native bfloat16), else float16 (with a GradScaler); None
+    (full float32) on CPU and MPS, where autocast rarely pays off for training."""
     device = torch.device(device)
     if device.type != "cuda":
         return None
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    # not is_bf16_supported(): it says True on a T4 (7.5), where bfloat16 is emulated
+    native_bf16 = torch.cuda.get_device_capability(device) >= (8, 0)
+    return torch.bfloat16 if native_bf16 else torch.float16
