@@ -1573,36 +1573,36 @@ quiz = Quiz(
     [
         choice(
             "nn.Linear(3, 5) stores its weight with which shape?",
-            ["(3, 5)", "(5, 3)", "(15,)", "(5,)"],
-            answer="b",
+            ["(3, 5)", "(5,)", "(15,)", "(5, 3)"],
+            answer="d",
             explain="PyTorch keeps (out, in), the transpose of the W in Wᵀx.",
         ),
         choice(
             "Which output unit and loss go with a target that is one of C classes?",
             [
-                "linear and mean squared error",
-                "sigmoid and binary cross-entropy",
                 "softmax and cross-entropy",
+                "sigmoid and binary cross-entropy",
+                "linear and mean squared error",
                 "ReLU and mean squared error",
             ],
-            answer="c",
+            answer="a",
             explain="A categorical target: softmax, and the cross-entropy of its log.",
         ),
         choice(
             "Why is a loss computed from logits rather than from probabilities?",
             [
-                "it is faster on a GPU",
+                "the softmax has no gradient, so it must be left out",
+                "cross-entropy needs inputs that can be negative",
                 "the probability form overflows or underflows into inf and nan",
-                "probabilities cannot be differentiated",
-                "logits are always positive",
+                "logits are always positive, so their log is defined",
             ],
-            answer="b",
+            answer="c",
             explain="log(softmax) written out meets exp(1000) or log(0).",
         ),
         choice(
             "Which activation do BERT's feed-forward blocks use?",
-            ["ReLU", "tanh", "GELU", "sigmoid"],
-            answer="c",
+            ["ReLU", "GELU", "tanh", "sigmoid"],
+            answer="b",
             explain="GELU, x·Φ(x), a smooth relative of ReLU.",
         ),
         number(

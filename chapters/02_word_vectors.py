@@ -2000,7 +2000,7 @@ quiz = Quiz(
             [
                 "their count",
                 "their count to the power 3/4",
-                "their count squared",
+                "their count to the power 4/3",
                 "nothing: uniformly",
             ],
             answer="b",
@@ -2009,12 +2009,12 @@ quiz = Quiz(
         choice(
             "Why do the river bank and the bank that lends money share one vector?",
             [
-                "static vectors give one point per word type",
-                "the corpus is too small",
                 "negative sampling merges them",
+                "the corpus has too few examples of each sense",
+                "static vectors give one point per word type",
                 "subsampling removes one of them",
             ],
-            answer="a",
+            answer="c",
             explain="A contextual model computes a vector per occurrence.",
         ),
         number(
@@ -2026,17 +2026,17 @@ quiz = Quiz(
         choice(
             "How many sequential steps do a recurrent layer and a self-attention layer "
             "need for n tokens?",
-            ["n and n", "n and 1", "1 and n", "log n and 1"],
-            answer="b",
+            ["n and n", "log n and 1", "1 and n", "n and 1"],
+            answer="d",
             explain="Attention computes every position at once.",
         ),
         choice(
             "What does an LSTM's forget gate do when it stays close to 1?",
             [
                 "it carries the cell state, and its gradient, across many steps",
-                "it resets the state at every step",
-                "it doubles the learning rate",
-                "it switches off the output gate",
+                "it erases the cell state, so that old inputs stop mattering",
+                "it lets the gradient grow without bound across many steps",
+                "it closes the input gate, so that nothing new enters the cell",
             ],
             answer="a",
             explain="An open forget gate keeps the gradient from fading with distance.",

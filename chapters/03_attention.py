@@ -33,7 +33,8 @@
 # - how {term}`queries <query>`, {term}`keys <key>` and {term}`values <value>` are three linear maps
 #   of the same input, and how they combine into
 #   $\operatorname{Attention}(Q, K, V) = \operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$, first by hand
-#   on the lecture's "Thinking Machines" example, then as one function for whole batches;
+#   on the "Thinking Machines" example of {ref}`Sidorov's lecture slides <sources-decks>`
+#   (SkillFactory), then as one function for whole batches;
 # - why the scores are divided by $\sqrt{d_k}$, shown numerically;
 # - {term}`padding masks <padding mask>` and {term}`causal masks <causal mask>`, the book's single
 #   mask convention, and how to keep a query that may look at nothing from producing `NaN`;
@@ -109,10 +110,10 @@ print(f"device: {device}, quick mode: {is_quick()}, torch {torch.__version__}")
 # (sec-attention-walkthrough)=
 # ### "Thinking Machines" by hand
 #
-# The lecture slides walk through the computation for a two-word input, *Thinking Machines*, with
+# Sidorov's slides walk through the computation for a two-word input, *Thinking Machines*, with
 # $d_k = 64$ {cite}`alammar2018illustrated`: the query of *Thinking* scores $112$ against its own key
 # and $96$ against the key of *Machines*; divided by $\sqrt{64} = 8$ these become $14$ and $12$,
-# and the softmax turns them into the weights $0.88$ and $0.12$. The slides show boxes, not numbers,
+# and the softmax turns them into the weights $0.88$ and $0.12$. His slides show boxes, not numbers,
 # so we build vectors that produce exactly these scores. Only the part of a key along the query
 # changes the dot product, so we draw random keys and shift each one along $\mathbf q_1$ until its
 # score is right. The embeddings have $d = 4$ entries, like the slide's four boxes, and we pick
@@ -1105,7 +1106,7 @@ assert slopes["explicit time"] > 1.5 and slopes["fast time"] > 1.3
 #   X\mathbf W^Q$, $\mathbf K = \mathbf X\mathbf W^K$, $\mathbf V = \mathbf X\mathbf W^V$, and
 #   $\operatorname{Attention}(\mathbf Q,\mathbf K,\mathbf V) =
 #   \operatorname{softmax}(\mathbf Q\mathbf K^\top/\sqrt{d_k})\,\mathbf V$ gives each position a
-#   weighted average of all values. In the slides' example the scores 112 and 96 become 14 and 12
+#   weighted average of all values. In Sidorov's example the scores 112 and 96 become 14 and 12
 #   and the weights 0.88 and 0.12.
 # - Dot products of random unit-variance vectors have variance $d_k$; dividing by $\sqrt{d_k}$ keeps
 #   the softmax from saturating as the width grows, and with it the gradient alive.
@@ -1431,11 +1432,12 @@ quiz = Quiz(
         choice(
             "Why are the scores divided by √d_k?",
             [
-                "dot products of unit-variance vectors have variance d_k, and large "
-                "scores saturate the softmax",
-                "to normalise the values",
-                "to make attention causal",
-                "to save memory",
+                "the scores' variance grows like d_k, and large scores saturate the "
+                "softmax",
+                "the weights of each row must sum to one, whatever the width",
+                "the values' variance grows like d_k, and the output must keep unit "
+                "variance",
+                "large scores overflow in float32 unless they are scaled",
             ],
             answer="a",
             explain="Saturated softmaxes have vanishing gradients.",
@@ -1444,11 +1446,11 @@ quiz = Quiz(
             "In this book's masks, what does True mean?",
             [
                 "the position is padding",
-                "may attend",
-                "must be ignored",
                 "the position comes first",
+                "must be ignored",
+                "may attend",
             ],
-            answer="b",
+            answer="d",
             explain="The polarity of F.scaled_dot_product_attention.",
         ),
         choice(
@@ -1459,8 +1461,8 @@ quiz = Quiz(
         ),
         choice(
             "What does a row with every key masked give?",
-            ["NaN", "zeros", "uniform weights", "an error"],
-            answer="b",
+            ["NaN", "uniform weights", "zeros", "an error"],
+            answer="c",
             explain="masked_softmax makes a fully masked row all zeros.",
         ),
         number(

@@ -99,8 +99,9 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # where each head has its own projections $\mathbf W^Q_h, \mathbf W^K_h, \mathbf W^V_h \in
 # \mathbb R^{D\times D_h}$, $\operatorname{Attention}$ is the scaled dot-product attention of
 # {doc}`03_attention`, each $\text{head}_h$ is a $T\times D_h$ matrix, and the output projection
-# $\mathbf W^O \in \mathbb R^{HD_h\times D}$ mixes the concatenated heads back to width $D$. The
-# lecture slides give the recipe in five steps {cite}`alammar2018illustrated`:
+# $\mathbf W^O \in \mathbb R^{HD_h\times D}$ mixes the concatenated heads back to width $D$. All
+# five {ref}`lecture decks <sources-decks>` give the recipe in the same five steps
+# {cite}`alammar2018illustrated`:
 #
 # 1. take the input sentence;
 # 2. embed each word (the rows of $\mathbf X$);
@@ -1343,12 +1344,12 @@ quiz = Quiz(
         choice(
             "Which turns (B, T, D) into heads correctly?",
             [
-                "view(B, H, T, Dh)",
                 "view(B, T, H, Dh).transpose(1, 2)",
+                "view(B, H, T, Dh)",
                 "view(B, Dh, T, H)",
                 "transpose(1, 2).view(B, H, T, Dh)",
             ],
-            answer="b",
+            answer="a",
             explain="view(B, H, T, Dh) has the right shape and the wrong values.",
         ),
         choice(
@@ -1356,22 +1357,22 @@ quiz = Quiz(
             [
                 "the parameters",
                 "the FLOPs of the projections",
-                "the number of attention weights, B·H·T·S",
                 "the width of the output",
+                "the number of attention weights",
             ],
-            answer="c",
-            explain="One T×S matrix of weights per head.",
+            answer="d",
+            explain="One T×S matrix of weights per head: B·H·T·S in all.",
         ),
         choice(
             "What do you pass to nn.MultiheadAttention for one of this book's masks?",
             [
-                "the mask itself",
-                "~mask, the opposite polarity",
+                "mask, as it is",
+                "~mask",
                 "mask.float()",
-                "mask.T",
+                "mask.transpose(-2, -1)",
             ],
             answer="b",
-            explain="PyTorch's module marks what to ignore.",
+            explain="PyTorch's module marks what to ignore: the opposite polarity.",
         ),
         choice(
             "In mha(x, context=c), where do the keys and values come from?",

@@ -108,7 +108,8 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # does the position-wise feed-forward block of {doc}`01_feedforward`. A whole Transformer encoder
 # without positions is a function of a *bag* of words.
 #
-# The lecture's example makes it concrete. The two sentences below contain the same five words;
+# An example from {ref}`Magnusson's lecture slides <sources-decks>` (Uppsala University, 2024)
+# makes it concrete. The two sentences below contain the same five words;
 # sentence 2 is sentence 1 with positions 1 and 4 swapped. We embed them with a small random
 # embedding table and run them through one `MultiHeadAttention` layer ({numref}`sec-mha-module`):
 
@@ -1471,12 +1472,12 @@ quiz = Quiz(
         choice(
             "Without positions, reordering the input of self-attention",
             [
-                "changes nothing at all in the output",
                 "reorders the output in the same way",
+                "changes nothing at all in the output",
                 "makes attention causal",
                 "raises an error",
             ],
-            answer="b",
+            answer="a",
             explain="Self-attention is permutation-equivariant.",
         ),
         number(
@@ -1494,14 +1495,14 @@ quiz = Quiz(
             explain="cos(1 · ω₀) with ω₀ = 1.",
         ),
         choice(
-            "A learned table of 512 rows meets position 600. What happens?",
+            "This book's learned table of 512 rows meets position 600. What happens?",
             [
-                "it wraps around",
-                "LearnedPositionalEmbedding raises a ValueError",
-                "it uses the last row",
-                "it extrapolates",
+                "it wraps around to row 88",
+                "it extrapolates from the last rows",
+                "it reuses the last row",
+                "it raises a ValueError",
             ],
-            answer="b",
+            answer="d",
             explain="There is no row to read past max_len.",
         ),
         choice(

@@ -1826,7 +1826,8 @@ if not is_quick():
 #   (classification, question answering, tagging) need. BERT is this kind: a Transformer *encoder*,
 #   with unmasked self-attention, the subject of the next chapters.
 #
-# In the lecture's example, "If you don't ____ at the sign, you will get a ticket.", an
+# In the example of {ref}`Ozdemir's lecture slides <sources-decks>`, "If you don't ____ at the
+# sign, you will get a ticket.", an
 # auto-regressive model predicts the gap from "If you don't" alone; an auto-encoding one also reads
 # "at the sign, you will get a ticket".
 #
@@ -2394,13 +2395,14 @@ quiz = Quiz(
         choice(
             "Where does a pre-LN layer normalise?",
             [
-                "after the residual addition",
+                "after each residual addition",
+                "at each sub-layer's input, with no final norm",
                 "at each sub-layer's input, with a final norm per stack",
-                "only at the end of the model",
-                "nowhere",
+                "at each sub-layer's output, before the residual addition",
             ],
-            answer="b",
-            explain="Post-LN, the paper's placement, normalises after the addition.",
+            answer="c",
+            explain="Without the final norm a stack's output is an un-normalised sum; "
+            "post-LN, the paper's placement, normalises after the addition.",
         ),
         number(
             "The peak learning rate of the schedule for d_model = 512 and 4000 warm-up "
@@ -2416,36 +2418,36 @@ quiz = Quiz(
             explain="Keys and values come from the encoder.",
         ),
         choice(
-            "label_smoothed_cross_entropy with ε = 0.1 equals",
+            "Label smoothing with ε = 0.1 trains towards a target that puts",
             [
-                "nn.CrossEntropyLoss(label_smoothing=0.1)",
-                "dropout of 0.1",
-                "weight decay of 0.1",
-                "a learning rate of 0.1",
+                "the model's own prediction, mixed 90/10 with the one-hot target",
+                "1 on the correct token, with 10% of the targets made random tokens",
+                "0.9 on the correct token and nothing on the others",
+                "0.9 on the correct token and 0.1 spread evenly over all V tokens",
             ],
-            answer="a",
-            explain="The chapter checks that they agree.",
+            answer="d",
+            explain="nn.CrossEntropyLoss(label_smoothing=0.1) computes the same loss.",
         ),
         choice(
-            "Training with teacher forcing is parallel. Generation is",
+            "How does the trained model produce the target tokens of a translation?",
             [
-                "parallel too",
-                "sequential, greedy or with a beam",
-                "impossible without an encoder",
-                "done by the loss",
+                "one after the other, greedily or with a beam",
+                "all at once, as in training: the causal mask allows it",
+                "all at once, after the encoder has run",
+                "one after the other, each from the source alone",
             ],
-            answer="b",
+            answer="a",
             explain="Each new token depends on the ones before it.",
         ),
         choice(
             "A decoder-only model such as GPT is",
             [
                 "the encoder without its masks",
-                "the decoder without cross-attention",
+                "the decoder without its causal mask",
                 "an encoder-decoder with one vocabulary",
-                "BERT with a causal mask",
+                "the decoder without cross-attention",
             ],
-            answer="b",
+            answer="d",
             explain="There is no encoder to attend to.",
         ),
     ],

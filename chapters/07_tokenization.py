@@ -33,8 +33,9 @@
 #
 # - why models read *subwords* rather than words or characters: the size of a word vocabulary,
 #   the words it has never seen, and the related forms (play, played, playing) it cannot relate;
-# - how byte-pair encoding and WordPiece learn a vocabulary, on the lecture's worked examples and
-#   on real text, and why their two scores choose different merges;
+# - how byte-pair encoding and WordPiece learn a vocabulary, on the worked examples of
+#   {ref}`Magnusson's lecture slides <sources-decks>` (Uppsala University, 2024) and on real text, and
+#   why their two scores choose different merges;
 # - how BERT normalises text (control characters, Chinese characters, lower-casing, accents),
 #   splits it into words and punctuation, and cuts each word into WordPiece tokens by greedy
 #   longest-match-first with `##` continuations and `[UNK]`;
@@ -304,7 +305,8 @@ def read_lines(path: str | Path) -> list[str]:
 # When two pairs are equally frequent we need a rule, or the result depends on dictionary order.
 # Ours: prefer the pair that makes the shorter new token (short pieces before long ones), then the
 # pair whose symbols were created first (single characters in order of first appearance, then
-# merged symbols in the order they were made). This rule reproduces both examples on the slides. The cell below keeps the pair
+# merged symbols in the order they were made). This rule reproduces both examples of Magnusson's
+# slides. The cell below keeps the pair
 # counts up to date after each merge instead of recounting, and a heap finds the best pair.
 
 # %% tags=["export"]
@@ -441,7 +443,7 @@ def encode_and_show_work(
 
 
 # %% [markdown]
-# The slides' first example, "aaabdaaabac", one word seen once: "aa" is the most frequent pair,
+# Magnusson's first example, "aaabdaaabac", one word seen once: "aa" is the most frequent pair,
 # then "ab" and "Z a" tie with two occurrences each, and the shorter new token wins.
 
 # %%
@@ -461,8 +463,8 @@ assert steps == ["ZabdZabac", "ZYdZYac", "XdXac"] and symbols == final
 
 # %% [markdown]
 # The second example counts words: "text" 9 times, "texting" 10 times and "context" 11 times,
-# with "_" marking the end of a word. As on the slides, "te" comes first, "text_" and "con" later,
-# and the whole word "texting_" last; then every word is a single token and training stops.
+# with "_" marking the end of a word. As on Magnusson's slides, "te" comes first, "text_" and "con"
+# later, and the whole word "texting_" last; then every word is a single token and training stops.
 
 # %%
 corpus = {"text_": 9, "texting_": 10, "context_": 11}
@@ -599,13 +601,13 @@ assert (
 assert bert_normalize("Café Dupont")[0] == "Café Dupont"
 
 # %% [markdown]
-# The slides' example is the first line: the *uncased* tokenizer turns "Café Dupont" into "cafe
-# dupont", while the *cased* one leaves letters alone and only cleans the text. Uncased is the
-# usual choice, because case seldom changes what a word means and one entry then serves "The"
-# and "the"; cased helps where case carries information, as in recognising names. Neither folds
-# the ligature "ﬁ" into "fi": BERT decomposes accents, not compatibility characters. The choice
-# belongs to the tokenizer, not to the model, but a model must always be used with the
-# normalisation it was trained with.
+# The example of {ref}`Ozdemir's lecture slides <sources-decks>` is the first line: the *uncased*
+# tokenizer turns "Café Dupont" into "cafe dupont", while the *cased* one leaves letters alone and
+# only cleans the text. Uncased is the usual choice, because case seldom changes what a word
+# means and one entry then serves "The" and "the"; cased helps where case carries information, as in
+# recognising names. Neither folds the ligature "ﬁ" into "fi": BERT decomposes accents, not
+# compatibility characters. The choice belongs to the tokenizer, not to the model, but a model must
+# always be used with the normalisation it was trained with.
 #
 # (sec-tok-wordpiece)=
 # ## WordPiece encoding
@@ -820,10 +822,10 @@ class WordPieceTokenizer(TokenizerMixin):
 
 
 # %% [markdown]
-# A toy vocabulary shows the rule on the slides' sentence. The name "sinan" is not in the
+# A toy vocabulary shows the rule on Ozdemir's sentence. The name "sinan" is not in the
 # vocabulary, so it is cut into two pieces that are; a word with a letter that no piece covers
 # becomes `[UNK]` as a whole. With `add_special_tokens=True` the encoding starts with `[CLS]` and
-# ends with `[SEP]`, exactly as on the slides; a `[MASK]` written in the text stays one token.
+# ends with `[SEP]`, exactly as on Ozdemir's slides; a `[MASK]` written in the text stays one token.
 
 # %%
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
@@ -890,7 +892,7 @@ assert masked.offsets[4] == (14, 20)
 # `[PAD]` fills shorter inputs up to the length of the batch, and a padding mask (True for real
 # tokens, the polarity of {doc}`03_attention`) keeps attention away from it. `[MASK]` replaces
 # the tokens that pretraining hides from the model and asks it to predict. The cell builds one
-# input of length 14 by hand from two encodings, with the slides' two sentences and one word
+# input of length 14 by hand from two encodings, with Ozdemir's two sentences and one word
 # masked; the BERT chapters build such inputs in code.
 
 # %%
@@ -1280,7 +1282,7 @@ def train_wordpiece_simple(
 
 
 # %% [markdown]
-# On the slides' corpus the two scores disagree from the first step. By count, the most frequent
+# On Magnusson's corpus the two scores disagree from the first step. By count, the most frequent
 # pairs are the "ex" and "xt" inside every word; by WordPiece's score, "c" and "o" win, because
 # neither ever appears without the other. WordPiece has built "con" and "##ing" before it makes
 # "te", which is BPE's first merge.
@@ -1327,8 +1329,8 @@ assert learned.index("con") < learned.index("te") and train_bpe(corpus, 1).merge
 # ### A faster trainer
 #
 # The straightforward trainer rescans every word after every merge, so its time grows with the
-# number of merges times the size of the corpus: fine for the slides, far too slow for a 30,000
-# entry vocabulary. Most of that work is wasted, because a merge changes only the words that
+# number of merges times the size of the corpus: fine for Magnusson's examples, far too slow for a
+# 30,000 entry vocabulary. Most of that work is wasted, because a merge changes only the words that
 # contain the merged pair. The fast trainer below keeps the counts instead of recounting them:
 # an index from each pair to the words that contain it finds the words to update, and a heap
 # hands out the best pair. When a count changes, a new heap entry is pushed and the old one is
@@ -2453,7 +2455,7 @@ plt.show()
 # but splits the ending of the frequent "played", and breaks words it has never seen into single
 # letters. The other two give "playfully" the stem "play" of its relatives, and the WordPiece
 # vocabulary learned by count (Hugging Face's trainer, when `tokenizers` is installed) even cuts
-# the name "sinan" into "sin ##an", as BERT's own vocabulary does on the slides.
+# the name "sinan" into "sin ##an", as BERT's own vocabulary does on Ozdemir's slides.
 
 # %%
 small = {name: first_entries(tok, sizes[0]) for name, tok in largest.items()}
@@ -2801,8 +2803,8 @@ quiz = Quiz(
     [
         choice(
             "What does BERT's uncased normaliser make of 'Café Dupont'?",
-            ["Café Dupont", "cafe dupont", "café dupont", "CAFE DUPONT"],
-            answer="b",
+            ["Café Dupont", "CAFE DUPONT", "café dupont", "cafe dupont"],
+            answer="d",
             explain="Lower-case, then strip the accents.",
         ),
         choice(
@@ -2814,12 +2816,12 @@ quiz = Quiz(
         choice(
             "Which pair does WordPiece training merge next?",
             [
-                "the most frequent pair",
                 "the pair with the highest P(ij) / (P(i) P(j))",
-                "the longest pair",
-                "a random pair",
+                "the most frequent pair",
+                "the pair with the highest P(i) P(j)",
+                "the pair with the lowest P(ij) / (P(i) P(j))",
             ],
-            answer="b",
+            answer="a",
             explain="BPE is the one that merges the most frequent pair.",
         ),
         number(
@@ -2833,7 +2835,7 @@ quiz = Quiz(
             [
                 "grows",
                 "falls, quickly at first and then slowly",
-                "stays the same",
+                "falls, slowly at first and then quickly",
                 "falls in a straight line",
             ],
             answer="b",
@@ -2844,16 +2846,16 @@ quiz = Quiz(
             [
                 "longest vocabulary entry first, from the left",
                 "by applying the learned merges in order",
+                "into the fewest pieces its vocabulary allows",
                 "into the segmentation with the highest product of piece probabilities",
-                "into single characters only",
             ],
-            answer="c",
+            answer="d",
             explain="The Viterbi algorithm finds it without listing them all.",
         ),
         choice(
             "How does WordPiece mark a piece that continues a word?",
-            ["a leading Ġ", "a leading ##", "a trailing </w>", "a leading ▁"],
-            answer="b",
+            ["a leading ##", "a leading Ġ", "a trailing </w>", "a leading ▁"],
+            answer="a",
             explain="Ġ is byte-level BPE's mark of a preceding space.",
         ),
     ],

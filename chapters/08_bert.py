@@ -51,8 +51,8 @@
 #   all-MiniLM-L6-v2, placing paraphrases closer together than sentences that merely share a word;
 # - what *contextual* means, measured: the same word gets different vectors in different sentences.
 # - what trained heads attend to: attention maps of a real encoder and of the course's own on
-#   the slides' sentences, and Clark et al.'s test of every head against the dependency
-#   relations of a treebank, beside a fixed-offset baseline.
+#   the sentences of {ref}`Ozdemir's lecture slides <sources-decks>`, and Clark et al.'s test of every
+#   head against the dependency relations of a treebank, beside a fixed-offset baseline.
 #
 # **Uses.** From {doc}`04_multihead_attention`: `MultiHeadAttention`, with its explicit and
 # fast paths. From {doc}`03_attention`: `padding_mask`. From
@@ -318,8 +318,8 @@ assert (
 # (2 rows), and $t$ is the position (512 rows). All three tables are trained with the rest of the
 # model. The position table replaces the Transformer's fixed sinusoids with learned vectors, one
 # per position, as in {ref}`sec-pos-learned`; this is also why BERT cannot
-# read more than 512 tokens, since there are no vectors for position 512 and beyond. (One of the
-# course's slide decks calls the position embeddings "not learnable"; in BERT they are learned,
+# read more than 512 tokens, since there are no vectors for position 512 and beyond. (Ozdemir's
+# slides call the position embeddings "not learnable"; in BERT they are learned,
 # and the weights released with the paper contain the trained table.)
 #
 # Adding, not concatenating, keeps the width at $D$. Because the three tables are trained
@@ -389,7 +389,7 @@ class BertEmbeddings(nn.Module):
 # (sec-bert-paris)=
 # ### The Paris example
 #
-# The lecture slides' example is the pair "Paris is a beautiful city" / "I love Paris". We need a
+# Ozdemir's example is the pair "Paris is a beautiful city" / "I love Paris". We need a
 # WordPiece vocabulary that knows these words; a real one has 30,522 entries, ours has the five
 # special tokens of {doc}`07_tokenization` and the words of this chapter's examples. Packing a pair
 # is a few lines: `[CLS]`, the tokens of A, `[SEP]`, the tokens of B, `[SEP]`, with segment 0 up
@@ -443,7 +443,7 @@ assert paris_tokens == [
 assert paris_segments == [0] * 7 + [1] * 4
 
 # %% [markdown]
-# Eleven tokens, seven in segment A and four in segment B, as on the slide. Now the embedding
+# Eleven tokens, seven in segment A and four in segment B, as on Ozdemir's slide. Now the embedding
 # layer of a randomly initialised BERT-base. Its token table has 30,522 rows; our ids are all
 # small, so any of them is a valid row. (Random weights are all we need to check shapes and
 # arithmetic; {ref}`sec-bert-real` shows how to load the trained ones.)
@@ -1979,7 +1979,7 @@ print(
 # About 22.7 million parameters, a fifth of BERT-base, and half of them in the token table.
 # To see what the contrastive training bought, we embed four pairs of paraphrases. Each
 # pair shares a meaning with few words in common, while sentences from different pairs often share
-# a word: the slides' "I love my pet python" and "I love coding in python" share most of their
+# a word: Ozdemir's "I love my pet python" and "I love coding in python" share most of their
 # words but not their meaning, and "bank" appears in a sentence about money and in one about a
 # river. A good sentence
 # encoder places each sentence closer to its paraphrase than to any sentence with another meaning,
@@ -2519,7 +2519,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # A static word vector ({doc}`02_word_vectors`) gives "python" one vector, whether it is a pet
 # or a programming language. BERT's output at a position is a function of the whole input, so the
 # same word gets a different vector in every sentence, ideally closer together when the sense is
-# the same. The lecture slides' pair is "I love my pet python" and "I love coding in python"; we
+# the same. Ozdemir's pair is "I love my pet python" and "I love coding in python"; we
 # add a few more sentences for each sense, and a second word with two senses, "bank".
 #
 # This needs a *trained* model, and we try two: the real pretrained encoder of
@@ -2666,7 +2666,7 @@ plt.show()
 # What do the heads of a real pretrained encoder look at? {cite}`clark2019does` asked it of every
 # one of BERT-base's 144 heads and found some that follow grammar, with no grammar in their
 # training data: in one head, direct objects attend to their verbs; in another, determiners attend
-# to their nouns. The lecture slides show four of them with their accuracy. We repeat the
+# to their nouns. Ozdemir's slides show four of them with their accuracy. We repeat the
 # measurement on the two encoders of this chapter, all-MiniLM-L6-v2 and the course's bert-mini,
 # reading their weights with `output_attentions=True` ({ref}`sec-bert-model`).
 #
@@ -2738,7 +2738,7 @@ def word_attention(weights: torch.Tensor, word_ids: list[int | None]) -> torch.T
 
 
 # %% [markdown]
-# The slides' sentence about the pronoun "he", through all-MiniLM-L6-v2. The tokenizer splits
+# Ozdemir's sentence about the pronoun "he", through all-MiniLM-L6-v2. The tokenizer splits
 # "Sinan" into two pieces, so the token-level map has one row and one column more than the
 # word-level map. The cell checks the definition on the way: the row of a word sums to the mean,
 # over its pieces, of the weight that did not go to `[CLS]` or `[SEP]`.
@@ -3027,7 +3027,7 @@ print(f"{time.perf_counter() - start:.1f} s for the three encoders and the basel
 # %% [markdown]
 # The table gives, for each relation, the number of words scored (the second half's), the best
 # offset and its accuracy, and each encoder's best head, named layer-head and counted from 1 as in
-# the paper, with its direction and accuracy. The last column quotes the slides: Clark et al.'s
+# the paper, with its direction and accuracy. The last column quotes Ozdemir's slides: Clark et al.'s
 # best head of BERT-base for the relation, on the Penn Treebank's *Wall Street Journal* text with
 # Stanford Dependencies, where `obj` is called `dobj`, `nmod:poss` is `poss` and `aux:pass` is
 # `auxpass`.
@@ -3116,13 +3116,13 @@ assert (over_random >= 15).sum() >= 10  # but far ahead of random heads
 
 # %% [markdown]
 # What the numbers say. The real encoder has heads that follow grammar well beyond what word
-# order gives, for the relations listed above, though less sharply than BERT-base in the slides'
-# column. The two columns are neighbours, not equals: all-MiniLM-L6-v2 has 72 heads to BERT-base's
-# 144, it learned by imitating a larger model's attention and then by contrastive training rather
-# than by masked-word prediction ({ref}`sec-bert-real`), and the treebank, its genre and its
-# relation labels differ. Clark et al. also chose each head on the same sentences they report,
-# which flatters the best head a little. Where a dependent nearly always sits next to its head,
-# the offset baseline is already high and leaves a head little room to do better.
+# order gives, for the relations listed above, though less sharply than BERT-base in the last
+# column (Ozdemir's). The two columns are neighbours, not equals: all-MiniLM-L6-v2 has 72 heads to
+# BERT-base's 144, it learned by imitating a larger model's attention and then by contrastive
+# training rather than by masked-word prediction ({ref}`sec-bert-real`), and the treebank, its genre
+# and its relation labels differ. Clark et al. also chose each head on the same sentences they report,
+# which flatters the best head a little. Where a dependent nearly always sits next to its head, the
+# offset baseline is already high and leaves a head little room to do better.
 #
 # The course's bert-mini has far fewer such heads (at most half as many relations as the real
 # encoder, counted above), and for most relations its best head is within a few points of the
@@ -3134,7 +3134,7 @@ assert (over_random >= 15).sum() >= 10  # but far ahead of random heads
 # its heads must first put each word's pieces back together. Grammar in attention, if it comes,
 # comes with scale.
 #
-# The best heads at work on the slides' sentence, with its tree written out by hand in the
+# The best heads at work on Ozdemir's sentence, with its tree written out by hand in the
 # treebank's conventions. Each panel is one encoder's best head for one relation (chosen on the
 # first half of the treebank sentences); rows attend to columns, so a dependent → head (d→h)
 # head predicts along its rows and a head → dependent (h→d) head along its columns. The cell
@@ -3235,7 +3235,7 @@ python_trees = {
 show(python_trees, ["obj"], every_word=True)
 
 # %% [markdown]
-# The slides' "python" pair: the same word at the same position, the object of "love" in the
+# Ozdemir's "python" pair: the same word at the same position, the object of "love" in the
 # first sentence and, through the preposition "in", a dependent of "coding" in the second. The
 # panels show each encoder's best object head, and the printed lines its prediction for every
 # word, not only for the objects: a head that tracks one relation is a tendency over many
@@ -3630,29 +3630,29 @@ quiz = Quiz(
         choice(
             "BERT's input vector at position t is",
             [
-                "token + position",
+                "token + segment + position, with no norm",
+                "LayerNorm(token + position), with no segment table",
                 "LayerNorm(token + segment + position)",
-                "token × segment + position",
-                "the three tables concatenated",
+                "LayerNorm of the three tables concatenated",
             ],
-            answer="b",
+            answer="c",
             explain="Three learned tables, added, then normalised.",
         ),
         choice(
             "What does the NSP head read?",
             [
                 "every token's vector",
-                "the pooled [CLS] vector",
-                "the [SEP] vectors",
                 "the mean of all vectors",
+                "the [SEP] vectors",
+                "the pooled [CLS] vector",
             ],
-            answer="b",
+            answer="d",
             explain="tanh(W h_[CLS] + b), then a linear layer.",
         ),
         choice(
             "What does the MLM head share with the input?",
-            ["the position table", "the token table", "the pooler", "nothing"],
-            answer="b",
+            ["the token table", "the position table", "the pooler", "nothing"],
+            answer="a",
             explain="Tied weights: the scores are products with it.",
         ),
         choice(
@@ -3660,8 +3660,8 @@ quiz = Quiz(
             [
                 "a word has the same vector in every sentence",
                 "a word gets a different vector in every sentence",
-                "only [CLS] has a vector",
-                "they equal skip-gram's",
+                "a word's vector depends only on the words before it",
+                "only the [CLS] vector depends on the whole input",
             ],
             answer="b",
             explain="They are contextual.",
@@ -3671,11 +3671,11 @@ quiz = Quiz(
             "three pieces receives is",
             [
                 "the mean of the weights on its pieces",
-                "the sum of the weights on its pieces",
                 "the weight on its first piece",
+                "the sum of the weights on its pieces",
                 "the largest of the three weights",
             ],
-            answer="b",
+            answer="c",
             explain="Each weight is a share of a row's attention, and shares add up; "
             "the attention a word gives is the mean of its pieces' rows.",
         ),

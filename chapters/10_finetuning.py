@@ -32,9 +32,10 @@
 # since {cite}`sun2019fine`.
 #
 # This chapter fine-tunes the course's own pretrained `bert-mini` on the three kinds of task of
-# the lecture slides: classifying whole sentences, labelling every word, and extracting an answer
-# span from a paragraph. It then measures what the pretraining was worth, what the three ways of
-# fine-tuning cost and gain, and how sensitive the result is to the learning rate.
+# {ref}`Ozdemir's lecture slides <sources-decks>`: classifying whole sentences, labelling every word,
+# and extracting an answer span from a paragraph. It then measures what the pretraining was worth,
+# what the three ways of fine-tuning cost and gain, and how sensitive the result is to the learning
+# rate.
 #
 # **What you will learn**
 #
@@ -115,10 +116,10 @@ print(
 # (sec-ft-transfer)=
 # ## From pretraining to fine-tuning
 #
-# The slides call this *{term}`transfer learning`*: a model is first pretrained on an unlabelled corpus,
-# on objectives (masked language modelling, next sentence prediction) that are not useful in
+# Ozdemir's slides call this *{term}`transfer learning`*: a model is first pretrained on an unlabelled
+# corpus, on objectives (masked language modelling, next sentence prediction) that are not useful in
 # themselves, and then fine-tuned, that is, updated, on a labelled "downstream" data set that is
-# usually much smaller. Trained on the small data set alone, say the slides, the same
+# usually much smaller. Trained on the small data set alone, say his slides, the same
 # architecture would never reach the same results; {ref}`sec-ft-gain` measures the difference for
 # our model.
 #
@@ -132,7 +133,7 @@ print(
 # | extractive question answering | `[CLS] question [SEP] paragraph [SEP]` | every paragraph token: start and end scores | SQuAD v1.1 | SQuAD v1.1 |
 # | single-sentence tagging | `[CLS] A [SEP]` | every token's vector | CoNLL-2003 NER | UD part-of-speech tags, Universal NER entities |
 #
-# There are three approaches to fine-tuning, in the slides' words: update the whole model (all
+# There are three approaches to fine-tuning, in Ozdemir's words: update the whole model (all
 # encoder layers and the new layers on top); update only a subset of the encoder layers, to save
 # computation; or freeze the encoder and train only the new layers. The paper fine-tunes
 # everything, with dropout 0.1, for 2 to 4 epochs, and picks the learning rate (with Adam) from
@@ -168,7 +169,7 @@ from tinybert.pretraining.objective import SpecialTokens
 from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 
 # %% [markdown]
-# The slides' question-answering demo asks "Where does Matt live?" of one sentence. Packed as a
+# Ozdemir's question-answering demo asks "Where does Matt live?" of one sentence. Packed as a
 # pair, it looks like this (token / segment):
 
 # %%
@@ -565,7 +566,7 @@ for make_head, hf_class, hf_layer, our_layer, labels in cases:
 # (sec-ft-loop)=
 # ## The fine-tuning loop
 #
-# The three approaches of the slides differ only in which parameters receive gradients.
+# Ozdemir's three approaches differ only in which parameters receive gradients.
 # `set_trainable_layers(model, k)` leaves everything trainable for `k=None`; for a number `k` it
 # freezes the encoder except its top `k` layers (and the pooler, which sits on top of them), and
 # `k=0` trains the head alone. A frozen parameter costs no gradient and no optimiser state, and
@@ -1135,7 +1136,7 @@ plt.show()
 # (sec-ft-approaches)=
 # ### Full, partial or frozen
 #
-# The slides' three approaches, with the same data, epochs and seed: update everything; update
+# Ozdemir's three approaches, with the same data, epochs and seed: update everything; update
 # the top two of the four encoder layers (and the pooler); freeze the encoder and train the
 # linear head alone. A frozen encoder is a fixed feature extractor, and a linear layer on fixed
 # features wants a larger learning rate than fine-tuning, so the head alone gets ten times the
@@ -2266,7 +2267,7 @@ print(
 )
 
 # %% [markdown]
-# The slides' demo, asked of our model (whatever it answers):
+# Ozdemir's demo, asked of our model (whatever it answers):
 
 # %%
 matt = answer_question(
@@ -2701,7 +2702,7 @@ print(parser.format_help())
 # (sec-ft-gain)=
 # ## Does pretraining pay off? The transfer ladder
 #
-# The slides' central claim is that a model pretrained once on unlabelled text and then
+# The central claim of Ozdemir's slides is that a model pretrained once on unlabelled text and then
 # fine-tuned beats the same architecture trained on the labelled data alone. We test it on two
 # tasks with three encoders, each a rung of a ladder:
 #
@@ -3548,8 +3549,9 @@ if not is_quick():
 # | feature-based: the last four layers, concatenated | 96.1 |
 # | feature-based: weighted sum of all 12 layers | 95.5 |
 #
-# Concatenating the top four layers came within 0.3 F1 of fine-tuning. The slides' table of
-# masking strategies (the paper's Table 8) makes the same comparison for BERT's 80/10/10 masking:
+# Concatenating the top four layers came within 0.3 F1 of fine-tuning. The table of masking
+# strategies in {ref}`Straka's lecture slides <sources-decks>` (Charles University, 2023; the
+# paper's Table 8) makes the same comparison for BERT's 80/10/10 masking:
 # 95.4 fine-tuned, 94.9 feature-based.
 #
 # We repeat the experiment on the entities of {ref}`sec-ft-ner-ladder` with the real encoder,
@@ -4280,25 +4282,26 @@ quiz = Quiz(
     "ch10",
     [
         choice(
-            "In token classification, which word piece carries the word's label?",
+            "In this chapter's token classification, which word piece carries the "
+            "word's label?",
             [
-                "every piece",
                 "the first; the others get -100",
-                "the last",
-                "the [CLS] token",
+                "every piece, each with the word's label",
+                "the last; the others get -100",
+                "the longest; the others get -100",
             ],
-            answer="b",
+            answer="a",
             explain="The loss ignores the label -100.",
         ),
         choice(
             "A window of a long paragraph that does not contain the answer is labelled",
             [
                 "with the nearest span",
-                "at position 0, [CLS]",
-                "not at all: dropped",
                 "with a random span",
+                "not at all: dropped",
+                "at position 0, [CLS]",
             ],
-            answer="b",
+            answer="d",
             explain="The model learns to score such windows low.",
         ),
         number(
@@ -4311,12 +4314,12 @@ quiz = Quiz(
         choice(
             "SQuAD's F1 compares",
             [
-                "characters",
+                "characters, against the first reference",
+                "word pieces, averaged over the references",
                 "normalised words, best over the references",
-                "token ids",
-                "sentence vectors",
+                "normalised words, averaged over the references",
             ],
-            answer="b",
+            answer="c",
             explain="Lower case, no punctuation or articles, shared words.",
         ),
         choice(

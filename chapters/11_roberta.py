@@ -123,8 +123,9 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # ## What RoBERTa changes
 #
 # The RoBERTa paper {cite}`liu2019roberta` is a careful replication study. It retrains BERT-base
-# with one change at a time, keeps what helps, and then combines everything in a large run. The
-# lecture slides summarise the outcome in five points: dynamic instead of static masking, longer
+# with one change at a time, keeps what helps, and then combines everything in a large run.
+# {ref}`Magnusson's lecture slides <sources-decks>` (Uppsala University, 2024) summarise the
+# outcome in five points: dynamic instead of static masking, longer
 # sequences, no next-sentence prediction, a larger vocabulary, and more data, seen for longer and in
 # larger batches. In full:
 #
@@ -363,7 +364,8 @@ with torch.no_grad():
 # ### Sizes
 #
 # RoBERTa-base has the parameters of BERT-base plus a larger token table, two more position rows,
-# and one fewer segment row. The slides put it at "15% more parameters". Counting on the `meta`
+# and one fewer segment row. {ref}`Ozdemir's lecture slides <sources-decks>` put it at "15% more
+# parameters". Counting on the `meta`
 # device, ours against Hugging Face's `RobertaModel` built from the released configuration:
 
 # %%
@@ -608,7 +610,8 @@ assert byte_level.decode(bl.ids) == sample and "[UNK]" in wp
 #   crossing into the next document when one ends, with an extra separator between documents;
 # - DOC-SENTENCES (no NSP): the same, but an input never crosses a document boundary.
 #
-# Their Table 2, from the slides (BERT-base-sized models; SQuAD F1, MNLI-m, SST-2 and RACE accuracy):
+# Their Table 2, from {ref}`Straka's lecture slides <sources-decks>` (Charles University, 2023;
+# BERT-base-sized models; SQuAD F1, MNLI-m, SST-2 and RACE accuracy):
 #
 # | input format | NSP | SQuAD 1.1/2.0 | MNLI-m | SST-2 | RACE |
 # |---|---|---|---|---|---|
@@ -872,8 +875,8 @@ assert (
 #
 # BERT-base trained for 1M steps with batches of 256 sequences and a peak learning rate of
 # $10^{-4}$. RoBERTa's authors kept the number of sequences processed fixed and traded steps for
-# batch size, tuning the learning rate for each batch size (their Table 3, on the slides; *ppl* is
-# the MLM {term}`perplexity` on held-out data):
+# batch size, tuning the learning rate for each batch size (their Table 3, on Straka's slides; *ppl*
+# is the MLM {term}`perplexity` on held-out data):
 #
 # | batch size | steps | peak learning rate | ppl | MNLI-m | SST-2 |
 # |---|---|---|---|---|---|
@@ -938,7 +941,7 @@ print(f"one step of the final RoBERTa: 8K x 512 = {8_192 * 512 / 1e6:.1f}M token
 #
 # The last ingredient is the text. BERT was pretrained on BooksCorpus and English Wikipedia,
 # 16 GB of uncompressed text by the RoBERTa paper's count; its authors added three collections
-# of news, web text and stories, 160 GB in all. Their Table 4 (on the
+# of news, web text and stories, 160 GB in all. Their Table 4 (on Straka's
 # slides) adds one change per row to a RoBERTa trained with 8K batches, each row keeping the
 # changes above it, and sets BERT-large and XLNet-large beside it:
 #
@@ -1429,11 +1432,11 @@ quiz = Quiz(
             "Which of these is not part of RoBERTa's recipe?",
             [
                 "dynamic masking",
-                "next-sentence prediction",
-                "larger batches",
                 "byte-level BPE",
+                "larger batches",
+                "next-sentence prediction",
             ],
-            answer="b",
+            answer="d",
             explain="RoBERTa drops NSP and packs FULL-SENTENCES.",
         ),
         number(
@@ -1443,21 +1446,21 @@ quiz = Quiz(
             explain="Positions start after the padding id, 1.",
         ),
         choice(
-            "At which row does the first real token of a RoBERTa input read its "
-            "position?",
-            ["0", "1", "the padding id + 1", "512"],
+            "At which row of the position table does the first real token of a "
+            "RoBERTa input read its position (padding id 1)?",
+            ["0", "1", "2", "512"],
             answer="c",
-            explain="Padding never moves a token's position.",
+            explain="The padding id + 1: padding never moves a token's position.",
         ),
         choice(
             "FULL-SENTENCES packs",
             [
-                "one sentence per input",
                 "consecutive sentences up to the maximum length, across documents",
-                "random pairs of sentences",
-                "the first sentence of each document",
+                "a pair of segments, each possibly several sentences",
+                "a pair of single natural sentences",
+                "consecutive sentences up to the maximum length, within one document",
             ],
-            answer="b",
+            answer="a",
             explain="With a separator between documents.",
         ),
         number(

@@ -25,8 +25,9 @@
 # them. For a phone, a browser or a server answering thousands of requests a second, that is a lot.
 # DistilBERT {cite}`sanh2019distilbert` is a smaller BERT trained to imitate a large one: a
 # *{term}`student <student model>`* with half the layers learns from the outputs of a pretrained *{term}`teacher <teacher model>`*, a technique
-# called {term}`knowledge distillation` {cite}`hinton2015distilling`. The lecture slides give its headline
-# numbers: 40% fewer parameters, 60% faster, and 97% of BERT's performance on the GLUE benchmark.
+# called {term}`knowledge distillation` {cite}`hinton2015distilling`.
+# {ref}`Ozdemir's lecture slides <sources-decks>` give its headline numbers: 40% fewer parameters, 60%
+# faster, and 97% of BERT's performance on the GLUE benchmark.
 #
 # This chapter builds the student from BERT's parts, initialises it from the teacher's layers,
 # writes the distillation loss, and distils the course's own pretrained `bert-mini` into a
@@ -1047,7 +1048,7 @@ for name, s in seconds.items():
     print(f"{name:<24} {s * 1e3:7.2f} ms per batch of {tuple(speed_ids.shape)}")
 
 # %% [markdown]
-# Our numbers beside the slides'. DistilBERT's "60% faster" means that BERT-base took 60% longer:
+# Our numbers beside Ozdemir's. DistilBERT's "60% faster" means that BERT-base took 60% longer:
 # a speed ratio of 1.6 {cite}`sanh2019distilbert`; its "97% of the performance" is the GLUE score
 # of DistilBERT divided by BERT-base's.
 
@@ -1093,7 +1094,7 @@ if not is_quick():
 # speed-up is larger than the parameter saving for the opposite reason: the embedding lookup costs
 # almost nothing, and nearly all the time goes into the layers. The student keeps most of its
 # teacher's Banking77 accuracy, but not all of it. That ratio is the least comparable of the three
-# with the slides': DistilBERT's 97% compares models each fine-tuned to convergence on GLUE's tens
+# with Ozdemir's: DistilBERT's 97% compares models each fine-tuned to convergence on GLUE's tens
 # of thousands of examples, with one fine-tuning run each here, and a student inherits what its
 # teacher knows, which for this teacher is two CPU hours of pretraining ({ref}`sec-ft-gain`).
 # Whether the distillation steps also raise the fine-tuned student's accuracy, beyond what the
@@ -1407,23 +1408,23 @@ quiz = Quiz(
         choice(
             "What does the DistilBERT student lack, compared with BERT?",
             [
-                "attention",
+                "half the attention heads, the segment table and the pooler",
+                "half the layers, the position table and the pooler",
                 "half the layers, the segment table and the pooler",
-                "the feed-forward blocks",
-                "the MLM head",
+                "half the width, the segment table and the MLM head",
             ],
-            answer="b",
+            answer="c",
             explain="It is built from BERT's parts.",
         ),
         choice(
             "student_from_teacher initialises the student with",
             [
-                "random weights",
+                "the teacher's embeddings only; its layers start at random",
+                "the teacher's embeddings, MLM head and its layers averaged in pairs",
+                "the teacher's embeddings, MLM head and first half of its layers",
                 "the teacher's embeddings, MLM head and every other layer",
-                "the teacher's first half of layers",
-                "a smaller pretrained model",
             ],
-            answer="b",
+            answer="d",
             explain="It computes exactly those layers of the teacher.",
         ),
         number(

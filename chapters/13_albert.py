@@ -36,11 +36,11 @@
 #    real continuation from a random segment of another document, the model must tell two
 #    consecutive segments in their order from the same two segments swapped.
 #
-# The lecture slides sum up the result as "90% fewer parameters": 12M for ALBERT-base and 18M for
-# ALBERT-large, against BERT's 110M and 340M. This chapter builds ALBERT from BERT's parts, writes
-# only what differs, proves that it computes what Hugging Face's ALBERT computes, counts the
-# parameters part by part to see where the 90% comes from, and measures on real text the cue that
-# SOP takes away from NSP.
+# {ref}`Ozdemir's lecture slides <sources-decks>` sum up the result as "90% fewer parameters": 12M for
+# ALBERT-base and 18M for ALBERT-large, against BERT's 110M and 340M. This chapter builds ALBERT from
+# BERT's parts, writes only what differs, proves that it computes what Hugging Face's ALBERT computes,
+# counts the parameters part by part to see where the 90% comes from, and measures on real text the
+# cue that SOP takes away from NSP.
 #
 # **What you will learn**
 #
@@ -809,9 +809,9 @@ for ours_name in [
 # (sec-albert-sizes)=
 # ## Where the 90% comes from
 #
-# Now the slides' claim. The cell builds BERT and ALBERT of the same published sizes on the `meta`
-# device (shapes without memory) and counts the parameters of each part: the embeddings (for
-# ALBERT including the projection), the encoder, and the pooler. It also builds Hugging Face's
+# Now the claim of Ozdemir's slides. The cell builds BERT and ALBERT of the same published sizes on
+# the `meta` device (shapes without memory) and counts the parameters of each part: the embeddings
+# (for ALBERT including the projection), the encoder, and the pooler. It also builds Hugging Face's
 # `AlbertModel` from the same configurations and checks that the totals agree to the last
 # parameter. The course's `bert-mini` and `albert-mini` come last.
 
@@ -875,7 +875,7 @@ for b, a in counts.values():
 assert xxlarge > totals[base_key][0]
 
 # %% [markdown]
-# The totals of the released configurations round to the slides' 12M and 18M, and Hugging Face's
+# The totals of the released configurations round to Ozdemir's 12M and 18M, and Hugging Face's
 # `AlbertModel` has exactly as many. The reduction is about 90% for the base size and larger for
 # the large one, and the table shows that the two changes do different work. The encoder shrinks by
 # a factor of $N$, since $N$ layers become one: that is most of the saving, and it grows with depth.
@@ -936,7 +936,7 @@ print(
 
 # %% [markdown]
 # The parameters drop by the factor in the table, while the time should stay close to BERT's; on
-# a busy machine or a tiny batch the measured ratio scatters around 1. The slides' "1.7x faster"
+# a busy machine or a tiny batch the measured ratio scatters around 1. Ozdemir's "1.7x faster"
 # for ALBERT-large is the paper's *training throughput* against BERT-large on many accelerators,
 # where fewer parameters also mean less data to move between them {cite}`lan2020albert`; per
 # token, a shared layer costs as much arithmetic as an unshared one (an exercise at the end of
@@ -954,8 +954,8 @@ print(
 # word overlap alone gives most NotNext pairs away, as {ref}`sec-albert-experiment` measures.
 #
 # Sentence-order prediction removes the topic cue. Both classes are built from *two consecutive
-# segments of the same document*; a positive keeps their order, a negative swaps them. The slides
-# put it as: "take two consecutive parts from the same document as a positive class; swap the
+# segments of the same document*; a positive keeps their order, a negative swaps them. Ozdemir's
+# slides put it as: "take two consecutive parts from the same document as a positive class; swap the
 # order and use that as a negative example". Topic and vocabulary are the same in both classes; only
 # discourse (what is introduced first, what refers back to what) tells them apart.
 #
@@ -1234,8 +1234,8 @@ if not is_quick():
 #   dividing the encoder's parameters by $N$ but not its computation.
 # - Our ALBERT and Hugging Face's compute the same function to $10^{-5}$, convert both ways bit
 #   for bit, and have the same parameter counts: the released base and large sizes round to the
-#   slides' 12M and 18M, about 90% and 95% fewer than BERT-base and BERT-large, most of it from
-#   sharing. At the course's tiny scale the reduction is much smaller.
+#   12M and 18M of Ozdemir's slides, about 90% and 95% fewer than BERT-base and BERT-large, most of it
+#   from sharing. At the course's tiny scale the reduction is much smaller.
 # - **Sentence-order prediction** takes two consecutive segments of one document and swaps them
 #   half of the time, so that topic cannot give the answer away; `tinybert.pretraining.sentence_order` builds
 #   such pairs on chapter 9's pipeline. On held-out pairs, a word-overlap rule that knows only
@@ -1520,12 +1520,12 @@ quiz = Quiz(
         choice(
             "ALBERT's factorised embedding replaces the V × D table by",
             [
+                "a V × D table shared with the MLM head",
+                "a V × E table, padded with zeros to width D",
+                "a V × E table and an E × E projection",
                 "a V × E table and an E × D projection",
-                "two V × D tables",
-                "a D × D table",
-                "character embeddings",
             ],
-            answer="a",
+            answer="d",
             explain="A rank-E approximation of the table.",
         ),
         number(
@@ -1538,9 +1538,9 @@ quiz = Quiz(
         choice(
             "Sharing one layer across N layers divides the encoder's parameters by N, "
             "and its computation by",
-            ["N", "N²", "nothing: it stays the same", "2"],
+            ["N", "N²", "1", "√N"],
             answer="c",
-            explain="The layer still runs N times.",
+            explain="1: the layer still runs N times.",
         ),
         choice(
             "Sentence-order prediction's negative examples are",
@@ -1557,17 +1557,17 @@ quiz = Quiz(
             "Why can a head trained on NSP score about 50% on SOP pairs?",
             [
                 "it relies on topic, which both SOP classes share",
-                "SOP pairs are shorter",
-                "SOP uses another vocabulary",
-                "it was never trained",
+                "it guesses at random on pairs it has never seen",
+                "SOP's negatives come from other documents, as NSP's do",
+                "NSP and SOP number their two classes the other way round",
             ],
             answer="a",
             explain="Topic says 'IsNext' for both orders.",
         ),
         choice(
             "About how many parameters does the released ALBERT-base have?",
-            ["12M", "110M", "18M", "235M"],
-            answer="a",
+            ["18M", "110M", "12M", "235M"],
+            answer="c",
             explain="18M is ALBERT-large.",
         ),
     ],

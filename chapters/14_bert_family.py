@@ -22,12 +22,12 @@
 # Chapters 8 to 13 built four models: BERT, and three answers to the question "what would you
 # change?". RoBERTa kept the architecture and changed the training; DistilBERT kept the training
 # data and made the model smaller by imitation; ALBERT kept the depth and width and shared the
-# weights. The lecture slides end with a table that puts the four side by side: parameters,
-# sizes, training time, downstream performance, pretraining data and method. This chapter
-# reproduces that table twice. First as published, with the parameter counts recomputed from our
-# own implementations; then at miniature scale, for four tiny members of the family built here
-# with the same data, tokenizer and sizes, and measured on this machine: what they cost, not how
-# well they would learn.
+# weights. {ref}`Ozdemir's lecture slides <sources-decks>` end with a table that puts the four side by
+# side: parameters, sizes, training time, downstream performance, pretraining data and method. This
+# chapter reproduces that table twice. First as published, with the parameter counts recomputed from
+# our own implementations; then at miniature scale, for four tiny members of the family built here
+# with the same data, tokenizer and sizes, and measured on this machine: what they cost, not how well
+# they would learn.
 #
 # It ends where the course ends: with the other half of the Transformer family, the decoders, and
 # with pointers to what came after BERT.
@@ -111,7 +111,7 @@ print(
 # (sec-family-published)=
 # ## The published table
 #
-# The slides' comparison (the figures are the slides'; where a paper gives its own, it can
+# Ozdemir's comparison (the figures are his; where a paper gives its own, it can
 # differ: the DistilBERT paper reports about 90 hours on eight V100 GPUs rather than 3.5 days):
 #
 # | | BERT (Oct 2018) | RoBERTa (Jul 2019) | DistilBERT (Oct 2019) | ALBERT (Sep 2019) |
@@ -158,7 +158,7 @@ for family, preset, model_class, config_class, slides in published:
     )
 
 # %% [markdown]
-# The slides round the counts to millions and agree with ours. Three differences stand out.
+# Ozdemir's slides round the counts to millions and agree with ours. Three differences stand out.
 # RoBERTa-base has about 15M parameters more than BERT-base, all in the token table: its byte-level
 # vocabulary has 50,265 entries against 30,522, times a width of 768. DistilBERT has half of
 # BERT's layers but not half of its parameters, because the token table does not shrink with depth.
@@ -167,7 +167,7 @@ for family, preset, model_class, config_class, slides in published:
 # measure of speed.
 #
 # The other rows describe training runs that nobody can repeat on a laptop: 16 to 160 GB of
-# text, and weeks of many GPUs. The training time of ALBERT is left blank on the slides and only
+# text, and weeks of many GPUs. The training time of ALBERT is left blank on Ozdemir's slides and only
 # a relative speed is given. The performance row mixes a claim (the state of the art of its day)
 # with GLUE averages measured on different versions of the benchmark's test server, and a ratio.
 # At miniature scale we can do something the table cannot: give the four recipes exactly the same
@@ -545,11 +545,11 @@ if not is_quick():  # the full-size run; timings are medians in rotation
 # %% [markdown]
 # What the table shows, and the cell asserts:
 #
-# - **Parameters and speed are properties of the architecture**, and they reproduce the slides'
-#   pattern at any scale. ALBERT has the fewest parameters but runs inference no faster than BERT,
-#   because every token still goes through four layers of the same width (plus its $E \to D$
-#   projection). DistilBERT, with half the layers, is the only one of the four that is clearly
-#   faster.
+# - **Parameters and speed are properties of the architecture**, and they reproduce the pattern
+#   of Ozdemir's table at any scale. ALBERT has the fewest parameters but runs inference no faster
+#   than BERT, because every token still goes through four layers of the same width (plus its
+#   $E \to D$ projection). DistilBERT, with half the layers, is the only one of the four that is
+#   clearly faster.
 # - **A step is not a unit of text.** A step of BERT's segment pairs reads more real tokens than a
 #   step of RoBERTa's FULL-SENTENCES inputs, whose last whole sentence rarely ends at position 64;
 #   but the pairs read most of the text twice, so an epoch of pairs takes more steps, and NSP spends
@@ -633,7 +633,8 @@ for title, mask in patterns.items():
 # task in another language, with no training example in that language. MLQA
 # {cite}`lewis2020mlqa` measures this for extractive question answering (the SQuAD task of
 # {doc}`10_finetuning`), with the questions and paragraphs in seven languages; its Table 5, on
-# the slides, gives F1 / exact match for models fine-tuned on English SQuAD:
+# {ref}`Straka's lecture slides <sources-decks>` (Charles University, 2023), gives F1 / exact match
+# for models fine-tuned on English SQuAD:
 #
 # | F1 / EM | en | es | de | ar | hi | vi | zh |
 # |---|---|---|---|---|---|---|---|
@@ -692,10 +693,11 @@ assert helped == ["de", "ar", "hi", "vi", "zh"]
 # A shared vocabulary has a price, though. About 110,000 pieces for a hundred languages leaves
 # each smaller language few pieces of its own, so its words are cut into many short pieces: the
 # sequences get longer, the 512 positions hold less text, and each piece says less about the
-# word. That is one reason for **language-specific models**. The slides mention the one the
-# National Library of Sweden trained: KB-BERT {cite}`malmsten2020playing`, a cased BERT-base
-# with its own Swedish vocabulary, pretrained on about 15–20 GB of Swedish text (books, news,
-# government publications, Swedish Wikipedia and internet forums) from the library's
+# word. That is one reason for **language-specific models**.
+# {ref}`Magnusson's lecture slides <sources-decks>` (Uppsala University, 2022 and 2024) mention
+# the one the National Library of Sweden trained: KB-BERT {cite}`malmsten2020playing`, a cased
+# BERT-base with its own Swedish vocabulary, pretrained on about 15–20 GB of Swedish text (books,
+# news, government publications, Swedish Wikipedia and internet forums) from the library's
 # collections. In its authors' evaluation it did better than mBERT on Swedish named-entity
 # recognition and part-of-speech tagging.
 #
@@ -1008,8 +1010,13 @@ quiz = Quiz(
             explain="Only fewer layers means less arithmetic per token.",
         ),
         choice(
-            "ALBERT shares weights, but not",
-            ["arithmetic", "memory", "parameters", "its vocabulary"],
+            "Which of these does ALBERT's cross-layer sharing not reduce?",
+            [
+                "the arithmetic per token",
+                "the number of parameters",
+                "the size of its checkpoint",
+                "the memory its weights take",
+            ],
             answer="a",
             explain="Every layer still computes.",
         ),
@@ -1025,12 +1032,13 @@ quiz = Quiz(
             explain="Both sides, or the left side only.",
         ),
         choice(
-            "Before comparing two pretrained models, compare each with",
+            "Before comparing two pretrained models' masked-token losses, compare each "
+            "with",
             [
-                "a larger model",
+                "the published loss of the full-size model",
                 "the token frequencies on the same masked tokens",
-                "GPT",
-                "the published table",
+                "its own training loss on the last batch",
+                "a decoder-only model of the same size",
             ],
             answer="b",
             explain="A baseline that needs no model.",
@@ -1043,7 +1051,12 @@ quiz = Quiz(
         ),
         choice(
             "Which would you start from to write replies rather than classify them?",
-            ["BERT", "DistilBERT", "ALBERT", "a decoder-only or encoder-decoder model"],
+            [
+                "BERT, with its MLM head predicting each next word",
+                "DistilBERT, since replies must come fast",
+                "ALBERT, since it has the smallest download",
+                "a decoder-only or encoder-decoder model",
+            ],
             answer="d",
             explain="Encoders do not generate left to right.",
         ),

@@ -67,6 +67,8 @@ def test_a_quiz_tells_right_from_wrong(capsys):
     with pytest.raises(ValueError):
         choice("?", ["x", "y"], answer="c")
     assert "quiz.check" in repr(quiz) and 'data-digest="' in quiz._repr_html_()
+    # the chapter's paragraph says how to answer; the form on the page does not repeat it
+    assert "quiz.check" not in quiz._repr_html_() and "Check</em>" not in quiz._repr_html_()
     assert "3.14159" not in quiz._repr_html_() and 'value="b"' in quiz._repr_html_()
 
 
@@ -78,6 +80,12 @@ def test_every_chapter_ends_with_its_quiz(chapter):
     assert sections[-1] == "Quiz", f"{chapter.relpath}: the last section is {sections[-1]!r}"
     assert notebook.cells[-1] is quiz_cell(notebook), "the quiz cell comes last"
     assert {"quiz", "remove-input"} <= set(cell_tags(notebook.cells[-1]))
+    start = max(i for i, c in enumerate(notebook.cells) if c.cell_type == "markdown"
+                and (2, "Quiz") in headings(c.source))
+    section = [notebook.cells[start].source.split("## Quiz", 1)[1]]
+    section += [c.source for c in notebook.cells[start + 1:-1] if c.cell_type == "markdown"]
+    said = sum(text.count("quiz.check(question, answer)") for text in section)
+    assert said == 1, f"{chapter.relpath}: the Quiz section says how to answer {said} times"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.stem)
@@ -103,3 +111,34 @@ def test_quiz_answers_are_right_and_the_editions_hide_them(chapter):
         assert not re.search(r'explain="[^"]', hidden)
         student = run(hidden)
         assert [q.digest for q in student.questions] == [q.digest for q in quiz.questions]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.stem)
+def test_right_answers_are_spread_over_the_letters(chapter):
+    """Always answering the same letter must not pass a quiz: in each chapter no letter
+    holds more than 40% of the multiple-choice answers (the chapters place the right
+    option by hand, and what a student reads is what is checked)."""
+    quiz = run(quiz_cell(chapter.read()).source)
+    answers = [q.answer for q in quiz.questions if q.kind == "choice"]
+    spread = {letter: answers.count(letter) for letter in LETTERS if letter in answers}
+    assert max(spread.values()) <= 0.4 * len(answers), (
+        f"{chapter.relpath}: right answers by letter {spread} over {len(answers)} "
+        f"multiple-choice questions; move some so that no letter holds more than 40%")
+
+
+def test_the_longest_option_is_not_a_clue():
+    """A reader who always picks the longest option must not do better than chance: over
+    the course, the right option is the strictly longest one in at most 30% of the
+    multiple-choice questions (a quarter is chance with four options)."""
+    found, total = [], 0
+    for chapter in CHAPTERS:
+        quiz = run(quiz_cell(chapter.read()).source)
+        for index, q in enumerate(quiz.questions, start=1):
+            if q.kind == "choice":
+                total += 1
+                right = q.options[LETTERS.index(q.answer)]
+                if all(len(right) > len(o) for o in q.options if o is not right):
+                    found.append(f"{chapter.stem} question {index}")
+    assert len(found) <= 0.3 * total, (
+        f"the right option is the longest in {len(found)} of {total}: {found}; make "
+        "the distractors as specific as the answer")

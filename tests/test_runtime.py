@@ -63,3 +63,19 @@ def test_fix_malloc_threshold_applies_on_glibc_only(monkeypatch):
         assert fix_malloc_threshold() is True
     monkeypatch.setattr(sys, "platform", "darwin")
     assert fix_malloc_threshold() is False
+
+
+def test_pick_takes_the_gpu_budget_only_in_normal_mode_on_cuda(monkeypatch):
+    monkeypatch.delenv("TINYBERT_DEVICE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("TINYBERT_QUICK", "0")
+    assert pick(quick=1, full=2, gpu=3) == 3
+    assert pick(quick=1, full=2) == 2  # no GPU budget given: the CPU one
+    monkeypatch.setenv("TINYBERT_DEVICE", "cpu")  # the CPU, asked for on a GPU machine
+    assert pick(quick=1, full=2, gpu=3) == 2
+    monkeypatch.delenv("TINYBERT_DEVICE")
+    monkeypatch.setenv("TINYBERT_QUICK", "1")
+    assert pick(quick=1, full=2, gpu=3) == 1
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("TINYBERT_QUICK", "0")
+    assert pick(quick=1, full=2, gpu=3) == 2

@@ -44,10 +44,19 @@ def is_quick() -> bool:
     )
 
 
-def pick(*, quick, full):
+def pick(*, quick, full, gpu=None):
     """Return ``quick`` in quick mode and ``full`` otherwise:
-    ``steps = pick(quick=50, full=3000)``."""
-    return quick if is_quick() else full
+    ``steps = pick(quick=50, full=3000)``.
+
+    ``gpu``, where a chapter gives one, replaces ``full`` in normal mode when the
+    chapters' device (get_device()) is a CUDA GPU: a bigger budget that a GPU runs in
+    the time the CPU needs for ``full``. The chapter's page states it.
+    """
+    if is_quick():
+        return quick
+    if gpu is not None and get_device().type == "cuda":
+        return gpu
+    return full
 
 
 def get_device(prefer: str | None = None) -> torch.device:

@@ -178,14 +178,12 @@ class Quiz:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        """A form for the website; quiz.js makes it answer, the notebook shows
-        it as text."""
+        """A form for the website, where quiz.js makes it answer. How to answer
+        is said once, by the paragraph that opens the chapter's Quiz section (in
+        the notebook too), so the form does not repeat it."""
         esc = html.escape
         parts = [
             f'<div class="tinybert-quiz" data-quiz="{esc(self.name)}">',
-            '<p class="tinybert-quiz-howto">In a notebook, answer with '
-            '<code>quiz.check(question, answer)</code>; on the website, choose '
-            'and press <em>Check</em>.</p>',
             "<ol>",
         ]
         for index, q in enumerate(self.questions, start=1):
