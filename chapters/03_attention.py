@@ -28,6 +28,14 @@
 # Transformer, and therefore BERT, computes {cite}`vaswani2017attention`. This chapter builds it,
 # measures it, and fixes the conventions (tensor shapes and masks) that the rest of the book keeps.
 #
+# Attention is older than the Transformer. The previous chapter ends with where it began
+# ({ref}`sec-wv-road`): a recurrent translator whose decoder, before each word it writes, scores
+# every state of its encoder with a small network and reads their weighted average, instead of
+# one fixed-size summary of the whole source {cite}`bahdanau2015neural`. On long inputs that
+# beats the summary by far, and its weights draw an alignment of source and target. This
+# chapter keeps the weighted average, scores with a scaled dot product instead, and drops the
+# recurrence: every position of a sequence attends to all positions of the same sequence.
+#
 # **What you will learn**
 #
 # - how {term}`queries <query>`, {term}`keys <key>` and {term}`values <value>` are three linear maps
@@ -242,11 +250,22 @@ print(
 # nn.Linear stores W^Q transposed, as (Dk, D)
 assert torch.allclose(q, x @ to_q.weight.T)
 
-
 # %% [markdown]
 # (sec-attention-function)=
 # ## Scaled dot-product attention
 #
+# {numref}`fig-sdpa` draws the function this section builds, step by step, for the batch just
+# projected: the sizes in the figure are read from `q`, `k` and `v`.
+
+# %% mystnb={"figure": {"caption": "Scaled dot-product attention for the batch above. The queries and the keys are multiplied into scores, scaled by 1/\u221aDh, masked and turned into weights by a softmax over the keys; the weights then average the values. Above each step, the shape of its result.", "name": "fig-sdpa"}, "image": {"alt": "Flow diagram of scaled dot-product attention. Q of shape (B, T, Dh) and K of shape (B, S, Dh) enter a matrix product that gives scores of shape (B, T, S); the scores go through Scale (divide by the square root of Dh), Mask (False becomes minus infinity, fed by a boolean mask) and Softmax over S, giving weights of shape (B, T, S); a second matrix product with V of shape (B, S, Dh) gives the output of shape (B, T, Dh). A legend gives the sizes of B, T, S and Dh."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import attention_diagram
+
+attention_diagram(
+    batch=q.shape[0], queries=q.shape[1], keys=k.shape[1], d_head=q.shape[-1]
+)
+
+
+# %% [markdown]
 # The code is the equation, one step per line. The only subtlety is the mask. Masked scores are set
 # to $-\infty$, so that $e^{-\infty} = 0$ removes them from the softmax. But if *every* score in a
 # row is $-\infty$, the softmax computes $0/0$ and returns `NaN`, and one `NaN` spreads to every

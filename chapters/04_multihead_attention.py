@@ -272,10 +272,10 @@ print("einops and view/transpose agree on every shape tried")
 # (sec-mha-module)=
 # ## The multi-head attention module
 #
-# Now the whole layer. `forward` reads like the figure in the paper, one step per line: project,
-# split, attend, merge, project with $\mathbf W^O$. The four projections are separate `nn.Linear`
-# layers with readable names (`query`, `key`, `value`, `output`), each holding the $H$ heads' blocks
-# side by side; the BERT chapter maps pretrained checkpoints onto exactly these names. Attention
+# Now the whole layer. `forward` reads like {numref}`fig-mha` below (Figure 2 of the paper),
+# one step per line: project, split, attend, merge, project with $\mathbf W^O$. The four
+# projections are separate `nn.Linear` layers with readable names (`query`, `key`, `value`,
+# `output`), each holding the $H$ heads' blocks side by side; the BERT chapter maps pretrained checkpoints onto exactly these names. Attention
 # itself is the function of {doc}`03_attention`, applied to all heads at once because it accepts any
 # leading axes; the mask therefore broadcasts to $(B, H, T, S)$, and a $(B, 1, 1, S)$ padding mask
 # or a $(T, S)$ causal mask serves every head. Dropout, when asked for, acts on the attention
@@ -420,6 +420,17 @@ print(
 assert out.shape == (B, T, D) and weights.shape == (B, H, T, T)
 # one distribution per head and query
 assert torch.allclose(weights.sum(-1), torch.ones(B, H, T), atol=1e-6)
+
+# %% [markdown]
+# {numref}`fig-mha` draws this layer, with the sizes read from `mha` and `x`: three projections,
+# a reshape into heads, one attention per head, the reverse reshape and $\mathbf W^O$.
+
+# %% mystnb={"figure": {"caption": "Multi-head attention as `MultiHeadAttention` computes it, for the layer and the batch above: project with $\\mathbf W^Q$, $\\mathbf W^K$, $\\mathbf W^V$, split the width $D$ into $H$ heads of $D_h = D/H$, attend in every head, merge the heads and mix them with $\\mathbf W^O$. The shapes under the reshapes are those of the batch.", "name": "fig-mha"}, "image": {"alt": "Flow diagram of multi-head attention, left to right. The input x of shape (B, T, D) goes into three linear maps W^Q, W^K and W^V from D to D; a box \"split into H heads\" turns (B, T, D) into (B, H, T, Dh); H boxes, one attention per head, each with queries, keys and values of width Dh; a box \"merge\" turns (B, H, T, Dh) back into (B, T, D); the output map W^O from D to D gives the output (B, T, D). A note gives D, H and Dh."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import multihead_attention_diagram
+
+multihead_attention_diagram(
+    d_model=mha.d_model, n_heads=mha.n_heads, batch=x.shape[0], length=x.shape[1]
+)
 
 # %% [markdown]
 # The steps of `forward`, redone by hand from the layer's own weights, give the same output; and

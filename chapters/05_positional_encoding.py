@@ -1132,6 +1132,19 @@ if not is_quick():
 # (sec-pos-which)=
 # ## Which model uses which
 #
+# The schemes differ first in *where* the position enters. {numref}`fig-positions` puts the three
+# places side by side, at the sizes of the experiment's models: added once to the embeddings,
+# added to the scores of every attention layer, or turning the queries and keys of every
+# attention layer.
+
+# %% mystnb={"figure": {"caption": "Three places for the position signal, at the sizes of the models of {ref}`sec-pos-experiment`. Left: sinusoidal or learned encodings are added to the token embeddings once, before the first layer. Middle: a relative bias $b_{j-i}$ per head is added to the attention scores. Right: RoPE rotates every query and key by angles proportional to its position, so that their dot product depends only on the offset $m - n$.", "name": "fig-positions"}, "image": {"alt": "Three panels. Left, \"sinusoidal or learned: added to the embeddings\": token ids (B, T) go to an embedding (B, T, D); a table PE (T, D) is added to it, and the sum goes to the layers, once, at the input. Middle, \"relative bias: added to the scores\": the scores q dot k over the square root of Dh, of shape (B, H, T, S), get a bias b[j minus i] of shape (H, T, S) added before the softmax, in every attention layer. Right, \"RoPE\": q at position m and k at position n, each (B, H, T, Dh), are rotated by angles m theta i and n theta i before their dot product, which then depends only on m minus n; there are Dh/2 planes of two features, each with one angle."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import positional_encoding_diagram
+
+positional_encoding_diagram(
+    d_model=model.attention.d_model, n_heads=model.attention.n_heads
+)
+
+# %% [markdown]
 # | model | positions | maximum length | where the positions enter |
 # |---|---|---|---|
 # | Transformer {cite}`vaswani2017attention` | sinusoidal, fixed | any (trained on its sentence lengths) | added to the embeddings |

@@ -120,7 +120,9 @@ def single_thread():
 # sub-layer is wrapped in the same Add & Norm step, and both stacks start from token embeddings
 # plus positional encodings. The decoder's output goes through a linear layer and a softmax that
 # give the probability of the next target token. In the paper $N = 6$, $d_\text{model} = 512$,
-# $h = 8$ heads and $d_\text{ff} = 2048$ {cite}`vaswani2017attention`.
+# $h = 8$ heads and $d_\text{ff} = 2048$ {cite}`vaswani2017attention`. {numref}`fig-transformer`, in
+# {ref}`sec-transformer-model`, draws the whole model from its configuration, once the chapter has
+# built it.
 #
 # (sec-transformer-add-norm)=
 # ## Add & Norm
@@ -302,6 +304,20 @@ print(
     f"positions {difference:.1e}"
 )
 assert out.shape == (B, T, D) and difference < 1e-5
+
+# %% [markdown]
+# {numref}`fig-encoder-layer` draws this layer, with its sizes read from `layer`, in both norm
+# placements: the paper's post-LN, which `layer` uses, and the pre-LN that `norm_first=True`
+# selects. The residual path is the line on the left of each sub-layer.
+
+# %% mystnb={"figure": {"caption": "One encoder layer at the sizes of `layer`, post-LN (left) and pre-LN (right). In post-LN each sub-layer's output is added to its input and the sum normalised; in pre-LN the input is normalised, goes through the sub-layer, and is added back, so that the residual path from the input to the output passes through no LayerNorm.", "name": "fig-encoder-layer"}, "image": {"alt": "Two diagrams of an encoder layer side by side, drawn bottom to top. Left, post-LN: x (B, T, D) goes into multi-head self-attention, whose output and a residual line from x meet in an Add and LayerNorm box; the result goes into the feed-forward block (D to F to D), and again into Add and LayerNorm. Right, pre-LN: x goes through a LayerNorm into self-attention, and a plus sign adds the residual line from x; then a LayerNorm, the feed-forward block and another plus sign with its residual line. The labels give D, H and F."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import encoder_layer_diagram
+
+encoder_layer_diagram(
+    d_model=layer.self_attn.d_model,
+    n_heads=layer.self_attn.n_heads,
+    d_ff=layer.feed_forward.d_ff,
+)
 
 
 # %% [markdown]
@@ -584,12 +600,18 @@ PRESETS = {  # Table 3 of Vaswani et al. (2017)
     "big": dict(n_layers=6, d_model=1024, d_ff=4096, n_heads=16, dropout=0.3),
 }
 
-
 # %% [markdown]
 # ### The model
-#
-# The model reads in the order of the figure: embed the source, encode it; embed the target,
-# decode it against the encoder's output; project onto the shared embedding. The padding masks
+
+# %% mystnb={"figure": {"caption": "The Transformer drawn from `TransformerConfig.from_preset(\"base\")`, the paper's base model (its Figure 1). Left, the encoder: source tokens, scaled embeddings plus sinusoidal positions, then $N$ layers of self-attention and feed-forward blocks, each with its residual connection and LayerNorm. Right, the decoder: the target shifted right, the same shared embedding, then $N$ layers of masked self-attention, cross-attention to the encoder's output and a feed-forward block; a linear layer tied to the embedding and a softmax give the next token's probabilities.", "name": "fig-transformer"}, "image": {"alt": "Diagram of the encoder-decoder Transformer, drawn bottom to top. Left column, the encoder: source tokens (B, S), an embedding of size V by D times the square root of D, plus sinusoidal positions, then a frame repeated N times holding multi-head self-attention and a feed-forward block, each followed by Add and LayerNorm with a residual line; its output is the memory (B, S, D). Right column, the decoder: target tokens shifted right (B, T), the same embedding plus positions, then a frame repeated N times holding masked (causal) self-attention, cross-attention whose keys and values come from the memory by an arrow from the encoder, and a feed-forward block, each followed by Add and LayerNorm; then a linear layer from D to V whose weights are the embedding, a softmax, and the next-token probabilities (B, T, V). The labels give V, D, H, Dh, F and N of the base preset."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import transformer_diagram
+
+transformer_diagram(TransformerConfig.from_preset("base"))
+
+
+# %% [markdown]
+# The model reads in the order of {numref}`fig-transformer`: embed the source, encode it; embed
+# the target, decode it against the encoder's output; project onto the shared embedding. The padding masks
 # come from `pad_id`, the target's self-attention mask is causal (and hides target padding too),
 # and the model returns a small dataclass. `encode` and `decode` are public because generation
 # calls them separately: the source is encoded once, the decoder runs once per new token.

@@ -51,8 +51,9 @@
 #
 # **Uses**: from {doc}`02_word_vectors`, the Gutenberg reader `load_gutenberg` for training and
 # test text, and the word splitter `words` and the word-level `Vocabulary` (all in
-# `tinybert.corpus`) to measure what word-level vocabularies get wrong; and `fetch` from
-# `tinybert.data`.
+# `tinybert.corpus`) to measure what word-level vocabularies get wrong; from
+# {doc}`01_feedforward`, the argument check `check_positive_int` (`tinybert.blocks.checks`);
+# and `fetch` from `tinybert.data`.
 #
 # (sec-tok-setup)=
 # ## Setup
@@ -229,13 +230,28 @@ class TokenizerMixin:
         (``benchmarks/bench_tokenizers.py`` compares their speed)."""
         return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
 
-    def check_ids(self, ids: list[int]) -> None:
-        """A ValueError unless every id is in the vocabulary (before decoding)."""
+    def check_ids(self, ids) -> list[int]:
+        """``ids`` as a list of ints (a tensor or array of ids is fine), or a
+        ValueError unless every id is in the vocabulary (before decoding)."""
+        ids = id_list(ids)
         unknown = [i for i in ids if i not in self.id_to_token]
         if unknown:
             raise ValueError(
                 f"ids must be in 0..{len(self.vocab) - 1}, got {unknown[:5]}"
             )
+        return ids
+
+
+def id_list(ids) -> list[int]:
+    """Token ids as Python ints: from a list, a 1-D tensor or array, or a list of 0-d
+    tensors (``logits.argmax(-1)[0]``); anything else is a ValueError saying so."""
+    if hasattr(ids, "tolist"):
+        ids = ids.tolist()
+    ids = [i.item() if hasattr(i, "item") else i for i in ids]
+    odd = [i for i in ids if isinstance(i, bool) or not isinstance(i, int)]
+    if odd:
+        raise ValueError(f"ids must be whole numbers, got {odd[:5]}")
+    return ids
 
 
 def import_tokenizers():
@@ -281,7 +297,8 @@ def read_lines(path: str | Path) -> list[str]:
     UTF-8 are a ValueError naming the file and the line."""
     data = Path(path).read_bytes()
     try:
-        text = data.decode("utf-8")
+        # utf-8-sig: a byte-order mark (Windows Notepad writes one) is not text
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise ValueError(
@@ -630,6 +647,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tinybert.blocks.checks import check_positive_int
 from tinybert.tokenizers.encoding import (
     Encoding,
     TokenizerMixin,
@@ -698,6 +716,7 @@ class WordPieceTokenizer(TokenizerMixin):
                 f"the vocabulary must contain the unknown token "
                 f"{unk_token!r}; got {len(vocab)} entries without it"
             )
+        check_positive_int("max_input_chars_per_word", max_input_chars_per_word)
         self.vocab = dict(vocab)
         self.id_to_token = {i: t for t, i in self.vocab.items()}
         self.lowercase = lowercase
@@ -771,6 +790,10 @@ class WordPieceTokenizer(TokenizerMixin):
                 offsets.append(special.span())
                 cursor = special.end()
         if add_special_tokens:
+            if not {"[CLS]", "[SEP]"} <= self.vocab.keys():
+                raise ValueError(
+                    "add_special_tokens needs [CLS] and [SEP] in the vocabulary"
+                )
             tokens = ["[CLS]"] + tokens + ["[SEP]"]
             offsets = [(0, 0)] + offsets + [(0, 0)]
         return Encoding([self.vocab[t] for t in tokens], tokens, offsets)
@@ -813,7 +836,7 @@ class WordPieceTokenizer(TokenizerMixin):
         return rust
 
     def decode(self, ids: list[int]) -> str:
-        self.check_ids(ids)
+        ids = self.check_ids(ids)
         text = " ".join(self.id_to_token[i] for i in ids)
         return text.replace(" " + self.continuing_prefix, "")
 
@@ -955,6 +978,7 @@ from tinybert.tokenizers.encoding import (
     Encoding,
     batch_encode,
     check_text,
+    id_list,
     import_tokenizers,
     read_lines,
 )
@@ -1065,6 +1089,7 @@ class ByteLevelBPETokenizer:
 
     def save(self, directory: str | Path) -> tuple[Path, Path]:
         directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
         vocab_json, merges_txt = directory / "vocab.json", directory / "merges.txt"
         vocab_json.write_text(
             json.dumps(self.vocab, ensure_ascii=False), encoding="utf-8"
@@ -1116,6 +1141,7 @@ class ByteLevelBPETokenizer:
         return batch_encode(self, texts, backend)
 
     def decode(self, ids: list[int]) -> str:
+        ids = id_list(ids)
         unknown = [i for i in ids if i not in self.id_to_token]
         if unknown:
             raise ValueError(
@@ -1464,8 +1490,16 @@ def train_wordpiece_tokenizer(
     min_count: int = 2,
     score: str = "likelihood",
 ) -> WordPieceTokenizer:
+    counts = bert_word_counts(texts, lowercase=lowercase)
+    if not counts:
+        raise ValueError("train_wordpiece_tokenizer: the texts hold no word to learn")
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(
+            f"vocab_size: expected more than the {len(SPECIAL_TOKENS)} special tokens, "
+            f"got {vocab_size}"
+        )
     vocab = train_wordpiece(
-        bert_word_counts(texts, lowercase=lowercase),
+        counts,
         vocab_size,
         min_count=min_count,
         score=score,
@@ -1776,7 +1810,7 @@ class UnigramTokenizer(TokenizerMixin):
         return Encoding(ids, tokens, offsets)
 
     def decode(self, ids: list[int]) -> str:
-        self.check_ids(ids)
+        ids = self.check_ids(ids)
         text = "".join(self.id_to_token[i] for i in ids).replace(SPACE, " ")
         return text.removeprefix(" ")  # the ▁ that encoding put in front
 

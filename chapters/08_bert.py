@@ -247,6 +247,11 @@ class BertConfig:
             )
         for name in ("layer_norm_eps", "initializer_range"):
             check_positive_number(f"BertConfig.{name}", getattr(self, name))
+        if self.layer_norm_eps > 1e-2:  # a large ε flattens every normalised vector
+            raise ValueError(
+                f"BertConfig.layer_norm_eps: expected a small number (at most 0.01; "
+                f"BERT uses 1e-12), got {self.layer_norm_eps!r}"
+            )
         # raises ValueError for an unknown name
         get_activation(self.activation)
         for name in ("norm_first", "fast"):
@@ -491,6 +496,17 @@ assert torch.equal(token_part[0, 1], token_part[0, 9]) and not torch.allclose(
 # after the embedding layer, through their segment and position vectors. They do not yet differ
 # through *meaning*: that is the encoder's job.
 #
+# {numref}`fig-bert-input` draws the embedding layer for the Paris pair: one column per token of
+# `paris_tokens`, the three rows that are added, and the sizes of BERT-base's tables.
+
+# %% mystnb={"figure": {"caption": "BERT's input embeddings for the pair \"Paris is a beautiful city\" / \"I love Paris\", tokenized by `small_tokenizer`, with the table sizes of BERT-base. Each token's vector is the sum of a row of the token table (E[id], the row of its id), the segment vector $E_A$ or $E_B$, and the position vector $E_t$; the sum is normalised and goes to the encoder. Blue marks segment A, yellow segment B.", "name": "fig-bert-input"}, "image": {"alt": "A grid with one column per token: [CLS] paris is a beautiful city [SEP] i love paris [SEP]. Under each token, three boxes are stacked and added: its row of the token embedding table (V by D), labelled E with the token id; the segment embedding E_A for the first seven tokens and E_B for the last four; and the position embedding E_0 to E_10. Arrows lead into one bar: sum, then LayerNorm, then dropout, giving x of shape (B, T, D) = (1, 11, D)."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import bert_input_diagram
+
+bert_input_diagram(
+    BertConfig.preset("bert-base-uncased"), paris_tokens, paris_ids, paris_segments
+)
+
+# %% [markdown]
 # (sec-bert-encoder)=
 # ## The encoder
 #
@@ -927,8 +943,21 @@ assert not torch.allclose(unmasked, paris.last_hidden_state, atol=1e-2)
 #
 # BERT is pretrained with two tasks at once {cite}`devlin2019bert`, each with its own small head.
 # {doc}`09_pretraining` builds the data for them (which tokens to mask, which pairs to draw); here
-# we build the heads and their losses.
-#
+# we build the heads and their losses. {numref}`fig-bert-heads` shows where they sit, for the
+# Paris pair with two of its words masked and the sizes of the course's `bert-mini`.
+
+# %% mystnb={"figure": {"caption": "BERT's two pretraining heads on the encoder, drawn for `bert-mini` and the Paris pair with \"city\" and the second \"paris\" replaced by `[MASK]`. The masked-language-model head reads the final vector of each masked position and scores every vocabulary entry against the tied token table; the next-sentence head reads the pooled `[CLS]` vector and gives two scores, IsNext and NotNext.", "name": "fig-bert-heads"}, "image": {"alt": "Diagram drawn bottom to top. The eleven input tokens, two of them [MASK], go into the input embeddings (token plus segment plus position, LayerNorm, B by T by D), then into the encoder with its N layers, D, H and F; the encoder gives one vector h_0 to h_10 per position. On the left, h_0, the vector of [CLS], goes into the pooler (tanh of W h plus b) and a next-sentence linear layer from D to 2, which says IsNext (0) or NotNext (1). Above all positions, a wide masked-LM head (dense D to D, GELU, LayerNorm, times the transposed token table plus a bias, giving V scores) is fed only by the two masked positions, whose targets are city and paris."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import pretraining_heads_diagram
+
+hidden = {5: paris_tokens[5], 9: paris_tokens[9]}  # position -> the masked token
+pretraining_heads_diagram(
+    BertConfig.preset("bert-mini"),
+    ["[MASK]" if t in hidden else token for t, token in enumerate(paris_tokens)],
+    paris_segments,
+    hidden,
+)
+
+# %% [markdown]
 # (sec-bert-mlm)=
 # ### The masked-language-model head
 #
@@ -1224,7 +1253,13 @@ class BertForPreTraining(BertWithMLMHead):
         pair_loss = None
         if pair_labels is not None:
             check_labels("pair_labels", pair_labels, (input_ids.shape[0],), 2)
-            pair_loss = F.cross_entropy(pair_logits, pair_labels)
+            kept = pair_labels != IGNORE_INDEX  # (B,)
+            # no pair labelled: a loss of 0, not the mean of nothing (NaN)
+            pair_loss = (
+                F.cross_entropy(pair_logits, pair_labels)
+                if kept.any()
+                else pair_logits[kept].sum()
+            )
         losses = [loss for loss in (mlm_loss, pair_loss) if loss is not None]
         # the fields in order: loss, mlm_loss, the pair loss, mlm_logits, pair logits
         loss = sum(losses) if losses else None
@@ -1799,8 +1834,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import torch
-from safetensors.torch import load_file
 
+from tinybert.checkpoint.files import read_json_file, read_safetensors
 from tinybert.data import fetch_group
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.convert import load_renamed
@@ -1840,7 +1875,7 @@ class PretrainedEncoder:
 
 def _hf_bert_config(directory: Path) -> BertConfig:
     """config.json -> our BertConfig; anything but a BERT is refused."""
-    hf = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    hf = read_json_file(directory / "config.json", (), "a Hugging Face model folder")
     kind = hf.get("model_type")
     if kind is None and str((hf.get("architectures") or ["?"])[0]).startswith("Bert"):
         kind = "bert"  # saved before transformers wrote model_type
@@ -1859,9 +1894,16 @@ def _hf_bert_config(directory: Path) -> BertConfig:
 def _hf_bert_tensors(path: Path) -> dict[str, torch.Tensor]:
     """The encoder's tensors in ``path``, named as in BertModel (no prefix or heads)."""
     if path.suffix == ".safetensors":
-        state = load_file(path)
+        state = read_safetensors(path, "a Hugging Face model folder")[1]
     else:  # tensors only, never code
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as error:  # torch's own error types; its advice is unsafe
+            raise ValueError(
+                f"{path}: not a file of tensors (tinybert reads tensors only, never "
+                f"pickled code; corrupt, or not a PyTorch weights file?): "
+                f"{type(error).__name__}"
+            ) from None
     if any(name.startswith("bert.") for name in state):  # BertFor*: keep the encoder
         state = {
             name.removeprefix("bert."): tensor
@@ -1902,7 +1944,7 @@ def load_hf_bert(directory: str | Path) -> PretrainedEncoder:
     config = _hf_bert_config(directory)
     options, settings = {}, directory / "tokenizer_config.json"
     if settings.is_file():
-        options = json.loads(settings.read_text(encoding="utf-8"))
+        options = read_json_file(settings, (), "a Hugging Face tokenizer's settings")
     tokenizer = WordPieceTokenizer.from_file(
         directory / "vocab.txt",
         lowercase=options.get("do_lower_case", True),
@@ -2275,9 +2317,23 @@ def saved_file(directory: str | Path, name: str) -> Path:
     directory/.previous/ when a save died while it swapped its files in."""
     directory = Path(directory)
     listed = directory / PREVIOUS / FILES_NAME
-    if listed.is_file() and name in json.loads(listed.read_text(encoding="utf-8")):
+    if listed.is_file() and name in _kept_names(listed.parent):
         return directory / PREVIOUS / name
     return directory / name
+
+
+def _kept_names(kept: Path) -> list[str]:
+    """The files that the save which died was replacing: FILES.json, or, where a
+    crash damaged it, the files kept beside it (the old set; files new in that save,
+    which the list would name, then stay: save_id tells a mixed pair)."""
+    try:
+        names = json.loads((kept / FILES_NAME).read_text(encoding="utf-8"))
+        if isinstance(names, list) and all(isinstance(n, str) for n in names):
+            return names
+    except (OSError, UnicodeDecodeError, ValueError):
+        pass
+    print(f"note: {kept / FILES_NAME} is damaged; putting back the files in {kept}")
+    return sorted(p.name for p in kept.glob("*") if p.name != FILES_NAME)
 
 
 def _restore_previous(directory: Path) -> None:
@@ -2285,7 +2341,7 @@ def _restore_previous(directory: Path) -> None:
     kept = directory / PREVIOUS
     if not (kept / FILES_NAME).is_file():
         return
-    for name in json.loads((kept / FILES_NAME).read_text(encoding="utf-8")):
+    for name in _kept_names(kept):
         old, target = kept / name, directory / name
         if not old.is_file():  # it did not exist before that save
             target.unlink(missing_ok=True)
@@ -2397,13 +2453,16 @@ def read_json_file(path: Path, fields: tuple[str, ...], missing: str) -> dict:
         raise FileNotFoundError(f"{path}: no such file; {missing}")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        absent = [name for name in fields if name not in data]
+        absent = (
+            [name for name in fields if name not in data]
+            if isinstance(data, dict)
+            else f"a {type(data).__name__}, not an object"
+        )
     except (ValueError, TypeError) as error:
         absent = repr(error)
     if absent:
-        raise ValueError(
-            f"{path}: corrupt; expected JSON with {' and '.join(fields)} ({absent})"
-        )
+        holds = f" with {' and '.join(fields)}" if fields else ""
+        raise ValueError(f"{path}: corrupt; expected a JSON object{holds} ({absent})")
     return data
 
 
@@ -2448,6 +2507,8 @@ def load_model(
             f"{config_path}: unknown model_class {name!r}; "
             f"known: {known_model_classes()}"
         )
+    if not isinstance(meta["config"], dict):
+        raise ValueError(f"{config_path}: corrupt; 'config' should be an object")
     config = cls.config_class.from_dict(meta["config"])
     header, tensors = read_safetensors(weights_path, HOLDS)
     if meta.get("save_id") is not None and header.get("save_id") != meta["save_id"]:
@@ -2471,6 +2532,13 @@ def load_model(
             f"{weights_path} does not fit {cls.__name__} with the config "
             f"in {CONFIG_NAME}: missing {missing[:5]}, unexpected "
             f"{unexpected[:5]}, shapes {shapes[:5]}"
+        )
+    # a NaN or inf weight would give NaN outputs, or be hidden by a fused kernel
+    broken = [k for k, t in tensors.items() if not torch.isfinite(t).all()]
+    if broken:
+        raise ValueError(
+            f"{weights_path}: {len(broken)} tensor(s) hold NaN or inf values, "
+            f"e.g. {broken[:3]}; the saved model is damaged (a run that diverged?)"
         )
     # strict=False: tied aliases are filled through their first name
     model.load_state_dict(tensors, strict=False)

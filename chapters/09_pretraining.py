@@ -1285,6 +1285,7 @@ def save_checkpoint(
                 f"optimizer.{index}.{key}": value for key, value in values.items()
             }
         state["optimizer_param_groups"] = opt["param_groups"]
+        state["optimizer_class"] = type(optimizer).__name__
     if scheduler is not None:
         state["scheduler"] = scheduler.state_dict()
     if scaler is not None:
@@ -1345,7 +1346,9 @@ def load_checkpoint(
     step, save_id = int(state["step"]), state["save_id"]
     header, tensors = read_safetensors(tensors_path, missing)
     config_path = saved_file(directory, CONFIG_NAME)
-    model_meta = json.loads(config_path.read_text()) if config_path.is_file() else {}
+    model_meta = {}
+    if config_path.is_file():
+        model_meta = read_json_file(config_path, ("save_id",), missing)
     if header.get("save_id") != save_id or model_meta.get("save_id") != state.get(
         "model_save_id"
     ):
@@ -1369,6 +1372,12 @@ def load_checkpoint(
     if optimizer is not None:
         if "optimizer_param_groups" not in state:
             raise ValueError(f"{path}: the checkpoint was saved without an optimizer")
+        saved_class = state.get("optimizer_class", type(optimizer).__name__)
+        if saved_class != type(optimizer).__name__:  # its moments would mean nothing
+            raise ValueError(
+                f"{path}: saved with a {saved_class} optimizer, cannot load into a "
+                f"{type(optimizer).__name__}"
+            )
         groups = [
             {**g, "betas": tuple(g["betas"])} if "betas" in g else g
             for g in state["optimizer_param_groups"]
@@ -1738,8 +1747,10 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.atomic import saved_file
-from tinybert.checkpoint.files import CONFIG_NAME
+from tinybert.checkpoint.files import CONFIG_NAME, read_json_file
 from tinybert.checkpoint.state import STATE_NAME, load_checkpoint
+
+SAVED_STATE = "a run's training state holds it, as save_checkpoint writes it"
 
 # %% tags=["export:pretraining.resume"]
 # the others log or save more often
@@ -1756,9 +1767,16 @@ RESUME_MUST_MATCH = (
 
 def _resume_differences(checkpoint_dir, model: nn.Module, now: dict) -> list[str]:
     """What a resumed run would change about the saved one: each difference, named."""
-    state = json.loads(saved_file(checkpoint_dir, STATE_NAME).read_text())
-    saved = state.get("extra", {}).get("history", {})
-    before = saved.get("config", {})
+    state_path = saved_file(checkpoint_dir, STATE_NAME)
+    state = read_json_file(state_path, ("step", "extra"), SAVED_STATE)
+    extra = state["extra"]
+    saved = extra.get("history") if isinstance(extra, dict) else None
+    before = saved.get("config") if isinstance(saved, dict) else None
+    if not isinstance(before, dict):
+        raise ValueError(
+            f"{state_path}: corrupt; expected the run's history with its config "
+            f"under 'extra' (as save_checkpoint writes it)"
+        )
     differences = [
         f"{key}: saved {before[key]!r}, now {now[key]!r}"
         for key in RESUME_MUST_MATCH
@@ -1769,7 +1787,9 @@ def _resume_differences(checkpoint_dir, model: nn.Module, now: dict) -> list[str
         differences.append(f"batch_size: saved {saved['batch_size']}, now {batch_size}")
     config_path = saved_file(checkpoint_dir, CONFIG_NAME)
     if config_path.is_file():
-        model_before = json.loads(config_path.read_text()).get("config", {})
+        model_before = read_json_file(config_path, ("config",), SAVED_STATE)["config"]
+        if not isinstance(model_before, dict):
+            raise ValueError(f"{config_path}: corrupt; 'config' should be an object")
         differences += [
             f"model {key}: saved {model_before[key]!r}, now {value!r}"
             for key, value in model.config.to_dict().items()
@@ -1812,13 +1832,31 @@ def resume_training(
     return checkpoint.step, checkpoint.extra["history"], torch.tensor(running)
 
 
+def nothing_to_resume(checkpoint_dir: Path) -> None:
+    """Resuming where no training state was saved: say that the run starts at step 0,
+    or refuse when the folder shows that a state was saved and is damaged (a damaged
+    run must never restart from step 0 as if it were the continuation)."""
+    left = sorted(p.name for p in checkpoint_dir.glob("*"))  # [] if it does not exist
+    if left:
+        raise FileNotFoundError(
+            f"{checkpoint_dir / STATE_NAME}: missing, but {checkpoint_dir} holds "
+            f"{', '.join(left)}: the saved state is damaged, so the run cannot "
+            "continue where it stopped. Restore the file, or start the run again "
+            "with --overwrite (overwrite=True)"
+        )
+    print(
+        f"resume: no training state in {checkpoint_dir}: the run stopped before its "
+        "first checkpoint, so it starts at step 0"
+    )
+
+
 # %% [markdown]
 # `pretrain` puts the pieces together:
 
 # %% tags=["export:pretraining.loop"]
 from tinybert.pretraining.evaluation import evaluate_pretraining, evaluation_line
 from tinybert.pretraining.interrupts import TrainingInterrupted, ctrl_c_requests
-from tinybert.pretraining.resume import resume_training
+from tinybert.pretraining.resume import nothing_to_resume, resume_training
 from tinybert.pretraining.objective import train_step
 
 
@@ -1876,11 +1914,10 @@ def pretrain(
         0,
     )
     running = torch.zeros(4)  # loss, mlm, nsp sums since the last log; their count
-    if (
-        resume
-        and checkpoint_dir is not None
-        and saved_file(checkpoint_dir, STATE_NAME).is_file()
-    ):
+    saved = checkpoint_dir is not None and saved_file(checkpoint_dir, STATE_NAME)
+    if resume and saved and not saved.is_file():
+        nothing_to_resume(Path(checkpoint_dir))
+    if resume and saved and saved.is_file():
         start, history, running = resume_training(
             checkpoint_dir,
             model,
@@ -2352,6 +2389,7 @@ from math import inf
 from pathlib import Path
 
 from tinybert.checkpoint.atomic import saved_file
+from tinybert.checkpoint.files import read_json_file
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
 from tinybert.checkpoint.state import STATE_NAME
 from tinybert.models.bert import BertConfig
@@ -2394,13 +2432,21 @@ def check_run_folder(
             f"{', '.join(RUN_FILES)}). Start a new run without --resume "
             "(resume=False), or name the folder of the run to continue"
         )
+    state = saved_file(out / "training_state", STATE_NAME)
+    if resume and not state.is_file() and (out / "loss_curves.png").is_file():
+        # the curves are drawn when an attempt ends, after its last checkpoint
+        raise FileNotFoundError(
+            f"{out}: an earlier attempt finished or stopped (loss_curves.png) but its "
+            f"training state ({state}) is gone, so the run cannot continue where it "
+            "stopped. Restore training_state/, or start again with --overwrite"
+        )
     if not present or resume or overwrite:
         return out
-    state = saved_file(out / "training_state", STATE_NAME)
     if all((out / name).is_file() for name in CHECKPOINT_FILES):
         what = "a finished run"
     elif state.is_file():
-        what = f"a partial run (saved at step {json.loads(state.read_text())['step']})"
+        step = read_json_file(state, ("step",), "")["step"]
+        what = f"a partial run (saved at step {step})"
     else:
         what = "a partial run (stopped before its first checkpoint)"
     raise FileExistsError(
@@ -2474,12 +2520,17 @@ def _saved_recipe(out: Path) -> dict:
     metrics.json written before its first one ({} for a run without either)."""
     state = saved_file(out / "training_state", STATE_NAME)
     if state.is_file():
-        history = json.loads(state.read_text())["extra"].get("history", {})
+        extra = read_json_file(state, ("extra",), "")["extra"]
+        history = extra.get("history") if isinstance(extra, dict) else None
+        if not isinstance(history, dict):
+            raise ValueError(
+                f"{state}: corrupt; expected the run's history under 'extra'"
+            )
         return history.get("recipe", {})
     metrics = out / "metrics.json"
     if not metrics.is_file():
         return {}
-    return json.loads(metrics.read_text()).get("recipe", {})
+    return read_json_file(metrics, ("train",), "").get("recipe", {})
 
 
 def check_recipe(out: Path, recipe: dict) -> None:
@@ -2795,7 +2846,7 @@ def pretrain_bert(
         if overwrite:
             remove_run(out)
         out.mkdir(parents=True, exist_ok=True)
-        if not saved_file(out / "training_state", STATE_NAME).is_file():
+        if not resume:  # a resumed run keeps its log (pretrain checks it)
             write_json(
                 out / "metrics.json", {"recipe": recipe, "train": [], "eval": []}
             )

@@ -133,6 +133,10 @@ print(
 # | extractive question answering | `[CLS] question [SEP] paragraph [SEP]` | every paragraph token: start and end scores | SQuAD v1.1 | SQuAD v1.1 |
 # | single-sentence tagging | `[CLS] A [SEP]` | every token's vector | CoNLL-2003 NER | UD part-of-speech tags, Universal NER entities |
 #
+# Each kind has its figure in its section, drawn for the course's encoder and an example of the
+# task: {numref}`fig-ft-sentence` (a sentence), {numref}`fig-ft-pair` (a pair),
+# {numref}`fig-ft-span` (an answer span) and {numref}`fig-ft-tokens` (a tag per word).
+#
 # There are three approaches to fine-tuning, in Ozdemir's words: update the whole model (all
 # encoder layers and the new layers on top); update only a subset of the encoder layers, to save
 # computation; or freeze the encoder and train only the new layers. The paper fine-tunes
@@ -311,6 +315,11 @@ class SpanOutput:
 
 
 def _check_class_labels(name: str, labels: torch.Tensor, n_classes: int) -> None:
+    if labels.is_floating_point() or labels.dtype == torch.bool:
+        raise ValueError(
+            f"{name}: expected integer class ids (torch.long), got {labels.dtype}; "
+            f"use .long() on labels that hold whole numbers"
+        )
     bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= n_classes))
     if bool(bad.any()):
         raise ValueError(
@@ -873,6 +882,25 @@ assert len(banking_train) + len(banking_valid) == len(banking_train_all) == 10_0
 assert len(intents) == 77 and len(banking_test) == 3_080
 
 # %% [markdown]
+# {numref}`fig-ft-sentence` shows the set-up for the first training question: the encoder reads
+# `[CLS] text [SEP]`, and a new layer on the pooled `[CLS]` vector gives one score per intent.
+
+# %% mystnb={"figure": {"caption": "Sentence classification on Banking77, drawn for the course's pretrained encoder and the first training question, tokenized by its tokenizer. Only the `[CLS]` position is read (the other vectors, dashed, are not): the pooler and one new linear layer give one score per intent.", "name": "fig-ft-sentence"}, "image": {"alt": "Diagram drawn bottom to top. The tokens of a Banking77 question, between [CLS] and [SEP], go into the pretrained encoder (its N layers, D and H are given); it gives one vector h per token. Only the vector of [CLS] is used: it goes into the pooler (tanh of W h plus b) and a linear layer from D to 77, giving one score per class; the label of the example, an intent name, is written beside it. The other vectors are drawn dashed."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import sentence_classification_diagram
+
+banking_shown = banking_train[0]
+banking_ids, banking_types = encode_pair(
+    tokenizer.encode(banking_shown.text).ids, None, special, config.max_len
+)
+sentence_classification_diagram(
+    config,
+    [tokenizer.id_to_token[i] for i in banking_ids],
+    banking_types,
+    n_labels=len(intents),
+    label=intents[banking_shown.label],
+)
+
+# %% [markdown]
 # A label that is not one of the 77 is an error that names the file, the line and the label,
 # instead of a silent new class or a crash later in the loss:
 
@@ -1433,6 +1461,21 @@ print(
 assert sum(l != -100 for l in feature["labels"]) == len(sentence.words)
 
 # %% [markdown]
+# {numref}`fig-ft-tokens` draws the same sentence going through a tagger: every position gets 17
+# scores from one shared layer, and each word's tag is read from its first piece.
+
+# %% mystnb={"figure": {"caption": "Token classification for part-of-speech tags, drawn for the course's encoder and the sentence above (a long one is cut, \"\u2026\", before its last token). One linear layer, the same at every position, gives each token one score per tag; a word's label and prediction sit on its first piece, and the vectors of `[CLS]`, `[SEP]` and later pieces (dashed) carry no label.", "name": "fig-ft-tokens"}, "image": {"alt": "Diagram drawn bottom to top. The word pieces of the sentence, between [CLS] and [SEP], go into the pretrained encoder, which gives one vector h per piece. A wide box, the same linear layer from D to 17 at every token, is fed by the vectors of the first piece of each word; above each of those pieces an arrow leads to the word's tag, such as PRON, AUX or VERB. The vectors of [CLS], [SEP] and of later pieces of a word are dashed and carry no tag."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import token_classification_diagram
+
+token_classification_diagram(
+    config,
+    pieces,
+    feature["token_type_ids"],
+    n_labels=len(UPOS_TAGS),
+    labels=[UPOS_TAGS[l] if l >= 0 else None for l in feature["labels"]],
+)
+
+# %% [markdown]
 # Before fine-tuning, a baseline that needs no model at all: tag every word with the tag it had
 # most often in the training sentences, and words never seen there with the most frequent tag
 # overall. Both the baseline and the model learn from the same training subset.
@@ -1794,6 +1837,23 @@ print(
     f"{example.question!r} -> {example.answers} in a "
     f"{len(example.context)}-character paragraph"
 )
+
+# %% [markdown]
+# {numref}`fig-ft-span` shows the question-answering head on Ozdemir's question of
+# {ref}`sec-ft-inputs`, whose answer is one token of the paragraph.
+
+# %% mystnb={"figure": {"caption": "Extractive question answering, drawn for the course's encoder and the pair \"Where does Matt live?\" / \"Matt lives in Canada and Sinan lives in California\" (cut, \"\u2026\", before its last token). One linear layer gives every paragraph token a start score and an end score; a softmax over the positions turns each row into a distribution, and the answer here, \"canada\", starts and ends at the same token.", "name": "fig-ft-span"}, "image": {"alt": "Diagram drawn bottom to top. The question tokens (segment A) and the paragraph tokens (segment B) between [CLS] and [SEP] go into the pretrained encoder, which gives one vector h per token. The vectors of the paragraph tokens feed a box: a linear layer from D to 2 at each paragraph token, a start and an end score, with a softmax over the positions. Above the token canada, an arrow is labelled start and end. The question's vectors are dashed: the head does not score them."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import span_diagram
+
+matt_ids, matt_types = encode_pair(
+    tokenizer.encode("Where does Matt live?").ids,
+    tokenizer.encode("Matt lives in Canada and Sinan lives in California").ids,
+    special,
+    config.max_len,
+)
+matt_tokens = [tokenizer.id_to_token[i] for i in matt_ids]
+canada = matt_tokens.index("canada")
+span_diagram(config, matt_tokens, matt_types, start=canada, end=canada)
 
 # %% [markdown]
 # (sec-ft-windows)=
@@ -3140,7 +3200,26 @@ for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
 # was made from SQuAD {cite}`wang2018glue`: pair a question with a sentence of its paragraph, and
 # label the pair by whether the sentence holds the answer. The BERT paper's Table 1 lists 108k
 # training pairs for it and 90.5% test accuracy for BERT-base {cite}`devlin2019bert`.
-#
+# {numref}`fig-ft-pair` draws such a pair, Ozdemir's question with a sentence that answers it.
+
+# %% mystnb={"figure": {"caption": "Sentence-pair classification, drawn for the course's encoder and the pair \"Where does Matt live?\" / \"Matt lives in Canada and Sinan lives in California\" (cut, \"\u2026\", before its last token). The two texts share one input, segment A then segment B; the classifier reads the pooled `[CLS]` vector only and gives two scores: the sentence holds the answer, or it does not.", "name": "fig-ft-pair"}, "image": {"alt": "Diagram drawn bottom to top. [CLS], the question tokens and [SEP] (segment A, blue), then the sentence tokens and [SEP] (segment B, yellow) go into the pretrained encoder, which gives one vector h per token. Only the vector of [CLS] is used: the pooler (tanh of W h plus b) and a linear layer from D to 2 give two scores, one per class of the pair; here the sentence holds the answer. The other vectors are dashed."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import sentence_pair_diagram
+
+matt_ids, matt_types = encode_pair(
+    tokenizer.encode("Where does Matt live?").ids,
+    tokenizer.encode("Matt lives in Canada and Sinan lives in California").ids,
+    special,
+    config.max_len,
+)
+sentence_pair_diagram(
+    config,
+    [tokenizer.id_to_token[i] for i in matt_ids],
+    matt_types,
+    n_labels=2,
+    label="1, the sentence holds the answer",
+)
+
+# %% [markdown]
 # We make the same kind of task from the course's SQuAD split of {ref}`sec-ft-qa`, with two
 # pairs per question so that the classes are balanced: the sentence that holds the first
 # reference answer (label 1), and another sentence of the same paragraph that holds none of the

@@ -140,7 +140,8 @@ print(f"device: {device}, quick mode: {is_quick()}")
 #
 # The last row is why the model part of this chapter is short: a few changed defaults and one new
 # rule for positions. Everything else RoBERTa changes is in the data and the training loop,
-# and most of it, {doc}`09_pretraining` can already do.
+# and most of it, {doc}`09_pretraining` can already do. {numref}`fig-roberta`, after the
+# configuration below, draws the same comparison from the two models' configurations.
 #
 # (sec-roberta-model)=
 # ## The model: three small differences
@@ -220,6 +221,15 @@ assert changed == [
     "pad_token_id",
 ]
 assert isinstance(roberta_base, BertConfig) and roberta_base.max_tokens == 512
+
+# %% [markdown]
+# {numref}`fig-roberta` puts the two side by side: the rows that come from the configurations
+# are read from `bert_base` and `roberta_base`, and the filled boxes mark what RoBERTa changes.
+
+# %% mystnb={"figure": {"caption": "BERT-base against RoBERTa-base, row by row; a filled box marks a change. The model rows (layers, vocabulary, segment table, positions, LayerNorm \u03b5) are read from `bert_base` and `roberta_base`; the last rows are the training recipe of {ref}`sec-roberta-changes`. The layers themselves are the same.", "name": "fig-roberta"}, "image": {"alt": "A two-column comparison, BERT on the left and RoBERTa on the right, one row per property. Layers: N = 12, D = 768, H = 12 in both. Vocabulary: WordPiece with V = 30,522 against byte-level BPE with V = 50,265. Input: [CLS] A [SEP] B [SEP] against <s> consecutive sentences </s>. Segment table: 2 rows against 1 row. Positions: 512 rows counted from 0 against 514 rows counted from 2, with the padding at 1. LayerNorm epsilon: 1e-12 against 1e-05. Objective: masked LM plus next sentence against masked LM only. Masking: static, once when the data is written, against dynamic, new at every use. Every RoBERTa box but the layers is filled, marking a change."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import roberta_bert_diagram
+
+roberta_bert_diagram(bert_base, roberta_base)
 
 
 # %% [markdown]

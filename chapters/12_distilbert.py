@@ -872,6 +872,23 @@ print(
     + "; ".join(f"{k} {history[0][k]:.3f} -> {history[-1][k]:.3f}" for k in history[0])
 )
 
+# %% [markdown]
+# {numref}`fig-distillation` draws one step of `distill` as it just ran: the sizes of `teacher`
+# and of the student `distilled`, and the temperature and weights that `distill` used, read
+# from its signature.
+
+# %% mystnb={"figure": {"caption": "One distillation step of this section. The frozen teacher (the course's `bert-mini`) and the student made from some of its layers read the same masked batch. Three losses: the cosine between their final hidden vectors at every real token, the KL divergence between their softened distributions at the masked positions (temperature $T$, scaled by $T^2$), and the student's own cross-entropy with the hidden tokens; weighted by $\\gamma$, $\\alpha$ and $\\beta$ and summed. The values are the defaults that `distill` used.", "name": "fig-distillation"}, "image": {"alt": "Diagram: a masked batch (B, T) on the left goes to the teacher above, with its N layers and width D, frozen with no gradient, and to the student below, with fewer layers of the same width, copied from the teacher. Between them, a row of three loss boxes joined by plus signs: one minus the cosine of the student and teacher hidden vectors at every real token, times gamma; T squared times the KL divergence of teacher and student, both softmax of z over T, times alpha; and the student's cross-entropy with the hidden tokens, from its logits at T = 1, times beta. Arrows lead from the teacher to the first two and from the student to all three; the sum is the loss."}} tags=["diagram", "hide-input"]
+import inspect
+
+from tinybert.diagrams import distillation_diagram
+
+settings = {
+    name: parameter.default
+    for name, parameter in inspect.signature(distill).parameters.items()
+    if name in ("temperature", "alpha", "beta", "gamma")
+}
+distillation_diagram(teacher.config, distilled.config, **settings)
+
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(11, 2.8))
 for ax, part in zip(axes, ("kl", "mlm", "cosine")):

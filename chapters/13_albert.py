@@ -308,6 +308,15 @@ assert (
     == V * E + E * D + D
 )
 
+# %% [markdown]
+# {numref}`fig-albert-embeddings` draws the two tables of `albert_base` to scale, with the
+# counts just printed.
+
+# %% mystnb={"figure": {"caption": "Factorised embeddings at the sizes of `albert_base`. Left: one token table of width $D$, as BERT has. Right: ALBERT's table of width $E$, drawn to the same scale, followed by the projection $\\mathbf P$ from $E$ to $D$ that every token shares; the parameter counts are computed from the configuration.", "name": "fig-albert-embeddings"}, "image": {"alt": "Two rectangles of the same height, one per token table. Left, \"one table of width D, as in BERT\": a wide box, V by D, 30,000 by 768, 23.0M numbers. Right, \"ALBERT: a narrow table, then a projection\": a narrow box, V by E, 30,000 by 128, 3.84M numbers, with an arrow to a small box P of size E by D, 128 by 768, 0.10M with its bias. Notes say that the product has rank at most E and that the count falls from 23.0M to 3.94M parameters."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import albert_embeddings_diagram
+
+albert_embeddings_diagram(albert_base)
+
 
 # %% [markdown]
 # (sec-albert-sharing)=
@@ -387,6 +396,19 @@ for name, encoder in [
 ]:
     print(f"{name:<28} {count_parameters(encoder):>12,} parameters")
 assert count_parameters(shared) * 12 == count_parameters(unshared)
+
+# %% [markdown]
+# {numref}`fig-albert-sharing` draws the same three encoders as depths and sets of weights,
+# from their configurations.
+
+# %% mystnb={"figure": {"caption": "Which weights each depth runs, for ALBERT-base with $G = 1$ (ALBERT's default), with $G = 3$ groups, and with $G = N$, which is BERT: depth $i$ runs set $\\lfloor iG/N \\rfloor$. Computed from the configurations, as `AlbertEncoder.depths` computes it.", "name": "fig-albert-sharing"}, "image": {"alt": "Three panels, each a column of twelve boxes labelled depth 0 to depth 11 with an arrow from every depth to the set of weights it runs. Left, G = 1: all twelve arrows meet one box, weights 1. Middle, G = 3: depths 0 to 3 point to weights 1, 4 to 7 to weights 2, 8 to 11 to weights 3. Right, G = 12, as BERT: each depth has its own box, weights 1 to 12."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import albert_sharing_diagram
+
+albert_sharing_diagram(
+    albert_base,
+    AlbertConfig.preset("albert-base-v2", n_groups=3),
+    AlbertConfig.preset("albert-base-v2", n_groups=albert_base.n_layers),
+)
 
 
 # %% [markdown]
@@ -1026,6 +1048,15 @@ for pair in sample_sop_pairs(toy, seeded_generator(4, "toy")):
 many = sample_sop_pairs([[[i] for i in range(1000)]] * 5, seeded_generator(0, "many"))
 print(f"{len(many)} pairs, {sum(p.nsp_label for p in many) / len(many):.1%} swapped")
 assert abs(sum(p.nsp_label for p in many) / len(many) - 0.5) < 0.03
+
+# %% [markdown]
+# {numref}`fig-sop-nsp` sets the two tasks side by side: the same head, the same input layout,
+# and negatives made in two different ways.
+
+# %% mystnb={"figure": {"caption": "Next-sentence prediction (left) against sentence-order prediction (right). Both read `[CLS] A [SEP] B [SEP]` and classify the pooled `[CLS]` vector with one linear layer (the width is that of `albert_base`). NSP's negative takes B from another document, which its topic gives away; SOP's negative is the same two consecutive segments in swapped order, so only their order tells the classes apart.", "name": "fig-sop-nsp"}, "image": {"alt": "Two panels. Left, next-sentence prediction (BERT): a document with segments 1 to 4 and another document with segments 1 to 3; the input [CLS] segment 2 [SEP] segment 3 [SEP] has label 0, IsNext; the input [CLS] segment 2 [SEP] a segment of the other document [SEP] has label 1, NotNext; a note says the random segment's topic gives it away. Right, sentence-order prediction (ALBERT): one document with segments 1 to 4; [CLS] segment 2 [SEP] segment 3 [SEP] has label 0, in order; [CLS] segment 3 [SEP] segment 2 [SEP] has label 1, swapped; only the order tells them apart. At the bottom: both use the pooled [CLS] vector and a linear layer from D to 2."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import sop_nsp_diagram
+
+sop_nsp_diagram(albert_base)
 
 # %% [markdown]
 # (sec-albert-experiment)=

@@ -166,6 +166,28 @@ for family, preset, model_class, config_class, slides in published:
 # heads, and so the same arithmetic per token ({ref}`sec-albert`): a parameter count is not a
 # measure of speed.
 #
+# {numref}`fig-family` draws the four base models side by side from their presets, with the
+# parameter counts just computed: the same encoder four times, with its token table, its
+# number of distinct layers and its pretraining objective changed.
+
+# %% mystnb={"figure": {"caption": "The four base models of the family, drawn from their presets, with the parameter counts computed above. Bottom: the token table ($V \\times D$, or ALBERT's $V \\times E$ then $E \\times D$). Middle: the layers, the box's height growing with the number of distinct layers (DistilBERT has half of BERT's, ALBERT one set of weights for all). Top: the pretraining objective.", "name": "fig-family"}, "image": {"alt": "Four columns, BERT, RoBERTa, DistilBERT and ALBERT, each with its parameter count and three stacked boxes. Bottom, the token table: V by D for BERT, RoBERTa (a larger vocabulary) and DistilBERT; V by E then E by D for ALBERT. Middle, the layers with D, H and F: a tall box of 12 layers for BERT and RoBERTa, a shorter one of 6 layers for DistilBERT, and the shortest for ALBERT, 12 layers with one set of weights. Top, the objective: masked LM plus next sentence; masked LM only with dynamic masks; distillation from BERT; masked LM plus sentence order."}} tags=["diagram", "hide-input"]
+from tinybert.diagrams import family_diagram
+
+objectives = {
+    "bert-base-uncased": "masked LM +\nnext sentence",
+    "roberta-base": "masked LM only,\ndynamic masks",
+    "distilbert-base-uncased": "distilled from BERT:\nKL + masked LM + cosine",
+    "albert-base-v2": "masked LM +\nsentence order",
+}
+family_diagram(
+    [
+        (family, config.preset(preset), published_counts[preset], objectives[preset])
+        for family, preset, _, config, _ in published
+        if preset in objectives
+    ]
+)
+
+# %% [markdown]
 # The other rows describe training runs that nobody can repeat on a laptop: 16 to 160 GB of
 # text, and weeks of many GPUs. The training time of ALBERT is left blank on Ozdemir's slides and only
 # a relative speed is given. The performance row mixes a claim (the state of the art of its day)

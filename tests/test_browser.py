@@ -1,7 +1,9 @@
 """The built website, opened in headless Chromium: math is typeset, nothing fails to load,
 no request leaves the machine, a solution dropdown opens on click, every chapter shows its
-measured compute budget and how it was executed, and the pages for readers and instructors
-(setup, instructor guide, licences) show the tables generated from the chapters.
+measured compute budget and how it was executed, the pages for readers and instructors
+(setup, instructor guide, licences) show the tables generated from the chapters, and every
+architecture diagram (a figure named fig-...) loads, with a caption and real alt text, in the
+light and the dark theme.
 
 Runs on the site `make site` builds (quick mode) — or the one in $TINYBERT_SITE_DIR. Saves
 screenshots in _build/screenshots for a person to look at.
@@ -421,5 +423,90 @@ def test_project_briefs_show_their_recorded_baselines(server, browser):
         text = page.locator("article").inner_text()
         assert text.count("Baseline.") >= 4 and text.count("Budget.") >= 4
         assert visit.outside == []
+    finally:
+        visit.close()
+
+
+# --- the architecture diagrams (issue 34) ---------------------------------------------------------
+
+def _named_figures(stem: str) -> list[str]:
+    """The figure names (``name: fig-...``) that a chapter's source gives its cells."""
+    source = ROOT / "chapters" / f"{stem}.md"
+    if not source.is_file():
+        return []
+    return re.findall(r"^\s+name: (fig-[\w-]+)\s*$", source.read_text(), flags=re.MULTILINE)
+
+
+DIAGRAM_PAGES = [p for p in CHAPTER_PAGES if 'id="fig-' in (SITE / p).read_text()]
+
+_FIGURES_JS = """() => Array.from(document.querySelectorAll('figure[id^="fig-"]')).map(f => {
+  const img = f.querySelector('img');
+  const box = img ? img.getBoundingClientRect() : null;
+  const style = img ? getComputedStyle(img) : null;
+  let corner = null;
+  if (img && img.complete && img.naturalWidth > 0) {  // the file's own top-left pixel
+    const canvas = document.createElement('canvas');
+    canvas.width = 4; canvas.height = 4;
+    const context = canvas.getContext('2d');
+    context.drawImage(img, 0, 0);
+    corner = Array.from(context.getImageData(0, 0, 1, 1).data);
+  }
+  return {id: f.id, hasImage: !!img, alt: img ? (img.getAttribute('alt') || '') : '',
+          src: img ? img.getAttribute('src') : '', loaded: !!img && img.complete,
+          naturalWidth: img ? img.naturalWidth : 0, width: box ? box.width : 0,
+          height: box ? box.height : 0,
+          shown: !!style && style.display !== 'none' && style.visibility !== 'hidden',
+          caption: (f.querySelector('figcaption') || {}).textContent || '', corner};
+})"""
+
+
+def test_every_named_figure_of_a_chapter_is_on_its_page():
+    """Each figure a chapter names in its cell options is a <figure id="fig-..."> on the
+    built page, and the chapters from attention on hold the book's diagrams."""
+    if not PAGES:
+        pytest.fail(f"no website at {SITE}: run `make site` first")
+    named = {}
+    for page in CHAPTER_PAGES:
+        stem = page.split("/")[-1].removesuffix(".html")
+        names = _named_figures(stem)
+        html = (SITE / page).read_text()
+        missing = [n for n in names if f'<figure class="align-default" id="{n}">' not in html]
+        assert not missing, f"{page}: figures missing from the page: {missing}"
+        named[stem] = names
+    if any(stem.startswith("03_") for stem in named):  # the whole book, not a few pages
+        assert sum(len(n) for n in named.values()) >= 14, named
+        assert all(named[s] for s in named if "03" <= s[:2] <= "14"), named
+
+
+@pytest.mark.parametrize("name", DIAGRAM_PAGES)
+def test_diagrams_load_with_alt_text_and_a_caption_in_both_themes(server, browser, name):
+    visit = PageVisit(browser, f"{server}/{name}")
+    try:
+        page = visit.page
+        for theme in ("light", "dark"):
+            page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+            page.wait_for_timeout(100)
+            figures = page.evaluate(_FIGURES_JS)
+            assert figures, f"{name}: no named figure on the page"
+            for f in figures:
+                where = f"{name}#{f['id']} ({theme})"
+                assert f["hasImage"] and f["loaded"] and f["naturalWidth"] > 0, \
+                    f"{where}: the image did not load: {f['src']}"
+                assert f["shown"] and f["width"] > 100 and f["height"] > 50, \
+                    f"{where}: the image is not visible ({f['width']} x {f['height']})"
+                alt = f["alt"].strip()
+                assert len(alt) >= 40, f"{where}: no real alt text: {alt!r}"
+                path_like = re.fullmatch(r"\S*[/\\.]\S*", alt) or re.search(
+                    r"\S+\.(png|svg|jpe?g|gif)\b", alt, flags=re.IGNORECASE)
+                assert not path_like and alt != f["src"].rsplit("/", 1)[-1], \
+                    f"{where}: the alt text is a file path: {alt!r}"
+                assert f["caption"].strip(), f"{where}: no caption"
+                # drawn dark on white: an opaque, light background in either theme
+                assert f["corner"] is not None and f["corner"][3] == 255 \
+                    and min(f["corner"][:3]) >= 240, f"{where}: background {f['corner']}"
+            page.locator(f"#{figures[0]['id']}").scroll_into_view_if_needed()
+            page.screenshot(path=str(SHOTS / f"diagram_{theme}_{name.replace('/', '_')}.png"))
+        assert visit.outside == [], f"requests left the machine: {visit.outside}"
+        assert visit.failed == [], f"failed to load: {visit.failed}"
     finally:
         visit.close()

@@ -146,6 +146,39 @@ def test_measure_executes_the_chapter_and_records_its_machine(tmp_path, monkeypa
     assert os.environ["TINYBERT_QUICK"] == "0", "measure must restore the caller's quick mode"
 
 
+def test_measure_counts_the_asserts_that_ran(tmp_path):
+    chapter = write_chapter(tmp_path, "x = 1")
+    code = ("def check(x):\n    assert x > 0\n\nfor i in range(1, 4):\n    check(i)\n"
+            "assert True, 'top level'\nif False:\n    assert False\n")
+    chapter.path.write_text(chapter.path.read_text().replace("x = 1\n", code))
+    assert len(chapter.read().cells) == 2
+    # 3 calls of check and the top-level one; not the assert that never ran
+    assert budget.measure(chapter, "quick")["asserts_passed"] == 4
+
+
+def test_ci_fails_on_a_chapter_changed_since_its_normal_mode_run(tmp_path):
+    chapter = write_chapter(tmp_path, "x = 1")
+    data = {"chapters": {}}
+    assert budget.unchecked_chapters(data, [chapter]) == ["01_tiny: never run in normal mode"]
+    data = budget.record(data, "01_tiny", "normal", entry(code_sha256=budget.code_sha256(chapter)))
+    assert budget.unchecked_chapters(data, [chapter]) == []
+    data = budget.record(data, "01_tiny", "quick", entry(code_sha256="f" * 64))
+    assert budget.unchecked_chapters(data, [chapter]) == []  # quick mode is not the check
+    chapter.path.write_text(chapter.path.read_text().replace("x = 1", "x = 2"))
+    [problem] = budget.unchecked_chapters(data, [chapter])
+    assert "01_tiny: code changed since its normal-mode run" in problem
+
+
+def test_every_chapter_ran_its_normal_mode_asserts_on_its_current_code():
+    """Results that stay true: a chapter whose code changed since its last normal-mode run
+    (book/budgets.json) fails here until it is run again in normal mode."""
+    from book.tools.course import book_chapters
+
+    problems = budget.unchecked_chapters(budget.load(), book_chapters())
+    assert not problems, ("re-run in normal mode (python -m book.tools.budget --mode normal "
+                          "--only NN): " + "; ".join(problems))
+
+
 def test_a_failing_chapter_is_not_measured(tmp_path):
     chapter = write_chapter(tmp_path, "raise RuntimeError('broken chapter')")
     with pytest.raises(Exception, match="broken chapter"):

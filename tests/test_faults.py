@@ -963,6 +963,55 @@ def test_a_run_stopped_early_is_not_finished(tmp_path, capsys):
     assert load_model(out) is not None and load_checkpoint(out / "training_state").step == 4
 
 
+@needs_data
+@pytest.mark.parametrize("damage", ["state file", "state folder"])
+def test_resume_refuses_a_run_whose_saved_state_is_gone(tmp_path, capsys, damage):
+    """R1: with training_state/training_state.json (or the whole folder) removed after a
+    checkpoint, --resume used to start again from step 0, exit 0 and report the fresh
+    run as the continuation. It is refused, naming the file, and nothing is trained."""
+    import shutil
+
+    out = tmp_path / "run"
+    assert main(["pretrain", "--out", str(out), *TINY_ARGS, "--steps", "4",
+                 "--stop-after", "2"]) == 0
+    capsys.readouterr()
+    if damage == "state file":
+        (out / "training_state" / "training_state.json").unlink()
+    else:
+        shutil.rmtree(out / "training_state")
+    metrics = (out / "metrics.json").read_bytes()
+    assert main(["pretrain", "--out", str(out), *TINY_ARGS, "--steps", "4",
+                 "--resume"]) != 0
+    err = capsys.readouterr().err
+    assert "--overwrite" in err and ("training_state.json: missing" in err
+                                     or "training state" in err)
+    assert "Traceback" not in err
+    assert (out / "metrics.json").read_bytes() == metrics  # the log is kept
+    assert not (out / "model.safetensors").exists()
+
+
+@needs_data
+@pytest.mark.parametrize("name, text", [
+    ("training_state.json", "{oops"),
+    ("training_state.json", "[1, 2]"),
+    ("training_state.json", '{"step": 2, "save_id": "x", "extra": 5}'),
+    ("config.json", "[]"),
+    ("config.json", '{"model_class": "BertForPreTraining", "config": 5}'),
+])
+def test_resume_with_a_damaged_state_file_names_the_file(tmp_path, capsys, name, text):
+    """R3/R4: a garbage training_state.json or config.json gave a message naming no
+    file, or a raw AttributeError."""
+    out = tmp_path / "run"
+    assert main(["pretrain", "--out", str(out), *TINY_ARGS, "--steps", "4",
+                 "--stop-after", "2"]) == 0
+    capsys.readouterr()
+    (out / "training_state" / name).write_text(text)
+    assert main(["pretrain", "--out", str(out), *TINY_ARGS, "--steps", "4",
+                 "--resume"]) != 0
+    err = capsys.readouterr().err
+    assert name in err and "Traceback" not in err, err
+
+
 # --- 8. fault injection through the command line --------------------------------------
 
 def _compare_runs(a: Path, b: Path) -> None:

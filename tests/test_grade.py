@@ -82,6 +82,45 @@ def test_grade_command_writes_a_csv(tmp_path, capsys):
     assert f"{len(CODING)} of {len(CODING)} exercise checks passed" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("target, expected", [
+    ("submission", "is one of the submissions"),
+    ("no/such/folder/grades.csv", "does not exist"),
+    ("a_folder", "is a folder"),
+    ("existing.csv", "exists; choose a new file"),
+    ("grades.ipynb", "is a notebook"),
+])
+def test_a_bad_csv_is_refused_before_anything_is_graded(tmp_path, capsys, target, expected):
+    path = write(CHAPTER.read(), tmp_path / f"{CHAPTER.stem}.ipynb")
+    before = path.read_bytes()
+    (tmp_path / "a_folder").mkdir()
+    (tmp_path / "existing.csv").write_text("earlier grades\n")
+    csv_path = path if target == "submission" else tmp_path / target
+    with pytest.raises(SystemExit) as stop:
+        grade.main([str(path), "--csv", str(csv_path)])
+    assert stop.value.code == 2
+    out = capsys.readouterr()
+    assert expected in out.err and "exercise checks passed" not in out.out  # not graded
+    assert path.read_bytes() == before
+    assert (tmp_path / "existing.csv").read_text() == "earlier grades\n"
+
+
+def test_overwrite_lets_the_csv_replace_an_earlier_one(tmp_path):
+    path = write(CHAPTER.read(), tmp_path / f"{CHAPTER.stem}.ipynb")
+    (tmp_path / "grades.csv").write_text("earlier grades\n")
+    assert grade.main([str(path), "--csv", str(tmp_path / "grades.csv"), "--overwrite"]) == 0
+    assert (tmp_path / "grades.csv").read_text().startswith("submission,chapter")
+    assert not list(tmp_path.glob(".*.part"))
+
+
+def test_the_exit_status_says_when_a_notebook_could_not_be_graded(tmp_path, capsys):
+    good = write(CHAPTER.read(), tmp_path / f"{CHAPTER.stem}.ipynb")
+    missing = tmp_path / "nope" / f"{CHAPTER.stem}.ipynb"
+    assert grade.main([str(missing)]) == 1
+    assert "could not be graded" in capsys.readouterr().err
+    assert grade.main([str(good), str(missing)]) == 1
+    assert grade.main([str(good)]) == 0
+
+
 # --- nbgrader ---------------------------------------------------------------------------------
 
 NBGRADER_KEYS = {"schema_version", "grade", "solution", "locked", "grade_id", "points"}
@@ -211,8 +250,9 @@ def test_a_class_of_realistic_submissions_gets_the_right_grade_table(tmp_path, c
     garbled.write_text('{"cells": [')
     unnamed = write(nbformat.v4.new_notebook(), tmp_path / "yann" / "homework.ipynb")
     table = tmp_path / "grades.csv"
+    # 1: two notebooks could not be graded (the table says why)
     assert grade.main([*map(str, paths + [garbled, unnamed]), "--timeout", "2",
-                       "--csv", str(table)]) == 0
+                       "--csv", str(table)]) == 1
     rows = list(csv.DictReader(table.open()))
     got = {(row["submission"].split("/")[-2], row["exercise"]): row for row in rows}
     graded = sum(len(outcomes) for _, outcomes in CLASS.values())
@@ -235,3 +275,25 @@ def test_a_class_of_realistic_submissions_gets_the_right_grade_table(tmp_path, c
     passed = sum(ok for _, outcomes in CLASS.values() for ok, _ in outcomes.values())
     summary = f"{passed} of {expected_rows} exercise checks passed in 7 notebook(s)"
     assert summary in capsys.readouterr().out
+
+
+def _bwrap_works() -> bool:
+    return bool(grade.sandbox_prefix("auto"))
+
+
+@pytest.mark.skipif(not _bwrap_works(), reason="bubblewrap is not installed or cannot run")
+def test_in_the_sandbox_a_submission_cannot_touch_other_files(tmp_path):
+    """Reliability probe: a submission deleted another student's notebook and wrote
+    anywhere. In bubblewrap the machine is read-only to it."""
+    other = write(CHAPTER.read(), tmp_path / "other" / f"{CHAPTER.stem}.ipynb")
+    outside = tmp_path / "written-by-a-student.txt"
+    vandal = (f"import os\nos.remove({str(other)!r})\n")
+    writer = (f"open({str(outside)!r}, 'w').write('x')\n")
+    notebook = _student_edition({CE: vandal, SILU: writer, MLP: SOLVED[MLP]})
+    path = write(notebook, tmp_path / "mallory" / f"{CHAPTER.stem}.ipynb")
+    results = {r.exercise: r for r in grade.grade(path, sandbox=grade.BWRAP)}
+    assert other.is_file() and not outside.exists()
+    # the machine is read-only to it, and /tmp (where the other notebook is) empty
+    assert not results[CE].passed
+    assert any(why in results[CE].message for why in ("Read-only", "No such file"))
+    assert results[MLP].passed  # the sandbox does not stop an honest answer

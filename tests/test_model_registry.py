@@ -146,3 +146,138 @@ def test_a_readers_subclass_is_refused_until_registered(tmp_path, monkeypatch):
     # as a notebook that defines the class again: load_model would build another one
     with pytest.raises(ValueError, match="rebuild tinybert.models.bert.BertModel"):
         save_model(BertModel(model.config), tmp_path)
+
+
+# --- reliability probe, NaN hidden or produced -------------------------------------------
+
+
+def test_the_pair_head_loss_is_zero_not_nan_when_no_pair_is_labelled():
+    import torch
+
+    from tinybert.models.bert import BertConfig
+    from tinybert.models.bert_heads import BertForPreTraining
+
+    config = BertConfig(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37,
+                        max_len=16)
+    model = BertForPreTraining(config)
+    ids = torch.randint(5, 99, (3, 7))
+    out = model(ids, pair_labels=torch.full((3,), -100))
+    assert out.nsp_loss is not None and out.nsp_loss.item() == 0.0
+    out.loss.backward()  # a loss of 0 that still has a graph
+    labelled = model(ids, pair_labels=torch.tensor([0, -100, 1]))
+    assert torch.isfinite(labelled.nsp_loss) and labelled.nsp_loss > 0
+
+
+def test_load_model_refuses_nan_weights(tmp_path):
+    import pytest
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from tinybert.checkpoint.files import load_model, save_model
+    from tinybert.models.bert import BertConfig, BertModel
+
+    config = BertConfig(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37,
+                        max_len=16)
+    folder = save_model(BertModel(config), tmp_path / "m")
+    weights = folder / "model.safetensors"
+    from safetensors import safe_open
+
+    with safe_open(str(weights), "pt") as handle:
+        header = handle.metadata()
+    tensors = load_file(str(weights))
+    name = sorted(tensors)[0]
+    tensors[name] = torch.full_like(tensors[name], float("nan"))
+    save_file(tensors, str(weights), metadata=header)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        load_model(folder)
+
+
+def test_a_huge_layer_norm_epsilon_is_refused():
+    import pytest
+
+    from tinybert.models.bert import BertConfig
+
+    with pytest.raises(ValueError, match="layer_norm_eps"):
+        BertConfig(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37,
+                   layer_norm_eps=1e30)
+    BertConfig(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37,
+               layer_norm_eps=1e-5)
+
+
+def test_a_damaged_previous_list_never_blocks_the_folder(tmp_path, capsys):
+    """A power cut right after a save's rename could leave .previous/FILES.json empty:
+    every later load and save of the folder then failed with a raw JSONDecodeError."""
+    import torch
+
+    from tinybert.checkpoint.files import load_model, save_model
+    from tinybert.models.bert import BertConfig, BertModel
+
+    config = BertConfig(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37,
+                        max_len=16)
+    model = BertModel(config)
+    folder = save_model(model, tmp_path / "m")
+    kept = folder / ".previous"
+    kept.mkdir()
+    (kept / "FILES.json").write_text("")
+    loaded = load_model(folder)
+    ids = torch.randint(5, 99, (2, 5))
+    with torch.no_grad():
+        assert torch.equal(loaded(ids).last_hidden_state, model.eval()(ids).last_hidden_state)
+    save_model(model, folder)  # a later save works, and clears .previous
+    assert not kept.exists()
+    assert "FILES.json is damaged" in capsys.readouterr().out
+
+
+def test_float_labels_get_a_clear_error_in_the_heads():
+    import pytest
+    import torch
+
+    from tinybert.finetuning.heads import SequenceClassifier, TokenClassifier
+    from tinybert.models.bert import BertConfig, BertModel
+
+    config = BertConfig(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37,
+                        max_len=16)
+    ids = torch.randint(5, 99, (2, 6))
+    with pytest.raises(ValueError, match="expected integer class ids"):
+        TokenClassifier(BertModel(config), 5)(ids, labels=torch.zeros(2, 6))
+    with pytest.raises(ValueError, match="expected integer class ids"):
+        SequenceClassifier(BertModel(config), 5)(ids, labels=torch.zeros(2))
+
+
+def test_an_optimizer_state_loads_only_into_the_same_kind_of_optimizer(tmp_path):
+    import pytest
+    import torch
+
+    from tinybert.checkpoint.state import load_checkpoint, save_checkpoint
+    from tinybert.models.bert import BertConfig
+    from tinybert.models.bert_heads import BertForPreTraining
+
+    config = BertConfig(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37,
+                        max_len=16)
+    model = BertForPreTraining(config)
+    adamw = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model(torch.randint(5, 99, (2, 6))).mlm_logits.sum().backward()
+    adamw.step()
+    save_checkpoint(tmp_path / "state", model, step=1, optimizer=adamw)
+    sgd = torch.optim.SGD(model.parameters(), lr=1e-3)
+    with pytest.raises(ValueError, match="saved with a AdamW optimizer"):
+        load_checkpoint(tmp_path / "state", model, optimizer=sgd)
+    load_checkpoint(tmp_path / "state", model,
+                    optimizer=torch.optim.AdamW(model.parameters(), lr=1e-3))
+
+
+def test_a_config_json_whose_config_is_not_an_object_is_named(tmp_path):
+    import json
+
+    import pytest
+
+    from tinybert.checkpoint.files import load_model, save_model
+    from tinybert.models.bert import BertConfig, BertModel
+
+    config = BertConfig(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37,
+                        max_len=16)
+    folder = save_model(BertModel(config), tmp_path / "m")
+    meta = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**meta, "config": 5}))
+    with pytest.raises(ValueError, match="config.json: corrupt"):
+        load_model(folder)

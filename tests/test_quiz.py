@@ -142,3 +142,42 @@ def test_the_longest_option_is_not_a_clue():
     assert len(found) <= 0.3 * total, (
         f"the right option is the longest in {len(found)} of {total}: {found}; make "
         "the distractors as specific as the answer")
+
+
+def test_right_answers_in_the_forms_students_give_them_are_right():
+    """Reliability probe: a tensor, "(a)" as the quiz prints it and a decimal comma were
+    marked wrong; a string or float question number gave a raw TypeError."""
+    import numpy as np
+    import torch
+
+    from tinybert.exercises.quiz import Quiz, choice, number
+
+    quiz = Quiz("p", [choice("?", ["x", "y", "z"], answer="b"),
+                      number("?", answer=0.881, decimals=3),
+                      number("?", answer=1234.5, decimals=1)])
+    for index, attempt in [(1, "(b)"), (1, "b)"), (1, " B "), (1, 2),
+                           (2, torch.tensor(0.881)), (2, np.float64(0.881)),
+                           (2, "0,881"), (2, 0.881), (3, "1,234.5"), (3, "1234,5")]:
+        assert quiz.is_right(index, attempt), (index, attempt)
+    for index, attempt in [(1, "(a)"), (2, torch.ones(2)), (2, "0,87"), (2, True),
+                           (3, "12345")]:
+        assert not quiz.is_right(index, attempt), (index, attempt)
+    for index in ["1", 1.0, True]:
+        with pytest.raises(TypeError, match="whole number from 1 to 3"):
+            quiz.check(index, "a")
+    with pytest.raises(ValueError, match="decimals"):
+        number("?", answer=1.5, decimals=-1)
+
+
+def test_the_silu_check_refuses_an_answer_that_overwrites_its_input():
+    import torch
+
+    from tinybert.exercises.ch01 import check_silu
+
+    def derivative(x):
+        s = torch.sigmoid(x)
+        return s * (1 + x * (1 - s))
+
+    with pytest.raises(AssertionError, match="changed its input"):
+        check_silu(lambda x: x.mul_(torch.sigmoid(x.clone())), derivative)
+    check_silu(lambda x: x * torch.sigmoid(x), derivative)

@@ -37,6 +37,18 @@ from book.tools.chapters import ROOT, Chapter, chapters
 BUDGETS = ROOT / "book" / "budgets.json"
 MODES = ("quick", "normal")
 PROBE_TAG = "tinybert-budget-probe"
+# Runs before the chapter: every assert statement of the chapter's cells (in functions
+# too) counts itself when it runs, so the record says how many asserts ran and held.
+COUNT_ASSERTS = f'''# {PROBE_TAG}: count the chapter's asserts as they run
+import ast as _ast, builtins as _builtins
+_builtins._tinybert_asserts = [0]
+class _TinybertCountAsserts(_ast.NodeTransformer):
+    def visit_Module(self, node):
+        return _ast.fix_missing_locations(self.generic_visit(node))
+    def visit_Assert(self, node):
+        count = _ast.parse("_tinybert_asserts[0] += 1").body[0]
+        return [_ast.copy_location(count, node), node]
+get_ipython().ast_transformers.append(_TinybertCountAsserts())'''
 PROBE = f'''# {PROBE_TAG}: what this kernel ran the chapter with
 import json as _json, os as _os, platform as _platform
 import torch as _torch
@@ -51,6 +63,7 @@ print("{PROBE_TAG}", _json.dumps({{
     "tinybert": _tinybert.__version__,
     "python": _platform.python_version(),
     "quick": _os.environ.get("TINYBERT_QUICK", ""),
+    "asserts": __import__("builtins")._tinybert_asserts[0],
 }}))'''
 
 
@@ -58,11 +71,13 @@ print("{PROBE_TAG}", _json.dumps({{
 
 def code_sha256(chapter: Chapter) -> str:
     """A fingerprint of the chapter's code cells: prose edits do not change a chapter's
-    budget, nor does its quiz (a cell tagged ``quiz`` only shows questions)."""
+    budget, nor does its quiz (a cell tagged ``quiz`` only shows questions), nor do its
+    diagrams (a cell tagged ``diagram`` only draws a figure with tinybert.diagrams, and
+    holds no assert: tests/test_diagrams.py checks both)."""
     digest = hashlib.sha256()
     for cell in chapter.read().cells:
-        quiz = "quiz" in cell.get("metadata", {}).get("tags", [])
-        if cell.cell_type == "code" and not quiz:
+        shows = {"quiz", "diagram"} & set(cell.get("metadata", {}).get("tags", []))
+        if cell.cell_type == "code" and not shows:
             digest.update(cell.source.encode("utf-8") + b"\0")
     return digest.hexdigest()
 
@@ -108,6 +123,8 @@ def measure(chapter: Chapter, mode: str, *, timeout: int | None = None,
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     notebook = chapter.read()
     notebook.metadata.pop("jupytext", None)
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(COUNT_ASSERTS,
+                                                       metadata={"tags": [PROBE_TAG]}))
     notebook.cells.append(nbformat.v4.new_code_cell(PROBE, metadata={"tags": [PROBE_TAG]}))
     timeout = timeout or execution_timeout()
     saved = os.environ.get("TINYBERT_QUICK")
@@ -138,6 +155,7 @@ def measure(chapter: Chapter, mode: str, *, timeout: int | None = None,
         "cpu_count": _cpus_available(),
         "cpu_model": cpu_model(),
         "torch_threads": probe["torch_threads"],
+        "asserts_passed": probe["asserts"],  # the chapter's asserts that ran (and held)
         "load_average": [None if x is None else round(x, 2) for x in (load_before, load_after)],
         "python": probe["python"],
         "torch": probe["torch"],
@@ -234,6 +252,22 @@ def needs_gpu(data: dict, stem: str, limit: int) -> bool | None:
 def is_stale(entry: dict, chapter: Chapter) -> bool:
     """True when the chapter's code changed after the measurement."""
     return entry.get("code_sha256") not in (None, code_sha256(chapter))
+
+
+def unchecked_chapters(data: dict, found: list[Chapter]) -> list[str]:
+    """The chapters whose normal-mode asserts have not run on their current code: no
+    normal-mode run on the CPU, or one made before the code last changed. CI fails on
+    any (tests/test_budget.py): re-run them with `make budget` or
+    `python -m book.tools.budget --mode normal --only NN`."""
+    problems = []
+    for chapter in found:
+        entry = lookup(data, chapter.stem, "normal", "cpu")
+        if entry is None:
+            problems.append(f"{chapter.stem}: never run in normal mode")
+        elif entry.get("code_sha256") is None or is_stale(entry, chapter):
+            problems.append(f"{chapter.stem}: code changed since its normal-mode run "
+                            f"of {entry['measured'][:10]}")
+    return problems
 
 
 def table(data: dict, stems: list[str]) -> list[list[str]]:

@@ -29,6 +29,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -177,7 +178,8 @@ def submitted_answers(notebook) -> dict[str, list[str]]:
     return answers
 
 
-def grade(path: Path, *, timeout: int = 300, quick: bool = True) -> list[Result]:
+def grade(path: Path, *, timeout: int = 300, quick: bool = True,
+          sandbox: tuple[str, ...] = ()) -> list[Result]:
     """Run each coding exercise of the submission's chapter against the course's checks.
 
     Raises when the notebook cannot be read or its chapter cannot be told
@@ -196,7 +198,8 @@ def grade(path: Path, *, timeout: int = 300, quick: bool = True) -> list[Result]
         jobs.append({"label": exercise.label, "timeout": timeout,
                      "answer": answers[exercise.label], "checks": exercise.checks})
     env = dict(os.environ, TINYBERT_QUICK="1" if quick else "0", MPLBACKEND="Agg")
-    for label, (passed, message) in run_jobs(jobs, env=env, timeout=timeout).items():
+    outcomes = run_jobs(jobs, env=env, timeout=timeout, sandbox=sandbox)
+    for label, (passed, message) in outcomes.items():
         results.append(Result(str(path), chapter.stem, label, passed, message))
     return _in_order(results, chapter)
 
@@ -210,8 +213,8 @@ def _in_order(results: list[Result], chapter: Chapter) -> list[Result]:
     return sorted(results, key=lambda r: order.index(r.exercise))
 
 
-def run_jobs(jobs: list[dict], *, env: dict,
-             timeout: int) -> dict[str, tuple[bool, str]]:
+def run_jobs(jobs: list[dict], *, env: dict, timeout: int,
+             sandbox: tuple[str, ...] = ()) -> dict[str, tuple[bool, str]]:
     """label -> (passed, message) for every job, whatever the students' code does.
 
     The jobs run in one Python process after another. When the process dies or hangs
@@ -227,7 +230,7 @@ def run_jobs(jobs: list[dict], *, env: dict,
             work = Path(folder) / f"run{attempt}"
             work.mkdir()
             (work / "jobs.json").write_text(json.dumps(pending))
-            events, ended = _run_once(work, env, timeout)
+            events, ended = _run_once(work, env, timeout, sandbox)
             started = None
             for event in events:
                 if "start" in event:
@@ -249,13 +252,17 @@ def run_jobs(jobs: list[dict], *, env: dict,
     return outcomes
 
 
-def _run_once(work: Path, env: dict, timeout: int) -> tuple[list[dict], str]:
-    """Run the runner on work/jobs.json; return its events and why the process ended."""
+def _run_once(work: Path, env: dict, timeout: int,
+              sandbox: tuple[str, ...] = ()) -> tuple[list[dict], str]:
+    """Run the runner on work/jobs.json (inside ``sandbox``, a command prefix such as
+    BWRAP, with ``work`` the one folder it may write); return its events and why the
+    process ended."""
     results, stderr = work / "results.jsonl", work / "stderr.txt"
     results.touch()
     with open(stderr, "w") as err:
         process = subprocess.Popen(
-            [sys.executable, "-c", RUNNER, str(work / "jobs.json"), str(results)],
+            [*_sandboxed(sandbox, work), sys.executable, "-c", RUNNER,
+             str(work / "jobs.json"), str(results)],
             cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=err, start_new_session=True)
         seen, deadline, killed = 0, None, False
@@ -285,6 +292,38 @@ def _run_once(work: Path, env: dict, timeout: int) -> tuple[list[dict], str]:
                     f"{process.returncode})" + (f": {last}" if last else ""))
 
 
+# Real isolation where bubblewrap is installed (Debian: apt-get install bubblewrap): the
+# students' code sees the machine read-only, an empty /tmp, no network, and may write
+# only its own temporary folder. Other submissions, the instructor's files and the
+# course's checks are out of its reach.
+BWRAP = ("bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+         "--tmpfs", "/tmp", "--unshare-net", "--unshare-ipc", "--die-with-parent")
+
+
+def _sandboxed(sandbox: tuple[str, ...], work: Path) -> list[str]:
+    if not sandbox:
+        return []
+    return [*sandbox, "--bind", str(work), str(work), "--chdir", str(work),
+            "--setenv", "MPLCONFIGDIR", str(work), "--"]
+
+
+def sandbox_prefix(choice: str) -> tuple[str, ...]:
+    """The sandbox for ``--sandbox`` auto / bwrap / none: bubblewrap when it is
+    installed and works here (auto), or an error when bwrap is asked for and cannot."""
+    if choice == "none":
+        return ()
+    works = shutil.which("bwrap") is not None and subprocess.run(
+        [*BWRAP, "true"], capture_output=True).returncode == 0
+    if works:
+        return BWRAP
+    if choice == "bwrap":
+        raise SystemExit("grade: --sandbox bwrap: bubblewrap is not installed or cannot "
+                         "run here (apt-get install bubblewrap)")
+    print("note: no sandbox (bubblewrap is not installed or cannot run here): the "
+          "students' code runs with your rights", file=sys.stderr)
+    return ()
+
+
 def _kill(process: subprocess.Popen) -> None:
     """End the process and everything it started (its session)."""
     try:
@@ -293,15 +332,15 @@ def _kill(process: subprocess.Popen) -> None:
         pass
 
 
-def grade_or_report(path: Path, *, timeout: int = 300,
-                    quick: bool = True) -> list[Result]:
+def grade_or_report(path: Path, *, timeout: int = 300, quick: bool = True,
+                    sandbox: tuple[str, ...] = ()) -> list[Result]:
     """``grade``, except that a notebook that cannot be graded gives rows that say why.
 
     When the chapter is known from the file name, every coding exercise of it gets a
     failing row; otherwise the submission gets a single row with no exercise.
     """
     try:
-        return grade(path, timeout=timeout, quick=quick)
+        return grade(path, timeout=timeout, quick=quick, sandbox=sandbox)
     except Exception as error:  # one bad notebook never stops the run
         message = f"not graded: {type(error).__name__}: {error}"
         chapter = _chapter_by_name(path, chapters())
@@ -317,15 +356,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("submissions", nargs="+", type=Path,
                         help="students' .ipynb files")
     parser.add_argument("--csv", type=Path,
-                        help="also write the results to this CSV file")
+                        help="also write the results to this CSV file (a new file)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="let --csv replace an existing CSV file")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per exercise")
+    parser.add_argument("--sandbox", choices=["auto", "bwrap", "none"], default="auto",
+                        help="run the students' code in bubblewrap (auto: when it is "
+                        "installed and works)")
     parser.add_argument("--normal", action="store_true",
                         help="run in normal mode (default: quick mode, "
                         "TINYBERT_QUICK=1)")
     args = parser.parse_args(argv)
+    if args.csv:  # checked before grading, so that a mistake costs nothing
+        problem = csv_problem(args.csv, args.submissions, overwrite=args.overwrite)
+        if problem:
+            parser.error(f"--csv {args.csv}: {problem}")
+    sandbox = sandbox_prefix(args.sandbox)
     results: list[Result] = []
     for path in args.submissions:
-        graded = grade_or_report(path, timeout=args.timeout, quick=not args.normal)
+        graded = grade_or_report(path, timeout=args.timeout, quick=not args.normal,
+                                 sandbox=sandbox)
         for r in graded:
             status = "pass" if r.passed else "FAIL"
             print(f"{status}  {r.submission}  {r.exercise or '-'}"
@@ -339,15 +389,50 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{sum(r.points for r in mine):g} of {sum(r.max_points for r in mine):g} "
               f"points  {submission}")
     if args.csv:
-        with open(args.csv, "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["submission", "chapter", "exercise", "passed", "points",
-                             "max_points", "message"])
-            for r in results:
-                writer.writerow([r.submission, r.chapter, r.exercise, int(r.passed),
-                                 f"{r.points:g}", f"{r.max_points:g}", r.message])
+        write_csv(results, args.csv)
         print(f"wrote {args.csv}")
+    not_graded = sorted({r.submission for r in results if not_graded_row(r)})
+    if not_graded:
+        print(f"error: {len(not_graded)} of {len(args.submissions)} notebook(s) could not "
+              f"be graded (their rows say why): {', '.join(not_graded)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def not_graded_row(result: Result) -> bool:
+    """True for a row that records a notebook the grader could not grade at all."""
+    return result.message.startswith("not graded:")
+
+
+def csv_problem(target: Path, submissions: list[Path], *, overwrite: bool) -> str | None:
+    """Why ``target`` cannot take the grades, or None: a folder, a missing folder, one of
+    the submissions, a notebook, or (without ``overwrite``) an existing file."""
+    resolved = target.resolve()
+    if target.is_dir():
+        return "is a folder; name a file, e.g. grades.csv"
+    if not resolved.parent.is_dir():
+        return f"its folder {resolved.parent} does not exist"
+    if any(resolved == path.resolve() for path in submissions):
+        return "is one of the submissions; it would be overwritten by the grades"
+    if target.suffix == ".ipynb":
+        return "is a notebook; the grades go to a .csv file"
+    if target.exists() and not overwrite:
+        return "exists; choose a new file, or pass --overwrite to replace it"
+    return None
+
+
+def write_csv(results: list[Result], target: Path) -> None:
+    """The grades as CSV, written to a temporary file beside ``target`` and then renamed,
+    so that an interrupted run never leaves half a file."""
+    temporary = target.with_name(f".{target.name}.part")
+    with open(temporary, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["submission", "chapter", "exercise", "passed", "points",
+                         "max_points", "message"])
+        for r in results:
+            writer.writerow([r.submission, r.chapter, r.exercise, int(r.passed),
+                             f"{r.points:g}", f"{r.max_points:g}", r.message])
+    os.replace(temporary, target)
 
 
 if __name__ == "__main__":

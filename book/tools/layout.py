@@ -10,8 +10,9 @@ from __future__ import annotations
 
 PACKAGES = {
     "blocks": "The building blocks of chapters 01-06: activations and feed-forward "
-              "networks, attention, multi-head attention, positional encodings, the "
-              "Transformer, its losses, schedules and decoders.",
+              "networks, the recurrent encoder-decoder with additive attention, attention, "
+              "multi-head attention, positional encodings, the Transformer, its losses, "
+              "schedules and decoders.",
     "tokenizers": "Chapter 07's tokenizers (BPE, byte-level BPE, WordPiece, Unigram), "
                   "their trainers and their shared encoding output.",
     "models": "BERT (chapter 08) and the variants of chapters 11-13 (RoBERTa, DistilBERT, "
@@ -30,6 +31,9 @@ MODULES = {
     "blocks.feedforward": "Activations, the multilayer perceptron and the position-wise "
                           "feed-forward block.",
     "corpus": "The course's books (Project Gutenberg) as text, words and a vocabulary.",
+    "blocks.recurrent_attention": "The recurrent encoder-decoder: a GRU encoder, "
+                                  "additive (Bahdanau) attention, and a decoder that "
+                                  "reads a fixed-size summary or attends.",
     "blocks.attention": "Scaled dot-product attention, its masks and the fused fast path.",
     "blocks.multihead": "Multi-head attention: splitting and merging heads.",
     "blocks.positional": "Positional information: sinusoidal, learned and relative.",

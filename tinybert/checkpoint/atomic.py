@@ -74,9 +74,25 @@ def saved_file(directory: str | Path, name: str) -> Path:
     directory/.previous/ when a save died while it swapped its files in."""
     directory = Path(directory)
     listed = directory / PREVIOUS / FILES_NAME
-    if listed.is_file() and name in json.loads(listed.read_text(encoding="utf-8")):
+    if listed.is_file() and name in _kept_names(listed.parent):
         return directory / PREVIOUS / name
     return directory / name
+
+
+# Built in chapter 8, section "Saving and loading":
+# chapters/08_bert.html#saving-and-loading
+def _kept_names(kept: Path) -> list[str]:
+    """The files that the save which died was replacing: FILES.json, or, where a
+    crash damaged it, the files kept beside it (the old set; files new in that save,
+    which the list would name, then stay: save_id tells a mixed pair)."""
+    try:
+        names = json.loads((kept / FILES_NAME).read_text(encoding="utf-8"))
+        if isinstance(names, list) and all(isinstance(n, str) for n in names):
+            return names
+    except (OSError, UnicodeDecodeError, ValueError):
+        pass
+    print(f"note: {kept / FILES_NAME} is damaged; putting back the files in {kept}")
+    return sorted(p.name for p in kept.glob("*") if p.name != FILES_NAME)
 
 
 # Built in chapter 8, section "Saving and loading":
@@ -86,7 +102,7 @@ def _restore_previous(directory: Path) -> None:
     kept = directory / PREVIOUS
     if not (kept / FILES_NAME).is_file():
         return
-    for name in json.loads((kept / FILES_NAME).read_text(encoding="utf-8")):
+    for name in _kept_names(kept):
         old, target = kept / name, directory / name
         if not old.is_file():  # it did not exist before that save
             target.unlink(missing_ok=True)

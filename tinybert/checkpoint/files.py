@@ -165,13 +165,16 @@ def read_json_file(path: Path, fields: tuple[str, ...], missing: str) -> dict:
         raise FileNotFoundError(f"{path}: no such file; {missing}")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        absent = [name for name in fields if name not in data]
+        absent = (
+            [name for name in fields if name not in data]
+            if isinstance(data, dict)
+            else f"a {type(data).__name__}, not an object"
+        )
     except (ValueError, TypeError) as error:
         absent = repr(error)
     if absent:
-        raise ValueError(
-            f"{path}: corrupt; expected JSON with {' and '.join(fields)} ({absent})"
-        )
+        holds = f" with {' and '.join(fields)}" if fields else ""
+        raise ValueError(f"{path}: corrupt; expected a JSON object{holds} ({absent})")
     return data
 
 
@@ -220,6 +223,8 @@ def load_model(
             f"{config_path}: unknown model_class {name!r}; "
             f"known: {known_model_classes()}"
         )
+    if not isinstance(meta["config"], dict):
+        raise ValueError(f"{config_path}: corrupt; 'config' should be an object")
     config = cls.config_class.from_dict(meta["config"])
     header, tensors = read_safetensors(weights_path, HOLDS)
     if meta.get("save_id") is not None and header.get("save_id") != meta["save_id"]:
@@ -243,6 +248,13 @@ def load_model(
             f"{weights_path} does not fit {cls.__name__} with the config "
             f"in {CONFIG_NAME}: missing {missing[:5]}, unexpected "
             f"{unexpected[:5]}, shapes {shapes[:5]}"
+        )
+    # a NaN or inf weight would give NaN outputs, or be hidden by a fused kernel
+    broken = [k for k, t in tensors.items() if not torch.isfinite(t).all()]
+    if broken:
+        raise ValueError(
+            f"{weights_path}: {len(broken)} tensor(s) hold NaN or inf values, "
+            f"e.g. {broken[:3]}; the saved model is damaged (a run that diverged?)"
         )
     # strict=False: tied aliases are filled through their first name
     model.load_state_dict(tensors, strict=False)

@@ -76,6 +76,7 @@ def save_checkpoint(
                 f"optimizer.{index}.{key}": value for key, value in values.items()
             }
         state["optimizer_param_groups"] = opt["param_groups"]
+        state["optimizer_class"] = type(optimizer).__name__
     if scheduler is not None:
         state["scheduler"] = scheduler.state_dict()
     if scaler is not None:
@@ -139,7 +140,9 @@ def load_checkpoint(
     step, save_id = int(state["step"]), state["save_id"]
     header, tensors = read_safetensors(tensors_path, missing)
     config_path = saved_file(directory, CONFIG_NAME)
-    model_meta = json.loads(config_path.read_text()) if config_path.is_file() else {}
+    model_meta = {}
+    if config_path.is_file():
+        model_meta = read_json_file(config_path, ("save_id",), missing)
     if header.get("save_id") != save_id or model_meta.get("save_id") != state.get(
         "model_save_id"
     ):
@@ -163,6 +166,12 @@ def load_checkpoint(
     if optimizer is not None:
         if "optimizer_param_groups" not in state:
             raise ValueError(f"{path}: the checkpoint was saved without an optimizer")
+        saved_class = state.get("optimizer_class", type(optimizer).__name__)
+        if saved_class != type(optimizer).__name__:  # its moments would mean nothing
+            raise ValueError(
+                f"{path}: saved with a {saved_class} optimizer, cannot load into a "
+                f"{type(optimizer).__name__}"
+            )
         groups = [
             {**g, "betas": tuple(g["betas"])} if "betas" in g else g
             for g in state["optimizer_param_groups"]

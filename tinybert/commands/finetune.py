@@ -219,6 +219,13 @@ def run(args: argparse.Namespace) -> int:
         return _error(str(error))
     except FloatingPointError as error:  # diverged: nothing to report but that
         return _error(str(error), code=1)
+    except KeyboardInterrupt:  # Ctrl-C: nothing was saved, so nothing is lost
+        print(
+            f"tinybert finetune: interrupted; {args.task} was not finished and "
+            "nothing was written. Run the same command again to start over.",
+            file=sys.stderr,
+        )
+        return 130
     result = outcome.result
     print(
         f"trained {result.trainable_parameters:,} parameters for "

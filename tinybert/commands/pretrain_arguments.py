@@ -189,7 +189,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=("cpu, cuda, cuda:1, mps (default: the best available)"),
     )
-    add_count(parser, "--threads", 1, "torch CPU threads (torch.set_num_threads)")
+    parser.add_argument(
+        "--threads",
+        type=thread_count,
+        default=None,
+        help="torch CPU threads (torch.set_num_threads), at most the machine's cores",
+    )
+
+
+def thread_count(text: str) -> int:
+    """An argparse type: a number of CPU threads, from 1 to the cores this process may
+    use (more only slows a run down, and a huge number crashed torch)."""
+    import os
+
+    value = at_least(1)(text)
+    cores = (
+        len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count() or 1
+    )
+    if value > cores:
+        raise argparse.ArgumentTypeError(
+            f"expected at most {cores} (the CPU cores this process may use), "
+            f"got {value}"
+        )
+    return value
 
 
 def pretrain_bert_arguments(args: argparse.Namespace) -> dict:

@@ -119,10 +119,16 @@ def check_silu(silu, silu_derivative) -> None:
         ),
     }
     for description, x in inputs.items():
-        _assert_close(f"silu on {description}", silu(x.clone()), F.silu(x), atol=1e-6)
+        given = x.clone()
+        _assert_close(f"silu on {description}", silu(given), F.silu(x), atol=1e-6)
+        assert torch.equal(given, x), f"silu changed its input ({description})"
         leaf = x.clone().requires_grad_(True)
         (expected,) = torch.autograd.grad(F.silu(leaf).sum(), leaf)
-        got = silu_derivative(x.clone())
+        given = x.clone()
+        got = silu_derivative(given)
+        assert torch.equal(given, x), (
+            f"silu_derivative changed its input ({description})"
+        )
         _assert_close(f"silu_derivative on {description}", got, expected, atol=1e-6)
         assert got.dtype == x.dtype, (
             f"silu_derivative: expected dtype {x.dtype}, got {got.dtype}"

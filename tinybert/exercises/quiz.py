@@ -49,6 +49,30 @@ def fingerprint(quiz: str, index: int, canonical: str) -> str:
     return f"{fnv1a(f'{quiz}/{index}/{canonical}'.encode('utf-8')):08x}"
 
 
+def _as_numbers(attempt) -> list[float]:
+    """The numbers an attempt can mean: a number, a one-element tensor or array, or
+    text ("0.881", "88.1%" for 88.1, "1,234.5"; with one comma and no point, both
+    readings: "0,881" and "1,5" as decimal commas, "1,234" also as 1234)."""
+    if hasattr(attempt, "item"):  # torch.tensor(0.881), np.float64(0.881)
+        try:
+            attempt = attempt.item()
+        except (ValueError, RuntimeError):  # more than one element
+            return []
+    if isinstance(attempt, (int, float)) and not isinstance(attempt, bool):
+        return [float(attempt)]
+    text = str(attempt).strip().rstrip("%").replace(" ", "")
+    readings = [text.replace(",", "")]
+    if text.count(",") == 1 and "." not in text:
+        readings.append(text.replace(",", "."))
+    numbers = []
+    for reading in readings:
+        try:
+            numbers.append(float(reading))
+        except ValueError:
+            pass
+    return numbers
+
+
 def _canonical_number(value: float, decimals: int) -> str:
     text = f"{float(value):.{decimals}f}"
     return "0" + text[2:] if text.startswith("-0") and not text.strip("-0.") else text
@@ -73,16 +97,17 @@ class Question:
         """The forms of ``attempt`` whose fingerprint is compared (several for
         a number)."""
         if self.kind == "choice":
-            text = str(attempt).strip().lower().rstrip(")")
+            # "b", "B", "(b)" and "b)" as the quiz prints its options, or 2
+            text = str(attempt).strip().lower().lstrip("(").rstrip(")")
             if text.isdigit() and 1 <= int(text) <= len(self.options):
                 text = LETTERS[int(text) - 1]
             return [text]
-        try:
-            value = float(str(attempt).replace(",", "").strip().rstrip("%"))
-        except ValueError:
-            return []
         unit = 10.0**-self.decimals
-        return [_canonical_number(value + k * unit, self.decimals) for k in (0, -1, 1)]
+        return [
+            _canonical_number(value + k * unit, self.decimals)
+            for value in _as_numbers(attempt)
+            for k in (0, -1, 1)
+        ]
 
 
 def choice(
@@ -112,6 +137,8 @@ def number(
     explain: str = "",
 ) -> Question:
     """A question whose answer is a number, to be given with ``decimals`` decimals."""
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
+        raise ValueError(f"decimals: expected a whole number >= 0, got {decimals!r}")
     return Question(prompt, (), decimals, answer, digest, explain)
 
 
@@ -159,6 +186,11 @@ class Quiz:
         return False
 
     def _question(self, index: int) -> Question:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(
+                f"{self.name}: the question is a whole number from 1 to "
+                f"{len(self.questions)}, e.g. quiz.check(1, 'a'); got {index!r}"
+            )
         if not 1 <= index <= len(self.questions):
             raise IndexError(
                 f"{self.name} has questions 1 to {len(self.questions)}, not {index}"

@@ -46,6 +46,11 @@ class SpanOutput:
 # Built in chapter 10, section "Heads: a small module over any encoder":
 # chapters/10_finetuning.html#heads-a-small-module-over-any-encoder
 def _check_class_labels(name: str, labels: torch.Tensor, n_classes: int) -> None:
+    if labels.is_floating_point() or labels.dtype == torch.bool:
+        raise ValueError(
+            f"{name}: expected integer class ids (torch.long), got {labels.dtype}; "
+            f"use .long() on labels that hold whole numbers"
+        )
     bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= n_classes))
     if bool(bad.any()):
         raise ValueError(

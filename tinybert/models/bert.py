@@ -115,6 +115,11 @@ class BertConfig:
             )
         for name in ("layer_norm_eps", "initializer_range"):
             check_positive_number(f"BertConfig.{name}", getattr(self, name))
+        if self.layer_norm_eps > 1e-2:  # a large ε flattens every normalised vector
+            raise ValueError(
+                f"BertConfig.layer_norm_eps: expected a small number (at most 0.01; "
+                f"BERT uses 1e-12), got {self.layer_norm_eps!r}"
+            )
         # raises ValueError for an unknown name
         get_activation(self.activation)
         for name in ("norm_first", "fast"):

@@ -219,7 +219,13 @@ class BertForPreTraining(BertWithMLMHead):
         pair_loss = None
         if pair_labels is not None:
             check_labels("pair_labels", pair_labels, (input_ids.shape[0],), 2)
-            pair_loss = F.cross_entropy(pair_logits, pair_labels)
+            kept = pair_labels != IGNORE_INDEX  # (B,)
+            # no pair labelled: a loss of 0, not the mean of nothing (NaN)
+            pair_loss = (
+                F.cross_entropy(pair_logits, pair_labels)
+                if kept.any()
+                else pair_logits[kept].sum()
+            )
         losses = [loss for loss in (mlm_loss, pair_loss) if loss is not None]
         # the fields in order: loss, mlm_loss, the pair loss, mlm_logits, pair logits
         loss = sum(losses) if losses else None

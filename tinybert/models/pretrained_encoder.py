@@ -17,8 +17,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import torch
-from safetensors.torch import load_file
 
+from tinybert.checkpoint.files import read_json_file, read_safetensors
 from tinybert.data import fetch_group
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.convert import load_renamed
@@ -62,7 +62,7 @@ class PretrainedEncoder:
 # chapters/08_bert.html#running-a-real-pretrained-bert
 def _hf_bert_config(directory: Path) -> BertConfig:
     """config.json -> our BertConfig; anything but a BERT is refused."""
-    hf = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    hf = read_json_file(directory / "config.json", (), "a Hugging Face model folder")
     kind = hf.get("model_type")
     if kind is None and str((hf.get("architectures") or ["?"])[0]).startswith("Bert"):
         kind = "bert"  # saved before transformers wrote model_type
@@ -83,9 +83,16 @@ def _hf_bert_config(directory: Path) -> BertConfig:
 def _hf_bert_tensors(path: Path) -> dict[str, torch.Tensor]:
     """The encoder's tensors in ``path``, named as in BertModel (no prefix or heads)."""
     if path.suffix == ".safetensors":
-        state = load_file(path)
+        state = read_safetensors(path, "a Hugging Face model folder")[1]
     else:  # tensors only, never code
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as error:  # torch's own error types; its advice is unsafe
+            raise ValueError(
+                f"{path}: not a file of tensors (tinybert reads tensors only, never "
+                f"pickled code; corrupt, or not a PyTorch weights file?): "
+                f"{type(error).__name__}"
+            ) from None
     if any(name.startswith("bert.") for name in state):  # BertFor*: keep the encoder
         state = {
             name.removeprefix("bert."): tensor
@@ -128,7 +135,7 @@ def load_hf_bert(directory: str | Path) -> PretrainedEncoder:
     config = _hf_bert_config(directory)
     options, settings = {}, directory / "tokenizer_config.json"
     if settings.is_file():
-        options = json.loads(settings.read_text(encoding="utf-8"))
+        options = read_json_file(settings, (), "a Hugging Face tokenizer's settings")
     tokenizer = WordPieceTokenizer.from_file(
         directory / "vocab.txt",
         lowercase=options.get("do_lower_case", True),

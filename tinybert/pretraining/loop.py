@@ -85,7 +85,7 @@ def write_json(path: str | Path, data: dict) -> None:
 
 from tinybert.pretraining.evaluation import evaluate_pretraining, evaluation_line
 from tinybert.pretraining.interrupts import TrainingInterrupted, ctrl_c_requests
-from tinybert.pretraining.resume import resume_training
+from tinybert.pretraining.resume import nothing_to_resume, resume_training
 from tinybert.pretraining.objective import train_step
 
 
@@ -144,11 +144,10 @@ def pretrain(
         0,
     )
     running = torch.zeros(4)  # loss, mlm, nsp sums since the last log; their count
-    if (
-        resume
-        and checkpoint_dir is not None
-        and saved_file(checkpoint_dir, STATE_NAME).is_file()
-    ):
+    saved = checkpoint_dir is not None and saved_file(checkpoint_dir, STATE_NAME)
+    if resume and saved and not saved.is_file():
+        nothing_to_resume(Path(checkpoint_dir))
+    if resume and saved and saved.is_file():
         start, history, running = resume_training(
             checkpoint_dir,
             model,

@@ -8,7 +8,8 @@ chapters/09_pretraining.html.
 
 from __future__ import annotations
 
-__all__ = ['RESUME_MUST_MATCH', 'resume_training']
+__all__ = ['SAVED_STATE', 'RESUME_MUST_MATCH', 'resume_training',
+           'nothing_to_resume']  # fmt: skip
 
 
 import json
@@ -18,8 +19,10 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.atomic import saved_file
-from tinybert.checkpoint.files import CONFIG_NAME
+from tinybert.checkpoint.files import CONFIG_NAME, read_json_file
 from tinybert.checkpoint.state import STATE_NAME, load_checkpoint
+
+SAVED_STATE = "a run's training state holds it, as save_checkpoint writes it"
 
 
 # the others log or save more often
@@ -38,9 +41,16 @@ RESUME_MUST_MATCH = (
 # chapters/09_pretraining.html#the-training-loop
 def _resume_differences(checkpoint_dir, model: nn.Module, now: dict) -> list[str]:
     """What a resumed run would change about the saved one: each difference, named."""
-    state = json.loads(saved_file(checkpoint_dir, STATE_NAME).read_text())
-    saved = state.get("extra", {}).get("history", {})
-    before = saved.get("config", {})
+    state_path = saved_file(checkpoint_dir, STATE_NAME)
+    state = read_json_file(state_path, ("step", "extra"), SAVED_STATE)
+    extra = state["extra"]
+    saved = extra.get("history") if isinstance(extra, dict) else None
+    before = saved.get("config") if isinstance(saved, dict) else None
+    if not isinstance(before, dict):
+        raise ValueError(
+            f"{state_path}: corrupt; expected the run's history with its config "
+            f"under 'extra' (as save_checkpoint writes it)"
+        )
     differences = [
         f"{key}: saved {before[key]!r}, now {now[key]!r}"
         for key in RESUME_MUST_MATCH
@@ -51,7 +61,9 @@ def _resume_differences(checkpoint_dir, model: nn.Module, now: dict) -> list[str
         differences.append(f"batch_size: saved {saved['batch_size']}, now {batch_size}")
     config_path = saved_file(checkpoint_dir, CONFIG_NAME)
     if config_path.is_file():
-        model_before = json.loads(config_path.read_text()).get("config", {})
+        model_before = read_json_file(config_path, ("config",), SAVED_STATE)["config"]
+        if not isinstance(model_before, dict):
+            raise ValueError(f"{config_path}: corrupt; 'config' should be an object")
         differences += [
             f"model {key}: saved {model_before[key]!r}, now {value!r}"
             for key, value in model.config.to_dict().items()
@@ -94,3 +106,23 @@ def resume_training(
     )
     running = checkpoint.extra.get("running", [0.0, 0.0, 0.0, 0.0])
     return checkpoint.step, checkpoint.extra["history"], torch.tensor(running)
+
+
+# Built in chapter 9, section "The training loop":
+# chapters/09_pretraining.html#the-training-loop
+def nothing_to_resume(checkpoint_dir: Path) -> None:
+    """Resuming where no training state was saved: say that the run starts at step 0,
+    or refuse when the folder shows that a state was saved and is damaged (a damaged
+    run must never restart from step 0 as if it were the continuation)."""
+    left = sorted(p.name for p in checkpoint_dir.glob("*"))  # [] if it does not exist
+    if left:
+        raise FileNotFoundError(
+            f"{checkpoint_dir / STATE_NAME}: missing, but {checkpoint_dir} holds "
+            f"{', '.join(left)}: the saved state is damaged, so the run cannot "
+            "continue where it stopped. Restore the file, or start the run again "
+            "with --overwrite (overwrite=True)"
+        )
+    print(
+        f"resume: no training state in {checkpoint_dir}: the run stopped before its "
+        "first checkpoint, so it starts at step 0"
+    )

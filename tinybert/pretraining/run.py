@@ -234,7 +234,7 @@ def pretrain_bert(
         if overwrite:
             remove_run(out)
         out.mkdir(parents=True, exist_ok=True)
-        if not saved_file(out / "training_state", STATE_NAME).is_file():
+        if not resume:  # a resumed run keeps its log (pretrain checks it)
             write_json(
                 out / "metrics.json", {"recipe": recipe, "train": [], "eval": []}
             )

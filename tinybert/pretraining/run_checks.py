@@ -18,6 +18,7 @@ from math import inf
 from pathlib import Path
 
 from tinybert.checkpoint.atomic import saved_file
+from tinybert.checkpoint.files import read_json_file
 from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
 from tinybert.checkpoint.state import STATE_NAME
 from tinybert.models.bert import BertConfig
@@ -62,13 +63,21 @@ def check_run_folder(
             f"{', '.join(RUN_FILES)}). Start a new run without --resume "
             "(resume=False), or name the folder of the run to continue"
         )
+    state = saved_file(out / "training_state", STATE_NAME)
+    if resume and not state.is_file() and (out / "loss_curves.png").is_file():
+        # the curves are drawn when an attempt ends, after its last checkpoint
+        raise FileNotFoundError(
+            f"{out}: an earlier attempt finished or stopped (loss_curves.png) but its "
+            f"training state ({state}) is gone, so the run cannot continue where it "
+            "stopped. Restore training_state/, or start again with --overwrite"
+        )
     if not present or resume or overwrite:
         return out
-    state = saved_file(out / "training_state", STATE_NAME)
     if all((out / name).is_file() for name in CHECKPOINT_FILES):
         what = "a finished run"
     elif state.is_file():
-        what = f"a partial run (saved at step {json.loads(state.read_text())['step']})"
+        step = read_json_file(state, ("step",), "")["step"]
+        what = f"a partial run (saved at step {step})"
     else:
         what = "a partial run (stopped before its first checkpoint)"
     raise FileExistsError(
@@ -152,12 +161,17 @@ def _saved_recipe(out: Path) -> dict:
     metrics.json written before its first one ({} for a run without either)."""
     state = saved_file(out / "training_state", STATE_NAME)
     if state.is_file():
-        history = json.loads(state.read_text())["extra"].get("history", {})
+        extra = read_json_file(state, ("extra",), "")["extra"]
+        history = extra.get("history") if isinstance(extra, dict) else None
+        if not isinstance(history, dict):
+            raise ValueError(
+                f"{state}: corrupt; expected the run's history under 'extra'"
+            )
         return history.get("recipe", {})
     metrics = out / "metrics.json"
     if not metrics.is_file():
         return {}
-    return json.loads(metrics.read_text()).get("recipe", {})
+    return read_json_file(metrics, ("train",), "").get("recipe", {})
 
 
 # Built in chapter 9, section "The real run":

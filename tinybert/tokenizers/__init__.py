@@ -14,7 +14,7 @@ _MODULES = {
                    'GPT2_PATTERN', 'apply_merges', 'bytes_to_unicode',
                    'read_merges_txt', 'read_vocab_json', 'train_byte_level_bpe'],
     'encoding': ['BACKENDS', 'Encoding', 'TokenizerMixin', 'batch_encode', 'check_text',
-                 'import_tokenizers', 'read_lines'],
+                 'id_list', 'import_tokenizers', 'read_lines'],
     'normalizers': ['CJK_RANGES', 'WHITESPACE', 'bert_normalize', 'bert_pre_tokenize',
                     'is_cjk', 'is_punctuation'],
     'unigram': ['SPACE', 'UNIGRAM_SPECIAL_TOKENS', 'UNK_PENALTY', 'UnigramTokenizer',

@@ -23,6 +23,7 @@ from tinybert.tokenizers.encoding import (
     Encoding,
     batch_encode,
     check_text,
+    id_list,
     import_tokenizers,
     read_lines,
 )
@@ -142,6 +143,7 @@ class ByteLevelBPETokenizer:
 
     def save(self, directory: str | Path) -> tuple[Path, Path]:
         directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
         vocab_json, merges_txt = directory / "vocab.json", directory / "merges.txt"
         vocab_json.write_text(
             json.dumps(self.vocab, ensure_ascii=False), encoding="utf-8"
@@ -193,6 +195,7 @@ class ByteLevelBPETokenizer:
         return batch_encode(self, texts, backend)
 
     def decode(self, ids: list[int]) -> str:
+        ids = id_list(ids)
         unknown = [i for i in ids if i not in self.id_to_token]
         if unknown:
             raise ValueError(

@@ -8,7 +8,7 @@ chapters/07_tokenization.html.
 
 from __future__ import annotations
 
-__all__ = ['Encoding', 'BACKENDS', 'batch_encode', 'TokenizerMixin',
+__all__ = ['Encoding', 'BACKENDS', 'batch_encode', 'TokenizerMixin', 'id_list',
            'import_tokenizers', 'check_text', 'read_lines']  # fmt: skip
 
 
@@ -93,13 +93,30 @@ class TokenizerMixin:
         (``benchmarks/bench_tokenizers.py`` compares their speed)."""
         return batch_encode(self, texts, backend, add_special_tokens=add_special_tokens)
 
-    def check_ids(self, ids: list[int]) -> None:
-        """A ValueError unless every id is in the vocabulary (before decoding)."""
+    def check_ids(self, ids) -> list[int]:
+        """``ids`` as a list of ints (a tensor or array of ids is fine), or a
+        ValueError unless every id is in the vocabulary (before decoding)."""
+        ids = id_list(ids)
         unknown = [i for i in ids if i not in self.id_to_token]
         if unknown:
             raise ValueError(
                 f"ids must be in 0..{len(self.vocab) - 1}, got {unknown[:5]}"
             )
+        return ids
+
+
+# Built in chapter 7, section "What an encoding holds":
+# chapters/07_tokenization.html#what-an-encoding-holds
+def id_list(ids) -> list[int]:
+    """Token ids as Python ints: from a list, a 1-D tensor or array, or a list of 0-d
+    tensors (``logits.argmax(-1)[0]``); anything else is a ValueError saying so."""
+    if hasattr(ids, "tolist"):
+        ids = ids.tolist()
+    ids = [i.item() if hasattr(i, "item") else i for i in ids]
+    odd = [i for i in ids if isinstance(i, bool) or not isinstance(i, int)]
+    if odd:
+        raise ValueError(f"ids must be whole numbers, got {odd[:5]}")
+    return ids
 
 
 # Built in chapter 7, section "What an encoding holds":
@@ -142,7 +159,8 @@ def read_lines(path: str | Path) -> list[str]:
     UTF-8 are a ValueError naming the file and the line."""
     data = Path(path).read_bytes()
     try:
-        text = data.decode("utf-8")
+        # utf-8-sig: a byte-order mark (Windows Notepad writes one) is not text
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise ValueError(

@@ -176,7 +176,7 @@ class UnigramTokenizer(TokenizerMixin):
         return Encoding(ids, tokens, offsets)
 
     def decode(self, ids: list[int]) -> str:
-        self.check_ids(ids)
+        ids = self.check_ids(ids)
         text = "".join(self.id_to_token[i] for i in ids).replace(SPACE, " ")
         return text.removeprefix(" ")  # the ▁ that encoding put in front
 

@@ -15,6 +15,7 @@ __all__ = ['SPECIAL_TOKENS', 'read_vocab_txt', 'save_vocab_txt',
 import re
 from pathlib import Path
 
+from tinybert.blocks.checks import check_positive_int
 from tinybert.tokenizers.encoding import (
     Encoding,
     TokenizerMixin,
@@ -88,6 +89,7 @@ class WordPieceTokenizer(TokenizerMixin):
                 f"the vocabulary must contain the unknown token "
                 f"{unk_token!r}; got {len(vocab)} entries without it"
             )
+        check_positive_int("max_input_chars_per_word", max_input_chars_per_word)
         self.vocab = dict(vocab)
         self.id_to_token = {i: t for t, i in self.vocab.items()}
         self.lowercase = lowercase
@@ -161,6 +163,10 @@ class WordPieceTokenizer(TokenizerMixin):
                 offsets.append(special.span())
                 cursor = special.end()
         if add_special_tokens:
+            if not {"[CLS]", "[SEP]"} <= self.vocab.keys():
+                raise ValueError(
+                    "add_special_tokens needs [CLS] and [SEP] in the vocabulary"
+                )
             tokens = ["[CLS]"] + tokens + ["[SEP]"]
             offsets = [(0, 0)] + offsets + [(0, 0)]
         return Encoding([self.vocab[t] for t in tokens], tokens, offsets)
@@ -203,7 +209,7 @@ class WordPieceTokenizer(TokenizerMixin):
         return rust
 
     def decode(self, ids: list[int]) -> str:
-        self.check_ids(ids)
+        ids = self.check_ids(ids)
         text = " ".join(self.id_to_token[i] for i in ids)
         return text.replace(" " + self.continuing_prefix, "")
 

@@ -221,8 +221,16 @@ def train_wordpiece_tokenizer(
     min_count: int = 2,
     score: str = "likelihood",
 ) -> WordPieceTokenizer:
+    counts = bert_word_counts(texts, lowercase=lowercase)
+    if not counts:
+        raise ValueError("train_wordpiece_tokenizer: the texts hold no word to learn")
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(
+            f"vocab_size: expected more than the {len(SPECIAL_TOKENS)} special tokens, "
+            f"got {vocab_size}"
+        )
     vocab = train_wordpiece(
-        bert_word_counts(texts, lowercase=lowercase),
+        counts,
         vocab_size,
         min_count=min_count,
         score=score,
