@@ -25,8 +25,8 @@
 # layers, which let the positions of a sequence exchange information, and small
 # {term}`feed-forward networks <feed-forward network>`, which transform each position on its own.
 # Attention gets the next chapters. This one is about the second kind, the oldest idea in the
-# course, and it also sets up the vocabulary (neurons, layers, activations, logits, losses) that
-# everything later takes for granted.
+# course, and it also sets up the vocabulary (neurons, layers, activations, logits, losses,
+# optimisers) that everything later takes for granted.
 #
 # **What you will learn**
 #
@@ -35,6 +35,8 @@
 # - how the output unit follows from the kind of target (linear for regression, sigmoid for yes/no,
 #   softmax for classes), which loss each one implies, and why we compute losses from
 #   {term}`logits <logit>` rather than from probabilities;
+# - how a network is trained (a refresher): gradient descent, backpropagation done by autograd,
+#   and the Adam and AdamW optimisers;
 # - the {term}`activation functions <activation function>` you will meet in this course
 #   (sigmoid, tanh, ReLU, GELU, ELU), their derivatives, and how accurate the two popular GELU
 #   approximations are;
@@ -488,6 +490,80 @@ assert torch.isnan(literal_softmax).any()
 assert torch.isclose(F.cross_entropy(big, torch.tensor([1])), torch.tensor(1000.0))
 
 # %% [markdown]
+# (sec-ffn-training)=
+# ### Training: gradient descent, backpropagation and Adam
+#
+# A loss turns "a good network" into a number to make small. Gather all the weights and biases
+# into one vector $\boldsymbol\theta$; training looks for the $\boldsymbol\theta$ that makes the
+# mean loss over the $N$ training examples as small as it can:
+#
+# $$L(\boldsymbol\theta) = \frac1N \sum_{n=1}^{N}
+# \ell\bigl(f(\mathbf x_n; \boldsymbol\theta), y_n\bigr).$$
+#
+# This section is a refresher of the tools every chapter uses for that: gradient descent,
+# backpropagation (done by autograd) and the Adam optimiser.
+#
+# **Gradient descent.** The gradient $\nabla_{\boldsymbol\theta} L$ points in the direction in which
+# the loss grows fastest, so a small step against it lowers the loss:
+#
+# $$\boldsymbol\theta \leftarrow
+# \boldsymbol\theta - \eta\, \nabla_{\boldsymbol\theta} L(\boldsymbol\theta).$$
+#
+# The {term}`learning rate` $\eta$ sets the size of the step: too small and training crawls, too
+# large and the loss jumps about or diverges. *Stochastic* {term}`gradient descent` estimates the
+# gradient on a random *mini-batch* of examples instead of all $N$: each step is far cheaper and
+# its gradient noisy but right on average. One pass over the training set is an *epoch*. The two
+# spirals below have few enough points to use all of them at every step (full-batch training).
+#
+# **Backpropagation, done by autograd.** A network is a chain of simple functions, so the chain rule
+# gives the gradient. For a layer $\mathbf h = g(\mathbf a)$ with $\mathbf a = \mathbf W^\top
+# \mathbf x + \mathbf b$, and $\partial L / \partial h_j$ known from the layers above,
+#
+# $$\frac{\partial L}{\partial W_{ij}} = x_i\, g'(a_j)\, \frac{\partial L}{\partial h_j},
+# \qquad
+# \frac{\partial L}{\partial x_i} = \sum_j W_{ij}\, g'(a_j)\, \frac{\partial L}{\partial h_j}.$$
+#
+# The second formula hands the signal one layer further down. {term}`Backpropagation` applies the
+# two from the loss back to the input, reusing each layer's result for the layer below
+# {cite}`rumelhart1986learning`, so the whole gradient costs only about twice the arithmetic of the
+# forward pass. PyTorch's *autograd* does it for us: the forward pass records each operation on
+# tensors that require gradients, `loss.backward()` walks that record backwards and adds each
+# parameter's gradient to its `.grad`, and `optimizer.zero_grad()` clears them before the next step
+# (gradients accumulate). The course never writes a backward pass by hand.
+#
+# **Adam.** One learning rate suits parameters badly when their gradients differ in scale by orders
+# of magnitude, as they do across the layers of a deep network. {term}`Adam` {cite}`kingma2015adam`
+# keeps two running averages per parameter, of the gradient $\mathbf g_t$ and of its square,
+# corrects both for starting at zero, and divides one by the root of the other (all elementwise):
+#
+# $$\mathbf m_t = \beta_1 \mathbf m_{t-1} + (1 - \beta_1)\, \mathbf g_t, \qquad
+# \mathbf v_t = \beta_2 \mathbf v_{t-1} + (1 - \beta_2)\, \mathbf g_t^2,$$
+#
+# $$\boldsymbol\theta_t = \boldsymbol\theta_{t-1} -
+# \eta\, \frac{\hat{\mathbf m}_t}{\sqrt{\hat{\mathbf v}_t} + \epsilon},
+# \qquad \hat{\mathbf m}_t = \frac{\mathbf m_t}{1 - \beta_1^t}, \quad
+# \hat{\mathbf v}_t = \frac{\mathbf v_t}{1 - \beta_2^t},$$
+#
+# with $\beta_1 = 0.9$, $\beta_2 = 0.999$ and $\epsilon = 10^{-8}$ by default. The average of the
+# gradients is *momentum*: it smooths the noise of mini-batches and keeps moving along shallow
+# slopes. The division makes every parameter's step about $\eta$ in size, whatever the scale of its
+# gradient, so that one learning rate serves them all. `torch.optim.Adam` trains the small models of
+# chapters 1 to 6; {doc}`06_transformer` sets $\beta_2 = 0.98$ and raises the learning rate
+# gradually at the start, as the Transformer paper does.
+#
+# **AdamW.** {term}`Weight decay` pulls every weight a little towards zero at each step, which
+# discourages large weights. Written as a penalty $\frac\lambda2 \|\boldsymbol\theta\|^2$ added to
+# the loss, it puts $\lambda\boldsymbol\theta$ into the gradient, where Adam's division weakens it
+# for exactly the parameters with large gradients. {term}`AdamW` {cite}`loshchilov2019adamw`
+# decouples the two: it takes Adam's step and shrinks the weights directly, as
+# `torch.optim.AdamW` does,
+#
+# $$\boldsymbol\theta_t = \boldsymbol\theta_{t-1} -
+# \eta\,\Bigl(\frac{\hat{\mathbf m}_t}{\sqrt{\hat{\mathbf v}_t} + \epsilon} +
+# \lambda \boldsymbol\theta_{t-1}\Bigr).$$
+#
+# BERT is pretrained and fine-tuned with it ({doc}`09_pretraining`).
+#
 # (sec-ffn-activations)=
 # ## Activation functions
 #
@@ -886,8 +962,9 @@ plt.show()
 
 # %% [markdown]
 # The training loop is the one every later chapter elaborates: forward pass, loss, backward pass,
-# optimiser step. The data set is tiny, so each step uses all of it (full-batch training). The
-# network outputs one logit per point, and the loss is binary cross-entropy on logits.
+# optimiser step, here with Adam ({ref}`sec-ffn-training`). The data set is tiny, so each step
+# uses all of it (full-batch training). The network outputs one logit per point, and the loss is
+# binary cross-entropy on logits.
 
 # %%
 def accuracy(model, x, y):

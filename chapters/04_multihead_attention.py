@@ -972,7 +972,8 @@ else:
     assert max(summary[2], summary[4]) > summary[1], (
         "with this budget, more heads are expected to do better"
     )
-    # one softmax cannot look at two places: no single-head run solves the task
+    # one softmax could solve it with a consistent mix of the two places, but with
+    # this budget no single-head run learns to
     assert not any(results[(1, seed)][0] >= 0.95 for seed in SEEDS)
     # and every run that solves it has divided the work between its heads
     assert all(specialised(p, m) for a, p, m in results.values() if a >= 0.95)

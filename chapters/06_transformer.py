@@ -2118,10 +2118,10 @@ if not is_quick():
     )
 
 # %% [markdown]
-# The untrained model's held-out loss is above the uniform guess (its random logits are confidently
-# wrong), and training brings it below what character frequencies alone achieve, so the model uses
-# the context. A sample, seeded, from the prompt "ROMEO:" at
-# temperature 0.8:
+# The held-out loss at step 0 is the untrained model's; compare it with the uniform guess printed
+# above (random logits can be confidently wrong, which puts a model above the uniform guess).
+# Training brings the loss below what character frequencies alone achieve, which the cell asserts,
+# so the model uses the context. A sample, seeded, from the prompt "ROMEO:" at temperature 0.8:
 
 # %%
 prompt = torch.tensor([[char_to_id[c] for c in "ROMEO:"]], device=device)
@@ -2173,8 +2173,9 @@ assert torch.allclose(after[:, :40], before[:, :40], atol=1e-5)
 #   With weights copied in, our model equals `torch.nn.Transformer` for both norm placements, once
 #   its extra final norms are accounted for.
 # - The base and big configurations have the parameter counts printed in
-#   {ref}`sec-transformer-params`; the difference to the paper's 65M and 213M lies in the
-#   vocabulary size, which the paper gives only approximately.
+#   {ref}`sec-transformer-params`. Only the shared vocabulary is uncertain, yet no single
+#   vocabulary size reproduces both of the paper's counts, 65M and 213M: the paper leaves its
+#   exact accounting unstated.
 # - The recipe: label smoothing 0.1 (equal to `nn.CrossEntropyLoss(label_smoothing=0.1)`), Adam with
 #   $\beta_2 = 0.98$, and $\text{lr} = d_\text{model}^{-0.5}\min(s^{-0.5}, s\cdot\text{warmup}^{-1.5})$.
 # - Training is parallel (teacher forcing under a causal mask); generation is sequential, greedy or

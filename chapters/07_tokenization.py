@@ -1218,13 +1218,21 @@ assert ours_bl.decode(ours_bl.encode(line).ids) == line
 # ## Training WordPiece
 #
 # BPE merges the pair with the highest count, that is the highest probability $P(ij)$ of seeing
-# $i$ followed by $j$. WordPiece {cite}`schuster2012wordpiece` merges the pair with the highest
-# $P(ij) / (P(i) P(j))$: how much more often the two appear together than they would if they were
-# independent. A pair of two very common symbols needs many more joint occurrences to be chosen
-# than a pair of rare symbols that nearly always appear together. Word-internal symbols carry the
-# `##` prefix from the start, so a word's first piece and its continuations stay different tokens.
-# The straightforward trainer says exactly this: score every pair, merge the best one in every
-# word, and repeat until the vocabulary is full.
+# $i$ followed by $j$. Schuster and Nakajima's WordPiece {cite}`schuster2012wordpiece` adds, at
+# each step, the new unit that most increases the likelihood of the training data under a language
+# model of the units. Google never published its trainer, so the exact rule BERT's vocabulary was
+# built with is unknown. The Hugging Face course {cite}`huggingface2022wordpiece` teaches a simple
+# stand-in, which it calls its best guess: merge the pair with the highest $P(ij) / (P(i) P(j))$,
+# how much more often the two appear together than they would if they were independent. Under a
+# unigram model of the units, the paper's likelihood gain of merging $i$ and $j$ is roughly
+# $\text{count}(ij)\log\bigl(P(ij)/(P(i)P(j))\bigr)$: the same ratio, but weighted by how often
+# the pair occurs. The bare ratio, which this chapter implements and calls `score="likelihood"`
+# after the paper's criterion, drops that weight. By the ratio alone, a pair of two very common
+# symbols needs many more joint occurrences to be chosen than a pair of rare symbols that nearly
+# always appear together. Word-internal symbols carry the `##` prefix from the start, so a word's
+# first piece and its continuations stay different tokens. The straightforward trainer says
+# exactly this: score every pair, merge the best one in every word, and repeat until the
+# vocabulary is full.
 
 # %% tags=["export:tokenizers.wordpiece_training"]
 from __future__ import annotations
@@ -1384,8 +1392,10 @@ def train_wordpiece(
     """``train_wordpiece_simple`` with counts kept up to date: the same
     vocabulary, faster.
 
-    ``score="count"`` merges the most frequent pair instead, as BPE does and as Hugging
-    Face's WordPiece trainer does; section "Which score?" compares the two.
+    ``score="likelihood"`` is the Hugging Face course's ratio, named after the paper's
+    criterion it stands in for; ``score="count"`` merges the most frequent pair instead,
+    as BPE does and as Hugging Face's WordPiece trainer does. Section "Vocabulary size
+    and fertility" and chapter 9 compare the two.
 
     What changes: an index pair -> words, so a merge touches only the words that contain
     the pair; symbol and pair counts updated in place instead of recounted; a heap of
@@ -2478,18 +2488,19 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# Both curves fall as the vocabulary grows, steeply at first and then more slowly: the entries
-# added last are words and pieces that the held-out book rarely uses. Neither tokenizer leaves a
-# word unknown at any size, where a word vocabulary of the same size (last row) still misses
-# some of the held-out words. The two tokenizers do not count quite the same things (WordPiece
-# drops spaces, byte-level BPE keeps them inside its tokens), but the large gap is the training
-# score. $P(ij)/(P(i)P(j))$ rewards pairs of *rare* symbols, so our WordPiece vocabulary spends
-# its entries on rare words and pieces and never joins the very common "##e" and "##d" into
-# "##ed". The pieces below, at the smallest size, show it: ours keeps the rare "playfully" whole
-# but splits the ending of the frequent "played", and breaks words it has never seen into single
-# letters. The other two give "playfully" the stem "play" of its relatives, and the WordPiece
-# vocabulary learned by count (Hugging Face's trainer, when `tokenizers` is installed) even cuts
-# the name "sinan" into "sin ##an", as BERT's own vocabulary does on Ozdemir's slides.
+# Both curves fall from each vocabulary size to the next (the cell asserts it; the table prints by
+# how much): the entries added last are words and pieces that the held-out book rarely uses.
+# Neither tokenizer leaves a word unknown at any size, where a word vocabulary of the same size
+# (last row) still misses some of the held-out words. The two tokenizers do not count quite the
+# same things (WordPiece drops spaces, byte-level BPE keeps them inside its tokens), but the large
+# gap is the training score. The ratio $P(ij)/(P(i)P(j))$ of {ref}`sec-tok-wordpiece-training`
+# rewards pairs of *rare* symbols, so our WordPiece vocabulary spends its entries on rare words
+# and pieces and never joins the very common "##e" and "##d" into "##ed". The pieces below, at the
+# smallest size, show it: ours keeps the rare "playfully" whole but splits the ending of the
+# frequent "played", and breaks words it has never seen into single letters. The other two give
+# "playfully" the stem "play" of its relatives, and the WordPiece vocabulary learned by count
+# (Hugging Face's trainer, when `tokenizers` is installed) even cuts the name "sinan" into
+# "sin ##an", as BERT's own vocabulary does on Ozdemir's slides.
 
 # %%
 small = {name: first_entries(tok, sizes[0]) for name, tok in largest.items()}
@@ -2559,18 +2570,20 @@ if not is_quick():  # what the text says about these pieces
 # - Byte-level BPE works on UTF-8 bytes shown as printable characters, so it never needs `[UNK]`
 #   and decodes any text back exactly.
 # - Both keep, for each token, the span of the original text it came from.
-# - BPE training merges the most frequent pair; WordPiece training merges the pair with the
-#   highest $P(ij)/(P(i)P(j))$, which favours rare symbols that stick together. The
-#   straightforward trainer recounts everything after each merge; the fast one updates only the
-#   words that contain the merged pair and keeps the scores in a heap, with the same result.
+# - BPE training merges the most frequent pair. WordPiece's paper adds the unit that most raises
+#   the training likelihood; Google's trainer is unpublished, and ours uses the Hugging Face
+#   course's stand-in, the pair with the highest $P(ij)/(P(i)P(j))$, which favours rare symbols
+#   that stick together. The straightforward trainer recounts everything after each merge; the
+#   fast one updates only the words that contain the merged pair and keeps the scores in a heap,
+#   with the same result.
 # - The unigram tokenizer (SentencePiece, ALBERT) gives every piece a probability and returns
 #   the most probable segmentation, found by the Viterbi algorithm on the lattice of pieces.
 #   Its training goes downwards: from a large seed, EM steps (expected counts by
 #   forward–backward) alternate with pruning the pieces whose removal costs least likelihood,
 #   single characters always kept. Training algorithms differ in details, but our vocabulary
 #   inside Hugging Face's `Unigram` gives exactly our ids.
-# - Fertility falls as the vocabulary grows, quickly at first and then slowly, and the training
-#   score matters as much as the size.
+# - Fertility falls as the vocabulary grows, and the training score matters as much as the
+#   size.
 # - Our tokenizers read and write the files Hugging Face uses (`vocab.txt`; `vocab.json` and
 #   `merges.txt`; the unigram model of a `tokenizer.json`) and give the same ids and offsets on every line checked in
 #   {ref}`sec-tok-parity`. `encode_batch(texts, backend="tokenizers")` hands bulk work to the
@@ -2848,7 +2861,7 @@ quiz = Quiz(
             explain="Every string is a sequence of bytes.",
         ),
         choice(
-            "Which pair does WordPiece training merge next?",
+            "Which pair does this chapter's WordPiece trainer merge next?",
             [
                 "the pair with the highest P(ij) / (P(i) P(j))",
                 "the most frequent pair",
@@ -2856,7 +2869,10 @@ quiz = Quiz(
                 "the pair with the lowest P(ij) / (P(i) P(j))",
             ],
             answer="a",
-            explain="BPE is the one that merges the most frequent pair.",
+            explain=(
+                "The Hugging Face course's stand-in for WordPiece's unpublished rule; "
+                "BPE merges the most frequent pair."
+            ),
         ),
         number(
             "How many tokens does 'café' give a byte-level tokenizer without merges?",

@@ -1975,16 +1975,20 @@ def load_minilm() -> PretrainedEncoder:
 # address, checksums, licence): `all-MiniLM-L6-v2`, published by the sentence-transformers project
 # {cite}`reimers2019sentence`. It is a BERT in every detail of its architecture, six layers and
 # 384 wide, with bert-base-uncased's vocabulary, but it was trained in two stages that are not
-# BERT's. First, Microsoft's MiniLM-L6-H384-uncased {cite}`wang2020minilm` was *distilled* from a
-# larger BERT-style teacher: instead of predicting masked words itself, the small model learned to
-# reproduce the teacher's self-attention distributions ({doc}`12_distilbert` is about
-# distillation). Then the sentence-transformers project trained it *contrastively* on pairs of
-# texts that belong together (a question and its answer, a title and its abstract, a comment and
-# its reply): the two texts of a pair should get close vectors, the other texts of the batch
-# distant ones. A text's vector is the mean of its final hidden states over its real tokens, scaled
-# to length 1. The model has no MLM or NSP head; its folder has the encoder with a pooler, which
-# that training never used. The cell lists the folder, loads it, and reads the size of the
-# training set and the pooling from the model card and `1_Pooling/config.json`:
+# BERT's. First, Microsoft *distilled* a 12-layer MiniLM, 384 wide (MiniLM-L12-H384-uncased), from
+# a BERT-base-sized teacher {cite}`wang2020minilm`: instead of predicting masked words itself, the
+# small model learned to reproduce the self-attention distributions of the teacher's last layer,
+# and the relations between its values ({doc}`12_distilbert` is about distillation). The six
+# layers of all-MiniLM-L6-v2 started as every second layer of that 12-layer model
+# (`nreimers/MiniLM-L6-H384-uncased` on the Hugging Face hub, whose model card says so), the same
+# cut with which DistilBERT initialises its student ({ref}`sec-distil-init`). Then the
+# sentence-transformers project trained it *contrastively* on pairs of texts that belong together
+# (a question and its answer, a title and its abstract, a comment and its reply): the two texts of
+# a pair should get close vectors, the other texts of the batch distant ones. A text's vector is
+# the mean of its final hidden states over its real tokens, scaled to length 1. The model has no
+# MLM or NSP head; its folder has the encoder with a pooler, which that training never used. The
+# cell lists the folder, loads it, and reads the size of the training set and the pooling from the
+# model card and `1_Pooling/config.json`:
 
 # %%
 import re
@@ -2718,14 +2722,13 @@ plt.show()
 # The real encoder separates the senses: for both words, two uses in the same sense are closer
 # than two uses in different senses, by the gaps printed above, and the cell asserts it (the
 # figure shows its similarities; the white lines separate the senses). The course's `bert-mini`
-# does not: its gap is less than half the real encoder's, and the cell asserts that too. Its
-# vectors of a word differ from sentence to sentence, but not along the line between the senses.
-# What a model knows about senses comes from pretraining, and this one had under two hours of a
-# two-core CPU and a small corpus ({doc}`09_pretraining`) against all-MiniLM-L6-v2's billions of
-# words. In a
-# randomly initialised model (the cell's fallback) a word's final vector is dominated by its own
-# token and position embeddings, since random attention mixes in only a little of the other
-# tokens, so differences come from positions, not meaning.
+# barely does, if at all: its gaps, printed above, are less than half the real encoder's, and the
+# cell asserts that too. Its vectors of a word differ from sentence to sentence, but hardly along
+# the line between the senses. What a model knows about senses comes from pretraining, and this
+# one had under two hours of a two-core CPU and a small corpus ({doc}`09_pretraining`) against
+# all-MiniLM-L6-v2's billions of words. In a randomly initialised model a word's final vector is
+# dominated by its own token and position embeddings, since random attention mixes in only a
+# little of the other tokens, so differences come from positions, not meaning.
 #
 # (sec-bert-attention-heads)=
 # ## What the heads attend to
@@ -3183,14 +3186,15 @@ assert (course_gain < 0.10).sum() >= len(RELATIONS) - 3
 assert (over_random >= 15).sum() >= 10  # but far ahead of random heads
 
 # %% [markdown]
-# What the numbers say. The real encoder has heads that follow grammar well beyond what word
-# order gives, for the relations listed above, though less sharply than BERT-base in the last
-# column (Ozdemir's). The two columns are neighbours, not equals: all-MiniLM-L6-v2 has 72 heads to
-# BERT-base's 144, it learned by imitating a larger model's attention and then by contrastive
-# training rather than by masked-word prediction ({ref}`sec-bert-real`), and the treebank, its genre
-# and its relation labels differ. Clark et al. also chose each head on the same sentences they report,
-# which flatters the best head a little. Where a dependent nearly always sits next to its head, the
-# offset baseline is already high and leaves a head little room to do better.
+# What the numbers say. The real encoder has heads that follow grammar well beyond what word order
+# gives, for the relations listed above, though less sharply than BERT-base in the last column
+# (Ozdemir's). The two columns are neighbours, not equals: all-MiniLM-L6-v2 has 72 heads to
+# BERT-base's 144, its layers were learned by distillation from a larger model (in the 12-layer
+# model they were cut from) and then by contrastive training rather than by masked-word prediction
+# ({ref}`sec-bert-real`), and the treebank, its genre and its relation labels differ. Clark et al.
+# also chose each head on the same sentences they report, which flatters the best head a little.
+# Where a dependent nearly always sits next to its head, the offset baseline is already high and
+# leaves a head little room to do better.
 #
 # The course's bert-mini has far fewer such heads (at most half as many relations as the real
 # encoder, counted above), and for most relations its best head is within a few points of the
@@ -3350,8 +3354,10 @@ show(python_trees, ["obj"], every_word=True)
 #   maps sum a word's pieces for the attention it receives and average them for the attention
 #   it gives. On the English Web Treebank, all-MiniLM-L6-v2 has heads that find the verb of an
 #   object, the noun of a determiner and the noun of a preposition far more often than any
-#   fixed offset; the course's bert-mini has none that beats the offset, though its heads are
-#   far from random: they learned where the neighbours are.
+#   fixed offset; the course's bert-mini beats the offset on at most half as many relations as
+#   the real encoder (the count is printed), and for all but three relations its best head is
+#   less than ten points above the offset, though its heads are far from random: they learned
+#   where the neighbours are.
 #
 # Later chapters import `BertConfig`, `BertModel`, `BertForMaskedLM`, `BertForPreTraining` and
 # their parts from `tinybert.models.bert`, `from_hf`, `to_hf`, `register`, `load_hf_bert` and

@@ -291,17 +291,20 @@ print(
 #
 # The real run trains an uncased {term}`WordPiece` vocabulary on these documents with
 # `train_wordpiece_tokenizer` from {doc}`07_tokenization`, and ships it as `vocab.txt` beside the
-# weights. How that trainer chooses its merges matters more than its size. WordPiece's textbook
-# score, $\text{count}(ij) / (\text{count}(i)\,\text{count}(j))$, favours pairs of *rare*
-# symbols that always occur together. On a corpus of a million or so words and a small
-# vocabulary, that spends most merges on the letters of rare names, while the most frequent
-# words of English, full of the frequent letter "e", stay split: "the" becomes `th ##e`.
-# Requiring a pair to occur at least `min_count` times before it may be merged helps a little;
-# merging by count, as BPE does and as Hugging Face's WordPiece trainer does
-# ({ref}`sec-tok-fertility`), helps far more. A model pretrained on the split vocabulary spends
-# its capacity and its masked-token predictions on rebuilding words ("th" is followed by "##e")
-# instead of on how words combine. The cell trains three small vocabularies on the first
-# 300,000 characters of *Pride and Prejudice* and counts how many tokens a word costs with each:
+# weights. How that trainer chooses its merges matters more than its size. Its default score, the
+# Hugging Face course's stand-in for WordPiece's unpublished rule
+# ({ref}`sec-tok-wordpiece-training`), $\text{count}(ij) / (\text{count}(i)\,\text{count}(j))$,
+# favours pairs of *rare* symbols that always occur together. On a corpus of a million or so words
+# and a small vocabulary, that spends most merges on the letters of rare names, while the most
+# frequent words of English, full of the frequent letter "e", stay split: "the" becomes `th ##e`.
+# That is a flaw of the bare ratio, not necessarily of the paper's likelihood criterion, which
+# weights the ratio by the pair's count. Requiring a pair to occur at least `min_count` times
+# before it may be merged helps a little; merging by count, as BPE does and as Hugging Face's
+# WordPiece trainer does ({ref}`sec-tok-fertility`), helps far more. A model pretrained on the
+# split vocabulary spends its capacity and its masked-token predictions on rebuilding words ("th"
+# is followed by "##e") instead of on how words combine. The cell trains three small vocabularies
+# on the first 300,000 characters of *Pride and Prejudice* and counts how many tokens a word costs
+# with each:
 
 # %%
 text = austen[: pick(quick=60_000, full=300_000)]
@@ -2882,9 +2885,10 @@ def pretrain_bert(
 # BERT's own recipe (post-LN layers, MLM and NSP on sentence pairs, dropout 0.1, 15% of the tokens
 # masked, AdamW with $\beta_2 = 0.999$) was designed for a million steps of 256 sequences. On a
 # laptop's budget it stalls: an earlier course checkpoint trained that way got barely past the
-# token frequencies and fine-tuned *worse* than random weights. The course checkpoint is now
-# trained with changes that later work found to help small budgets, each of them an option of
-# `pretrain_bert` or `--set`:
+# token frequencies and fine-tuned *worse* than random weights (a measurement of an earlier
+# version of the course, which no cell repeats). The course checkpoint is now trained with changes
+# that later work found to help small budgets, each of them an option of `pretrain_bert` or
+# `--set`:
 #
 # - **pre-LN layers** (`--set norm_first=true`): the LayerNorm before each sub-layer, as in chapter 6,
 #   so that gradients reach the lower layers undamped and a large learning rate is safe
@@ -2950,14 +2954,15 @@ assert losses[-1] < losses[0]
 
 
 # %% [markdown]
-# Read the table for what it can say. After 150 steps every run is still close to the plateau of the
-# token frequencies, so the accuracies differ by about a point and the losses by a tenth of a nat,
-# with one seed each: the changes point the right way at this scale, but the ablation is too short
-# to rank them. The recipe was chosen from the published evidence cited above; what shows its
-# worth is the full run below and, above all, what it transfers to chapter 10's tasks, where
+# Read the table for what it can say. After 150 steps every run is still close to the plateau of
+# the token frequencies, so the accuracies differ by about a point and the losses by a tenth of a
+# nat, with one seed each: the changes point the right way at this scale, but the ablation is too
+# short to rank them. The recipe was chosen from the published evidence cited above; what shows
+# its worth is the full run below and, above all, what it transfers to chapter 10's tasks, where
 # the earlier checkpoint trained with BERT's recipe fine-tuned worse than random weights, and so,
-# on Banking77, did a later one trained with the rest of this recipe but on a vocabulary learned by
-# the textbook score ({ref}`sec-ft-gain`).
+# on Banking77, did a later one trained with the rest of this recipe but on a vocabulary learned
+# by that ratio score ({ref}`sec-ft-gain`; both are earlier runs, reported but not repeated
+# here).
 #
 # The course's checkpoint was made by `pretrain_bert` with that recipe, on a two-core CPU with
 # two threads. `load_pretrained` loads it. When it is missing (a copy of `tinybert` installed without the

@@ -1449,12 +1449,12 @@ check_sop_pairs(sop_pairs)
 #
 # A layer costs $4D^2$ multiply-adds for the four attention projections and $2DF$ for the
 # feed-forward block, about 12.6M per token per layer here, whether or not its weights are shared,
-# and about 302M for the 24 layers of either model. The MLM head adds about 32M for BERT and 4M for
-# ALBERT at each predicted position. Per token, ALBERT-large needs about the same arithmetic as
-# BERT-large, so it trains and runs no faster per token. Sharing makes *memory* cheaper (the
-# weights, their gradients and Adam's two moments: 4 numbers per parameter, 16 bytes in float32),
-# and communication: in data-parallel training every step sends every gradient between machines,
-# and ALBERT-large has about 19 times fewer to send. The cell computes the numbers.
+# and about 302M for the 24 layers of either model. The MLM head adds about 32M for BERT and 4M
+# for ALBERT at each predicted position. Per token, ALBERT-large needs about the same arithmetic
+# as BERT-large, in training and in inference alike. Sharing makes *memory* cheaper (the weights,
+# their gradients and Adam's two moments: 4 numbers per parameter, 16 bytes in float32), and
+# communication: in data-parallel training every step sends every gradient between machines, and
+# ALBERT-large has about 19 times fewer to send. The cell computes the numbers.
 
 # %%
 N_, D_, F_, V_, E_ = 24, 1024, 4096, 30000, 128

@@ -111,14 +111,15 @@ print(
 # (sec-family-published)=
 # ## The published table
 #
-# Ozdemir's comparison (the figures are his; where a paper gives its own, it can
-# differ: the DistilBERT paper reports about 90 hours on eight V100 GPUs rather than 3.5 days):
+# Ozdemir's comparison, with the training times replaced by the papers' own. His slides give the
+# GPU figures of a blog comparison instead (BERT-base 8 V100 × 12 days, BERT-large 280 V100 × 1
+# day, DistilBERT 8 V100 × 3.5 days), but BERT was trained on Google's TPU chips:
 #
 # | | BERT (Oct 2018) | RoBERTa (Jul 2019) | DistilBERT (Oct 2019) | ALBERT (Sep 2019) |
 # |---|---|---|---|---|
 # | parameters | base 110M, large 340M | base 125M, large 355M | base 66M | base 12M, large 18M |
 # | layers / hidden / heads | base 12 / 768 / 12, large 24 / 1024 / 16 | as BERT | base 6 / 768 / 12 | as BERT |
-# | training time | base 8 × V100 × 12 days; large 280 × V100 × 1 day | 1024 × V100 × 1 day (4–5 × BERT) | base 8 × V100 × 3.5 days (4 × less than BERT) | not given; large 1.7 × faster than BERT-large |
+# | training time | base 16 TPU chips × 4 days, large 64 chips × 4 days {cite}`devlin2019bert` | 1024 × V100 × about 1 day for a 100K-step run; the released model ran 500K steps {cite}`liu2019roberta` | 8 × V100 × about 90 hours {cite}`sanh2019distilbert` | not given; large 1.7 × BERT-large's training throughput {cite}`lan2020albert` |
 # | performance | state of the art in October 2018 | 88.5 on GLUE | 97% of BERT-base's GLUE score | 89.4 on GLUE |
 # | pretraining data | BooksCorpus + English Wikipedia, 16 GB | BERT's + CC-News + OpenWebText + Stories, 160 GB | as BERT | as BERT |
 # | method | bidirectional Transformer, MLM + NSP | BERT without NSP, dynamic masking | distillation of BERT | fewer parameters, SOP instead of NSP |
@@ -188,12 +189,13 @@ family_diagram(
 )
 
 # %% [markdown]
-# The other rows describe training runs that nobody can repeat on a laptop: 16 to 160 GB of
-# text, and weeks of many GPUs. The training time of ALBERT is left blank on Ozdemir's slides and only
-# a relative speed is given. The performance row mixes a claim (the state of the art of its day)
-# with GLUE averages measured on different versions of the benchmark's test server, and a ratio.
-# At miniature scale we can do something the table cannot: give the four recipes exactly the same
-# data and the same budget, and measure every column on the same machine.
+# The other rows describe training runs that nobody can repeat on a laptop: 16 to 160 GB of text,
+# and days on eight to a thousand accelerators. The training time of ALBERT is left blank on
+# Ozdemir's slides and only a relative speed is given. The performance row mixes a claim (the
+# state of the art of its day) with GLUE averages measured on different versions of the
+# benchmark's test server, and a ratio. At miniature scale we can do something the table cannot:
+# give the four recipes exactly the same data and the same budget, and measure every column on the
+# same machine.
 #
 # (sec-family-tiny)=
 # ## Four tiny models: what each costs
@@ -567,11 +569,11 @@ if not is_quick():  # the full-size run; timings are medians in rotation
 # %% [markdown]
 # What the table shows, and the cell asserts:
 #
-# - **Parameters and speed are properties of the architecture**, and they reproduce the pattern
-#   of Ozdemir's table at any scale. ALBERT has the fewest parameters but runs inference no faster
-#   than BERT, because every token still goes through four layers of the same width (plus its
-#   $E \to D$ projection). DistilBERT, with half the layers, is the only one of the four that is
-#   clearly faster.
+# - **Parameters and speed are properties of the architecture**, and they reproduce the pattern of
+#   Ozdemir's table at any scale. ALBERT has the fewest parameters but runs inference not much
+#   faster than BERT (less than 1.25 times its speed, asserted), because every token still goes
+#   through four layers of the same width (plus its $E \to D$ projection). DistilBERT, with half
+#   the layers, is the only one of the four that is clearly faster.
 # - **A step is not a unit of text.** A step of BERT's segment pairs reads more real tokens than a
 #   step of RoBERTa's FULL-SENTENCES inputs, whose last whole sentence rarely ends at position 64;
 #   but the pairs read most of the text twice, so an epoch of pairs takes more steps, and NSP spends
@@ -781,16 +783,16 @@ assert 1.7 < ratios["bert-base-uncased"] < 1.9
 assert 1.7 < ratios["course checkpoint"] < 2.0
 
 # %% [markdown]
-# With the large English vocabulary almost every English word is a single piece, while the
-# Swedish words need about 1.8 times as many pieces; the small course vocabulary splits English
-# words a little more often, and its Swedish words need 1.9 times as many pieces as its English
-# ones. The printed pieces show a second loss: the uncased English tokenizer, like uncased mBERT,
-# strips the diacritics, so *läser* (reads) comes out as the English word *laser*, and *får* as
-# *far*. A Swedish vocabulary, as in the
-# cased KB-BERT, keeps common Swedish words whole and keeps *å*, *ä* and *ö*, so the same 512
-# positions hold more Swedish text, in pieces that mean more. The choice between the two kinds
-# of model is a trade: one multilingual model that transfers across a hundred languages, or one
-# model per language that reads its language better.
+# With the large English vocabulary almost every English word is a single piece, while the Swedish
+# words need about 1.8 times as many pieces; the small course vocabulary splits English words a
+# little more often, and its Swedish words need nearly twice as many pieces as its English ones
+# (the ratios are printed above). The printed pieces show a second loss: the uncased English
+# tokenizer, like uncased mBERT, strips the diacritics, so *läser* (reads) comes out as the
+# English word *laser*, and *får* as *far*. A Swedish vocabulary, as in the cased KB-BERT, keeps
+# common Swedish words whole and keeps *å*, *ä* and *ö*, so the same 512 positions hold more
+# Swedish text, in pieces that mean more. The choice between the two kinds of model is a trade:
+# one multilingual model that transfers across a hundred languages, or one model per language that
+# reads its language better.
 #
 # (sec-family-next)=
 # ## Where to go next
@@ -820,11 +822,11 @@ assert 1.7 < ratios["course checkpoint"] < 2.0
 # - The published table's parameter counts are facts about the architectures, and this course's
 #   implementations reproduce them exactly. Parameters are not compute: ALBERT shares weights but
 #   not arithmetic, and only DistilBERT's fewer layers make it faster.
-# - A fair comparison of pretraining recipes fixes the data, tokenizer, size, batch and
-#   optimiser. For four tiny models the chapter measures what a laptop can: parameters, the cost
-#   of a training step and the real tokens it reads (FULL-SENTENCES inputs read more per step),
-#   and inference speed. Comparing their quality needs runs far longer than a chapter, several
-#   seeds each, and a check against the token frequencies first.
+# - A fair comparison of pretraining recipes fixes the data, tokenizer, size, batch and optimiser.
+#   For four tiny models the chapter measures what a laptop can: parameters, the cost of a
+#   training step and the real tokens it reads (BERT's segment pairs read more per step, but read
+#   most of the text twice), and inference speed. Comparing their quality needs runs far longer
+#   than a chapter, several seeds each, and a check against the token frequencies first.
 # - Encoders read both sides and learn from the masked positions; decoders read the left side and
 #   learn from every position; the mask is the difference.
 # - Multilingual BERT shares one model and one vocabulary among about a hundred languages and
@@ -1006,7 +1008,7 @@ check_encoder_flops(encoder_flops)
 # layers, and it keeps most of its teacher's accuracy when the teacher is well trained. (b) RoBERTa
 # (or its successors): its gains came from more data and longer training, which a group with many
 # GPUs can also afford for fine-tuning large models. (c) ALBERT: its download is about a tenth of
-# BERT's for the same depth and width, though it runs no faster. (d) None of them: an encoder does
+# BERT's for the same depth and width, though it runs hardly faster. (d) None of them: an encoder does
 # not generate left to right; a decoder-only model (chapter 6) or an encoder-decoder is the right
 # family.
 # ::::{solution-end}

@@ -99,10 +99,10 @@ def test_corrupt_weights(tmp_path):
 def test_corrupt_config(tmp_path):
     save_model(tiny(), tmp_path)
     (tmp_path / "config.json").write_text("{not json")
-    with pytest.raises(ValueError, match="expected JSON with model_class and config"):
+    with pytest.raises(ValueError, match="expected a JSON object with model_class and config"):
         load_model(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({"model_class": "BertModel"}))
-    with pytest.raises(ValueError, match="expected JSON with model_class and config"):
+    with pytest.raises(ValueError, match="expected a JSON object with model_class and config"):
         load_model(tmp_path)
 
 

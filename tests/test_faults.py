@@ -1093,3 +1093,27 @@ def test_a_run_interrupted_at_every_file_it_writes_resumes_exactly(tmp_path,
         assert saved == (n > 1), n
         pretrain_bert(tmp_path / f"at-{n}", resume=saved, **run)
         _compare_runs(tmp_path / "straight", tmp_path / f"at-{n}")
+
+
+@needs_data
+def test_finetune_stopped_by_ctrl_c_says_so_without_a_traceback(monkeypatch, capsys):
+    """Reliability probe finetune.ctrl-c: a raw KeyboardInterrupt traceback."""
+    import tinybert.finetuning.recipes as recipes
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(recipes, "finetune_task", interrupted)
+    assert main(["finetune", "banking77", "--train-examples", "8", "--eval-examples",
+                 "8", "--epochs", "1"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "nothing was written" in err
+
+
+def test_more_threads_than_cores_is_refused(capsys):
+    """Reliability probe pretrain.threads-huge: --threads 100000 crashed torch."""
+    with pytest.raises(SystemExit) as stop:
+        main(["pretrain", "--out", "unused", "--threads", "100000"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--threads: expected at most" in err and "Traceback" not in err

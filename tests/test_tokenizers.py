@@ -438,7 +438,7 @@ def test_wordpiece_by_count_learns_what_hugging_face_learns(train_text, held_out
     assert cost["ours"] == pytest.approx(cost["theirs"], rel=0.01)
     likelihood = train_wordpiece_tokenizer(texts, 1200, min_count=2)
     worse = sum(len(likelihood.encode(t).ids) for t in held_out_texts) / n_words
-    assert worse > 1.2 * cost["ours"]      # the textbook score splits frequent words
+    assert worse > 1.2 * cost["ours"]      # the ratio score splits frequent words
 
 
 def test_wordpiece_score_is_checked():

@@ -244,7 +244,7 @@ def test_checkpoint_errors(tmp_path):
     # a corrupt JSON file
     save_checkpoint(tmp_path, model, step=1)
     (tmp_path / "training_state.json").write_text("{not json")
-    with pytest.raises(ValueError, match="corrupt; expected JSON with step and save_id"):
+    with pytest.raises(ValueError, match="corrupt; expected a JSON object with step and save_id"):
         load_checkpoint(tmp_path)
     # JSON without the step
     save_checkpoint(tmp_path, model, step=1)

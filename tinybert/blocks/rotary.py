@@ -53,8 +53,8 @@ class RotaryEmbedding(nn.Module):
     θ_i = base^(-2i/Dh), i = 0 ... Dh/2 - 1, and m is the position. Apply it to the
     queries and keys of every head (not to the values); then q_m·k_n depends on m and n
     only through m - n. Pairs are *adjacent* features, as in the RoFormer paper and in
-    our sinusoidal table; GPT-NeoX and LLaMA pair feature i with feature i + Dh/2
-    instead, which is the same rotation after a permutation of the features.
+    our sinusoidal table; GPT-NeoX and Hugging Face's LLaMA pair feature i with feature
+    i + Dh/2 instead, which is the same rotation after a permutation of the features.
 
     ``forward(x, positions=None)``: x (..., T, Dh); positions (T,) (default 0 ... T-1)
     or any shape that broadcasts to x.shape[:-1], integers or floats. Returns a tensor

@@ -131,7 +131,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="count",
         help="merge the most frequent pair (count, as Hugging Face's "
         "trainer does) or the most associated one (likelihood, "
-        "chapter 7's textbook score); default: count",
+        "the Hugging Face course's ratio of chapter 7); default: count",
     )
     parser.add_argument(
         "--static-masking",

@@ -111,8 +111,10 @@ def train_wordpiece(
     """``train_wordpiece_simple`` with counts kept up to date: the same
     vocabulary, faster.
 
-    ``score="count"`` merges the most frequent pair instead, as BPE does and as Hugging
-    Face's WordPiece trainer does; section "Which score?" compares the two.
+    ``score="likelihood"`` is the Hugging Face course's ratio, named after the paper's
+    criterion it stands in for; ``score="count"`` merges the most frequent pair instead,
+    as BPE does and as Hugging Face's WordPiece trainer does. Section "Vocabulary size
+    and fertility" and chapter 9 compare the two.
 
     What changes: an index pair -> words, so a merge touches only the words that contain
     the pair; symbol and pair counts updated in place instead of recounted; a heap of
