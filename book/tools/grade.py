@@ -293,18 +293,19 @@ def _run_once(work: Path, env: dict, timeout: int,
 
 
 # Real isolation where bubblewrap is installed (Debian: apt-get install bubblewrap): the
-# students' code sees the machine read-only, an empty /tmp, no network, and may write
-# only its own temporary folder. Other submissions, the instructor's files and the
-# course's checks are out of its reach.
+# students' code sees the machine read-only, has no network, and may write only its own
+# temporary folder (its TMPDIR too). Other submissions, the instructor's files and the
+# course's checks cannot be changed from it.
 BWRAP = ("bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-         "--tmpfs", "/tmp", "--unshare-net", "--unshare-ipc", "--die-with-parent")
+         "--unshare-net", "--unshare-ipc", "--die-with-parent")
 
 
 def _sandboxed(sandbox: tuple[str, ...], work: Path) -> list[str]:
     if not sandbox:
         return []
     return [*sandbox, "--bind", str(work), str(work), "--chdir", str(work),
-            "--setenv", "MPLCONFIGDIR", str(work), "--"]
+            "--setenv", "MPLCONFIGDIR", str(work),
+            "--setenv", "TMPDIR", str(work), "--"]
 
 
 def sandbox_prefix(choice: str) -> tuple[str, ...]:
