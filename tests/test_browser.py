@@ -475,7 +475,10 @@ def test_every_named_figure_of_a_chapter_is_on_its_page():
         named[stem] = names
     if any(stem.startswith("03_") for stem in named):  # the whole book, not a few pages
         assert sum(len(n) for n in named.values()) >= 14, named
-        assert all(named[s] for s in named if "03" <= s[:2] <= "14"), named
+        # tokenization (07) and pretraining (09) draw no architecture: 08 and 13 hold the
+        # pretraining heads (the same rule as tests/test_diagrams.py)
+        assert all(named[s] for s in named if "03" <= s[:2] <= "14"
+                   and s[:2] not in {"07", "09"}), named
 
 
 @pytest.mark.parametrize("name", DIAGRAM_PAGES)
