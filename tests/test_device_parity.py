@@ -42,6 +42,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import padded_batch
 
 from tinybert.blocks.attention import (
     causal_mask,
@@ -219,17 +220,12 @@ def check_parity(request, model, inputs, *, expect_loss: bool = False):
 
 
 def padded_ids(pad_id: int = 0, first_id: int = 1, seed: int = 0):
-    """(B, T) ids padded with ``pad_id`` to random lengths (the first row full), the
-    mask, MLM labels on ~30% of the real tokens (at least one) and
-    sentence-pair labels."""
-    g = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(3, T + 1, (B,), generator=g)
-    lengths[0] = T
-    real = torch.arange(T)[None, :] < lengths[:, None]  # (B, T)
-    ids = torch.randint(first_id, V, (B, T), generator=g).masked_fill(~real, pad_id)
-    labels = torch.where((torch.rand(B, T, generator=g) < 0.3) & real, ids, -100)
-    labels[0, 1] = 5
-    pairs = torch.randint(0, 2, (B,), generator=g)
+    """helpers.padded_batch's ids, mask (as 0/1) and MLM labels, and sentence-pair
+    labels."""
+    ids, real, labels = padded_batch(
+        B, T, V, seed=seed, pad_id=pad_id, first_id=first_id
+    )
+    pairs = torch.randint(0, 2, (B,), generator=torch.Generator().manual_seed(seed + 1))
     return ids, real.long(), labels, pairs
 
 

@@ -55,25 +55,23 @@ def test_run_chapter_executes_cells_with_future_imports_and_reports_the_failing_
     not os.environ.get("TINYBERT_DATA_DIR", "").strip(),
     reason="TINYBERT_DATA_DIR is not set: the course data is not available",
 )
-def test_gpu_check_tiny_passes_and_writes_its_json(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def run_tiny_check(out: Path, *args: str, timeout: int):
+    """benchmarks/gpu_check.py --tiny --out OUT ARGS in a subprocess: (the finished
+    process, the JSON it wrote)."""
     done = subprocess.run(
-        [
-            sys.executable,
-            "benchmarks/gpu_check.py",
-            "--tiny",
-            "--out",
-            str(tmp_path),
-            "--data-archive",
-            str(tmp_path / "none.tar.xz"),
-        ],
+        [sys.executable, "benchmarks/gpu_check.py", "--tiny", "--out", str(out), *args],
         cwd=ROOT,
-        env=env,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
     )
-    result = json.loads((tmp_path / "gpu_check.json").read_text())
+    return done, json.loads((out / "gpu_check.json").read_text())
+
+
+def test_gpu_check_tiny_passes_and_writes_its_json(tmp_path):
+    archive = str(tmp_path / "none.tar.xz")
+    done, result = run_tiny_check(tmp_path, "--data-archive", archive, timeout=300)
     steps = result["steps"]
     failed = {
         name: {k: step.get(k) for k in ("error", "output_tail", "chapters")}
@@ -121,26 +119,9 @@ def test_gpu_check_tiny_passes_and_writes_its_json(tmp_path):
 
 
 def test_gpu_check_skips_what_the_deadline_leaves_no_time_for(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "benchmarks/gpu_check.py",
-            "--tiny",
-            "--out",
-            str(tmp_path),
-            "--deadline-s",
-            "25",
-            "--skip",
-            "data",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done, result = run_tiny_check(
+        tmp_path, "--deadline-s", "25", "--skip", "data", timeout=120
     )
-    result = json.loads((tmp_path / "gpu_check.json").read_text())
     steps = result["steps"]
     assert done.returncode == 0 and result["finished"] and not result["all_passed"]
     assert steps["data"] == {"status": "skipped", "reason": "--skip"}

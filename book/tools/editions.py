@@ -308,7 +308,7 @@ def write_student(out: Path) -> None:
     shutil.copy2(ROOT / "pyproject.toml", src / "pyproject.toml")  # the install cell's floor
     # the result files that pages quote with the {recorded} role (the project briefs)
     # (those inside the package, tinybert/shipped/, are read from the importable package)
-    for result in ROOT.glob("experiments/*.json"):
+    for result in [*ROOT.glob("experiments/*.json"), *ROOT.glob("benchmarks/results/*.json")]:
         target = src / result.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(result, target)
