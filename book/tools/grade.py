@@ -318,8 +318,8 @@ def sandbox_prefix(choice: str) -> tuple[str, ...]:
     if works:
         return BWRAP
     if choice == "bwrap":
-        raise SystemExit("grade: --sandbox bwrap: bubblewrap is not installed or cannot "
-                         "run here (apt-get install bubblewrap)")
+        raise SystemExit("grade: --sandbox bwrap: bubblewrap is not installed or "
+                         "cannot run here (apt-get install bubblewrap)")
     print("note: no sandbox (bubblewrap is not installed or cannot run here): the "
           "students' code runs with your rights", file=sys.stderr)
     return ()
@@ -394,8 +394,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.csv}")
     not_graded = sorted({r.submission for r in results if not_graded_row(r)})
     if not_graded:
-        print(f"error: {len(not_graded)} of {len(args.submissions)} notebook(s) could not "
-              f"be graded (their rows say why): {', '.join(not_graded)}", file=sys.stderr)
+        print(f"error: {len(not_graded)} of {len(args.submissions)} notebook(s) could "
+              f"not be graded (their rows say why): {', '.join(not_graded)}",
+              file=sys.stderr)
         return 1
     return 0
 
@@ -405,9 +406,10 @@ def not_graded_row(result: Result) -> bool:
     return result.message.startswith("not graded:")
 
 
-def csv_problem(target: Path, submissions: list[Path], *, overwrite: bool) -> str | None:
-    """Why ``target`` cannot take the grades, or None: a folder, a missing folder, one of
-    the submissions, a notebook, or (without ``overwrite``) an existing file."""
+def csv_problem(target: Path, submissions: list[Path], *,
+                overwrite: bool) -> str | None:
+    """Why ``target`` cannot take the grades, or None: a folder, a missing folder, one
+    of the submissions, a notebook, or (without ``overwrite``) an existing file."""
     resolved = target.resolve()
     if target.is_dir():
         return "is a folder; name a file, e.g. grades.csv"
@@ -423,8 +425,8 @@ def csv_problem(target: Path, submissions: list[Path], *, overwrite: bool) -> st
 
 
 def write_csv(results: list[Result], target: Path) -> None:
-    """The grades as CSV, written to a temporary file beside ``target`` and then renamed,
-    so that an interrupted run never leaves half a file."""
+    """The grades as CSV, written to a temporary file beside ``target`` and then
+    renamed, so that an interrupted run never leaves half a file."""
     temporary = target.with_name(f".{target.name}.part")
     with open(temporary, "w", newline="") as handle:
         writer = csv.writer(handle)
