@@ -181,7 +181,7 @@ assert check_probability("dropout", 0) == 0 and check_positive_number("eps", 1e-
 #
 # $$y = \mathbf{w}^\top g(\mathbf{W}^\top \mathbf{x} + \mathbf{b}_1) + b_2 .$$
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"image": {"alt": "A drawing of the 2-2-1 network: inputs x1 and x2, two ReLU hidden units h1 and h2 and one linear output y, joined by edges labelled with the weights and biases of the worked example."}}
 # Draw the 2-2-1 network with the weights of the worked example below.
 fig, ax = plt.subplots(figsize=(6, 3.2))
 inputs, hidden, output = [(0, 1.5), (0, 0.0)], [(2, 1.5), (2, 0.0)], [(4, 0.75)]
@@ -618,7 +618,7 @@ assert torch.isclose(F.cross_entropy(big, torch.tensor([1])), torch.tensor(1000.
 # about one in a million (by the normal approximation); a wrong one, such as a mask that is 1 with
 # probability $\sigma(z)$ instead of $\Phi(z)$, misses it by far:
 
-# %%
+# %% mystnb={"image": {"alt": "Line plot against z: the GELU curve z\u00b7\u03a6(z), the average of z\u00b7m over random masks as dots lying on the curve, and ReLU dotted; the dots confirm that GELU is the expected value of a randomly masked input."}}
 g_mask = torch.Generator().manual_seed(0)
 n_masks = pick(quick=2_000, full=20_000)  # masks drawn per grid point
 z_grid = torch.linspace(-3, 3, 60, dtype=torch.float64)  # (G,), even: skips z = 0
@@ -698,7 +698,7 @@ print(
 # How good are the approximations? We measure their error against the exact form in double
 # precision, so that rounding does not blur the picture:
 
-# %%
+# %% mystnb={"image": {"alt": "Line plot, log scale, of the absolute error of the tanh and sigmoid approximations of GELU against x; the tanh form's error stays well below the sigmoid form's."}}
 # an even count avoids x = 0, where all errors are 0
 x64 = torch.linspace(-6, 6, 4000, dtype=torch.float64)
 exact = gelu_exact(x64)
@@ -743,7 +743,7 @@ assert max_error["tanh form"] < max_error["sigmoid form"] < 0.05
 # Training needs $g'$ as much as $g$. We never write derivatives by hand in this course: autograd
 # computes them. But where a closed form is simple, we check autograd against it.
 
-# %%
+# %% mystnb={"image": {"alt": "Five panels, sigmoid, tanh, ReLU, GELU and ELU, each with the function solid and its derivative dashed; the sigmoid's and tanh's derivatives fade to zero on both sides, while ReLU, ELU and GELU keep a derivative near 1 for positive inputs."}}
 def derivative(fn, x):
     """g'(x) for an elementwise g, computed by autograd (one backward pass for
     all points)."""
@@ -920,7 +920,7 @@ assert count_parameters(MLP(architectures["wide shallow"])) == count_parameters(
 # by 180°. No straight line separates them, and, around the centre, neither does any simple
 # curve.
 
-# %%
+# %% mystnb={"image": {"alt": "Scatter plot of the training set: two spiral arms wound into each other in the plane, one per class, in blue and red; no straight line separates them."}}
 def make_spirals(
     n_per_class: int, turns: float = 3.0, noise: float = 0.02, generator=None
 ):
@@ -1110,7 +1110,7 @@ else:
 # seed), and the decision boundaries show what they learned: the colour is the predicted
 # probability of class 1, the black line the boundary where it crosses ½.
 
-# %%
+# %% mystnb={"image": {"alt": "Line plot, log scale, of the training loss against the step for logistic regression and the wide shallow and deep narrow networks; the linear model's loss levels off early, while the two networks' losses keep falling."}}
 fig, ax = plt.subplots(figsize=(7, 3.5))
 ax.semilogy(linear_losses, label="linear")
 for label, runs in results.items():
@@ -1123,7 +1123,7 @@ ax.grid(True, which="both", alpha=0.3)
 plt.show()
 
 
-# %%
+# %% mystnb={"image": {"alt": "Three panels of the spiral test points on the plane coloured by the predicted probability of class 1, with the decision boundary in black: logistic regression's is a straight line cutting the spirals in half, the two networks' curve to follow the arms."}}
 def plot_decision_boundary(ax, model, x, y, title):
     """Colour the plane by the model's probability of class 1 and overlay the points."""
     grid = torch.linspace(-1.2, 1.2, 250)

@@ -360,7 +360,7 @@ assert sum(vocab.counts) == len(all_tokens)
 # of a matrix $\mathbf W \in \R^{V \times E}$, with $E$ in the tens or hundreds. Here are both for
 # the words of a short sentence, with a vocabulary made from that sentence alone:
 
-# %%
+# %% mystnb={"image": {"alt": "Two heat maps of a short sentence, one row per word: left, its one-hot matrix, one dark cell per row across the whole vocabulary; right, its embedding, a dense matrix of only four columns of coloured values."}}
 tiny_words = words(
     "It is a truth universally acknowledged, that a single man must be in "
     "want of a wife"
@@ -691,7 +691,7 @@ if is_quick():
         "say little. Run without TINYBERT_QUICK for real word vectors."
     )
 
-# %%
+# %% mystnb={"image": {"alt": "Line plot of the skip-gram loss per pair, averaged over groups of steps, against the training step; it falls fast at first, then more and more slowly."}}
 # average groups of steps for a readable curve
 smooth = max(1, len(losses) // 100)
 usable = len(losses) // smooth * smooth
@@ -864,7 +864,7 @@ if not is_quick():  # a mixed picture: some relations found, others missed
 # *woman − man*, ...) and project each occupation on it: positive values lean towards the
 # female words, negative ones towards the male words.
 
-# %%
+# %% mystnb={"image": {"alt": "Bar chart of occupations sorted by their cosine with the gender direction (she \u2212 he, \u2026), a dashed line at the average word; bars above it, in orange, lean towards the female words, bars below it, in blue, towards the male words."}}
 GENDER_PAIRS = [
     ("she", "he"),
     ("her", "his"),
@@ -1042,7 +1042,7 @@ for ebook, title in BANK_BOOKS.items():
 # (projected to two dimensions with PCA), next to the single static vector of *bank* and those
 # of *river* and *money*:
 
-# %%
+# %% mystnb={"image": {"alt": "Scatter plot, projected to two dimensions with PCA, of the context average of every occurrence of 'bank', coloured by book, with stars for the static vectors of bank, river and money: each occurrence has its own point, the static vector one star for all."}}
 bank_id = vocab.stoi["bank"]
 context_vectors, book_of = [], []
 for ebook in BANK_BOOKS:
@@ -1275,7 +1275,7 @@ assert max(errors.values()) < 1e-6
 # default initialisation, and for an LSTM whose forget-gate bias is raised by 3, a common trick
 # that makes the gate start near $\sigma(3) \approx 0.95$ instead of around $\sigma(0) = \tfrac12$:
 
-# %%
+# %% mystnb={"image": {"alt": "Line plot, log scale, of the gradient of the last state with respect to each input against their distance, for an RNN, an LSTM and an LSTM with its forget gate open; the first two fall as straight lines, exponential decay, the open gate far more slowly."}}
 def gradient_by_distance(module, T=100, width=64, seed=0):
     """|| d(sum of h_T) / d x_t || for t = T..1 (index = distance T - t), one random
     sequence."""
@@ -1559,7 +1559,7 @@ if not is_quick():  # the word itself dominates
 # `nn.LSTM` of the same width, for growing sequence lengths $n$. `torch.utils.benchmark` runs
 # each statement until it has a stable median; on a CPU both run on one thread.
 
-# %%
+# %% mystnb={"image": {"alt": "Log-log plot of the forward time of one LSTM layer and one self-attention layer of the same width against the sequence length; the LSTM's time grows in proportion to the length, attention's faster once the length outgrows the width."}}
 D_MODEL, BATCH_BENCH = 64, 8
 LENGTHS = pick(quick=[16, 64, 256], full=[16, 32, 64, 128, 256, 512, 1024, 2048])
 seed_everything(0)

@@ -451,7 +451,7 @@ assert all(0.8 < var / d_k_i < 1.2 for d_k_i, var in zip(dims, variances))
 # weights (at most $\log 16 \approx 2.77$ nats, for uniform weights), and the size (Frobenius
 # norm) of that derivative.
 
-# %%
+# %% mystnb={"image": {"alt": "Four plots against the width d_k: the variance of q\u00b7k grows like d_k; with raw scores the largest softmax weight climbs towards 1, the entropy falls and the softmax's derivative shrinks as d_k grows, while with scaled scores all three stay flat."}}
 n_queries, n_keys = pick(quick=200, full=1_000), 16
 stats = {"raw": collections.defaultdict(list), "scaled": collections.defaultdict(list)}
 for d_k_i in dims:
@@ -592,7 +592,7 @@ def padding_mask(lengths: torch.Tensor, S: int | None = None) -> torch.Tensor:
 # to $S = 8$, the padding mask hides the same keys from every query, and combined with the causal
 # mask it gives each sentence its own `(T, S)` pattern:
 
-# %%
+# %% mystnb={"image": {"alt": "Four grids of attention masks, dark where a query may attend: the causal mask, a lower triangle; a causal mask of 4 queries and 8 keys; the padding mask of three sequences, one row each; and padding and causal combined for the sequence of length 5."}}
 lengths = torch.tensor([8, 5, 2])  # (B,)
 pad = padding_mask(lengths, S=8)  # (B, 1, 1, S)
 causal = causal_mask(8)  # (T, S)
@@ -945,7 +945,7 @@ for probe in ["man", "fortune", "good"]:
 # itself. The right panel adds the causal mask, which lets each word look only back; the first word
 # then has nothing left to look at, and its row is the zero row of {ref}`sec-attention-masked-rows`.
 
-# %%
+# %% mystnb={"image": {"alt": "Two heat maps of attention weights between the words of the book's first sentence, queries down and keys across: left, every other word, brightest at other copies of the same word; right, earlier words only, with an empty first row."}}
 sentence = (
     "It is a truth universally acknowledged, that a single man in possession "
     "of a good fortune, must be in want of a wife."
@@ -1026,7 +1026,7 @@ for word in ["universally", "fortune", "wife"]:
 # the largest tensor that any PyTorch operation hands back during the call, with a
 # `TorchFunctionMode`: a context manager that sees every call into PyTorch.
 
-# %%
+# %% mystnb={"image": {"alt": "Two log-log plots against the sequence length for the explicit and the fast attention: time per call, growing faster than linearly for both, and the largest tensor, growing with slope 2 for the explicit path and slope 1 for the fast one."}}
 class LargestTensor(TorchFunctionMode):
     """Record the size in bytes of the largest tensor returned by any torch call inside
     the block."""

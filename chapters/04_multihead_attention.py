@@ -985,7 +985,7 @@ else:
 # and no target, so its row is arbitrary). For every number of heads the figure shows the first run
 # (in seed order) that solved the task, or the first run if none did; the titles name the seed.
 
-# %%
+# %% mystnb={"image": {"alt": "A grid of attention maps on one test sequence, a row for 1, 2 and 4 heads and a panel per head, with the marked position framed in red and the previous position dotted; in a run that solves the task one head follows the dotted line, another the marked column."}}
 # marked position mid-sequence
 example = int(((test_marked > 2) & (test_marked < LENGTH - 3)).nonzero()[0])
 marked_at = test_marked[example].item()

@@ -307,7 +307,7 @@ assert torch.allclose(pe[1], expected_1, atol=1e-7)
 # largest on the diagonal, decreases (with ripples) away from it, and is constant along every
 # diagonal, a first sign that the table encodes *distances*.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"image": {"alt": "Two heat maps: left, the sinusoidal encoding of the first 100 positions, fast features changing row to row on the left, slow ones barely moving on the right; right, the dot products of every two positions, largest on the diagonal and constant along each diagonal."}}
 fig, (ax_pe, ax_dot) = plt.subplots(1, 2, figsize=(10, 3.8))
 image = ax_pe.imshow(pe[:100], aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
 ax_pe.set(
@@ -605,7 +605,7 @@ assert torch.equal(bias[:, 1:, 1:], bias[:, :-1, :-1])
 # distance -1; distance 11 clipped to 6
 assert bias[0, 5, 4] == 4.0 and bias[1, 0, 11] == -3.0
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"image": {"alt": "Four heat maps of a hand-set relative position bias, query position down and key position across, for heads that prefer the previous word, the neighbourhood, the next word and nothing; each bias is constant along the diagonals."}}
 titles = [
     "head 0: previous word",
     "head 1: neighbourhood",
@@ -676,7 +676,7 @@ print(
 # mostly to the previous position, head 1 to a band around the diagonal, head 2 to the next
 # position, and head 3 is unchanged.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"image": {"alt": "Two rows of four attention maps for the same random queries and keys: above, without the bias, spread by content alone; below, with it, head 0 on the previous position, head 1 on a band around the diagonal, head 2 on the next position, head 3 unchanged."}}
 fig, axes = plt.subplots(2, 4, figsize=(12, 6))
 for h in range(4):
     axes[0, h].imshow(plain_weights[0, h], cmap="Blues", vmin=0, vmax=1)
@@ -930,7 +930,7 @@ assert complex_error < 1e-5 and halves_error < 1e-5
 # {cite}`su2021roformer`. Queries and keys that a trained model produces need not be equal, and the
 # model can learn to prefer any distance it likes.
 
-# %%
+# %% mystnb={"image": {"alt": "Line plot of the score between a query and a key of ones rotated by RoPE against their distance: largest at distance 0, then oscillating at a lower level, the long-term decay."}}
 rope_64 = RotaryEmbedding(d_head=64)
 # q = k = (1, ..., 1)
 ones = torch.ones(1, 64)

@@ -1050,7 +1050,7 @@ assert base_high < big_low or big_high < base_low
 # of the second feed-forward matrix ($\mathbf W_2$, `feed_forward.contract.weight`) in every layer,
 # averaged over a few random initialisations, as in their Figure 3.
 
-# %%
+# %% mystnb={"image": {"alt": "Two line plots, encoder and decoder, of the gradient norm of each layer's W2 at initialisation, post-LN against pre-LN; in the decoder post-LN's norms grow towards the last layer while pre-LN's stay nearly flat, and the encoder shows no such growth."}}
 def ffn_gradient_norms(
     norm_first: bool, seed: int, d_model: int = 128, n_layers: int = 6
 ):
@@ -1315,7 +1315,7 @@ def warmup_inverse_sqrt(
     )
 
 
-# %%
+# %% mystnb={"image": {"alt": "Line plot of the Transformer's learning rate against the step for four settings of d_model and warm-up: each rises linearly to a peak at the end of the warm-up, then decays; wider models get lower curves, a longer warm-up a lower and later peak."}}
 steps = range(1, 20001)
 fig, ax = plt.subplots(figsize=(6.5, 3.2))
 for d_model, warmup in [(512, 4000), (1024, 4000), (256, 4000), (512, 8000)]:
@@ -1799,7 +1799,7 @@ else:
 # learnt the task concentrates each row on one source digit along the anti-diagonal (after the full
 # run, the cell asserts that most rows do; the quick run's map is blurrier).
 
-# %%
+# %% mystnb={"image": {"alt": "Heat map of the last decoder layer's cross-attention, averaged over its heads, for one test string, decoder inputs down and source digits across; a trained model puts each row's weight on the anti-diagonal, the digit it must write next."}}
 digits = max(test_strings[:50], key=len)
 src, tgt_in, _ = (t.to(device) for t in to_tensors([digits]))
 with torch.no_grad():

@@ -1570,7 +1570,7 @@ print(ours_wp.encode("Mr. Darcy's unexpectedly sinan-like smile").tokens)
 # where $S(X)$ is the set of all the ways to cut $X$ into vocabulary pieces. The tokenizer
 # returns $\mathbf{x}^*$, the most probable segmentation. SentencePiece {cite}`kudo2018sentencepiece`
 # implements it, and it is the tokenizer of ALBERT (its 30,000 pieces are the vocabulary of
-# {doc}`13_albert`), T5 and XLNet. SentencePiece reads raw text, spaces included: every space
+# {doc}`14_albert`), T5 and XLNet. SentencePiece reads raw text, spaces included: every space
 # becomes the visible character "▁" (U+2581) and belongs to the piece that follows it, so that
 # decoding is concatenation followed by turning "▁" back into spaces. It also puts a "▁" in
 # front of the text and, by default, lets no piece span two words; Hugging Face's pre-tokeniser
@@ -2431,7 +2431,7 @@ if tokenizers is not None:
 # {ref}`sec-tok-unigram-training` joins the comparison at the smallest size, the size it was
 # trained to on the same text.
 
-# %%
+# %% mystnb={"image": {"alt": "Line plot of fertility, tokens per word of the held-out book, against vocabulary size for WordPiece and byte-level BPE; both curves fall as the vocabulary grows, with a wide gap between the two tokenizers."}}
 import itertools
 
 import matplotlib.pyplot as plt

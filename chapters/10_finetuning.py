@@ -33,9 +33,9 @@
 #
 # This chapter fine-tunes the course's own pretrained `bert-mini` on the three kinds of task of
 # {ref}`Ozdemir's lecture slides <sources-decks>`: classifying whole sentences, labelling every word,
-# and extracting an answer span from a paragraph. It then measures what the pretraining was worth,
-# what the three ways of fine-tuning cost and gain, and how sensitive the result is to the learning
-# rate.
+# and extracting an answer span from a paragraph. It measures what the three ways of fine-tuning
+# cost and gain and how sensitive the result is to the learning rate; what the pretraining itself
+# was worth is the question of {doc}`11_transfer`.
 #
 # **What you will learn**
 #
@@ -43,19 +43,15 @@
 #   head of one linear layer turns the encoder's vectors into class scores, per-token
 #   tags or answer spans;
 # - how to fine-tune on intent classification (Banking77), part-of-speech tagging (Universal
-#   Dependencies), named-entity recognition (Universal NER), {term}`sentence-pair classification`
-#   (does a sentence answer a question?) and {term}`extractive question answering` (SQuAD), including the details that make or
-#   break the last two: {term}`labelling only the first word piece of each word <first-piece labelling>`, cutting long paragraphs
+#   Dependencies), named-entity recognition (Universal NER) and
+#   {term}`extractive question answering` (SQuAD), including the details that make or
+#   break the last three: {term}`labelling only the first word piece of each word <first-piece labelling>`, cutting long paragraphs
 #   into overlapping windows, and mapping a predicted span back to characters;
 # - how the metrics are computed: accuracy overall and per class, {term}`confusion matrices <confusion matrix>`, entity-level
 #   precision, recall and F1 for named entities, and SQuAD's
 #   {term}`exact match` and {term}`F1 <F1 score>` exactly as the official script computes them;
-# - by measurement, on this model: the gain from pretraining over random initialisation, what
-#   {term}`freezing` all or part of the encoder costs, and how the BERT paper's learning rates suit a
-#   model this small;
-# - how to use a pretrained encoder without fine-tuning it (the *feature-based* approach): which
-#   layer's frozen vectors a small classifier reads best, and how that depends on how the
-#   encoder was trained;
+# - by measurement, on this model: what {term}`freezing` all or part of the encoder costs, and
+#   how the BERT paper's learning rates suit a model this small;
 # - how far a 4-layer model pretrained on a few megabytes is from BERT-base, and why.
 #
 # **Uses**: `check_positive_int` from {doc}`01_feedforward`; `BertModel`, `BertConfig`,
@@ -120,8 +116,8 @@ print(
 # corpus, on objectives (masked language modelling, next sentence prediction) that are not useful in
 # themselves, and then fine-tuned, that is, updated, on a labelled "downstream" data set that is
 # usually much smaller. Trained on the small data set alone, say his slides, the same
-# architecture would never reach the same results; {ref}`sec-ft-gain` measures the difference for
-# our model.
+# architecture would never reach the same results; {ref}`sec-ft-gain`, in the next chapter,
+# measures the difference for our model.
 #
 # The BERT paper shows four kinds of {term}`downstream task`, each with the same encoder and a different
 # way of reading its output {cite}`devlin2019bert` (its Figure 4):
@@ -1107,7 +1103,7 @@ print(
 # and saves most of the padding, which would otherwise cost as much computation as real tokens.
 # The loss curve and the learning-rate schedule of the run:
 
-# %%
+# %% mystnb={"image": {"alt": "Two line plots of the Banking77 fine-tuning run against the step: left, the training loss, falling; right, the learning rate, rising linearly through the warm-up and then decaying linearly to zero."}}
 fig, (ax_loss, ax_lr) = plt.subplots(1, 2, figsize=(9, 3))
 ax_loss.plot(banking_result.losses, lw=1)
 ax_loss.set(
@@ -1125,7 +1121,7 @@ plt.show()
 # several intents differ by one detail (a card that has not arrived, and when a card will be
 # delivered), which is exactly what a weak model blurs.
 
-# %%
+# %% mystnb={"image": {"alt": "Grey-scale heat map of the row-normalised Banking77 test confusion matrix, true intent down and predicted intent across; the dark diagonal is the correct answers, dark cells off it the intents the model confuses."}}
 test_predictions = test_logits.argmax(dim=-1)
 confusion = confusion_matrix(test_predictions, test_labels, len(intents))
 mistakes = confusion.clone().fill_diagonal_(0)
@@ -1224,24 +1220,19 @@ for name, lr, model, result, valid_accuracy in approach_rows:
 # few hundred steps, so the grid goes higher. A sweep over learning rates costs one fine-tuning
 # run per rate, per encoder and per task, more than this chapter's time budget, so
 # `experiments/transfer_sweep.py` ran it once (the command is in its output file) for the three
-# encoders of {ref}`sec-ft-gain`, with one seed, scoring each run on the validation split. The
-# cell reads its results. The course checkpoint's tagger below uses the rate it prefers on
+# encoders of the next chapter's transfer ladder ({ref}`sec-ft-gain`), with one seed, scoring
+# each run on the validation split. The cell reads its results. The course checkpoint's tagger below uses the rate it prefers on
 # part-of-speech tags, and the other tasks of this chapter the rate it prefers on Banking77.
 
-# %%
+# %% mystnb={"image": {"alt": "Two line plots of validation accuracy against the peak learning rate, Banking77 and part-of-speech tags, one line per encoder, the BERT paper's grid shaded; the two small encoders do best near 1e-3, far above that grid."}}
 import json
 
-from dataclasses import asdict
-
-from tinybert.finetuning.ladder import LADDER
 from tinybert.shipped import load_result
 
-# the sweep's output ships inside the package (tinybert/shipped/results/)
+# the sweep's output ships inside the package (tinybert/shipped/results/);
+# chapter 11 checks that it ran with the ladder's settings
 sweep = load_result("transfer_sweep")
 print("\n".join(sweep["commands"]))
-if not is_quick():  # the sweep ran with the ladder's settings of sec-ft-gain
-    ladder_settings = {task: asdict(s) for task, s in LADDER.items()}
-    assert sweep["settings"] == ladder_settings, sweep["settings"]
 fig, axes = plt.subplots(1, 2, figsize=(9, 3), sharey=False)
 for ax, task in zip(axes, ["banking77", "ud_pos"]):
     for arm, by_lr in sweep[task].items():
@@ -1510,7 +1501,7 @@ print(
     f"{baseline_accuracy:.1%} on dev"
 )
 
-# %%
+# %% mystnb={"image": {"alt": "Bar chart of part-of-speech accuracy per tag, the most-frequent-tag baseline in grey beside the fine-tuned bert-mini, each tag with its number of words; closed-class tags are easy for both, open and rare tags show what context adds."}}
 seed_everything(0)
 tagger = TokenClassifier(fresh_encoder(), len(UPOS_TAGS)).to(device)
 pos_lr = best_rates["ud_pos"]["course checkpoint"]  # chosen on validation
@@ -1726,7 +1717,8 @@ assert scores["LOC"]["recall"] == 0.0 and scores["ORG"]["precision"] == 0.5
 # use, on random tag sequences, broken ones included.
 #
 # Which encoder finds the entities best, and whether the course's pretraining helps here too, is
-# measured with the three encoders of the transfer ladder, in {ref}`sec-ft-ner-ladder`.
+# measured with the three encoders of the next chapter's transfer ladder, in
+# {ref}`sec-ft-ner-ladder`.
 #
 # (sec-ft-qa)=
 # ## Extractive question answering: SQuAD
@@ -2384,11 +2376,11 @@ for name, size, em, f1 in rows:
 # The first two rows are the paper's development-set results (its Table 2); the last is measured
 # above. On GLUE, BERT-base reached 93.5% on SST-2 sentiment and 84.6% on MNLI entailment (the
 # paper's Table 1). The gap is the point of the last chapters: model size, pretraining data and
-# pretraining compute are what buy those numbers, and chapters 11 to 13 are about getting more of
+# pretraining compute are what buy those numbers, and chapters 12 to 14 are about getting more of
 # them for less.
 #
 # (sec-ft-recipes)=
-# ## One call per task, and the command line
+# ## Engineering: one call per task, and the command line
 #
 # The pieces above, assembled: `finetune_task` reads a task's data, encodes it, puts the right
 # head on an encoder, fine-tunes it and scores it on the validation (or test) split, in one
@@ -2402,7 +2394,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from tinybert.data import fetch
+from tinybert.data import (
+    AUTHORS,
+    POLARITY_LABELS,
+    fetch,
+    read_authorship,
+    read_sentence_polarity,
+)
 from tinybert.finetuning.loop import FinetuneResult, finetune, predict
 from tinybert.finetuning.features import encode_sentences, encode_tagged
 from tinybert.pretraining.objective import SpecialTokens
@@ -2418,6 +2416,7 @@ from tinybert.finetuning.squad import load_squad_dev_split, read_squad
 from tinybert.finetuning.tagging_tasks import UPOS_TAGS, read_conllu
 from tinybert.finetuning.tasks import (
     POEM_LABELS,
+    TextExample,
     evenly_spaced,
     holdout_split,
     per_label,
@@ -2425,32 +2424,16 @@ from tinybert.finetuning.tasks import (
     read_poem_sentiment,
 )
 
-# %% [markdown]
-# The transfer ladder at the end of this section goes to `tinybert.finetuning.ladder`, with these
-# imports:
-
-# %% tags=["export:finetuning.ladder"]
-from __future__ import annotations
-
-import copy
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
-
-import torch
-from torch import nn
-
-from tinybert.finetuning.features import encode_tagged
-from tinybert.finetuning.heads import TokenClassifier
-from tinybert.finetuning.loop import finetune, predict
-from tinybert.finetuning.recipes import finetune_task
-from tinybert.finetuning.tagging_tasks import NER_TAGS
-from tinybert.models.bert import BertModel
-from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.runtime import get_device, pick
-
 # %% tags=["export:finetuning.recipes"]
-TASKS = ("banking77", "poem_sentiment", "ud_pos", "squad")
+# the last two are in no chapter's pretraining text: chapter 11's unseen tasks
+TASKS = (
+    "banking77",
+    "poem_sentiment",
+    "ud_pos",
+    "squad",
+    "sentence_polarity",
+    "authorship",
+)
 
 
 def task_data(task: str, split: str) -> tuple[list, list[str] | None]:
@@ -2474,6 +2457,13 @@ def task_data(task: str, split: str) -> tuple[list, list[str] | None]:
     if task == "squad":
         train, evaluation = load_squad_dev_split()
         return read_squad(train if split == "train" else evaluation), None
+    if task == "sentence_polarity":
+        # every positive snippet, then every negative one, each in file order
+        rows = sorted(read_sentence_polarity(split), key=lambda row: -row[1])
+        return [TextExample(*row) for row in rows], list(POLARITY_LABELS)
+    if task == "authorship":
+        rows = read_authorship(split)
+        return [TextExample(*row) for row in rows], list(AUTHORS)
     raise ValueError(f"unknown task {task!r}; the tasks are {', '.join(TASKS)}")
 
 
@@ -2575,111 +2565,6 @@ def finetune_task(
 
 
 # %% [markdown]
-# **The transfer ladder.** {ref}`sec-ft-gain` asks the question this chapter exists for: does
-# pretraining pay off? It fine-tunes three encoders with one recipe per task: the course's
-# architecture from random weights, the course's own checkpoint (chapter 9), and a real
-# pretrained encoder, all-MiniLM-L6-v2 (chapter 8). Each *arm* makes a fresh encoder for every
-# run, with dropout 0.1 as in BERT's fine-tuning, and names the sentence summary its encoder
-# suits. The settings of each task are fixed here, so that the learning-rate sweep
-# (`experiments/transfer_sweep.py`, run once outside the book) and the chapter use the same ones.
-
-# %% tags=["export:finetuning.ladder"]
-@dataclass(frozen=True)
-class LadderTask:
-    # evenly spread over the training split (None: per_label decides)
-    train_examples: int | None
-    eval_examples: int  # evenly spread over the validation or test split
-    epochs: int  # enough passes for few-shot data
-    per_label: int | None = None  # few-shot: this many training examples of every label
-    batch_size: int = 16
-
-
-LADDER = {
-    "banking77": LadderTask(
-        None,
-        pick(quick=16, full=500),
-        pick(quick=1, full=16),
-        per_label=pick(quick=1, full=2),
-    ),
-    "ud_pos": LadderTask(
-        pick(quick=8, full=150), pick(quick=8, full=300), pick(quick=1, full=12)
-    ),
-}
-# one grid for every arm; each picks its best on validation
-LADDER_LRS = (1e-4, 3e-4, 1e-3, 3e-3)
-
-
-@dataclass
-class LadderArm:
-    make_encoder: Callable[[int], nn.Module]  # seed -> a fresh encoder
-    tokenizer: object
-    pooling: str  # SequenceClassifier's summary
-
-
-def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
-    """The three encoders of the ladder. The course checkpoint was trained by MLM alone
-    (no NSP), like all-MiniLM-L6-v2, so both (and the random start) summarise a sentence
-    by the mean."""
-    # chapter 8: the real encoder, offline
-    from tinybert.models.pretrained_encoder import load_minilm
-
-    # chapter 9: the course's checkpoint
-    from tinybert.checkpoint.pretrained import load_pretrained
-
-    course = load_pretrained(checkpoint, train_if_missing=False)
-    config = replace(course.config, dropout=0.1, attention_dropout=0.1)
-    weights = course.model.bert.state_dict()
-    real = load_minilm()
-
-    def random_init(seed: int) -> nn.Module:
-        # a stream apart from the head's (finetune_task seeds the head with seed)
-        torch.manual_seed(10_000 + seed)
-        return BertModel(config)
-
-    def course_checkpoint(seed: int) -> nn.Module:
-        encoder = BertModel(config)
-        encoder.load_state_dict(weights)
-        return encoder
-
-    return {
-        "random init": LadderArm(random_init, course.tokenizer, "mean"),
-        "course checkpoint": LadderArm(course_checkpoint, course.tokenizer, "mean"),
-        "all-MiniLM-L6-v2": LadderArm(
-            lambda seed: copy.deepcopy(real.model), real.tokenizer, "mean"
-        ),
-    }
-
-
-def ladder_score(
-    task: str,
-    arm: LadderArm,
-    *,
-    lr: float,
-    seed: int,
-    split: str = "validation",
-    pooling: str | None = None,
-) -> float:
-    """Fine-tune arm's fresh encoder on ``task`` with the ladder's settings; the
-    accuracy."""
-    settings = LADDER[task]
-    run = finetune_task(
-        task,
-        arm.make_encoder(seed).to(get_device()),
-        arm.tokenizer,
-        train_examples=settings.train_examples,
-        eval_examples=settings.eval_examples,
-        eval_split=split,
-        epochs=settings.epochs,
-        lr=lr,
-        batch_size=settings.batch_size,
-        seed=seed,
-        pooling=pooling or arm.pooling,
-        train_per_label=settings.per_label,
-    )
-    return run.metrics["accuracy"]
-
-
-# %% [markdown]
 # **A second, small task.** Poem Sentiment {cite}`sheng2020investigating` labels 892 training
 # verses from public-domain poems as negative, positive, no impact or mixed. The 49 "mixed"
 # verses appear only in the training file, so we drop them and classify three ways. One call
@@ -2758,1092 +2643,8 @@ parser = argparse.ArgumentParser(prog="tinybert finetune")
 finetune_command.add_arguments(parser)
 print(parser.format_help())
 
-# %% [markdown]
-# (sec-ft-gain)=
-# ## Does pretraining pay off? The transfer ladder
-#
-# The central claim of Ozdemir's slides is that a model pretrained once on unlabelled text and then
-# fine-tuned beats the same architecture trained on the labelled data alone. We test it on two
-# tasks with three encoders, each a rung of a ladder:
-#
-# - **random init**: the course's architecture (chapter 9's `bert-mini`, 4 layers, 256 wide) with
-#   random weights, so fine-tuning is all the training it gets;
-# - **course checkpoint**: the same architecture after the course's own pretraining, under two
-#   hours on a two-core CPU ({ref}`sec-pretrain-recipe`), on the course corpus *and* the
-#   unlabelled training text of this chapter's tasks (task-adaptive pretraining): a gain on
-#   these tasks says what pretraining on their kind of text gives, not how the checkpoint does on
-#   text it never read;
-# - **all-MiniLM-L6-v2**: a real pretrained encoder (chapter 8), 6 layers and 384 wide: every
-#   second layer of Microsoft's MiniLM-L12-H384, itself distilled from a BERT-base-sized teacher,
-#   then trained on about a billion sentence pairs.
-#
-# The comparison is fair in the ways that matter. Every arm gets the same data, epochs and batch
-# size, the same head, dropout 0.1, and its own learning rate, the best of the sweep in
-# {ref}`sec-ft-lr` on the validation split. Each arm summarises a sentence by the mean of its final
-# vectors, the summary of encoders trained without next-sentence prediction (the course
-# checkpoint learned MLM alone, and all-MiniLM-L6-v2 was trained on mean-pooled vectors). Every
-# arm runs with several seeds (the head's initialisation, the order of the batches, dropout and,
-# for random init, the encoder's weights), and the final scores are on the *test* split, which
-# the learning-rate choice never saw. Beside the encoders stand baselines that need no neural
-# network: the majority class; for Banking77, the nearest intent centroid of bag-of-words vectors;
-# for part-of-speech tagging, each word's most frequent tag in the training sentences.
-#
-# The tasks are few-shot on purpose, where pretraining should matter most: two questions per
-# intent for Banking77 (154 in all), and 150 tagged sentences of UD English-EWT.
-
-# %%
-import re
-from collections import Counter, defaultdict
-
-import torch.nn.functional as F
-
-from tinybert.finetuning.ladder import LADDER, ladder_arms, ladder_score, ner_tags
-from tinybert.finetuning.recipes import task_data
-from tinybert.finetuning.tasks import per_label
-
-SEEDS = pick(quick=[0], full=[0, 1, 2])
-
-
-def ladder_data(task: str):
-    """The training and test examples every arm of the ladder sees for ``task``."""
-    settings = LADDER[task]
-    train, labels = task_data(task, "train")
-    test, _ = task_data(task, "test")
-    train = evenly_spaced(train, settings.train_examples)
-    if settings.per_label is not None:
-        train = per_label(train, settings.per_label)
-    return train, evenly_spaced(test, settings.eval_examples), labels
-
-
-def bag_of_words_centroids(train, test, n_labels: int) -> float:
-    """Accuracy of the nearest centroid of L2-normalised word-count vectors (cosine)."""
-
-    def words(text: str) -> list[str]:
-        return re.findall(r"[a-z0-9']+", text.lower())
-
-    vocab = {
-        w: i for i, w in enumerate(sorted({w for e in train for w in words(e.text)}))
-    }
-
-    def vectors(examples) -> torch.Tensor:
-        x = torch.zeros(len(examples), len(vocab))
-        for i, e in enumerate(examples):
-            for w in words(e.text):
-                if w in vocab:
-                    x[i, vocab[w]] += 1
-        return F.normalize(x, dim=1)
-
-    train_x, labels = vectors(train), torch.tensor([e.label for e in train])
-    centroids = F.normalize(
-        torch.stack([train_x[labels == c].mean(0) for c in range(n_labels)]), dim=1
-    )
-    predictions = (vectors(test) @ centroids.T).argmax(dim=1)
-    return accuracy(predictions, torch.tensor([e.label for e in test]))
-
-
-def most_frequent_tag(train, test) -> float:
-    """Accuracy of tagging each word with its most frequent training tag (unknown words:
-    the most frequent tag overall)."""
-    by_word = defaultdict(Counter)
-    for sentence in train:
-        for word, tag in zip(sentence.words, sentence.tags):
-            by_word[word.lower()][tag] += 1
-    overall = Counter(t for s in train for t in s.tags).most_common(1)[0][0]
-    guesses = [
-        by_word[w.lower()].most_common(1)[0][0] if w.lower() in by_word else overall
-        for s in test
-        for w in s.words
-    ]
-    gold = [t for s in test for t in s.tags]
-    return sum(g == t for g, t in zip(guesses, gold)) / len(gold)
-
-
-baselines = {}
-for task in LADDER:
-    train, test, labels = ladder_data(task)
-    if task == "ud_pos":
-        gold = [t for s in test for t in s.tags]
-        majority = Counter(t for s in train for t in s.tags).most_common(1)[0][0]
-        baselines[task] = {
-            "majority tag": gold.count(majority) / len(gold),
-            "most frequent tag per word": most_frequent_tag(train, test),
-        }
-    else:
-        majority = Counter(e.label for e in train).most_common(1)[0][0]
-        gold = torch.tensor([e.label for e in test])
-        baselines[task] = {
-            "majority class": accuracy(torch.full_like(gold, majority), gold),
-            "bag-of-words centroids": bag_of_words_centroids(train, test, len(labels)),
-        }
-    print(
-        f"{task}: {len(train)} training and {len(test)} test examples; "
-        + ", ".join(f"{name} {value:.1%}" for name, value in baselines[task].items())
-    )
 
 # %% [markdown]
-# Now the nine fine-tuning runs per task. Each prints nothing; the table follows.
-
-# %%
-arms = ladder_arms()
-ladder = {}
-start = time.perf_counter()
-for task in LADDER:
-    for arm_name, arm in arms.items():
-        lr = best_rates[task][arm_name]
-        ladder[task, arm_name] = [
-            ladder_score(task, arm, lr=lr, seed=seed, split="test") for seed in SEEDS
-        ]
-print(
-    f"{len(ladder) * len(SEEDS)} fine-tuning runs in "
-    f"{time.perf_counter() - start:.0f} s; test accuracy over seeds {SEEDS}:"
-)
-print(f"{'':<20}" + "".join(f"{arm:>30}" for arm in arms))
-for task in LADDER:
-    cells = []
-    for arm in arms:
-        runs = torch.tensor(ladder[task, arm])
-        cells.append(f"{runs.mean():.1%} [{runs.min():.1%}, {runs.max():.1%}]")
-    print(f"{task:<20}" + "".join(f"{cell:>30}" for cell in cells))
-
-# %%
-fig, axes = plt.subplots(1, len(LADDER), figsize=(10, 3.4))
-for ax, task in zip(axes, LADDER):
-    names = list(baselines[task]) + list(arms)
-    means = [100 * v for v in baselines[task].values()]
-    means += [100 * torch.tensor(ladder[task, a]).mean().item() for a in arms]
-    low = [0.0] * len(baselines[task]) + [100 * min(ladder[task, a]) for a in arms]
-    high = [0.0] * len(baselines[task]) + [100 * max(ladder[task, a]) for a in arms]
-    errors = [
-        [max(0.0, m - lo) for m, lo in zip(means, low)],
-        [max(0.0, hi - m) for m, hi in zip(means, high)],
-    ]
-    colours = ["0.75"] * len(baselines[task]) + ["C3", "C1", "C2"]
-    ax.barh(range(len(names)), means, xerr=errors, color=colours, capsize=3)
-    ax.set_yticks(range(len(names)), names, fontsize=8)
-    ax.set(xlabel="test accuracy (%), mean and range over seeds", title=task)
-plt.tight_layout()
-plt.show()
-
-
-# %% [markdown]
-# The claims, read off the runs above. A gap between two rungs counts only when it is larger than
-# the spread of either rung over its seeds (max minus min), so that a lucky seed cannot make it.
-# The cell prints every gap, then states and asserts what the runs show:
-
-# %%
-def score_gap(scores: dict, upper: str, lower: str) -> tuple[float, float]:
-    """Mean score (over seeds) of arm ``upper`` minus that of ``lower``, in points, and
-    the larger of the two arms' spreads over seeds."""
-    runs = {arm: 100 * torch.tensor(scores[arm]) for arm in (upper, lower)}
-    spread = max((r.max() - r.min()).item() for r in runs.values())
-    return (runs[upper].mean() - runs[lower].mean()).item(), spread
-
-
-def gap(task: str, upper: str, lower: str) -> tuple[float, float]:
-    """score_gap for a task of the ladder."""
-    return score_gap({arm: ladder[task, arm] for arm in (upper, lower)}, upper, lower)
-
-
-REAL, COURSE, RANDOM = "all-MiniLM-L6-v2", "course checkpoint", "random init"
-for task in LADDER:
-    for upper, lower in [(COURSE, RANDOM), (REAL, COURSE), (REAL, RANDOM)]:
-        points, spread = gap(task, upper, lower)
-        print(
-            f"{task}: {upper} vs {lower}: {points:+.1f} points "
-            f"(seeds' spread {spread:.1f})"
-        )
-    best_baseline = 100 * max(baselines[task].values())
-    print(f"{task}: best baseline without a model {best_baseline:.1f}%")
-
-
-def verdict(task: str) -> str:
-    points, spread = gap(task, COURSE, RANDOM)
-    if points > spread:
-        return f"beats random init by {points:.1f} points"
-    if points < -spread:
-        return f"falls {-points:.1f} points behind random init"
-    return (
-        f"is level with random init ({points:+.1f} points, within the seeds' "
-        f"spread of {spread:.1f})"
-    )
-
-
-print()
-for task in LADDER:
-    real_lead = gap(task, REAL, RANDOM)[0]
-    print(
-        f"{task}: the real encoder beats random init by {real_lead:.1f} points and "
-        f"every baseline; the course checkpoint {verdict(task)}."
-    )
-if not is_quick():
-    for task in LADDER:
-        real = torch.tensor(ladder[task, REAL])
-        for arm in (RANDOM, COURSE):  # the real encoder leads
-            assert real.min() > max(ladder[task, arm]), (task, arm)  # past every seed,
-        assert real.min() > max(baselines[task].values()), task  # and every baseline
-    assert gap("ud_pos", COURSE, RANDOM)[0] > gap("ud_pos", COURSE, RANDOM)[1]
-    for task in LADDER:  # the course checkpoint: every seed ahead
-        assert min(ladder[task, COURSE]) > max(ladder[task, RANDOM]), task
-
-
-# %% [markdown]
-# On these two tasks both kinds of pretraining pay off, by different amounts. Tagging a word's
-# part of speech depends on the word's form and its neighbours, the local statistics that masked
-# language modelling picks up first; the course checkpoint carries them to the tagger, far beyond
-# the seeds' spread. Telling 77 banking intents apart from two questions each depends on what
-# sentences *mean*, on knowing that "top up" and "add money" say the same thing. There the course
-# checkpoint starts ahead too (every one of its seeds scores above every seed of random init, as
-# the cell asserts), by the margin the verdict above gives against the seeds' spread; the real
-# encoder, trained on billions of words and then on a billion sentence pairs, leads on both tasks
-# by a wide margin. Pretraining pays off in proportion to what it had time to learn, and for the
-# course checkpoint partly because it read these tasks' unlabelled text: on a task whose text it
-# never read (movie-review polarity, 32 examples per label, three seeds; the scores are on the
-# {doc}`projects page <../book/projects>`), it scored level with random init, within the seeds'
-# spread, while the real encoder was far ahead. An earlier course checkpoint, trained with the
-# rest of the same recipe but on a vocabulary learned by chapter 7's ratio score, which left "the"
-# and "have" in pieces (chapter 9), fell *behind* random init on Banking77 (an earlier run, not
-# repeated here): what a model can learn depends on the units it reads.
-#
-# (sec-ft-ner-ladder)=
-# ### Named entities on the ladder
-#
-# The same three encoders, now on the entities of {ref}`sec-ft-ner`: each fine-tunes a token
-# classifier on 300 sentences of UNER's development file for 4 epochs and is scored on 600 test
-# sentences with entity-level F1, over the same seeds. UNER's training file is not part of the
-# course data, so the development file serves for training and for choosing: each arm takes the
-# learning rate from the ladder's grid that scored best on 300 *other* development sentences
-# (`experiments/ner_sweep.py`, run once outside the book, like the sweep above). The baseline
-# tags every word with its most frequent tag in the 300 training sentences (an unseen word gets
-# `O`): it finds the names that recur, and nothing else.
-#
-# `ner_tags` is one run: fine-tune a token classifier over an arm's fresh encoder, then read
-# the tag of each word's first piece.
-
-# %% tags=["export:finetuning.ladder"]
-def ner_tags(
-    arm: LadderArm,
-    train: list,
-    test: list,
-    *,
-    lr: float,
-    seed: int,
-    epochs: int = 4,
-    max_len: int = 128,
-) -> list[list[str]]:
-    """Fine-tune a token classifier (NER_TAGS) over ``arm``'s fresh encoder on the
-    tagged ``train`` sentences; the predicted tags of every ``test`` sentence. Inputs
-    are cut to ``max_len`` pieces (or the encoder's maximum); a word cut off gets O."""
-    encoder = arm.make_encoder(seed)
-    max_len = min(max_len, encoder.config.max_len)
-    pad = arm.tokenizer.vocab["[PAD]"]
-    features, _ = encode_tagged(arm.tokenizer, train, max_len=max_len)
-    test_features, _ = encode_tagged(arm.tokenizer, test, max_len=max_len)
-    torch.manual_seed(seed)  # the head's weights, dropout
-    model = TokenClassifier(encoder, len(NER_TAGS)).to(get_device())
-    finetune(
-        model, features, pad_id=pad, epochs=epochs, batch_size=16, lr=lr, seed=seed
-    )
-    predicted = []
-    logits = predict(model, test_features, pad_id=pad)
-    for sentence, feature, scores in zip(test, test_features, logits):
-        # each word's first piece
-        first = torch.tensor(feature["labels"]) != IGNORE_INDEX
-        tags = [NER_TAGS[i] for i in scores.argmax(-1)[first].tolist()]
-        predicted.append(tags + ["O"] * (len(sentence.words) - len(tags)))
-    return predicted
-
-
-# %%
-ner_train = evenly_spaced(ner_train_all, pick(quick=16, full=300))
-ner_test = evenly_spaced(ner_test_all, pick(quick=16, full=600))
-NER_EPOCHS = pick(quick=1, full=4)
-gold_tags = [[NER_TAGS[t] for t in s.tags] for s in ner_test]
-
-seen = defaultdict(Counter)
-for s in ner_train:
-    for word, tag in zip(s.words, s.tags):
-        seen[word][tag] += 1
-memorised = [
-    [NER_TAGS[seen[w].most_common(1)[0][0]] if w in seen else "O" for w in s.words]
-    for s in ner_test
-]
-ner_baseline = entity_scores(gold_tags, memorised)["overall"]["f1"]
-
-
-ner_sweep = load_result("ner_sweep")["validation"]
-ner_rates = {arm: float(max(f1, key=f1.get)) for arm, f1 in ner_sweep.items()}
-print("learning rates chosen on validation sentences:", ner_rates)
-
-
-start = time.perf_counter()
-ner_predictions, ner_f1 = {}, {}
-for arm_name, arm in arms.items():
-    for seed in SEEDS:
-        lr = ner_rates[arm_name]
-        predicted = ner_tags(
-            arm, ner_train, ner_test, lr=lr, seed=seed, epochs=NER_EPOCHS
-        )
-        ner_predictions[arm_name, seed] = predicted
-        scores = entity_scores(gold_tags, predicted)
-        ner_f1.setdefault(arm_name, []).append(scores["overall"]["f1"])
-print(
-    f"{len(arms) * len(SEEDS)} runs in {time.perf_counter() - start:.0f} s; "
-    f"{len(ner_train)} training, {len(ner_test)} test sentences"
-)
-print(f"memorised names (baseline): entity F1 {ner_baseline:.1%}")
-for arm_name, runs in ner_f1.items():
-    runs = torch.tensor(runs)
-    per_type = entity_scores(gold_tags, ner_predictions[arm_name, SEEDS[0]])
-    kinds = ", ".join(
-        f"{k} {v['f1']:.0%}" for k, v in per_type.items() if k != "overall"
-    )
-    print(
-        f"{arm_name:>18}: entity F1 {runs.mean():.1%} [{runs.min():.1%}, "
-        f"{runs.max():.1%}]  (seed {SEEDS[0]}: {kinds})"
-    )
-
-
-# %%
-def ner_gap(upper: str, lower: str) -> tuple[float, float]:
-    return score_gap(ner_f1, upper, lower)
-
-
-for upper, lower in [(COURSE, RANDOM), (REAL, COURSE), (REAL, RANDOM)]:
-    points, spread = ner_gap(upper, lower)
-    print(
-        f"named entities: {upper} vs {lower}: {points:+.1f} points "
-        f"(seeds' spread {spread:.1f})"
-    )
-points, spread = ner_gap(COURSE, RANDOM)
-course_verdict = (
-    "beats random init"
-    if points > spread
-    else "falls behind random init"
-    if points < -spread
-    else "is level with random init, within the seeds' spread"
-)
-print(
-    f"The real encoder leads by {ner_gap(REAL, RANDOM)[0]:.1f} points over random "
-    f"init and is {100 * (min(ner_f1[REAL]) - ner_baseline):.1f} points above the "
-    f"baseline on its worst seed; the course checkpoint {course_verdict}."
-)
-if not is_quick():
-    for arm in (RANDOM, COURSE):
-        assert min(ner_f1[REAL]) > max(ner_f1[arm]), arm  # past every seed
-    assert min(ner_f1[REAL]) > ner_baseline + 0.1  # and the baseline
-for arm in (RANDOM, COURSE):
-    reached = "reaches" if min(ner_f1[arm]) > ner_baseline else "does not reach"
-    print(f"{arm} {reached} the baseline that memorises names on every seed")
-
-
-# %% [markdown]
-# What goes wrong? Every predicted entity that is not correct, and every gold entity that no
-# prediction touches, falls in one of four kinds: the right words with the **wrong type**, an
-# overlapping entity with **wrong boundaries**, a **spurious** entity where there is none, and a
-# **missed** one. The counts and an example of each, for the real encoder's first seed:
-
-# %%
-def error_kinds(gold: list[str], predicted: list[str]) -> list[tuple[str, tuple]]:
-    """Each mistake of one sentence: (kind, (type, first word, last word + 1))."""
-    gold_spans, predicted_spans = entity_spans(gold), entity_spans(predicted)
-
-    def overlaps(a, b) -> bool:
-        return a[1] < b[2] and b[1] < a[2]
-
-    errors = []
-    for p in predicted_spans - gold_spans:
-        if any(g[1:] == p[1:] for g in gold_spans):
-            errors.append(("wrong type", p))
-        elif any(overlaps(g, p) for g in gold_spans):
-            errors.append(("wrong boundaries", p))
-        else:
-            errors.append(("spurious", p))
-    errors += [
-        ("missed", g)
-        for g in gold_spans - predicted_spans
-        if not any(overlaps(g, p) for p in predicted_spans)
-    ]
-    return errors
-
-
-real_predictions = ner_predictions[REAL, SEEDS[0]]
-by_kind = Counter(
-    kind for g, p in zip(gold_tags, real_predictions) for kind, _ in error_kinds(g, p)
-)
-print(dict(by_kind.most_common()))
-shown = set()
-for sentence, g, p in zip(ner_test, gold_tags, real_predictions):
-    for kind, (label, first, last) in error_kinds(g, p):
-        if kind not in shown and len(sentence.words) <= 20:
-            shown.add(kind)
-            gold_here = sorted(
-                e for e in entity_spans(g) if e[1] < last and first < e[2]
-            )
-            print(
-                f"{kind:>16}: {' '.join(sentence.words[first:last])!r} as {label}; "
-                f"gold "
-                f"{[(t, ' '.join(sentence.words[a:b])) for t, a, b in gold_here]}\n"
-                f"{'':>18}{' '.join(sentence.words)}"
-            )
-
-# %% [markdown]
-# Entities in web text are hard in ways that newswire (CoNLL-2003) is not: lower-cased names
-# ("tampa bay"), products and web sites that annotators may or may not call organisations, and
-# names that are also common words. With 300 training sentences the two small encoders stay far
-# behind the real encoder (the lines above say whether they even pass the baseline that memorises
-# names), while the real encoder, which met these names and their contexts in pretraining, reads
-# the context around a word it has never seen with a label. Pretraining pays off on the
-# task where its knowledge of the world matters most.
-#
-# (sec-ft-pairs)=
-# ### Sentence pairs on the ladder
-#
-# The first row of the task table, a *pair* of texts, is how BERT reads entailment, paraphrase
-# and similarity: both texts go into one input, `[CLS] A [SEP] B [SEP]`, with segment id 0 on
-# the first and 1 on the second, and the classifier reads one summary of the pair. Every word of
-# one text attends to every word of the other, in every layer. GLUE's QNLI is such a task, and it
-# was made from SQuAD {cite}`wang2018glue`: pair a question with a sentence of its paragraph, and
-# label the pair by whether the sentence holds the answer. The BERT paper's Table 1 lists 108k
-# training pairs for it and 90.5% test accuracy for BERT-base {cite}`devlin2019bert`.
-# {numref}`fig-ft-pair` draws such a pair, Ozdemir's question with a sentence that answers it.
-
-# %% mystnb={"figure": {"caption": "Sentence-pair classification, drawn for the course's encoder and the pair \"Where does Matt live?\" / \"Matt lives in Canada and Sinan lives in California\" (cut, \"\u2026\", before its last token). The two texts share one input, segment A then segment B; the classifier reads the pooled `[CLS]` vector only and gives two scores: the sentence holds the answer, or it does not.", "name": "fig-ft-pair"}, "image": {"alt": "Diagram drawn bottom to top. [CLS], the question tokens and [SEP] (segment A, blue), then the sentence tokens and [SEP] (segment B, yellow) go into the pretrained encoder, which gives one vector h per token. Only the vector of [CLS] is used: the pooler (tanh of W h plus b) and a linear layer from D to 2 give two scores, one per class of the pair; here the sentence holds the answer. The other vectors are dashed."}} tags=["diagram", "hide-input"]
-from tinybert.diagrams import sentence_pair_diagram
-
-matt_ids, matt_types = encode_pair(
-    tokenizer.encode("Where does Matt live?").ids,
-    tokenizer.encode("Matt lives in Canada and Sinan lives in California").ids,
-    special,
-    config.max_len,
-)
-sentence_pair_diagram(
-    config,
-    [tokenizer.id_to_token[i] for i in matt_ids],
-    matt_types,
-    n_labels=2,
-    label="1, the sentence holds the answer",
-)
-
-# %% [markdown]
-# We make the same kind of task from the course's SQuAD split of {ref}`sec-ft-qa`, with two
-# pairs per question so that the classes are balanced: the sentence that holds the first
-# reference answer (label 1), and another sentence of the same paragraph that holds none of the
-# reference answers (label 0), drawn at random with the question's id as the seed. Sentences
-# are cut by chapter 9's `split_sentences`; a question whose answer crosses a sentence boundary,
-# or whose paragraph has no sentence without an answer, is skipped and counted. The articles keep
-# the split of the SQuAD section (8 for evaluation, 40 for training), and a validation split for
-# choosing learning rates is cut from the 40 training articles in the same way: every fifth, 8
-# articles, for validation, the other 32 to train. No article, and so no paragraph, is on two
-# sides.
-
-# %% tags=["export:finetuning.sentence_pairs"]
-from __future__ import annotations
-
-import random
-import re
-from collections import Counter
-from dataclasses import dataclass
-
-import torch
-
-from tinybert.finetuning.heads import SequenceClassifier
-from tinybert.finetuning.ladder import LadderArm
-from tinybert.finetuning.loop import finetune, predict
-from tinybert.finetuning.metrics import accuracy
-from tinybert.finetuning.squad import load_squad_dev_split, split_squad
-from tinybert.finetuning.tasks import evenly_spaced
-from tinybert.pretraining.corpus import split_sentences  # chapter 9
-from tinybert.pretraining.objective import SpecialTokens  # chapter 9
-from tinybert.pretraining.pairs import encode_pair  # chapter 9
-from tinybert.runtime import get_device, pick
-
-
-# %% tags=["export:finetuning.sentence_pairs"]
-@dataclass
-class SentencePair:
-    """A question and one sentence of its paragraph; label 1 if it holds the answer."""
-
-    question: str
-    sentence: str
-    label: int
-    title: str = ""  # the article, to check that splits never share one
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """The (start, end) character offsets in ``text`` of the sentences that
-    split_sentences finds (it joins runs of white space, so each word is looked up in
-    the original)."""
-    spans, cursor = [], 0
-    for sentence in split_sentences(text):
-        words = sentence.split()
-        start = end = text.index(words[0], cursor)
-        for word in words:
-            end = text.index(word, end) + len(word)
-        spans.append((start, end))
-        cursor = end
-    return spans
-
-
-def question_sentence_pairs(squad: dict) -> tuple[list[SentencePair], Counter]:
-    """QNLI-style pairs from a SQuAD object, two per question: the sentence of the
-    paragraph that holds the first reference answer (label 1) and, drawn with the
-    question's id as the seed, one that holds no reference answer (label 0). A question
-    is skipped, and counted, when its answer crosses a sentence boundary or every
-    sentence holds an answer."""
-    pairs, skipped = [], Counter()
-    for article in squad["data"]:
-        for paragraph in article["paragraphs"]:
-            context = paragraph["context"]
-            spans = sentence_spans(context)
-            for qa in paragraph["qas"]:
-                answers = [
-                    (a["answer_start"], a["answer_start"] + len(a["text"]))
-                    for a in qa["answers"]
-                ]
-                start, end = answers[0]
-                holding = [(s, e) for s, e in spans if s <= start and end <= e]
-                free = [
-                    (s, e)
-                    for s, e in spans
-                    if not any(a < e and s < b for a, b in answers)
-                ]
-                if not holding:
-                    skipped["answer across sentences"] += 1
-                    continue
-                if not free:
-                    skipped["no sentence without an answer"] += 1
-                    continue
-                negative = random.Random(qa["id"]).choice(free)
-                for (s, e), label in ((holding[0], 1), (negative, 0)):
-                    question, title = qa["question"], article["title"]
-                    pairs.append(SentencePair(question, context[s:e], label, title))
-    return pairs, skipped
-
-
-# %% tags=["export:finetuning.sentence_pairs"]
-@dataclass(frozen=True)
-class PairTask:
-    train_pairs: int  # of evenly spread questions of the training articles
-    eval_pairs: int  # likewise of the validation or test articles
-    epochs: int
-    batch_size: int = 8
-    max_len: int = 64
-
-
-PAIR_TASK = PairTask(
-    pick(quick=16, full=256), pick(quick=16, full=400), pick(quick=1, full=3)
-)
-
-
-def pair_splits() -> dict[str, list[SentencePair]]:
-    """The pairs of the course's SQuAD split: "test" from its 8 evaluation articles;
-    "validation" from every fifth of its 40 training articles, "train" from the other
-    32."""
-    train_articles, eval_articles = load_squad_dev_split()
-    fit, validation = split_squad(train_articles, every=5)
-    named = (("train", fit), ("validation", validation), ("test", eval_articles))
-    return {name: question_sentence_pairs(data)[0] for name, data in named}
-
-
-def pair_subset(pairs: list[SentencePair], n: int | None) -> list[SentencePair]:
-    """The pairs of n // 2 evenly spread questions (both pairs of each: balanced)."""
-    questions = [pairs[i : i + 2] for i in range(0, len(pairs), 2)]
-    chosen = evenly_spaced(questions, None if n is None else n // 2)
-    return [pair for both in chosen for pair in both]
-
-
-# %%
-pair_data = pair_splits()
-for name, pairs in pair_data.items():
-    positive = sum(p.label for p in pairs)
-    print(
-        f"{name:>10}: {len(pairs):,} pairs ({positive:,} with the answer) from "
-        f"{len({p.title for p in pairs})} articles"
-    )
-    assert positive * 2 == len(pairs)  # balanced
-print(
-    "skipped in the evaluation articles:",
-    dict(question_sentence_pairs(squad_eval_data)[1]),
-)
-titles = {name: {p.title for p in pairs} for name, pairs in pair_data.items()}
-assert not titles["train"] & titles["validation"]
-assert not titles["test"] & (titles["train"] | titles["validation"])
-for pair in pair_data["test"][:2]:
-    print(f"  {pair.label}  {pair.question!r}\n     {pair.sentence[:100]!r}")
-
-# %% [markdown]
-# **Two baselines that need no model.** Half the pairs hold the answer, so the majority class
-# is right half of the time. A sharper baseline counts words: the share of the question's
-# distinct words, lower-cased, that the sentence also has. The threshold above which a pair is
-# called an answer is the one that is right most often on the training pairs.
-
-# %% tags=["export:finetuning.sentence_pairs"]
-_WORD = re.compile(r"\w+")
-
-
-def question_overlap(question: str, sentence: str) -> float:
-    """The share of the question's distinct lower-cased words that the sentence has."""
-    asked = set(_WORD.findall(question.lower()))
-    if not asked:
-        raise ValueError(f"expected a question with a word, got {question!r}")
-    return len(asked & set(_WORD.findall(sentence.lower()))) / len(asked)
-
-
-def overlap_threshold(pairs: list[SentencePair]) -> tuple[float, float]:
-    """The threshold t for "label 1 when question_overlap > t" that is right most often
-    on ``pairs``, and that accuracy."""
-    if not pairs:
-        raise ValueError("expected at least one pair to fit the threshold on, got none")
-    scored = sorted((question_overlap(p.question, p.sentence), p.label) for p in pairs)
-    best_t, correct = -1.0, sum(label for _, label in scored)  # -1: every pair is 1
-    best_correct = correct
-    for i, (overlap, label) in enumerate(scored):
-        correct += 1 if label == 0 else -1  # this pair is now called 0
-        if i + 1 < len(scored) and scored[i + 1][0] == overlap:
-            continue  # no threshold splits equal overlaps
-        if correct > best_correct:
-            best_t, best_correct = overlap, correct
-    return best_t, best_correct / len(scored)
-
-
-# %%
-pair_train = pair_subset(pair_data["train"], PAIR_TASK.train_pairs)
-pair_test = pair_subset(pair_data["test"], PAIR_TASK.eval_pairs)
-pair_gold = torch.tensor([p.label for p in pair_test])
-threshold, fitted = overlap_threshold(pair_train)
-overlap_calls = [
-    int(question_overlap(p.question, p.sentence) > threshold) for p in pair_test
-]
-pair_baselines = {
-    "majority class": accuracy(torch.ones_like(pair_gold), pair_gold),
-    "word overlap": accuracy(torch.tensor(overlap_calls), pair_gold),
-}
-print(
-    f"{len(pair_train)} training and {len(pair_test)} test pairs; overlap > "
-    f"{threshold:.2f} is right on {fitted:.1%} of the training pairs"
-)
-print(
-    ", ".join(f"{name} {value:.1%}" for name, value in pair_baselines.items()),
-    "on test",
-)
-
-# %% [markdown]
-# `encode_pairs` packs a pair with chapter 9's `encode_pair`: the question cut to 24 pieces,
-# then the longer segment cut until the whole fits 64 positions. For the ablation below it can
-# also leave out what makes the input a pair: the segment ids (all 0), or the `[SEP]` between the
-# two texts (one segment).
-
-# %% tags=["export:finetuning.sentence_pairs"]
-PAIR_FORMATS = ("pair", "no segment ids", "no [SEP]")
-
-
-def encode_pairs(
-    tokenizer,
-    pairs: list[SentencePair],
-    *,
-    max_len: int = 64,
-    pair_format: str = "pair",
-) -> list[dict]:
-    """Features for pair classification. "pair": [CLS] question [SEP] sentence [SEP],
-    segment ids 0 then 1; "no segment ids": the same tokens, every id 0; "no [SEP]":
-    [CLS] question sentence [SEP], one segment. The question is cut to 24 pieces."""
-    if pair_format not in PAIR_FORMATS:
-        raise ValueError(
-            f"pair_format: expected one of {PAIR_FORMATS}, got {pair_format!r}"
-        )
-    special = SpecialTokens.from_vocab(tokenizer.vocab)
-    features = []
-    for pair in pairs:
-        question = tokenizer.encode(pair.question).ids[:24]
-        sentence = tokenizer.encode(pair.sentence).ids
-        if pair_format == "no [SEP]":
-            ids, segments = encode_pair(question + sentence, None, special, max_len)
-        else:
-            ids, segments = encode_pair(question, sentence, special, max_len)
-        if pair_format == "no segment ids":
-            segments = [0] * len(ids)
-        features.append(
-            {"input_ids": ids, "token_type_ids": segments, "labels": pair.label}
-        )
-    return features
-
-
-# %%
-for pair_format in PAIR_FORMATS:
-    (feature,) = encode_pairs(
-        arms[REAL].tokenizer, [pair_test[0]], pair_format=pair_format
-    )
-    shown = [
-        f"{arms[REAL].tokenizer.id_to_token[i]}/{s}"
-        for i, s in zip(feature["input_ids"], feature["token_type_ids"])
-    ]
-    print(f"{pair_format:>15}: {' '.join(shown[:16])} ...")
-
-
-# %% [markdown]
-# Each arm fine-tunes a sequence classifier over a fresh encoder (mean pooling, as on the
-# ladder) on the training pairs, with its own learning rate from the ladder's grid, chosen on the
-# validation articles by `experiments/pair_sweep.py` (run once, outside the book, like the other
-# sweeps), and the same seeds. Each trained model is then scored on the test pairs in all three
-# formats.
-
-# %% tags=["export:finetuning.sentence_pairs"]
-def pair_run(
-    arm: LadderArm,
-    splits: dict,
-    *,
-    lr: float,
-    seed: int,
-    split: str = "test",
-    formats: tuple[str, ...] = PAIR_FORMATS,
-) -> dict[str, float]:
-    """Fine-tune a sequence classifier over ``arm``'s fresh encoder on PAIR_TASK's
-    training pairs (pair format); its accuracy on ``split`` in each of ``formats``."""
-    task, tokenizer = PAIR_TASK, arm.tokenizer
-    pad = tokenizer.vocab["[PAD]"]
-    train = pair_subset(splits["train"], task.train_pairs)
-    features = encode_pairs(tokenizer, train, max_len=task.max_len)
-    evaluation = pair_subset(splits[split], task.eval_pairs)
-    gold = torch.tensor([p.label for p in evaluation])
-    encoder = arm.make_encoder(seed)
-    torch.manual_seed(seed)  # the head's weights and dropout
-    model = SequenceClassifier(encoder, 2, pooling=arm.pooling).to(get_device())
-    finetune(
-        model,
-        features,
-        pad_id=pad,
-        epochs=task.epochs,
-        batch_size=task.batch_size,
-        lr=lr,
-        seed=seed,
-    )
-    scores = {}
-    for pair_format in formats:
-        inputs = encode_pairs(
-            tokenizer, evaluation, max_len=task.max_len, pair_format=pair_format
-        )
-        predicted = torch.stack(predict(model, inputs, pad_id=pad)).argmax(-1)
-        scores[pair_format] = accuracy(predicted, gold)
-    return scores
-
-
-# %%
-pair_sweep = load_result("pair_sweep")["validation"]
-pair_rates = {arm: float(max(acc, key=acc.get)) for arm, acc in pair_sweep.items()}
-print("learning rates chosen on the validation articles:", pair_rates)
-
-start = time.perf_counter()
-pair_scores = {pair_format: {} for pair_format in PAIR_FORMATS}
-for arm_name, arm in arms.items():
-    for seed in SEEDS:
-        scores = pair_run(arm, pair_data, lr=pair_rates[arm_name], seed=seed)
-        for pair_format, value in scores.items():
-            pair_scores[pair_format].setdefault(arm_name, []).append(value)
-print(
-    f"{len(arms) * len(SEEDS)} runs in {time.perf_counter() - start:.0f} s; test "
-    f"accuracy (%), mean [min, max] over seeds {SEEDS}, by the input at test time:"
-)
-print(f"{'':<16}" + "".join(f"{arm:>22}" for arm in arms))
-for pair_format, by_arm in pair_scores.items():
-    cells = [
-        f"{100 * sum(r) / len(r):.1f} [{100 * min(r):.1f}, {100 * max(r):.1f}]"
-        for r in by_arm.values()
-    ]
-    print(f"{pair_format:<16}" + "".join(f"{cell:>22}" for cell in cells))
-
-# %% [markdown]
-# The claims, with the same rule as on the ladder: a gap counts when it is larger than the spread
-# over seeds. The ablation compares each trained model with itself, on the same test pairs, so its
-# measure is the drop of each seed.
-
-# %%
-paired = pair_scores["pair"]
-for upper, lower in [(REAL, RANDOM), (COURSE, RANDOM), (REAL, COURSE)]:
-    points, spread = score_gap(paired, upper, lower)
-    print(
-        f"pairs: {upper} vs {lower}: {points:+.1f} points (seeds' spread {spread:.1f})"
-    )
-# each run's loss of accuracy, in points, when tested in another format
-drops = {
-    (pair_format, arm): [
-        100 * (whole - cut)
-        for whole, cut in zip(paired[arm], pair_scores[pair_format][arm])
-    ]
-    for pair_format in PAIR_FORMATS[1:]
-    for arm in arms
-}
-for (pair_format, arm), points in drops.items():
-    shown = ", ".join(f"{-p:+.1f}" for p in points)
-    print(f"{arm:>18} tested with {pair_format}: {shown} points (each seed)")
-overlap_lead = 100 * (pair_baselines["word overlap"] - max(paired[REAL]))
-print(
-    f"word overlap {100 * pair_baselines['word overlap']:.1f}%, "
-    f"{overlap_lead:+.1f} points against the real encoder's best seed"
-)
-if not is_quick():
-    for arm in (RANDOM, COURSE):  # the real encoder leads past every seed
-        assert min(paired[REAL]) > max(paired[arm]), arm
-    # and is above the majority class by more than 2 standard errors on every seed
-    assert min(paired[REAL]) > pair_baselines["majority class"] + 0.05
-    for key, points in drops.items():  # every run loses points in either format
-        assert min(points) > 0, key
-    no_segments, no_sep = drops["no segment ids", REAL], drops["no [SEP]", REAL]
-    assert all(sep > seg for seg, sep in zip(no_segments, no_sep))
-    majority = pair_baselines["majority class"]
-    for arm in (RANDOM, COURSE):  # the small encoders: a few points above chance,
-        assert max(paired[arm]) < majority + 0.1, arm
-        # at chance without segment ids
-        assert max(pair_scores["no segment ids"][arm]) < majority + 0.03, arm
-    assert overlap_lead > 5  # counting words still wins at this size
-
-# %% [markdown]
-# The real encoder learns the task from 256 pairs, on every seed past every seed of the two small
-# encoders, which stay a few points above the majority class whether or not the course pretrained
-# them. The ablation shows that the models read the input as two texts: every trained model, shown
-# the test pairs without segment ids, loses points, and the small ones fall to the majority class
-# (about 50%); the real encoder loses more, on every seed, when the `[SEP]` between question and
-# sentence is gone as well.
-#
-# Counting words beats all of them. SQuAD's question writers read the paragraph and reused its
-# words, so the sentence that holds the answer shares more of the question's words than another
-# sentence of the same paragraph; 256 pairs are too few for a cross-encoder to learn more than
-# that (BERT-base, fine-tuned on QNLI's 108k pairs, reaches 90.5%). GLUE made QNLI harder for
-# this shortcut: it dropped the pairs whose sentence shares few words with the question
-# {cite}`wang2018glue`, so that a wrong sentence shares words too. {numref}`ex-ft-word-overlap`
-# builds the same baseline for paraphrases.
-#
-# (sec-ft-feature-based)=
-# ## Feature-based BERT: which layer?
-#
-# Fine-tuning is not the only way to use a pretrained encoder. In the
-# {term}`feature-based approach` the encoder stays frozen: it computes the vectors of every word once, and only a small model on
-# top of them is trained, as with ELMo ({doc}`02_word_vectors`). It costs one forward pass over
-# the data instead of a forward and a backward pass per step, and the same vectors can serve many
-# tasks. The BERT paper tried it on the CoNLL-2003 named entities {cite}`devlin2019bert` (its
-# Table 7): the vectors of one or more layers of a frozen BERT-base went into a two-layer BiLSTM,
-# and the question was *which layer* gives the best features. Its dev-set F1:
-#
-# | BERT-base on CoNLL-2003 (the paper's Table 7) | dev F1 |
-# |---|---|
-# | fine-tuning | 96.4 |
-# | feature-based: the embeddings | 91.0 |
-# | feature-based: the second-to-last layer | 95.6 |
-# | feature-based: the last layer | 94.9 |
-# | feature-based: weighted sum of the last four layers | 95.9 |
-# | feature-based: the last four layers, concatenated | 96.1 |
-# | feature-based: weighted sum of all 12 layers | 95.5 |
-#
-# Concatenating the top four layers came within 0.3 F1 of fine-tuning. The table of masking
-# strategies in {ref}`Straka's lecture slides <sources-decks>` (Charles University, 2023; the
-# paper's Table 8) makes the same comparison for BERT's 80/10/10 masking:
-# 95.4 fine-tuned, 94.9 feature-based.
-#
-# We repeat the experiment on the entities of {ref}`sec-ft-ner-ladder` with the real encoder,
-# all-MiniLM-L6-v2, frozen. One forward pass over the same training and test sentences (with
-# `output_hidden_states=True`) keeps the vector of every word's first piece from the embeddings
-# and from each of the six layers. Then a linear classifier, a {term}`linear probe`, is trained
-# on each layer's vectors, and on the last four layers concatenated. A probe is smaller than the
-# paper's BiLSTM, so it shows more plainly what each layer's vectors hold by themselves. Its loss,
-# cross-entropy plus a small penalty on the squared weights, is convex: L-BFGS reaches the same
-# minimum from any start, so a probe needs no seeds.
-
-# %% tags=["export:finetuning.feature_based"]
-from __future__ import annotations
-
-import torch
-import torch.nn.functional as F
-from torch import nn
-
-from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.pretraining.examples import pad_features  # chapter 9
-
-
-# %% tags=["export:finetuning.feature_based"]
-@torch.no_grad()
-def labelled_vectors(
-    encoder: nn.Module, features: list[dict], *, pad_id: int, batch_size: int = 64
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One forward pass of the frozen ``encoder`` over tagged ``features``: the vectors
-    of every labelled position (each word's first piece) from the embeddings and from
-    every layer, (L + 1, N, D), and their N labels, in the order of the words."""
-    device = next(encoder.parameters()).device
-    encoder.eval()
-    vectors, labels = [], []
-    for start in range(0, len(features), batch_size):
-        batch = pad_features(features[start : start + batch_size], pad_id)
-        inputs = (batch[k].to(device) for k in ("input_ids", "token_type_ids"))
-        mask = batch["attention_mask"].to(device)
-        out = encoder(*inputs, mask, output_hidden_states=True)
-        keep = batch["labels"] != IGNORE_INDEX  # (B, T)
-        layers = torch.stack(out.hidden_states).cpu()  # (L + 1, B, T, D)
-        vectors.append(layers[:, keep].float())  # (L + 1, n, D)
-        labels.append(batch["labels"][keep])
-    return torch.cat(vectors, dim=1), torch.cat(labels)
-
-
-class LinearProbe(nn.Module):
-    """A linear classifier on frozen vectors, standardised with the training vectors'
-    mean and standard deviation: (N, D) -> (N, C) logits."""
-
-    def __init__(self, x: torch.Tensor, n_labels: int):
-        super().__init__()
-        self.register_buffer("mean", x.mean(dim=0))
-        self.register_buffer("std", x.std(dim=0) + 1e-6)
-        self.linear = nn.Linear(x.shape[1], n_labels)
-        nn.init.zeros_(self.linear.weight)  # convex: no random start needed
-        nn.init.zeros_(self.linear.bias)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear((x - self.mean) / self.std)
-
-
-def train_probe(
-    x: torch.Tensor,
-    y: torch.Tensor,
-    n_labels: int,
-    *,
-    l2: float = 1e-3,
-    max_iter: int = 200,
-) -> LinearProbe:
-    """Multinomial logistic regression on (N, D) vectors: cross-entropy plus ``l2``
-    times the squared weights, minimised by L-BFGS. The loss is convex, so the fit is
-    the same from any start: the probe has no seed."""
-    if x.ndim != 2 or x.shape[0] != y.shape[0]:
-        raise ValueError(
-            f"expected (N, D) vectors and N labels, got vectors of shape "
-            f"{tuple(x.shape)} and {y.shape[0]} labels"
-        )
-    probe = LinearProbe(x, n_labels)
-    optimizer = torch.optim.LBFGS(
-        probe.linear.parameters(), max_iter=max_iter, line_search_fn="strong_wolfe"
-    )
-    standardised = (x - probe.mean) / probe.std
-
-    def closure() -> torch.Tensor:
-        optimizer.zero_grad()
-        logits = probe.linear(standardised)
-        loss = F.cross_entropy(logits, y) + l2 * probe.linear.weight.square().sum()
-        loss.backward()
-        return loss
-
-    optimizer.step(closure)
-    return probe.eval()
-
-
-# %%
-start = time.perf_counter()
-real_arm = arms[REAL]
-real_encoder = real_arm.make_encoder(0).to(device)
-real_pad = real_arm.tokenizer.vocab["[PAD]"]
-train_vectors, train_tags = labelled_vectors(
-    real_encoder, encode_tagged(real_arm.tokenizer, ner_train)[0], pad_id=real_pad
-)
-probe_test_features, _ = encode_tagged(real_arm.tokenizer, ner_test)
-test_vectors, _ = labelled_vectors(real_encoder, probe_test_features, pad_id=real_pad)
-forward_seconds = time.perf_counter() - start
-n_layers = len(train_vectors) - 1
-probe_inputs = {
-    "embeddings" if i == 0 else f"layer {i}": (train_vectors[i], test_vectors[i])
-    for i in range(n_layers + 1)
-}
-probe_inputs["last four, concatenated"] = tuple(
-    v[-4:].permute(1, 0, 2).flatten(1)  # (N, 4D)
-    for v in (train_vectors, test_vectors)
-)
-# how many of each test sentence's words were kept (a long sentence may be cut)
-kept_words = [sum(t != IGNORE_INDEX for t in f["labels"]) for f in probe_test_features]
-
-
-def probe_tags(predictions: torch.Tensor) -> list[list[str]]:
-    """All test words' predicted tags, split back into sentences (cut words: O)."""
-    tags = []
-    for sentence, chunk in zip(ner_test, predictions.split(kept_words)):
-        tags.append([NER_TAGS[i] for i in chunk.tolist()])
-        tags[-1] += ["O"] * (len(sentence.words) - len(tags[-1]))
-    return tags
-
-
-probe_f1 = {}
-for name, (train_x, test_x) in probe_inputs.items():
-    probe = train_probe(train_x, train_tags, len(NER_TAGS))
-    with torch.no_grad():
-        predicted = probe_tags(probe(test_x).argmax(dim=-1))
-    probe_f1[name] = 100 * entity_scores(gold_tags, predicted)["overall"]["f1"]
-print(
-    f"{train_vectors.shape[1]:,} training and {test_vectors.shape[1]:,} test words, "
-    f"{n_layers + 1} x {train_vectors.shape[2]} numbers each; one forward pass "
-    f"{forward_seconds:.0f} s, all probes "
-    f"{time.perf_counter() - start - forward_seconds:.0f} s"
-)
-fine_tuned = 100 * torch.tensor(ner_f1[REAL])
-for name, f1 in probe_f1.items():
-    print(f"{name:>24}: entity F1 {f1:.1f}")
-print(
-    f"{'fine-tuned (the ladder)':>24}: entity F1 {fine_tuned.mean():.1f} "
-    f"[{fine_tuned.min():.1f}, {fine_tuned.max():.1f}]; "
-    f"memorised names {100 * ner_baseline:.1f}"
-)
-
-# %%
-names = list(probe_f1)
-plt.figure(figsize=(8, 3))
-plt.bar(range(len(names)), [probe_f1[n] for n in names], color="C2")
-plt.axhspan(
-    fine_tuned.min().item(),
-    fine_tuned.max().item(),
-    color="C1",
-    alpha=0.3,
-    label="fine-tuned, range over seeds",
-)
-plt.axhline(100 * ner_baseline, color="0.5", ls="--", label="memorised names")
-plt.xticks(range(len(names)), [n.replace(", ", "\n") for n in names], fontsize=8)
-plt.ylabel("test entity F1 (%)")
-plt.title("Frozen all-MiniLM-L6-v2 and a linear probe per layer (Universal NER EWT)")
-plt.legend(fontsize=8)
-plt.show()
-
-# %%
-single = {name: probe_f1[name] for name in list(probe_inputs)[: n_layers + 1]}
-best_layer = max(single, key=single.get)
-ends = max(single["embeddings"], single[f"layer {n_layers}"])
-print(
-    f"best single layer: {best_layer} ({single[best_layer]:.1f}); the embeddings "
-    f"{single['embeddings']:.1f}, the last layer {single[f'layer {n_layers}']:.1f}, "
-    f"the last four concatenated {probe_f1['last four, concatenated']:.1f}"
-)
-print(
-    f"the probe on {best_layer} against fine-tuning the whole encoder: "
-    f"{single[best_layer] - fine_tuned.max():+.1f} points from fine-tuning's best seed"
-)
-steps = -(-len(ner_train) // 16) * pick(quick=1, full=4)
-probe_size = (train_vectors.shape[2] + 1) * len(NER_TAGS)
-print(f"fine-tuning took {steps} steps; a probe has {probe_size:,} numbers")
-if not is_quick():
-    middle = [f"layer {i}" for i in range(1, n_layers)]
-    assert best_layer in middle, best_layer  # neither end of the encoder
-    assert single[best_layer] > ends + 5
-    assert single[best_layer] > fine_tuned.max() + 5  # past fine-tuning's every seed
-
-
-# %% [markdown]
-# Two things differ from the paper. First, all-MiniLM-L6-v2's best features sit in the *middle*
-# of the encoder, not at its top: the embeddings know only the word, and the last layer falls
-# far behind the middle ones. Its last training stage explains it: it was tuned on a
-# billion sentence pairs so that the *mean* of its final vectors is a good sentence embedding,
-# which pulls every word's final vector towards the meaning of the whole sentence and away from
-# what that word is. Concatenating the last four layers therefore mixes the best layers with the
-# worst. Which layer gives the best features depends on how the encoder was trained.
-#
-# Second, the probe on the best layer beats fine-tuning the whole encoder, by the margin the
-# cell prints. With 300 sentences the ladder's recipe fine-tunes 22.7 million parameters in the
-# few steps printed above, starting from a new head; the probe fits a few thousand numbers
-# exactly, on vectors that already separate the tags. The paper had about 200,000 training
-# words, and fine-tuning won. Two cautions in reading the margin: the best layer is picked here
-# on the test sentences themselves (the paper picked on its development set), and fine-tuning
-# gets the ladder's short recipe, not a search over epochs. What the comparison does show is
-# that with 300 labelled sentences a frozen middle layer and a linear probe are a strong, cheap
-# start, and the first thing to try before fine-tuning.
-#
 # (sec-ft-summary)=
 # ## Summary
 #
@@ -3857,15 +2658,7 @@ if not is_quick():
 #   decay, dropout 0.1, 2 to 4 epochs, a learning rate chosen on the validation set (the paper's
 #   grid is 5e-5, 3e-5, 2e-5). A small model on a short run needs more passes and, as
 #   {ref}`sec-ft-lr` measured, a different rate: tune it, do not copy it.
-# - What pretraining is worth is measured, not assumed ({ref}`sec-ft-gain`): the same recipe, each
-#   encoder's own learning rate from a sweep on validation data, several seeds, the test split,
-#   and baselines that need no model. A real pretrained encoder beats random initialisation on
-#   both tasks beyond the spread of the seeds. The course's own checkpoint is ahead of it on every
-#   seed of both tasks: by far on part-of-speech tagging, which rests on the local statistics that
-#   two CPU hours of masked language modelling learn, and by less on few-shot intent
-#   classification, which rests on meaning. It had read these tasks' unlabelled text; on a task
-#   whose text it never read, a recorded run found it level with random init. Freezing the encoder
-#   saves time; what it costs depends on how good the frozen features are
+# - Freezing the encoder saves time; what it costs depends on how good the frozen features are
 #   ({ref}`sec-ft-approaches`).
 # - Token classification labels the first word piece of every word and ignores the others
 #   (-100); question answering reads long paragraphs in overlapping windows, labels windows
@@ -3873,24 +2666,15 @@ if not is_quick():
 #   to characters through the tokenizer's offsets. SQuAD's exact match and F1 normalise answers
 #   before comparing and take the best reference.
 # - Named entities are tagged B-X, I-X and O and scored as whole entities: a predicted entity
-#   counts only if its type and both ends match; the real encoder finds far more of them than a
-#   baseline that memorises the training sentences' names ({ref}`sec-ft-ner`).
-# - A sentence pair is one input, `[CLS] question [SEP] sentence [SEP]` with segment ids
-#   ({ref}`sec-ft-pairs`): the real encoder learns from 256 pairs to tell the sentence that holds
-#   the answer, and tested without the segment ids or the middle `[SEP]` it loses points on every
-#   seed. Counting the question's words still beats it at that size: read a pair task's score
-#   beside that baseline.
-# - Frozen features are the cheap alternative to fine-tuning ({ref}`sec-ft-feature-based`):
-#   one forward pass, then a linear probe per layer. Which layer is best depends on how the
-#   encoder was trained: the upper layers of BERT-base (best, the last four concatenated), the
-#   middle of a sentence-embedding model.
+#   counts only if its type and both ends match ({ref}`sec-ft-ner`).
 # - Inspect the predictions, not only the score: the confusion matrix and the most confident
 #   mistakes show which distinctions the model has not learned.
 #
 # From `tinybert.finetuning.features`, `tinybert.finetuning.heads`, `tinybert.finetuning.tasks`
 # (with `tagging_tasks` and `squad`), `tinybert.finetuning.qa`, `tinybert.finetuning.metrics`,
-# `tinybert.finetuning.recipes` and `tinybert.finetuning.ladder` later chapters import the heads,
-# the loop, the data readers and the metrics to fine-tune and compare their own encoders.
+# and `tinybert.finetuning.recipes` later chapters import the heads, the loop, the data readers
+# and the metrics to fine-tune their own encoders; {doc}`11_transfer` uses them to measure what
+# pretraining is worth.
 #
 # (sec-ft-exercises)=
 # ## Exercises
@@ -4056,175 +2840,6 @@ def entity_f1(gold: list[list[str]], predicted: list[list[str]]) -> float:
 from tinybert.exercises.ch10 import check_entity_f1
 
 check_entity_f1(entity_f1)
-
-
-# %% [markdown]
-# :::{exercise-start}
-# :label: ex-ft-ladder-verdict
-# :difficulty: 1
-# :minutes: 15
-# :kind: coding
-# :::
-# **When does a rung beat another?** {ref}`sec-ft-gain` counts a gap between two arms of the
-# ladder only when it is larger than the spread (max minus min over seeds) of either arm. Write
-# `compare_rungs(upper, lower)` for two lists of scores, one per seed, that returns `"ahead"` when the
-# mean of `upper` exceeds the mean of `lower` by more than the larger of the two spreads,
-# `"behind"` when it falls short of it by more than that, and `"level"` otherwise. Then try it on
-# the ladder's own runs: `compare_rungs(ladder["banking77", COURSE], ladder["banking77", RANDOM])`.
-# :::{exercise-end}
-# :::
-#
-# ::::{solution-start} ex-ft-ladder-verdict
-# :class: dropdown
-# ::::
-# The rule compares the mean gap with the worst spread, so one lucky seed in either arm cannot
-# make a gap count, and a single seed (spread 0) makes any gap count: run several.
-
-# %% tags=["solution"]
-def compare_rungs(upper: list[float], lower: list[float]) -> str:
-    ### BEGIN SOLUTION
-    spread = max(max(upper) - min(upper), max(lower) - min(lower))
-    gap = sum(upper) / len(upper) - sum(lower) / len(lower)
-    if gap > spread:
-        return "ahead"
-    if gap < -spread:
-        return "behind"
-    return "level"
-    ### END SOLUTION
-
-
-# %% [markdown]
-# ::::{solution-end}
-# ::::
-
-# %% tags=["check"]
-from tinybert.exercises.ch10 import check_compare_rungs
-
-check_compare_rungs(compare_rungs)
-
-
-# %% [markdown]
-# :::{exercise-start}
-# :label: ex-ft-truncate-pair
-# :difficulty: 2
-# :minutes: 20
-# :kind: coding
-# :::
-# **Truncating a pair.** A sentence-pair task (entailment, paraphrase) packs
-# `[CLS] A [SEP] B [SEP]`, which must fit in `max_len` positions. BERT's own code truncates the
-# pair *longest first*: while the three special tokens and both segments do not fit, remove the
-# last token of the longer segment (of B when they are equally long). Write
-# `truncate_pair(a, b, max_len)` returning the two truncated lists (new lists; the inputs stay
-# unchanged). Raise `ValueError` when `max_len` is less than 3. Why is this fairer than cutting
-# the end of the packed sequence?
-# :::{exercise-end}
-# :::
-#
-# ::::{solution-start} ex-ft-truncate-pair
-# :class: dropdown
-# ::::
-# Cutting the packed sequence would remove all of B before touching A, and B may carry half of
-# the meaning (the hypothesis of an entailment pair); longest-first keeps as much of both as
-# possible and cuts where there is most to spare.
-
-# %% tags=["solution"]
-def truncate_pair(
-    a: list[int], b: list[int], max_len: int
-) -> tuple[list[int], list[int]]:
-    ### BEGIN SOLUTION
-    if max_len < 3:
-        raise ValueError(
-            f"max_len must leave room for [CLS] and two [SEP], got {max_len}"
-        )
-    a, b = list(a), list(b)
-    while len(a) + len(b) + 3 > max_len:
-        if len(a) > len(b):
-            a.pop()
-        else:
-            b.pop()
-    return a, b
-    ### END SOLUTION
-
-
-# %% [markdown]
-# ::::{solution-end}
-# ::::
-
-# %% tags=["check"]
-from tinybert.exercises.ch10 import check_truncate_pair
-
-check_truncate_pair(truncate_pair)
-
-# %% [markdown]
-# :::{exercise-start}
-# :label: ex-ft-word-overlap
-# :difficulty: 2
-# :minutes: 25
-# :kind: coding
-# :::
-# **A baseline for sentence pairs.** Before fine-tuning an encoder on a pair task such as
-# paraphrase detection (do A and B say the same thing?), measure what needs no model at all: how
-# many words the two sentences share. For a question and a sentence, {ref}`sec-ft-pairs` counts
-# the share of the question's words; two paraphrases play symmetric roles, so write `word_overlap(a, b)`, the Jaccard similarity
-# $|W_a \cap W_b| / |W_a \cup W_b|$ of the two sets of lowercased words (a word is a run of letters,
-# digits and apostrophes), 0.0 when neither sentence has a word; and
-# `fit_threshold(pairs, labels)`, which learns the baseline from training pairs: among the
-# training pairs' overlaps, and infinity (never say 1), the threshold $t$ for which predicting
-# label 1 when the overlap is at least $t$ gets the most training pairs right, the smallest such
-# $t$ on ties. Raise `ValueError` when there are no pairs or when `labels` is not as long as
-# `pairs`. Why must an encoder's score on a pair task be read beside this number?
-# :::{exercise-end}
-# :::
-#
-# ::::{solution-start} ex-ft-word-overlap
-# :class: dropdown
-# ::::
-# Paraphrases share words, and so do most entailed pairs: a word-overlap threshold often scores
-# far above the majority class on such tasks, so an encoder that fine-tunes to a score near it
-# has learned little beyond counting shared words. A pair task's ladder needs this rung beside
-# the majority class.
-
-# %% tags=["solution"]
-import math
-import re
-
-
-def word_overlap(a: str, b: str) -> float:
-    ### BEGIN SOLUTION
-    words_a = set(re.findall(r"[a-z0-9']+", a.lower()))
-    words_b = set(re.findall(r"[a-z0-9']+", b.lower()))
-    union = words_a | words_b
-    return len(words_a & words_b) / len(union) if union else 0.0
-    ### END SOLUTION
-
-
-def fit_threshold(pairs: list[tuple[str, str]], labels: list[int]) -> float:
-    ### BEGIN SOLUTION
-    if not pairs or len(pairs) != len(labels):
-        raise ValueError(
-            f"expected as many labels as pairs (at least one), got {len(pairs)} "
-            f"pairs and {len(labels)} labels"
-        )
-    scores = [word_overlap(a, b) for a, b in pairs]
-    best_correct, best = -1, math.inf
-    for t in sorted(set(scores)) + [math.inf]:
-        correct = sum(
-            (score >= t) == (label == 1) for score, label in zip(scores, labels)
-        )
-        if correct > best_correct:
-            best_correct, best = correct, t
-    return best
-    ### END SOLUTION
-
-
-# %% [markdown]
-# ::::{solution-end}
-# ::::
-
-# %% tags=["check"]
-from tinybert.exercises.ch10 import check_word_overlap
-
-check_word_overlap(word_overlap, fit_threshold)
 
 # %% [markdown]
 # :::{exercise-start}
@@ -4407,13 +3022,6 @@ quiz = Quiz(
             ],
             answer="c",
             explain="Lower case, no punctuation or articles, shared words.",
-        ),
-        choice(
-            "In the transfer ladder, on which tasks does every seed of the course "
-            "checkpoint beat every seed of random initialisation?",
-            ["Banking77 intents", "part-of-speech tags", "both", "neither"],
-            answer="c",
-            explain="The chapter asserts it for both; the lead is largest on tags.",
         ),
         choice(
             "BERT's fine-tuning recipe chooses the learning rate",

@@ -6,12 +6,14 @@ Two sentence-classification sets of the course data are in no chapter:
   snippets, positive or negative). None of its text was in the course
   checkpoint's pretraining corpus. Splits follow the course data's derived files
   (SOURCES.md section 9): line i of each polarity file goes to validation if i % 10
-  == 8, to test if i % 10 == 9, otherwise to training.
+  == 8, to test if i % 10 == 9, otherwise to training
+  (``tinybert.data.read_sentence_polarity``).
 - ``authorship``: which of four novelists (Austen, Dickens, Twain, Doyle) wrote a
-  passage, the derived files of SOURCES.md section 9. Training and validation
-  passages come from eight novels that *were* in the pretraining corpus (as
-  unlabelled text); the test passages come from the four novels that chapter 9 keeps
-  out of it, one per author.
+  passage, the rows of the derived files of SOURCES.md section 9, which
+  ``tinybert.data.read_authorship`` derives from the registered books. Training and
+  validation passages come from eight novels that *were* in the pretraining corpus
+  (as unlabelled text); the test passages come from the four novels that chapter 9
+  keeps out of it, one per author.
 
 This script runs chapter 10's transfer ladder on one of them with the ladder's fair
 recipe: every arm picks its learning rate from the ladder's grid on the validation
@@ -37,79 +39,32 @@ records its command, and newer ones the device.
 from __future__ import annotations
 
 import argparse
-import csv
-import hashlib
 import math
 import re
 import shlex
 import sys
 import time
-import zipfile
 from collections import Counter
 from pathlib import Path
 
 from results_file import record  # beside this script
 
 
-def read_sentence_polarity() -> dict[str, list]:
-    """The train, validation and test splits of the Sentence Polarity Dataset v1.0."""
-    from tinybert.data import fetch
+def read_splits(task: str) -> dict[str, list]:
+    """The train, validation and test splits of ``task`` as TextExamples, from the
+    package's readers (tinybert.data), which need only the registered files."""
+    from tinybert.data import read_authorship, read_sentence_polarity
     from tinybert.finetuning.tasks import TextExample
 
-    splits = {"train": [], "validation": [], "test": []}
-    with zipfile.ZipFile(fetch("sentence_polarity/zip")) as archive:
-        for label, name in ((1, "pos"), (0, "neg")):
-            raw = archive.read(f"sentence_polarity/rt-polarity.{name}").decode("utf-8")
-            for i, line in enumerate(raw.splitlines()):
-                split = {8: "validation", 9: "test"}.get(i % 10, "train")
-                splits[split].append(TextExample(line.strip(), label))
-    return splits
-
-
-# sha256 of the derived authorship files (SOURCES.md section 9)
-AUTHORSHIP_SHA256 = {
-    "train": "373f109fc1bb5ed9233a4f50819f12e883c62c95136d43e6575be8fd7c82daa3",
-    "dev": "ffa3b7893cf428b8ff3e131fccea0cb752ad472a17f11a93d8d6ceceb8bb2fe5",
-    "test": "3feed9baa6e038df9954cec02ee7e6b7fc4cda244fcaa19ee9c664719d5f5d43",
-}
-AUTHORS = ["austen", "dickens", "twain", "doyle"]
-
-
-def read_authorship() -> dict[str, list]:
-    """The train, validation and test splits of the derived authorship task, read from
-    ``$TINYBERT_DATA_DIR/derived`` (derived files have no upstream URL to download)."""
-    from tinybert.data import data_dir
-    from tinybert.finetuning.tasks import TextExample
-
-    root = data_dir()
-    if root is None:
-        raise SystemExit(
-            "--task authorship reads $TINYBERT_DATA_DIR/derived/"
-            "authorship_*.tsv; set TINYBERT_DATA_DIR to the course data"
-        )
+    reader = read_authorship if task == "authorship" else read_sentence_polarity
     splits = {}
-    for split, file_split in (
-        ("train", "train"),
-        ("validation", "dev"),
-        ("test", "test"),
-    ):
-        path = root / "derived" / f"authorship_{file_split}.tsv"
-        if not path.is_file():
-            raise SystemExit(
-                f"{path} is missing: --task authorship expects the course "
-                "data's derived files (SOURCES.md section 9) there"
-            )
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        if digest != AUTHORSHIP_SHA256[file_split]:
-            raise SystemExit(
-                f"{path}: sha256 {digest}, expected "
-                f"{AUTHORSHIP_SHA256[file_split]} (SOURCES.md section 9)"
-            )
-        with path.open(encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-        splits[split] = [
-            TextExample(r["text"], AUTHORS.index(r["label"])) for r in rows
-        ]
+    for split in ("train", "validation", "test"):
+        pairs = reader(split)
+        if task == "sentence_polarity":
+            # the recorded results read all positive lines, then all negative ones;
+            # the package pairs them line by line (positive first), so sort, stably
+            pairs = sorted(pairs, key=lambda pair: -pair[1])
+        splits[split] = [TextExample(text, label) for text, label in pairs]
     return splits
 
 
@@ -179,10 +134,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.task == "authorship":
-        splits, labels = read_authorship(), list(AUTHORS)
-    else:
-        splits, labels = read_sentence_polarity(), ["negative", "positive"]
+    from tinybert.data import AUTHORS, POLARITY_LABELS
+
+    splits = read_splits(args.task)
+    labels = list(AUTHORS if args.task == "authorship" else POLARITY_LABELS)
     original_task_data = recipes.task_data
 
     def task_data(task: str, split: str):

@@ -1,4 +1,4 @@
-"""ALBERT (tinybert.models.albert, tinybert.models.convert_albert, tinybert.pretraining.sentence_order; chapters/13_albert.md).
+"""ALBERT (tinybert.models.albert, tinybert.models.convert_albert, tinybert.pretraining.sentence_order; chapters/14_albert.md).
 
 Parity with Hugging Face's ALBERT built from transformers.AlbertConfig with a tiny odd config
 (vocab 99, embedding 24 != hidden 32, 4 heads, 3 layers, intermediate 37, 23 positions), never

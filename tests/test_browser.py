@@ -3,7 +3,8 @@ no request leaves the machine, a solution dropdown opens on click, every chapter
 measured compute budget and how it was executed, the pages for readers and instructors
 (setup, instructor guide, licences) show the tables generated from the chapters, and every
 architecture diagram (a figure named fig-...) loads, with a caption and real alt text, in the
-light and the dark theme.
+light and the dark theme, and every page reads on a phone (390 px wide): it does not
+scroll sideways and cuts no formula off.
 
 Runs on the site `make site` builds (quick mode) — or the one in $TINYBERT_SITE_DIR. Saves
 screenshots in _build/screenshots for a person to look at.
@@ -30,6 +31,7 @@ SHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run",
                   "--disable-quic"]
+PHONE = {"width": 390, "height": 844}  # a current iPhone's screen in CSS pixels
 
 
 def _pages():
@@ -94,8 +96,12 @@ def browser():
 class PageVisit:
     """One page load that records every request that failed or tried to leave the machine."""
 
-    def __init__(self, browser, url):
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+    def __init__(self, browser, url, phone=False):
+        if phone:  # a phone's screen, touch and <meta name="viewport"> handling
+            self.context = browser.new_context(viewport=PHONE, is_mobile=True,
+                                               has_touch=True, device_scale_factor=2)
+        else:
+            self.context = browser.new_context(viewport={"width": 1280, "height": 900})
         self.outside, self.failed = [], []
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
@@ -513,3 +519,122 @@ def test_diagrams_load_with_alt_text_and_a_caption_in_both_themes(server, browse
         assert visit.failed == [], f"failed to load: {visit.failed}"
     finally:
         visit.close()
+
+
+# --- a phone-width page (issue 34) ---------------------------------------------------
+
+# Measured against documentElement.clientWidth: with is_mobile, Chromium widens
+# window.innerWidth to fit a page that overflows, which would hide the overflow.
+# "widest" names where the overflow starts: the element past the right edge whose parent
+# is not, outside any box that scrolls or clips it and not fixed to the screen (the
+# off-canvas sidebars). "cut" lists formulas wider than a box that hides, instead of
+# scrolls, what overflows it.
+_SIDEWAYS_JS = """() => {
+  const width = document.documentElement.clientWidth;
+  const describe = e => {
+    const name = typeof e.className === 'string' ? e.className.trim() : '';
+    const text = (e.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 60);
+    return '<' + e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')
+      + (name ? '.' + name.split(/\\s+/).join('.') : '') + '> "' + text + '"';
+  };
+  const inPage = e => {
+    for (let a = e; a && a !== document.body; a = a.parentElement) {
+      const style = getComputedStyle(a);
+      if (style.position === 'fixed') return false;
+      if (a !== e && style.overflowX !== 'visible') return false;
+    }
+    return true;
+  };
+  const out = new Set();
+  let widest = null;
+  for (const e of document.body.querySelectorAll('*')) {
+    const box = e.getBoundingClientRect();
+    if (box.right <= width + 1 || (box.width === 0 && box.height === 0)) continue;
+    if (!inPage(e)) continue;
+    out.add(e);
+    if (out.has(e.parentElement)) continue;
+    if (!widest || box.right > widest.right)
+      widest = {right: Math.round(box.right), element: describe(e)};
+  }
+  const cut = [];
+  for (const m of document.querySelectorAll('mjx-math')) {
+    let box = m.parentElement;
+    const scrolls = e => getComputedStyle(e).overflowX;
+    while (box && box !== document.body && scrolls(box) === 'visible')
+      box = box.parentElement;
+    if (!box || box === document.body) continue;
+    const hides = ['hidden', 'clip'].includes(scrolls(box));
+    const right = box.getBoundingClientRect().right;
+    if (hides && m.getBoundingClientRect().right > right + 1)
+      cut.push(describe(m.closest('mjx-container') || m));
+  }
+  return {width, innerWidth: window.innerWidth,
+          scrollWidth: document.documentElement.scrollWidth, widest, cut};
+}"""
+
+
+def _sideways(page) -> dict:
+    return page.evaluate(_SIDEWAYS_JS)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_reads_on_a_phone_without_scrolling_sideways(server, browser, name):
+    """At 390 px, long formulas, tables, code and figures scroll or wrap inside their
+    own box (book/_ext/static/tinybert.css): the page itself never scrolls sideways."""
+    visit = PageVisit(browser, f"{server}/{name}", phone=True)
+    try:
+        page = visit.page
+        if page.evaluate("!!document.querySelector('script[src*=\"mathjax\"]')"):
+            _wait_for_mathjax(page)
+        page.evaluate("document.fonts.ready.then(() => true)")
+        for theme in ("light", "dark"):
+            page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+            page.wait_for_timeout(100)
+            seen = _sideways(page)
+            where = f"{name} ({theme} theme, {PHONE['width']} px)"
+            assert seen["width"] == PHONE["width"], f"{where}: {seen['width']} px wide"
+            problems = []
+            if seen["scrollWidth"] > seen["width"]:
+                widest = seen["widest"] or {"element": "no single element", "right": "?"}
+                problems.append(f"the page scrolls sideways, {seen['scrollWidth']} px "
+                                f"wide; widest: {widest['element']} reaching "
+                                f"{widest['right']} px")
+            if seen["cut"]:
+                problems.append(f"formulas cut off: {seen['cut']}")
+            assert not problems, f"{where}: " + "; ".join(problems)
+        if name.startswith("chapters/"):
+            page.screenshot(path=str(SHOTS / f"phone_{name.replace('/', '_')}.png"))
+        assert visit.outside == [], f"requests left the machine: {visit.outside}"
+    finally:
+        visit.close()
+
+
+def test_the_phone_check_names_what_scrolls_sideways(browser, tmp_path):
+    """The harness itself: an unbreakable line is named, a formula cut off by a box that
+    hides its overflow is caught, and what scrolls inside its own box is left alone."""
+    head = ('<html><head><meta name="viewport" content="width=device-width"></head>'
+            "<body>")
+    inside = ('<div style="overflow-x: auto"><div style="width: 900px">scrolls</div>'
+              '</div><span style="display: inline-flex; max-width: 100%; '
+              'overflow: hidden"><mjx-container><mjx-math style="display: '
+              'inline-block; width: 600px">x</mjx-math></mjx-container></span>')
+    long_line = ('<p><code id="too-wide" style="white-space: nowrap">' + "a." * 80
+                 + "</code></p>")
+    (tmp_path / "wide.html").write_text(head + inside + long_line + "</body></html>")
+    (tmp_path / "fits.html").write_text(head + "<p>Fits.</p></body></html>")
+    with serve(tmp_path) as url:
+        for page_name in ("wide.html", "fits.html"):
+            visit = PageVisit(browser, f"{url}/{page_name}", phone=True)
+            try:
+                seen = _sideways(visit.page)
+            finally:
+                visit.close()
+            assert seen["width"] == PHONE["width"]
+            if page_name == "wide.html":
+                assert seen["scrollWidth"] > PHONE["width"], seen
+                assert seen["widest"]["element"].startswith("<code#too-wide>"), seen
+                assert len(seen["cut"]) == 1, seen
+                assert seen["cut"][0].startswith("<mjx-container"), seen
+            else:
+                assert seen["scrollWidth"] == PHONE["width"], seen
+                assert seen["widest"] is None and seen["cut"] == [], seen

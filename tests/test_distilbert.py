@@ -1,4 +1,4 @@
-"""DistilBERT (tinybert.models.distilbert and tinybert.pretraining.distillation, generated from chapters/12_distilbert.md).
+"""DistilBERT (tinybert.models.distilbert and tinybert.pretraining.distillation, generated from chapters/13_distilbert.md).
 
 Parity: Hugging Face models built from transformers.DistilBertConfig with a tiny odd config (vocab 99,
 dim 32, 4 heads, 3 layers, hidden_dim 37), never downloaded, every parameter randomised.

@@ -95,7 +95,8 @@ def test_metadata_problems_are_found():
 
 def test_checks_refuse_a_solution_that_changes_the_lists_it_is_given():
     """The classic slip: right answers, reached by popping from the caller's lists."""
-    from tinybert.exercises.ch10 import check_labels_from_word_ids, check_truncate_pair
+    from tinybert.exercises.ch10 import check_labels_from_word_ids
+    from tinybert.exercises.ch11 import check_truncate_pair
 
     def truncate_pair(a, b, max_len):
         while len(a) + len(b) + 3 > max_len:
@@ -115,3 +116,17 @@ def test_checks_refuse_a_solution_that_changes_the_lists_it_is_given():
         check_truncate_pair(truncate_pair)
     with pytest.raises(AssertionError, match="the inputs were modified"):
         check_labels_from_word_ids(labels_from_word_ids)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.label)
+def test_a_check_given_none_fails_saying_so(exercise):
+    """Reliability probe: check_cross_entropy(None) raised a raw TypeError."""
+    namespace = {"__name__": "__exercise__"}
+    exec(compile(exercise.solution, "<solution>", "exec"), namespace)
+    answers = [n for n, v in namespace.items()
+               if callable(v) and not n.startswith("__") and not isinstance(v, type(re))]
+    for name in answers:
+        namespace[name] = None
+    with pytest.raises(AssertionError, match="expected your function .*got NoneType"):
+        for source in exercise.checks:
+            exec(compile(source, "<check>", "exec"), namespace)

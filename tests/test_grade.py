@@ -295,3 +295,101 @@ def test_in_the_sandbox_a_submission_cannot_touch_other_files(tmp_path):
     assert other.is_file() and not outside.exists()
     assert not results[CE].passed and "Read-only file system" in results[CE].message
     assert results[MLP].passed  # the sandbox does not stop an honest answer
+
+
+# --- verdicts out of the answer's reach ----------------------------------------
+
+CONSTANT_CE = ("import torch\n\ndef cross_entropy(logits, targets):\n"
+               "    return torch.tensor(1.0)\n")
+TAMPERING = {
+    # issue 35: an answer patched torch.allclose and returned a constant
+    "patches torch.allclose": "import torch\ntorch.allclose = lambda *a, **k: True\n",
+    "patches the check": (
+        "import tinybert.exercises._assertions as a, tinybert.exercises.ch01 as c\n"
+        "a.assert_close = c._assert_close = lambda *args, **kwargs: None\n"
+        "c.check_cross_entropy = lambda *args: None\n"),
+    # the old runner ran the checks with the builtins the answer could replace
+    "patches exec": "import builtins\nbuiltins.exec = lambda *args, **kwargs: None\n",
+    "prints a verdict": "print('pass  alice  ex-ffn-cross-entropy')\n",
+    # issue 35: an answer appended a passing line to the results log and exited
+    "writes a results log": (
+        "import glob, json, os, sys\n"
+        "line = json.dumps({'label': 'ex-ffn-cross-entropy', 'passed': True,\n"
+        "                   'message': ''}) + '\\n'\n"
+        "for path in sys.argv[1:] + glob.glob('*') + glob.glob('../*'):\n"
+        "    try:\n        open(path, 'a').write(line)\n"
+        "    except OSError:\n        pass\n"),
+    "sends a verdict on the grader's pipe": (
+        "import os\nfrom book.tools import grade_worker as w\n"
+        "for fd in range(3, 30):\n    try:\n"
+        "        os.write(fd, w.encode(('verdict', True, '')))\n"
+        "        os.write(fd, w.encode(('names', {})))\n"
+        "    except OSError:\n        pass\n"),
+}
+
+
+@pytest.mark.parametrize("how", TAMPERING)
+def test_an_answer_cannot_forge_or_patch_its_verdict(tmp_path, how):
+    """Reliability probe: a wrong answer passed by patching torch.allclose or by
+    writing the results log. The checks now run in the grader's process."""
+    answer = TAMPERING[how] + CONSTANT_CE
+    notebook = _student_edition({CE: answer, SILU: WRONG_SILU, MLP: SOLVED[MLP]})
+    path = write(notebook, tmp_path / "mallory" / f"{CHAPTER.stem}.ipynb")
+    results = {r.exercise: r for r in grade.grade(path)}
+    assert not results[CE].passed, results[CE]
+    assert not results[SILU].passed and results[MLP].passed  # and no effect on others
+
+
+def test_an_answer_that_exits_after_forging_fails(tmp_path):
+    answer = TAMPERING["writes a results log"] + CONSTANT_CE + "os._exit(0)\n"
+    path = write(_student_edition({CE: answer}), tmp_path / f"{CHAPTER.stem}.ipynb")
+    results = {r.exercise: r for r in grade.grade(path)}
+    assert not results[CE].passed
+    assert "ended during this exercise" in results[CE].message
+
+
+def test_the_answers_results_reach_the_checks_as_data_with_their_gradients(tmp_path):
+    """The checks see what the answer returns (values, gradients through it, changes
+    to its inputs) as they would in one process, and its errors by their kind."""
+    mutating = ("import torch\n\ndef silu(x):\n"
+                "    return x.mul_(torch.sigmoid(x.clone()))\n\n"
+                "def silu_derivative(x):\n"
+                "    s = torch.sigmoid(x)\n"
+                "    return s * (1 + x * (1 - s))\n")
+    no_error = ("def mlp_parameter_count(sizes):\n    return 0 if len(sizes) < 2 else "
+                "sum((a + 1) * b for a, b in zip(sizes, sizes[1:]))\n")
+    detached = ("import torch.nn.functional as F\n\n"
+                "def cross_entropy(logits, targets):\n"
+                "    return F.cross_entropy(logits.detach(), targets)\n")
+    notebook = _student_edition({CE: detached, SILU: mutating, MLP: no_error})
+    results = {r.exercise: r.message for r in grade.grade(
+        write(notebook, tmp_path / f"{CHAPTER.stem}.ipynb"))}
+    assert "must be differentiable" in results[CE]
+    assert "silu changed its input" in results[SILU]
+    assert "expected a ValueError, got 0" in results[MLP]
+
+
+def test_a_function_that_returns_what_is_not_data_fails_saying_what_it_was(tmp_path):
+    answer = "def cross_entropy(logits, targets):\n    return lambda: 0\n"
+    path = write(_student_edition({CE: answer}), tmp_path / f"{CHAPTER.stem}.ipynb")
+    results = {r.exercise: r for r in grade.grade(path)}
+    assert "expected a torch.Tensor, got function" in results[CE].message
+
+
+@pytest.mark.parametrize("target", ["os.getcwd()", "os.path.dirname(os.getcwd())"])
+def test_an_answer_that_deletes_the_grader_folder_loses_no_results(tmp_path,
+                                                                     target):
+    """Reliability probe: `shutil.rmtree(os.getcwd())` in an answer made every
+    exercise of the submission 'not graded', the right ones too."""
+    vandal = f"import os, shutil\nshutil.rmtree({target}, ignore_errors=True)\n"
+    notebook = _student_edition({CE: vandal + SOLVED[CE], SILU: WRONG_SILU,
+                                 MLP: SOLVED[MLP]})
+    path = write(notebook, tmp_path / f"{CHAPTER.stem}.ipynb")
+    results = {r.exercise: r for r in grade.grade(path, sandbox=())}
+    assert results[CE].passed and results[MLP].passed, results
+    assert not results[SILU].passed and "AssertionError" in results[SILU].message
+
+
+def test_the_exercises_judged_beside_the_answer_exist():
+    labels = {e.label for c in book_chapters() for e in editions.coding_exercises(c)}
+    assert grade.JUDGED_BESIDE_THE_ANSWER <= labels

@@ -1,4 +1,4 @@
-"""RoBERTa (tinybert.models.roberta and tinybert.pretraining.roberta_data, generated from chapters/11_roberta.md).
+"""RoBERTa (tinybert.models.roberta and tinybert.pretraining.roberta_data, generated from chapters/12_roberta.md).
 
 Parity: Hugging Face models built from transformers.RobertaConfig with a tiny odd config (vocab 99,
 hidden 32, 4 heads, 3 layers, intermediate 37), never downloaded, every parameter randomised.

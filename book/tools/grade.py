@@ -14,23 +14,31 @@ cells for that exercise, never the ones in the submission, so editing a check do
 change a grade. The chapter is recognised by its file name (``NN_name.ipynb``) or by
 the notebook's ``tinybert`` metadata.
 
-Each submission runs in its own Python process, in quick mode, in a temporary folder,
-with a time limit per exercise. One bad notebook never stops the run: an answer that
-crashes the process or will not stop fails its own exercise and the others are graded
-in a new process; a file that is not a notebook, or whose chapter cannot be told, gets
-a row that says so. This is still the students' code running on your machine: run it
-in a container or as a user that can touch nothing else. The grader does not defend
-against deliberate tampering.
+Each submission's answers run in a Python process of their own (``grade_worker.py``),
+in quick mode, in a temporary folder, inside bubblewrap where it is installed
+(``--sandbox``), with a time limit per exercise. The course's checks run in the
+grader's own process, which never runs a student's code: they call the answer's
+functions through a pipe and get back what they return as data only (read with
+``torch.load(weights_only=True)``), so an answer cannot patch a check or torch, or forge
+a verdict. The exercises in ``JUDGED_BESIDE_THE_ANSWER`` are the exception. One bad
+notebook never stops the run: an answer that crashes its process or will not stop fails
+its own exercise and the others are graded in a new process; a file that is not a
+notebook, or whose chapter cannot be told, gets a row that says so.
 """
 from __future__ import annotations
 
 import argparse
+import builtins
+import contextlib
 import csv
-import json
+import importlib
+import io
 import os
 import re
+import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -39,78 +47,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+import torch
 
+from book.tools import grade_worker
 from book.tools.chapters import Chapter, cell_tags, chapters
 from book.tools.course import exercises
 from book.tools.editions import DIRECTIVE, coding_exercises
 
 LABEL = re.compile(r"\{exercise-start\}[^\n]*\n:label:\s*(\S+)")
 SOLUTION_LABEL = re.compile(r"\{solution-start\}\s+(\S+)")
-GRACE = 10  # seconds the watchdog allows beyond an exercise's own time limit
-
-# Runs in the grading process. Each exercise gets a fresh namespace and a time limit,
-# and its outcome is appended to the results file at once, so that whatever happens to
-# the process later (a student's os._exit, a crash in native code, the watchdog's kill)
-# the exercises already graded keep their results and the grader knows which one was
-# running.
-RUNNER = r"""
-import contextlib, io, json, signal, sys
-with open(sys.argv[1]) as handle:
-    jobs = json.load(handle)
-log = open(sys.argv[2], "a", buffering=1)
-
-def report(**event):
-    log.write(json.dumps(event) + "\n")
-    log.flush()
-
-def timeout(signum, frame):
-    raise TimeoutError("the exercise ran longer than the time limit")
-
-# The heavy imports happen once, before any time limit starts: a limit that fired inside
-# `import torch` (a slow or busy machine) would leave torch half-imported, and every later
-# exercise would fail with a circular-import error that is not the student's.
-with contextlib.suppress(ImportError):
-    import torch, tinybert.exercises._assertions  # noqa: F401, E401
-
-def fresh_state():
-    # What an answer may change for its checks or the next exercise: the course's checks
-    # (an answer could replace them in their module), torch's default dtype and grad
-    # mode.
-    for name in [n for n in sys.modules if n.startswith("tinybert.exercises")]:
-        del sys.modules[name]
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_default_dtype(torch.float32)
-        torch.set_grad_enabled(True)
-
-for job in jobs:
-    fresh_state()
-    namespace = {"__name__": "__exercise__"}
-    report(start=job["label"])
-    signal.signal(signal.SIGALRM, timeout)
-    signal.alarm(job["timeout"])
-    stage = "your answer"
-    try:
-        quiet = contextlib.redirect_stdout(io.StringIO())
-        with quiet, contextlib.redirect_stderr(io.StringIO()):
-            for index, source in enumerate(job["answer"]):
-                exec(compile(source, f"<answer cell {index + 1}>", "exec"), namespace)
-            stage = "the check"
-            fresh_state()
-            for index, source in enumerate(job["checks"]):
-                exec(compile(source, f"<check cell {index + 1}>", "exec"), namespace)
-        passed, message = True, ""
-    except BaseException as error:
-        if isinstance(error, KeyboardInterrupt):
-            raise
-        passed, message = False, f"{type(error).__name__}: {error}".strip()
-        if not isinstance(error, (AssertionError, NotImplementedError, TimeoutError)):
-            message += f" (raised in {stage})"
-    finally:
-        signal.alarm(0)
-    report(label=job["label"], passed=passed, message=message)
-"""
-
 
 @dataclass
 class Result:
@@ -217,79 +162,391 @@ def run_jobs(jobs: list[dict], *, env: dict, timeout: int,
              sandbox: tuple[str, ...] = ()) -> dict[str, tuple[bool, str]]:
     """label -> (passed, message) for every job, whatever the students' code does.
 
-    The jobs run in one Python process after another. When the process dies or hangs
-    (the watchdog kills it ``GRACE`` seconds after an exercise's time limit), the
-    exercise that was running fails with the reason and a new process takes the rest.
+    The answers run in an answer process (``grade_worker.py``, in ``sandbox``), one
+    exercise after another; the checks run here and reach the answer's functions
+    through ``AnswerProcess.call``. When the answer process dies, hangs past an
+    exercise's time limit or sends what is not data, that exercise fails with the
+    reason and a new process takes the next one. The verdicts never leave this process.
     """
     outcomes: dict[str, tuple[bool, str]] = {}
-    pending = list(jobs)
-    with tempfile.TemporaryDirectory(prefix="tinybert-grade-") as folder:
-        for attempt in range(len(jobs)):
-            if not pending:
-                break
-            work = Path(folder) / f"run{attempt}"
-            work.mkdir()
-            (work / "jobs.json").write_text(json.dumps(pending))
-            events, ended = _run_once(work, env, timeout, sandbox)
-            started = None
-            for event in events:
-                if "start" in event:
-                    started = event["start"]
-                elif event.get("label") in {job["label"] for job in pending}:
-                    outcomes[event["label"]] = (bool(event["passed"]),
-                                                str(event["message"]))
-                    started = None
-            if started is None and not any(job["label"] in outcomes for job in pending):
-                # The process died before it could start an exercise: a second try would
-                # end the same way, so every exercise left gets the reason.
-                for job in pending:
-                    outcomes[job["label"]] = (False, ended)
-            elif started is not None:
-                outcomes[started] = (False, ended)
-            pending = [job for job in pending if job["label"] not in outcomes]
-    for job in pending:  # not reached unless every attempt failed
-        outcomes[job["label"]] = (False, "not run")
+    with tempfile.TemporaryDirectory(prefix="tinybert-grade-",
+                                     ignore_cleanup_errors=True) as folder:
+        answers = AnswerProcess(Path(folder), env=env, sandbox=sandbox, limit=timeout)
+        try:
+            for job in jobs:
+                outcomes[job["label"]] = judge(job, answers)
+        finally:
+            answers.stop()
     return outcomes
 
 
-def _run_once(work: Path, env: dict, timeout: int,
-              sandbox: tuple[str, ...] = ()) -> tuple[list[dict], str]:
-    """Run the runner on work/jobs.json (inside ``sandbox``, a command prefix such as
-    BWRAP, with ``work`` the one folder it may write); return its events and why the
-    process ended."""
-    results, stderr = work / "results.jsonl", work / "stderr.txt"
-    results.touch()
-    with open(stderr, "w") as err:
-        process = subprocess.Popen(
-            [*_sandboxed(sandbox, work), sys.executable, "-c", RUNNER,
-             str(work / "jobs.json"), str(results)],
-            cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=err, start_new_session=True)
-        seen, deadline, killed = 0, None, False
-        while process.poll() is None:
-            lines = results.read_text().splitlines()
-            if len(lines) != seen:  # an exercise started or ended: the clock restarts
-                seen, deadline = len(lines), time.monotonic() + timeout + GRACE
-            elif deadline is None:
-                deadline = time.monotonic() + timeout + GRACE + 60  # start-up, imports
-            if time.monotonic() > deadline:
-                _kill(process)
-                killed = True
-                break
-            time.sleep(0.05)
-        process.wait()
-    events = []
-    for line in results.read_text().splitlines():
+def judge(job: dict, answers: AnswerProcess) -> tuple[bool, str]:
+    """Run one exercise: the answer over there, the course's checks here."""
+    stage = "your answer"
+    try:
+        answers.start()
+        deadline = time.monotonic() + answers.limit  # start-up is not the answer's time
+        names = answers.request(("answer", job["answer"]), deadline)[1]
+        stage = "the check"
+        if job["label"] in JUDGED_BESIDE_THE_ANSWER:
+            _, passed, message = answers.request(("check", job["checks"]), deadline,
+                                                 kinds=("verdict",))
+            return bool(passed), str(message)
+        namespace = answer_namespace(names, answers, deadline)
+        fresh_torch_state()
+        quiet = io.StringIO()
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            for index, source in enumerate(job["checks"]):
+                exec(compile(source, f"<check cell {index + 1}>", "exec"), namespace)
+        return True, ""
+    except Stopped as stop:
+        return False, str(stop)
+    except Exception as error:
+        message = f"{type(error).__name__}: {error}".strip()
+        if not isinstance(error, (AssertionError, NotImplementedError)):
+            where = "your answer" if getattr(error, "from_answer", False) else stage
+            message += f" (raised in {where})"
+        return False, message
+    finally:
+        fresh_torch_state()
+
+
+# Checks that hand the answer a live model and a function of their own (which must
+# change the model), or that build objects of the student's class: they cannot take the
+# answer's results as data, so they run beside the answer, in the answer process, and
+# that process reports their verdict. bubblewrap still keeps the machine safe from them.
+JUDGED_BESIDE_THE_ANSWER = frozenset({"ex-roberta-accumulation",
+                                      "ex-albert-shared-layers"})
+WORKER = Path(__file__).with_name("grade_worker.py")
+STARTUP = 120  # seconds the answer process may take to start (imports, a busy machine)
+MAX_MESSAGE = 1 << 30  # bytes: a bigger reply is refused
+SAFE_MODULES = {"torch", "math", "numpy", "tinybert", "collections", "itertools",
+                "functools", "re", "random", "copy", "string", "typing", "dataclasses"}
+
+
+class Stopped(BaseException):
+    """The answer process ran out of time, ended or broke the protocol: the exercise
+    fails with this message. A BaseException, so that no check can catch it."""
+
+
+def fresh_torch_state() -> None:
+    torch.set_default_dtype(torch.float32)
+    torch.set_grad_enabled(True)
+
+
+def answer_namespace(names: dict, answers: AnswerProcess, deadline: float) -> dict:
+    """The checks' namespace: the answer's functions as proxies, its data as data."""
+    namespace: dict = {"__name__": "__exercise__"}
+    for name, (kind, value) in names.items():
+        if kind == "callable":
+            namespace[name] = _proxy(answers, name, deadline)
+        elif kind == "data":
+            namespace[name] = from_answer(value)
+        elif kind == "module" and str(value).split(".")[0] in SAFE_MODULES:
+            with contextlib.suppress(ImportError):
+                namespace[name] = importlib.import_module(str(value))
+    return namespace
+
+
+def _proxy(answers: AnswerProcess, name: str, deadline: float):
+    def call(*args, **kwargs):
+        return answers.call(name, args, kwargs, deadline)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+class AnswerProcess:
+    """The process that runs one submission's answers (``grade_worker.py``)."""
+
+    def __init__(self, root: Path, *, env: dict, sandbox: tuple[str, ...], limit: int):
+        self.root, self.env, self.sandbox, self.limit = root, env, sandbox, limit
+        self.process: subprocess.Popen | None = None
+        # Kept by the grader, outside the folder the answer may write: an answer that
+        # deletes its folder cannot take the grader's records with it.
+        self.errors = tempfile.TemporaryFile()
+
+    def start(self) -> None:
+        if self.process is not None:
+            return
+        work = self.root / "work"
+        work.mkdir(parents=True, exist_ok=True)  # again, if an answer deleted it
+        self.errors.seek(0)
+        self.errors.truncate()
+        self.process = subprocess.Popen(
+            [*_sandboxed(self.sandbox, work), sys.executable, str(WORKER)],
+            cwd=work, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.errors, start_new_session=True)
+        os.set_blocking(self.process.stdin.fileno(), False)
+        self.receive(time.monotonic() + STARTUP, kinds=("ready",))
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _kill(self.process)
+            self.process.wait()
+            for pipe in (self.process.stdin, self.process.stdout):
+                with contextlib.suppress(OSError):
+                    pipe.close()
+            self.process = None
+
+    def request(self, message, deadline: float, *, kinds=("names",)) -> tuple:
+        self._send(grade_worker.encode(message), deadline)
+        return self.receive(deadline, kinds=kinds)
+
+    def call(self, name: str, args: tuple, kwargs: dict, deadline: float):
+        """``name(*args, **kwargs)`` run by the answer; what it returns, as data, with
+        its changes to the arguments copied back and its gradient, if any, reaching the
+        arguments here through the answer process."""
+        local = [list(args), kwargs]
+        inputs = grade_worker.gradient_inputs(local)
+        _, data, after, needs, call = self.request(
+            ("call", name, *to_answer(local)), deadline, kinds=("return",))
+        copy_back(local[0], after[0])
+        copy_back(kwargs, after[1])
+        outputs = _tensors(data)
+        if len(outputs) != len(needs):
+            self._broken("its reply does not list its tensors")
+        if inputs and any(needs) and torch.is_grad_enabled():
+            def backward(grads):
+                return self.backward(call, grads, inputs, deadline)
+
+            linked = iter(_AnswerGradient.apply(backward, len(inputs), needs,
+                                                *inputs, *outputs))
+            data = _map_tensors(data, lambda _: next(linked))
+        return from_answer(data)
+
+    def backward(self, call: int, grads, inputs: list, deadline: float) -> list:
+        grads = [grade_worker.to_data(g) for g in grads]
+        reply = self.request(("backward", call, grads), deadline, kinds=("grads",))
+        got = list(reply[1]) + [None] * (len(inputs) - len(reply[1]))
+        for grad, tensor in zip(got, inputs):
+            if grad is not None and (not isinstance(grad, torch.Tensor)
+                                     or grad.shape != tensor.shape):
+                self._broken("it sent a gradient of the wrong shape")
+        return [None if g is None else g.to(t.dtype) for g, t in zip(got, inputs)]
+
+    def receive(self, deadline: float, *, kinds) -> tuple:
+        (size,) = struct.unpack(">Q", self._read(8, deadline))
+        if size > MAX_MESSAGE:
+            self._broken(f"it sent {size:,} bytes at once")
         try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:
-            pass  # a line cut short when the process died
-    if killed:
-        return events, (f"TimeoutError: the exercise ran longer than the time limit "
-                        f"({timeout} s) and did not stop; the grader ended it")
-    last = (stderr.read_text(errors="replace").strip().splitlines() or [""])[-1]
-    return events, (f"the grading process ended during this exercise (exit status "
-                    f"{process.returncode})" + (f": {last}" if last else ""))
+            message = grade_worker.decode(self._read(size, deadline), trusted=False)
+        except Exception as error:  # not data: weights_only refused it
+            self._broken(f"it sent what is not data ({type(error).__name__})")
+        if not isinstance(message, tuple) or not message or (
+                message[0] not in (*kinds, "raise")):
+            self._broken("it sent an unexpected message")
+        if message[0] == "raise":
+            raise answer_error(message[1], message[2])
+        return message
+
+    def _send(self, data: bytes, deadline: float) -> None:
+        fd, view = self.process.stdin.fileno(), memoryview(data)
+        while view:
+            self._wait(fd, deadline, write=True)
+            try:
+                view = view[os.write(fd, view):]
+            except BlockingIOError:
+                continue
+            except OSError:  # the answer process has ended
+                self._ended()
+
+    def _read(self, size: int, deadline: float) -> bytes:
+        fd, chunks = self.process.stdout.fileno(), []
+        while size:
+            self._wait(fd, deadline)
+            chunk = os.read(fd, min(size, 1 << 20))
+            if not chunk:
+                self._ended()
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+
+    def _wait(self, fd: int, deadline: float, *, write: bool = False) -> None:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.stop()
+                raise Stopped(f"TimeoutError: the exercise ran longer than the time "
+                              f"limit ({self.limit} s) and did not stop; the grader "
+                              f"ended it")
+            ready = select.select([], [fd], [], left)[1] if write else (
+                select.select([fd], [], [], left)[0])
+            if ready:
+                return
+
+    def _ended(self):
+        try:
+            status = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            status = "unknown"
+        self.errors.seek(0)
+        last = (self.errors.read().decode(errors="replace").strip().splitlines()
+                or [""])[-1]
+        self.stop()
+        raise Stopped(f"the process running the answer ended during this exercise "
+                      f"(exit status {status})" + (f": {last}" if last else ""))
+
+    def _broken(self, why: str):
+        self.stop()
+        raise Stopped(f"the process running the answer broke off: {why}")
+
+
+class _AnswerGradient(torch.autograd.Function):
+    """Links outputs computed by the answer process to the inputs they came from here:
+    their backward asks the answer process for the inputs' gradients."""
+
+    @staticmethod
+    def forward(ctx, backward, n_inputs, needs, *tensors):
+        ctx.remote, ctx.n_outputs = backward, len(tensors) - n_inputs
+        outputs = tuple(t.clone() for t in tensors[n_inputs:])
+        ctx.mark_non_differentiable(*(o for o, need in zip(outputs, needs) if not need))
+        return outputs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None, None, None, *ctx.remote(grads), *(None,) * ctx.n_outputs)
+
+
+def answer_error(names: list, text: str) -> Exception:
+    """The answer's exception, raised here as one of the same built-in kind (so that
+    ``except ValueError`` in a check works) and the same name, marked as the answer's.
+    An answer's SystemExit becomes an ordinary exception: it ends nothing here."""
+    base = Exception
+    for name in names:
+        found = getattr(builtins, str(name), None)
+        if isinstance(found, type) and issubclass(found, Exception):
+            base = found
+            break
+    kind = type(str(names[0]) if names else "Exception", (base,), {})
+    error = kind(str(text))
+    error.from_answer = True
+    return error
+
+
+def to_answer(value):
+    """The checks' arguments as the answer process receives them: generators by
+    their state, tensors that are part of a graph as new leaves."""
+    if isinstance(value, torch.Tensor):
+        if value.requires_grad and not value.is_leaf:
+            return value.detach().requires_grad_()
+        return value
+    if isinstance(value, torch.Generator):
+        return {grade_worker.GENERATOR: value.get_state()}
+    if isinstance(value, (list, tuple)):
+        items = [to_answer(v) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        return {k: to_answer(v) for k, v in value.items()}
+    if callable(value) and not isinstance(value, (type, torch.nn.Module)):
+        raise RuntimeError("the grader cannot hand a function to the answer process; "
+                           "list this exercise in grade.JUDGED_BESIDE_THE_ANSWER")
+    return value
+
+
+def from_answer(value):
+    """Data from the answer process as the checks see it: a set as a set, a value
+    that could not come as data as a stand-in with its type's name and its repr."""
+    if isinstance(value, dict):
+        if grade_worker.OPAQUE in value:
+            shown = str(value.get("repr", ""))
+            kind = type(str(value[grade_worker.OPAQUE]), (),
+                        {"__repr__": lambda self: shown})
+            return kind()
+        if grade_worker.SET in value:
+            items = [from_answer(v) for v in value[grade_worker.SET]]
+            return frozenset(items) if value.get("frozen") else set(items)
+        if grade_worker.GENERATOR in value:
+            return torch.Generator().set_state(value[grade_worker.GENERATOR])
+        return {k: from_answer(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_answer(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(from_answer(v) for v in value)
+    return value
+
+
+def _is_tag(value) -> bool:
+    return isinstance(value, dict) and any(
+        tag in value for tag in (grade_worker.OPAQUE, grade_worker.SET,
+                                 grade_worker.GENERATOR, grade_worker.MODULE))
+
+
+def _tensors(value) -> list:
+    """The tensors of data from the answer, in the order ``to_data`` listed them."""
+    found: list = []
+    _map_tensors(value, lambda t: found.append(t) or t)
+    return found
+
+
+def _map_tensors(value, change):
+    if isinstance(value, torch.Tensor):
+        return change(value)
+    if isinstance(value, (list, tuple)):
+        items = [_map_tensors(v, change) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict) and not _is_tag(value):
+        return {k: _map_tensors(v, change) for k, v in value.items()}
+    return value
+
+
+def copy_back(local, after) -> None:
+    """Make the checks' argument ``local`` what the answer left of it (``after``), so
+    that a check sees an answer that changes its inputs, as it would in one process."""
+    if isinstance(local, torch.Tensor):
+        if isinstance(after, torch.Tensor) and not (
+                local.shape == after.shape and torch.equal(local.detach(),
+                                                           after.to(local.dtype))):
+            with torch.no_grad():
+                if local.shape == after.shape:
+                    local.copy_(after)
+                else:
+                    local.data = after
+    elif isinstance(local, torch.Generator):
+        if isinstance(after, dict) and grade_worker.GENERATOR in after:
+            local.set_state(after[grade_worker.GENERATOR])
+    elif isinstance(local, torch.nn.Module):
+        if isinstance(after, dict) and after.get(grade_worker.MODULE):
+            _copy_back_module(local, after)
+    elif isinstance(local, list) and isinstance(after, list):
+        if len(local) != len(after):
+            local[:] = [from_answer(v) for v in after]
+        for index, (mine, theirs) in enumerate(zip(local, after)):
+            _copy_item(local, index, mine, theirs)
+    elif isinstance(local, tuple) and isinstance(after, (list, tuple)):
+        for mine, theirs in zip(local, after):
+            copy_back(mine, theirs)
+    elif isinstance(local, dict) and isinstance(after, dict) and not _is_tag(after):
+        for key in [k for k in local if k not in after]:
+            del local[key]
+        for key, theirs in after.items():
+            _copy_item(local, key, local.get(key), theirs)
+
+
+def _copy_item(container, key, mine, theirs) -> None:
+    if isinstance(mine, (torch.Tensor, torch.Generator, torch.nn.Module, list, tuple,
+                         dict)):
+        copy_back(mine, theirs)
+    elif isinstance(theirs, dict) and grade_worker.OPAQUE in theirs:
+        pass  # it did not come as data: the check's own value stays
+    elif not (type(mine) is type(theirs) and mine == theirs):
+        container[key] = from_answer(theirs)
+
+
+def _copy_back_module(module: torch.nn.Module, after: dict) -> None:
+    with torch.no_grad():
+        for name, tensor in module.state_dict(keep_vars=True).items():
+            new = after["tensors"].get(name)
+            if isinstance(new, torch.Tensor) and new.shape == tensor.shape:
+                tensor.copy_(new)
+    for name, parameter in module.named_parameters():
+        grad = after["grads"].get(name)
+        if isinstance(grad, torch.Tensor) and grad.shape == parameter.shape:
+            parameter.grad = grad.to(parameter.dtype)
+    for name, part in module.named_modules():
+        for key, value in after["settings"].get(name, {}).items():
+            if key in vars(part) and type(value) in grade_worker.SIMPLE:
+                setattr(part, key, value)
 
 
 # Real isolation where bubblewrap is installed (Debian: apt-get install bubblewrap): the

@@ -15,14 +15,14 @@ PACKAGES = {
               "schedules and decoders.",
     "tokenizers": "Chapter 07's tokenizers (BPE, byte-level BPE, WordPiece, Unigram), "
                   "their trainers and their shared encoding output.",
-    "models": "BERT (chapter 08) and the variants of chapters 11-13 (RoBERTa, DistilBERT, "
+    "models": "BERT (chapter 08) and the variants of chapters 12-14 (RoBERTa, DistilBERT, "
               "ALBERT), with the converters to and from Hugging Face's weights.",
     "checkpoint": "Saving and loading: model folders (chapter 08), training state "
                   "(chapter 09) and the course's pretrained checkpoint (chapter 09).",
     "pretraining": "Pretraining (chapter 09, with the variants' objectives of chapters "
                    "11-13): documents, masking, examples, the optimiser and the loop.",
-    "finetuning": "Fine-tuning (chapter 10): features, heads, the training loop, the "
-                  "tasks' readers, metrics, extractive QA and the transfer recipes.",
+    "finetuning": "Fine-tuning (chapters 10 and 11): features, heads, the training loop, "
+                  "the tasks' readers, metrics, extractive QA and the transfer ladder.",
 }
 
 MODULES = {

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Callable
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def write_atomically(path: Path, write: Callable[[str], None]) -> None:
     """write(temporary path) next to ``path``, flush it to disk, then rename it over
     ``path`` in one step."""
@@ -34,8 +34,8 @@ def write_atomically(path: Path, write: Callable[[str], None]) -> None:
         raise
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def _create(path: Path, write: Callable[[Path], None]) -> None:
     """write(path) into a new file with the usual mode (0644 under umask 022)."""
     path.touch(exist_ok=False)  # created as open() does: umask applies
@@ -49,8 +49,8 @@ def _create(path: Path, write: Callable[[Path], None]) -> None:
 PREVIOUS, FILES_NAME = ".previous", "FILES.json"  # what an interrupted save replaced
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def _link_or_copy(source: Path, target: Path) -> None:
     try:
         os.link(source, target)  # a second name for the same bytes
@@ -58,8 +58,8 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def _discard(folder: Path) -> None:
     """Remove ``folder``: it disappears in one rename, never seen half removed."""
     trash = folder.with_name(f".saving-{uuid.uuid4().hex[:8]}-trash")
@@ -67,8 +67,8 @@ def _discard(folder: Path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def saved_file(directory: str | Path, name: str) -> Path:
     """Where the last *complete* save keeps ``name``: directory/name, or the copy in
     directory/.previous/ when a save died while it swapped its files in."""
@@ -79,8 +79,8 @@ def saved_file(directory: str | Path, name: str) -> Path:
     return directory / name
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def _kept_names(kept: Path) -> list[str]:
     """The files that the save which died was replacing: FILES.json, or, where a
     crash damaged it, the files kept beside it (the old set; files new in that save,
@@ -95,8 +95,8 @@ def _kept_names(kept: Path) -> list[str]:
     return sorted(p.name for p in kept.glob("*") if p.name != FILES_NAME)
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def _restore_previous(directory: Path) -> None:
     """Undo a save that died while it swapped its files in: put back what it kept."""
     kept = directory / PREVIOUS
@@ -113,8 +113,8 @@ def _restore_previous(directory: Path) -> None:
     _discard(kept)
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def save_files(
     directory: str | Path, writers: dict[str, Callable[[Path], None]]
 ) -> Path:

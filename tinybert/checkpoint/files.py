@@ -36,13 +36,13 @@ MODEL_CLASS_MODULES = {
     "BertModel": "tinybert.models.bert",
     "BertForMaskedLM": "tinybert.models.bert_heads",
     "BertForPreTraining": "tinybert.models.bert_heads",
-    # chapter 11's RoBERTa
+    # chapter 12's RoBERTa
     "RobertaModel": "tinybert.models.roberta",
     "RobertaForMaskedLM": "tinybert.models.roberta",
-    # chapter 12's DistilBERT
+    # chapter 13's DistilBERT
     "DistilBertModel": "tinybert.models.distilbert",
     "DistilBertForMaskedLM": "tinybert.models.distilbert",
-    # chapter 13's ALBERT
+    # chapter 14's ALBERT
     "AlbertModel": "tinybert.models.albert",
     "AlbertForMaskedLM": "tinybert.models.albert_heads",
     "AlbertForPreTraining": "tinybert.models.albert_heads",
@@ -51,8 +51,8 @@ MODEL_CLASS_MODULES = {
 MODEL_CLASSES: dict[str, type] = {}
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def register_model_class(cls: type) -> type:
     """Let save_model and load_model handle a class of your own (the course's are in
     MODEL_CLASS_MODULES); import it before load_model reads a folder that names it."""
@@ -70,8 +70,8 @@ def register_model_class(cls: type) -> type:
     return cls
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def find_model_class(name: str) -> type | None:
     """The class called ``name`` in a config.json: the course's, imported from its
     module on first use, or one registered with register_model_class; None if
@@ -81,15 +81,15 @@ def find_model_class(name: str) -> type | None:
     return MODEL_CLASSES.get(name)
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def known_model_classes() -> list[str]:
     """The names save_model and load_model accept, for their errors."""
     return sorted({*MODEL_CLASS_MODULES, *MODEL_CLASSES})
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     """model.state_dict() with every shared tensor once, under its first name (tied
     weights are stored once)."""
@@ -106,8 +106,8 @@ def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     return tensors
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def model_files(model: nn.Module) -> tuple[str, dict[str, Callable[[Path], None]]]:
     """The save_id and the writers of model.safetensors and config.json (save_model)."""
     from safetensors.torch import save_file
@@ -142,8 +142,8 @@ def model_files(model: nn.Module) -> tuple[str, dict[str, Callable[[Path], None]
     }
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def save_model(model: nn.Module, directory: str | Path) -> Path:
     """directory/model.safetensors (tied weights once) + directory/config.json, saved
     all or nothing by save_files.
@@ -156,8 +156,8 @@ def save_model(model: nn.Module, directory: str | Path) -> Path:
     return save_files(directory, writers)
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def read_json_file(path: Path, fields: tuple[str, ...], missing: str) -> dict:
     """The JSON object in ``path``, which must hold every name in ``fields``. Raises
     FileNotFoundError (``missing`` says what the file should be) or ValueError."""
@@ -178,8 +178,8 @@ def read_json_file(path: Path, fields: tuple[str, ...], missing: str) -> dict:
     return data
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def read_safetensors(path: Path, missing: str) -> tuple[dict, dict[str, torch.Tensor]]:
     """The header (metadata) and the tensors of the safetensors file ``path``. Raises
     FileNotFoundError (``missing`` says what the file should be) or ValueError."""
@@ -197,8 +197,8 @@ def read_safetensors(path: Path, missing: str) -> tuple[dict, dict[str, torch.Te
         ) from None
 
 
-# Built in chapter 8, section "Saving and loading":
-# chapters/08_bert.html#saving-and-loading
+# Built in chapter 8, section "Engineering: saving and loading":
+# chapters/08_bert.html#engineering-saving-and-loading
 def load_model(
     directory: str | Path,
     model_class: type | None = None,

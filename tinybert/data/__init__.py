@@ -16,6 +16,12 @@ Gutenberg books in ``tinybert.data.gutenberg``), ``tinybert.data.tasks`` (labell
 and ``tinybert.data.models`` (the pretrained model). Finding, downloading and verifying
 one file is ``tinybert.data.fetching``; this package holds the registry, looks names up
 and fetches by name or by group.
+
+Two classification tasks are derived from registered files by tinybert's own code, so
+that they need nothing but the registry: ``read_sentence_polarity(split)`` splits the
+Sentence Polarity zip (``tinybert.data.sentence_polarity``) and
+``read_authorship(split)`` cuts the Gutenberg books into passages labelled by author
+(``tinybert.data.authorship``). Both return ``(text, label)`` pairs.
 """
 
 from __future__ import annotations
@@ -42,10 +48,15 @@ __all__ = [
     "data_dir",
     "cache_dir",
     "sha256_of",
+    "read_sentence_polarity",
+    "POLARITY_LABELS",
+    "read_authorship",
+    "AUTHORS",
 ]
 
 
 from tinybert.data import corpora, models, tasks
+from tinybert.data.authorship import AUTHORS, read_authorship
 from tinybert.data.entry import DataFile
 from tinybert.data.fetching import (
     OFFLINE_RETRY_SECONDS,
@@ -56,6 +67,7 @@ from tinybert.data.fetching import (
     fetch_file,
     sha256_of,
 )
+from tinybert.data.sentence_polarity import POLARITY_LABELS, read_sentence_polarity
 
 _ENTRIES = [*corpora.ENTRIES, *tasks.ENTRIES, *models.ENTRIES]
 

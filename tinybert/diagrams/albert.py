@@ -1,4 +1,4 @@
-"""Hand-written (not generated): diagrams of ALBERT (chapter 13).
+"""Hand-written (not generated): diagrams of ALBERT (chapter 14).
 
 Its factorised embeddings (a V × E table, then an E × D projection) against BERT's one
 V × D table, its layers that share one set of weights, and sentence-order prediction

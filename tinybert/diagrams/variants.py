@@ -1,4 +1,4 @@
-"""Hand-written (not generated): diagrams of BERT's variants (chapters 11, 12 and 14).
+"""Hand-written (not generated): diagrams of BERT's variants (chapters 12, 13 and 15).
 
 What RoBERTa changes against BERT, how DistilBERT's student learns from its teacher,
 and the four models of the family side by side. The sizes come from the models'

@@ -4,10 +4,37 @@ can act on."""
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 
 import torch
 
-__all__ = ["assert_close", "call_unmodified", "check_cases", "checked_pairs", "origin"]
+__all__ = [
+    "answers_required",
+    "assert_close",
+    "call_unmodified",
+    "check_cases",
+    "checked_pairs",
+    "origin",
+]
+
+
+def answers_required(check):
+    """Decorate a ``check_*`` function: each of its arguments must be the student's
+    function (or class), so that a check given None, or a value, fails saying so."""
+    names = list(inspect.signature(check).parameters)
+
+    @functools.wraps(check)
+    def checked(*answers):
+        for name, answer in zip(names, answers):
+            assert callable(answer), (
+                f"{check.__name__}: expected your function {name} (define it with "
+                f"def, and pass it without calling it), got "
+                f"{type(answer).__name__} {answer!r}"[:300]
+            )
+        return check(*answers)
+
+    return checked
 
 
 def assert_close(
@@ -62,7 +89,7 @@ def check_cases(function, cases, *, returns: type, normalise=None) -> None:
 
 
 def checked_pairs(make_pairs, documents, one_pair_per: str, labels: str) -> list:
-    """``make_pairs(documents, generator)`` (chapter 9's NSP pairs, chapter 13's SOP
+    """``make_pairs(documents, generator)`` (chapter 9's NSP pairs, chapter 14's SOP
     pairs) with a generator seeded with 0, checked to give one pair per segment that
     has a successor (``one_pair_per`` says it in the task's words), each labelled 0 or
     1 (``labels`` names the two)."""

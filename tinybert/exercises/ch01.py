@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.exercises._assertions import assert_close as _assert_close
 
 __all__ = ["check_cross_entropy", "check_silu", "check_mlp_parameter_count"]
@@ -19,6 +20,7 @@ __all__ = ["check_cross_entropy", "check_silu", "check_mlp_parameter_count"]
 # --- ex-ffn-cross-entropy -------------------------------------------------------------
 
 
+@answers_required
 def check_cross_entropy(cross_entropy) -> None:
     """Check ``cross_entropy(logits (N, C), targets (N,)) -> mean loss`` against
     ``F.cross_entropy``."""
@@ -105,6 +107,7 @@ def check_cross_entropy(cross_entropy) -> None:
 # --- ex-ffn-silu ----------------------------------------------------------------------
 
 
+@answers_required
 def check_silu(silu, silu_derivative) -> None:
     """Check ``silu(x)`` against ``F.silu`` and ``silu_derivative(x)`` against
     autograd."""
@@ -154,6 +157,7 @@ def check_silu(silu, silu_derivative) -> None:
 # --- ex-ffn-mlp-params ----------------------------------------------------------------
 
 
+@answers_required
 def check_mlp_parameter_count(mlp_parameter_count) -> None:
     """Check ``mlp_parameter_count(sizes)`` against counting the parameters of a real
     ``MLP(sizes)``."""

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.exercises._assertions import assert_close as _assert_close
 from tinybert.exercises.ch02_recurrence import check_gru_cell
 
@@ -50,6 +51,7 @@ def _reference_neighbours(vectors, queries, k):
     return top.indices, top.values
 
 
+@answers_required
 def check_nearest_neighbours(nearest_neighbours) -> None:
     """Check ``nearest_neighbours(vectors (V, E), queries (Q,), k) -> (ids (Q, k),
     cosines (Q, k))``."""
@@ -130,6 +132,7 @@ def _reference_analogy(vectors, a, b, c, k):
     return scores.topk(k, dim=1).indices
 
 
+@answers_required
 def check_analogy(analogy) -> None:
     """Check ``analogy(vectors (V, E), a (Q,), b (Q,), c (Q,), k) -> ids (Q, k)``."""
     # A hand-made world: a "royal" and a "gender" axis, plus noise axes. man:king ::

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.exercises._assertions import assert_close as _assert_close
 
 __all__ = ["check_gru_cell"]
@@ -17,6 +18,7 @@ __all__ = ["check_gru_cell"]
 # --- ex-wv-gru ------------------------------------------------------------------------
 
 
+@answers_required
 def check_gru_cell(gru_cell) -> None:
     """Check ``gru_cell(x, h, weight_ih, weight_hh, bias_ih, bias_hh)`` against
     ``nn.GRUCell``."""

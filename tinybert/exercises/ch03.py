@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.blocks.attention import (
     causal_mask,
     masked_softmax,
@@ -32,6 +33,7 @@ __all__ = [
 # --- ex-attention-masked-softmax ------------------------------------------------------
 
 
+@answers_required
 def check_softmax_with_mask(softmax_with_mask) -> None:
     """Check ``softmax_with_mask(scores, mask)`` against
     ``tinybert.blocks.attention.masked_softmax``."""
@@ -136,6 +138,7 @@ def check_softmax_with_mask(softmax_with_mask) -> None:
 # --- ex-attention-causal-loop ---------------------------------------------------------
 
 
+@answers_required
 def check_causal_attention_loop(causal_attention_loop) -> None:
     """Check ``causal_attention_loop(q, k, v)`` against attention with
     ``causal_mask(T)``."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.blocks.attention import padding_mask, scaled_dot_product_attention
 from tinybert.blocks.checks import describe
 from tinybert.exercises._assertions import assert_close as _assert_close
@@ -21,6 +22,7 @@ __all__ = ["check_mask_conversions"]
 # --- ex-attention-boundaries ----------------------------------------------------------
 
 
+@answers_required
 def check_mask_conversions(from_hf_attention_mask, to_key_padding_mask) -> None:
     """Check the two mask converters, the second one against a real
     ``nn.MultiheadAttention``."""

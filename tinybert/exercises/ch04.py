@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.exercises._assertions import assert_close as _assert_close
 
 __all__ = [
@@ -51,6 +52,7 @@ def _torch_reference(mha) -> nn.MultiheadAttention:
 # --- ex-mha-loop ----------------------------------------------------------------------
 
 
+@answers_required
 def check_multihead_by_loop(multihead_by_loop) -> None:
     """Check ``multihead_by_loop(mha, x, context, mask)`` against
     ``mha(x, context, mask)[0]``."""
@@ -92,6 +94,7 @@ def check_multihead_by_loop(multihead_by_loop) -> None:
 # --- ex-mha-torch-mask ----------------------------------------------------------------
 
 
+@answers_required
 def check_to_torch_attn_mask(to_torch_attn_mask) -> None:
     """Check ``to_torch_attn_mask(mask, batch_size, n_heads, T, S)`` by running
     nn.MultiheadAttention with it."""
@@ -175,6 +178,7 @@ def check_to_torch_attn_mask(to_torch_attn_mask) -> None:
 # --- ex-mha-params --------------------------------------------------------------------
 
 
+@answers_required
 def check_mha_parameter_count(mha_parameter_count) -> None:
     """Check ``mha_parameter_count(d_model, n_heads, bias)`` against real modules."""
     from tinybert.blocks.feedforward import count_parameters

@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.exercises._assertions import assert_close as _assert_close
 
 __all__ = ["check_sinusoidal_table", "check_rope_rotate", "check_alibi_bias"]
@@ -20,6 +21,7 @@ __all__ = ["check_sinusoidal_table", "check_rope_rotate", "check_alibi_bias"]
 # --- ex-pos-sinusoidal-table ----------------------------------------------------------
 
 
+@answers_required
 def check_sinusoidal_table(sinusoidal_table) -> None:
     """Check ``sinusoidal_table(max_len, d_model)`` against the formula and
     ``sinusoidal_encoding``."""
@@ -78,6 +80,7 @@ def check_sinusoidal_table(sinusoidal_table) -> None:
 # --- ex-pos-rope-rotate ---------------------------------------------------------------
 
 
+@answers_required
 def check_rope_rotate(rope_rotate) -> None:
     """Check ``rope_rotate(x, positions, base)`` against ``RotaryEmbedding`` and RoPE's
     two properties."""
@@ -187,6 +190,7 @@ def _alibi_reference(n_heads: int, T: int) -> torch.Tensor:
     return -slopes[:, None, None] * distance
 
 
+@answers_required
 def check_alibi_bias(alibi_bias) -> None:
     """Check ``alibi_bias(n_heads, T)`` against the formula -2^(-8(h+1)/H) |s - t|."""
     for n_heads, T in [(8, 5), (4, 7), (1, 3), (12, 1), (3, 13)]:

@@ -13,6 +13,7 @@ import copy
 import torch
 from torch import nn
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.exercises._assertions import assert_close as _assert_close
 
 __all__ = ["check_smoothed_cross_entropy", "check_noam_lr", "check_pre_ln_forward"]
@@ -21,6 +22,7 @@ __all__ = ["check_smoothed_cross_entropy", "check_noam_lr", "check_pre_ln_forwar
 # --- ex-transformer-label-smoothing ---------------------------------------------------
 
 
+@answers_required
 def check_smoothed_cross_entropy(smoothed_cross_entropy) -> None:
     """Check ``smoothed_cross_entropy(logits (N, V), targets (N,), smoothing,
     ignore_index)`` against ``nn.CrossEntropyLoss(label_smoothing=smoothing,
@@ -124,6 +126,7 @@ def check_smoothed_cross_entropy(smoothed_cross_entropy) -> None:
 # --- ex-transformer-schedule ----------------------------------------------------------
 
 
+@answers_required
 def check_noam_lr(noam_lr) -> None:
     """Check ``noam_lr(step, d_model, warmup_steps)`` against the formula, the peak and
     bad steps."""
@@ -176,6 +179,7 @@ def check_noam_lr(noam_lr) -> None:
 # --- ex-transformer-pre-ln ------------------------------------------------------------
 
 
+@answers_required
 def check_pre_ln_forward(pre_ln_forward) -> None:
     """Check ``pre_ln_forward(layer, x, mask)`` against an EncoderLayer built with
     norm_first=True."""

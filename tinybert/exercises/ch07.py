@@ -11,6 +11,7 @@ import math
 import random
 from collections import Counter
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.tokenizers.bpe import merge_pair
 from tinybert.tokenizers.unigram import viterbi
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
@@ -33,6 +34,7 @@ def _reference_merge_step(words: dict[tuple[str, ...], int]):
     return best, {tuple(merge_pair(list(s), best)): n for s, n in words.items()}
 
 
+@answers_required
 def check_bpe_merge_step(bpe_merge_step) -> None:
     """Check ``bpe_merge_step(words) -> (pair, new_words)`` for
     ``words = {symbols: count}``."""
@@ -75,6 +77,7 @@ def check_bpe_merge_step(bpe_merge_step) -> None:
 # --- ex-tok-greedy --------------------------------------------------------------------
 
 
+@answers_required
 def check_greedy_wordpiece(greedy_wordpiece) -> None:
     """Check ``greedy_wordpiece(word, vocab) -> list of pieces`` against
     WordPieceTokenizer."""
@@ -169,6 +172,7 @@ def _viterbi_cases() -> list[tuple[str, str, dict[str, float]]]:
     return cases
 
 
+@answers_required
 def check_viterbi_segment(viterbi_segment) -> None:
     """Check ``viterbi_segment(word, log_probs) -> pieces``: a segmentation of ``word``
     into pieces of ``log_probs`` whose total log-probability is the highest possible."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.exercises._assertions import assert_close as _assert_close
 from tinybert.exercises.ch08_probing import check_offset_baseline
 
@@ -25,6 +26,7 @@ __all__ = [
 # --- ex-bert-embeddings ---------------------------------------------------------------
 
 
+@answers_required
 def check_bert_input_embeddings(bert_input_embeddings) -> None:
     """Check ``bert_input_embeddings`` against BertEmbeddings (eval mode, so no
     dropout)."""
@@ -86,6 +88,7 @@ def check_bert_input_embeddings(bert_input_embeddings) -> None:
 # --- ex-bert-parameter-count ----------------------------------------------------------
 
 
+@answers_required
 def check_bert_parameter_count(bert_parameter_count) -> None:
     """Check ``bert_parameter_count`` against count_parameters of BertModels built on
     the meta device."""
@@ -125,6 +128,7 @@ def check_bert_parameter_count(bert_parameter_count) -> None:
 # --- ex-bert-mean-pool ----------------------------------------------------------------
 
 
+@answers_required
 def check_mean_pool(mean_pool) -> None:
     """Check ``mean_pool(hidden, attention_mask)`` on odd shapes, both mask types, and
     padding garbage."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from tinybert.exercises._assertions import answers_required
+
 __all__ = ["check_offset_baseline"]
 
 
@@ -55,6 +57,7 @@ def _expected_offset_baseline(trees, relation, offsets):
     return offsets[best], int(right[best]) / total
 
 
+@answers_required
 def check_offset_baseline(offset_baseline) -> None:
     """Check ``offset_baseline(trees, relation, offsets)`` on hand and random trees."""
     import copy

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.exercises._assertions import checked_pairs, origin
 from tinybert.pretraining.objective import SpecialTokens
 from tinybert.pretraining.optim import linear_warmup_decay
@@ -36,6 +37,7 @@ def _batch(B: int, T: int, seed: int) -> torch.Tensor:
 # --- ex-pretrain-mask -----------------------------------------------------------------
 
 
+@answers_required
 def check_bert_mask(bert_mask) -> None:
     """Check ``bert_mask(input_ids, special, generator) -> (corrupted, labels)``."""
     ids = _batch(300, 64, seed=0)
@@ -129,6 +131,7 @@ def _documents(n_docs: int, seed: int) -> list[list[list[int]]]:
     return [[[1000 * d + j, 5, 6] for j in range(k)] for d, k in enumerate(sizes)]
 
 
+@answers_required
 def check_nsp_pairs(nsp_pairs) -> None:
     """Check ``nsp_pairs(documents, generator) -> [(a, b, label), ...]``."""
     docs = _documents(500, seed=0)
@@ -184,6 +187,7 @@ def check_nsp_pairs(nsp_pairs) -> None:
 # --- ex-pretrain-schedule -------------------------------------------------------------
 
 
+@answers_required
 def check_warmup_decay_lr(warmup_decay_lr) -> None:
     """Check ``warmup_decay_lr(step, peak, warmup_steps, total_steps)`` against
     linear_warmup_decay."""

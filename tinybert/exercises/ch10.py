@@ -4,25 +4,22 @@
 Each ``check_*`` function calls the student's code on several inputs, including edge
 cases, raises ``AssertionError`` saying what was expected and what came back, and prints
 a line starting with ✓ when everything passes. This module holds the
-token-classification checks (labels from word ids, entity-level F1) and the transfer
-ladder's verdict, and re-exports the others, so that every check cell imports from here:
-the SQuAD F1 check from ``tinybert.exercises.ch10_qa``, the sentence-pair checks from
-``tinybert.exercises.ch10_pairs``.
+token-classification checks (labels from word ids, entity-level F1) and re-exports
+the SQuAD F1 check from ``tinybert.exercises.ch10_qa``, so that every check cell
+imports from here.
 """
 
 from __future__ import annotations
 
 import random
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.exercises._assertions import check_cases
-from tinybert.exercises.ch10_pairs import check_truncate_pair, check_word_overlap
 from tinybert.exercises.ch10_qa import check_token_f1
 
 __all__ = [
     "check_labels_from_word_ids",
     "check_token_f1",
-    "check_truncate_pair",
-    "check_word_overlap",
 ]
 
 
@@ -37,6 +34,7 @@ def _reference_labels(word_ids, word_labels):
     return labels
 
 
+@answers_required
 def check_labels_from_word_ids(labels_from_word_ids) -> None:
     """Check ``labels_from_word_ids(word_ids, word_labels) -> one label per token``."""
     cases = [
@@ -89,6 +87,7 @@ def check_labels_from_word_ids(labels_from_word_ids) -> None:
 # --- ex-ft-entity-f1 ------------------------------------------------------------------
 
 
+@answers_required
 def check_entity_f1(entity_f1) -> None:
     """Check ``entity_f1(gold, predicted) -> float`` on hand-worked cases and random tag
     sequences, against chapter 10's ``entity_scores`` (equal to seqeval in
@@ -135,29 +134,3 @@ def check_entity_f1(entity_f1) -> None:
         f"✓ entity_f1 matches entity-level F1 on {len(cases)} hand-worked cases and "
         f"300 random ones"
     )
-
-
-# --- ex-ft-ladder-verdict -------------------------------------------------------------
-
-
-def check_compare_rungs(compare_rungs) -> None:
-    """Check ``compare_rungs(upper, lower) -> "ahead" | "behind" | "level"`` on
-    worked cases."""
-    cases = [
-        ([0.60, 0.62, 0.61], [0.50, 0.52, 0.51], "ahead"),  # gap 0.10, spread 0.02
-        ([0.50, 0.52, 0.51], [0.60, 0.62, 0.61], "behind"),
-        ([0.60, 0.40, 0.50], [0.45, 0.46, 0.47], "level"),  # gap 0.04, spread 0.20
-        # different numbers of seeds
-        ([0.55, 0.56], [0.50, 0.51, 0.52], "ahead"),
-        ([0.5], [0.4], "ahead"),  # one seed: spread 0
-        ([0.5, 0.5], [0.5, 0.5], "level"),
-        ([0.70, 0.50], [0.50, 0.50], "level"),  # gap 0.10, spread 0.20
-        ([0.54, 0.52], [0.50, 0.50], "ahead"),  # gap 0.03, spread 0.02
-        ([0.46, 0.48], [0.50, 0.50], "behind"),
-    ]
-    for upper, lower, expected in cases:
-        got = compare_rungs(list(upper), list(lower))
-        assert got == expected, (
-            f"compare_rungs({upper}, {lower}): expected {expected!r}, got {got!r}"
-        )
-    print(f"✓ compare_rungs gives the ladder's reading on {len(cases)} cases")

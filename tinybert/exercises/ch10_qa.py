@@ -11,6 +11,8 @@ import re
 import string
 from collections import Counter
 
+from tinybert.exercises._assertions import answers_required
+
 __all__ = ["check_token_f1"]
 
 
@@ -30,6 +32,7 @@ def _reference_f1(prediction: str, references: list[str]) -> float:
     return max(f1(words(prediction), words(r)) for r in references)
 
 
+@answers_required
 def check_token_f1(token_f1) -> None:
     """Check ``token_f1(prediction, references) -> float`` on hand-worked cases and
     random strings."""

@@ -1,181 +1,141 @@
-"""Hand-written (not generated): the checks for chapter 13's exercises (ALBERT).
+"""Hand-written (not generated): the checks for chapter 13's exercises (DistilBERT).
 
 Each ``check_*`` function calls the student's code on several inputs, including odd
 sizes and edge cases, raises ``AssertionError`` saying what was expected and what came
-back, and prints a line starting with ✓ when everything passes. The sentence-order
-check, ``check_sop_pairs``, lives in ``tinybert.exercises.ch13_sop`` and is re-exported
-here, the module the chapter's check cells import from.
+back, and prints a line starting with ✓ when everything passes.
 """
 
 from __future__ import annotations
 
-import copy
-
 import torch
-from torch import nn
+import torch.nn.functional as F
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.exercises._assertions import assert_close as _assert_close
-from tinybert.exercises.ch13_sop import check_sop_pairs
-from tinybert.blocks.feedforward import count_parameters
-from tinybert.models.albert import AlbertConfig, AlbertEmbeddings, AlbertEncoder
-from tinybert.models.bert import BertConfig
-from tinybert.models.bert_layers import BertLayer
 
-__all__ = [
-    "check_albert_embedding_parameters",
-    "check_shared_layers",
-    "check_sop_pairs",
-]
+__all__ = ["check_spread_layers", "check_soft_cross_entropy"]
 
 
-# --- ex-albert-embedding-count --------------------------------------------------------
+# --- ex-distil-spread -----------------------------------------------------------------
 
 
-def check_albert_embedding_parameters(albert_embedding_parameters) -> None:
-    """Check ``albert_embedding_parameters(V, E, D, max_len, type_vocab_size=2)``
-    against AlbertEmbeddings."""
-    cases = [
-        (30000, 128, 768, 512, 2),
-        (30000, 128, 1024, 512, 2),
-        (99, 16, 32, 23, 2),
-        (8192, 128, 256, 128, 2),
-        (101, 37, 37, 7, 3),
-        (5, 1, 4, 1, 1),
-        (1000, 300, 64, 50, 4),
-    ]
-    for V, E, D, P, S in cases:
-        config = AlbertConfig(
-            vocab_size=V,
-            embedding_size=E,
-            d_model=D,
-            n_heads=1,
-            max_len=P,
-            type_vocab_size=S,
-        )
-        with torch.device("meta"):
-            expected = count_parameters(AlbertEmbeddings(config))
-        got = (
-            albert_embedding_parameters(V, E, D, P)
-            if S == 2
-            else albert_embedding_parameters(V, E, D, P, type_vocab_size=S)
-        )
-        assert isinstance(got, int) and not isinstance(got, bool), (
-            f"albert_embedding_parameters must return an int, got "
-            f"{type(got).__name__} ({got!r})"
-        )
-        assert got == expected, (
-            f"albert_embedding_parameters(vocab_size={V}, "
-            f"embedding_size={E}, d_model={D}, max_len={P}, "
-            f"type_vocab_size={S}): expected "
-            f"{expected:,}, got {got:,}"
-        )
-    print(
-        "✓ albert_embedding_parameters matches AlbertEmbeddings (tables, LayerNorm "
-        "over E, projection E -> D)"
-    )
-
-
-# --- ex-albert-shared-layers ----------------------------------------------------------
-
-
-def _layer(seed: int, d_model: int = 32, n_heads: int = 4, d_ff: int = 37) -> BertLayer:
-    torch.manual_seed(seed)
-    layer = BertLayer(
-        BertConfig(
-            d_model=d_model,
-            n_heads=n_heads,
-            d_ff=d_ff,
-            dropout=0.0,
-            attention_dropout=0.0,
-        )
-    )
-    # move biases and LayerNorms off their initial values
-    with torch.no_grad():
-        for p in layer.parameters():
-            p.add_(0.1 * torch.randn_like(p))
-    return layer.eval()
-
-
-def check_shared_layers(SharedLayers) -> None:
-    """Check ``SharedLayers(layer, n_layers)``: one module applied n_layers times, its
-    parameters only."""
-    g = torch.Generator().manual_seed(13)
-    for n_layers in (1, 4):
-        layer = _layer(n_layers)
-        shared = SharedLayers(layer, n_layers)
-        assert isinstance(shared, nn.Module), (
-            f"SharedLayers must be an nn.Module, got {type(shared).__name__}"
-        )
-        assert count_parameters(shared) == count_parameters(layer), (
-            f"SharedLayers(layer, {n_layers}) must hold the parameters of one layer "
-            f"({count_parameters(layer):,}), got {count_parameters(shared):,}"
-        )
-        own = {id(p) for p in layer.parameters()}
-        assert all(id(p) in own for p in shared.parameters()), (
-            "SharedLayers must use the layer it was given (the same parameter "
-            "tensors), not a copy"
-        )
-        x = torch.randn(13, 7, 32, generator=g)
-        mask = (torch.arange(7)[None, :] < torch.randint(1, 8, (13, 1), generator=g))[
-            :, None, None, :
-        ]
-        for m in (None, mask):
-            expected = x
-            with torch.no_grad():
-                for _ in range(n_layers):
-                    expected = layer(expected, m)
-                got = shared(x, m) if m is not None else shared(x)
-            what = "with a padding mask" if m is not None else "without a mask"
-            _assert_close(
-                f"SharedLayers(layer, {n_layers}) {what}", got, expected, atol=1e-5
+@answers_required
+def check_spread_layers(spread_layers) -> None:
+    """Check ``spread_layers(n_teacher, n_student) -> list of layer indices``."""
+    known = {
+        (12, 6): [0, 2, 4, 7, 9, 11],  # the released DistilBERT script
+        (4, 2): [0, 3],
+        (12, 12): list(range(12)),
+        (2, 2): [0, 1],
+        (24, 6): [0, 5, 9, 14, 18, 23],
+        (4, 3): [0, 2, 3],
+        (6, 4): [0, 2, 3, 5],
+        (5, 3): [0, 2, 4],
+    }
+    for (n_teacher, n_student), expected in known.items():
+        got = spread_layers(n_teacher, n_student)
+        assert list(got) == expected, (
+            f"spread_layers({n_teacher}, {n_student}): expected {expected}, got {got}"
+            + (
+                " (round halves up: floor(x + 0.5))"
+                if (n_teacher, n_student) in [(4, 3), (6, 4)]
+                else ""
             )
-
-    # The same function as ALBERT's encoder with one group.
-    layer = _layer(7)
-    encoder = AlbertEncoder(
-        AlbertConfig(d_model=32, n_heads=4, d_ff=37, n_layers=4, activation="gelu")
-    ).eval()
-    encoder.groups[0][0].load_state_dict(layer.state_dict())
-    x = torch.randn(3, 5, 32, generator=g)
-    with torch.no_grad():
-        _assert_close(
-            "SharedLayers(layer, 4) against AlbertEncoder (N = 4, G = 1)",
-            SharedLayers(layer, 4)(x),
-            encoder(x)[0],
-            atol=1e-5,
         )
-
-    # The gradient of a shared weight is the sum of the gradients of N separate copies.
-    layer = _layer(11)
-    copies = [copy.deepcopy(layer) for _ in range(3)]
-    x = torch.randn(4, 6, 32, generator=g)
-    y = x
-    for c in copies:
-        y = c(y)
-    (y**2).mean().backward()
-    shared = SharedLayers(layer, 3)
-    (shared(x) ** 2).mean().backward()
-    for (name, p), *same in zip(
-        layer.named_parameters(), *(c.parameters() for c in copies)
-    ):
-        assert p.grad is not None, f"no gradient reached the shared layer's {name}"
-        _assert_close(
-            f"gradient of the shared {name} (sum over the 3 depths)",
-            p.grad,
-            sum(q.grad for q in same),
-            atol=1e-5,
-        )
-
-    for bad in (0, -2, 2.0, True):
+    for n_teacher in range(2, 30):
+        for n_student in range(2, n_teacher + 1):
+            got = list(spread_layers(n_teacher, n_student))
+            assert len(got) == n_student and got[0] == 0 and got[-1] == n_teacher - 1, (
+                f"spread_layers({n_teacher}, {n_student}): expected {n_student} "
+                f"indices from 0 to {n_teacher - 1}, got {got}"
+            )
+            assert all(a < b for a, b in zip(got, got[1:])), (
+                f"spread_layers({n_teacher}, {n_student}): indices must increase "
+                f"strictly, got {got}"
+            )
+    for bad in [(12, 1), (12, 13), (3, 0)]:
         try:
-            SharedLayers(_layer(0), bad)
+            spread_layers(*bad)
         except ValueError:
             continue
         raise AssertionError(
-            f"SharedLayers(layer, {bad!r}) must raise ValueError (n_layers must be a "
-            f"positive int)"
+            f"spread_layers{bad}: expected a ValueError (need 2 <= n_student "
+            f"<= n_teacher)"
         )
     print(
-        "✓ SharedLayers applies one layer N times, holds one layer's parameters, "
-        "matches AlbertEncoder, and sums the gradients of all depths"
+        "✓ spread_layers spreads the layers evenly (12 -> 6 gives 0, 2, 4, 7, 9, 11) "
+        "and rejects bad sizes"
+    )
+
+
+# --- ex-distil-soft-ce ----------------------------------------------------------------
+
+
+@answers_required
+def check_soft_cross_entropy(soft_cross_entropy) -> None:
+    """Check ``soft_cross_entropy(student_logits, teacher_logits, temperature)`` (T² ·
+    soft cross-entropy)."""
+    g = torch.Generator().manual_seed(1201)
+    for n, v, T, scale in [
+        (13, 7, 2.0, 1.0),
+        (1, 5, 1.0, 3.0),
+        (6, 37, 4.0, 10.0),
+        (9, 2, 0.5, 1.0),
+        (4, 99, 8.0, 5.0),
+    ]:
+        student = (scale * torch.randn(n, v, generator=g)).requires_grad_(True)
+        teacher = (scale * torch.randn(n, v, generator=g)).requires_grad_(True)
+        got = soft_cross_entropy(student, teacher, T)
+        p_teacher = F.softmax(teacher.detach() / T, dim=-1)
+        entropy = (
+            -(p_teacher * F.log_softmax(teacher.detach() / T, dim=-1)).sum(-1).mean()
+        )
+        kl = (
+            F.kl_div(
+                F.log_softmax(student / T, -1),
+                F.log_softmax(teacher.detach() / T, -1),
+                reduction="batchmean",
+                log_target=True,
+            )
+            * T**2
+        )
+        where = f"logits of shape ({n}, {v}) at T={T}"
+        _assert_close(
+            f"soft_cross_entropy on {where} (expected T² KL + T² H(teacher))",
+            got.detach(),
+            (kl + T**2 * entropy).detach(),
+            atol=1e-4,
+            rtol=1e-4,
+        )
+        assert got.dim() == 0, (
+            f"soft_cross_entropy on {where}: expected a scalar, got shape "
+            f"{tuple(got.shape)}"
+        )
+        got.backward()
+        assert teacher.grad is None or torch.count_nonzero(teacher.grad) == 0, (
+            f"soft_cross_entropy on {where}: no gradient may reach the teacher's "
+            f"logits (detach them)"
+        )
+        (expected_grad,) = torch.autograd.grad(kl, student)
+        _assert_close(
+            f"gradient of soft_cross_entropy w.r.t. the student's logits ({where})",
+            student.grad,
+            expected_grad,
+            atol=1e-5,
+            rtol=1e-4,
+        )
+    same = torch.randn(3, 11, generator=g)
+    _assert_close(
+        "soft_cross_entropy of identical uniform logits (T² log V)",
+        soft_cross_entropy(torch.zeros(3, 11), torch.zeros(3, 11), 3.0).detach(),
+        torch.tensor(9.0 * torch.log(torch.tensor(11.0)).item()),
+        atol=1e-4,
+    )
+    big = soft_cross_entropy(same * 1000, same * 1000, 1.0)
+    assert torch.isfinite(big), (
+        "soft_cross_entropy must stay finite for logits of size 1000 (use log_softmax)"
+    )
+    print(
+        "✓ soft_cross_entropy = T² (KL + teacher entropy), with the KL term's gradient "
+        "and none for the teacher"
     )

@@ -1,135 +1,184 @@
-"""Hand-written (not generated): the checks for chapter 14's exercises (the BERT family
-side by side).
+"""Hand-written (not generated): the checks for chapter 14's exercises (ALBERT).
 
-Each ``check_*`` function calls the student's code on several inputs, including edge
-cases, raises ``AssertionError`` saying what was expected and what came back, and prints
-a line starting with ✓ when everything passes.
+Each ``check_*`` function calls the student's code on several inputs, including odd
+sizes and edge cases, raises ``AssertionError`` saying what was expected and what came
+back, and prints a line starting with ✓ when everything passes. The sentence-order
+check, ``check_sop_pairs``, lives in ``tinybert.exercises.ch14_sop`` and is re-exported
+here, the module the chapter's check cells import from.
 """
 
 from __future__ import annotations
 
+import copy
+
 import torch
-from torch.utils.flop_counter import FlopCounterMode
+from torch import nn
 
-from tinybert.models.albert import AlbertConfig, AlbertModel
-from tinybert.models.bert import BertConfig, BertModel
-from tinybert.models.distilbert import DistilBertConfig, DistilBertModel
+from tinybert.exercises._assertions import answers_required
+from tinybert.exercises._assertions import assert_close as _assert_close
+from tinybert.exercises.ch14_sop import check_sop_pairs
+from tinybert.blocks.feedforward import count_parameters
+from tinybert.models.albert import AlbertConfig, AlbertEmbeddings, AlbertEncoder
+from tinybert.models.bert import BertConfig
+from tinybert.models.bert_layers import BertLayer
 
-__all__ = ["check_prefix_lm_mask", "check_encoder_flops"]
-
-
-# --- ex-family-prefix-mask ------------------------------------------------------------
-
-
-def _prefix_rule(T: int, prefix: int) -> torch.Tensor:
-    """The mask written out from its definition, one query-key pair at a time."""
-    mask = torch.zeros(T, T, dtype=torch.bool)
-    for query in range(T):
-        for key in range(T):
-            mask[query, key] = key <= query or (query < prefix and key < prefix)
-    return mask
+__all__ = [
+    "check_albert_embedding_parameters",
+    "check_shared_layers",
+    "check_sop_pairs",
+]
 
 
-def check_prefix_lm_mask(prefix_lm_mask) -> None:
-    """Check ``prefix_lm_mask(T, prefix)`` against the definition, for every prefix of
-    several lengths."""
-    for T in (1, 2, 5, 8):
-        for prefix in range(T + 1):
-            got = prefix_lm_mask(T, prefix)
-            expected = _prefix_rule(T, prefix)
-            assert isinstance(got, torch.Tensor), (
-                f"prefix_lm_mask({T}, {prefix}) must return a torch.Tensor, got "
-                f"{type(got).__name__}"
+# --- ex-albert-embedding-count --------------------------------------------------------
+
+
+@answers_required
+def check_albert_embedding_parameters(albert_embedding_parameters) -> None:
+    """Check ``albert_embedding_parameters(V, E, D, max_len, type_vocab_size=2)``
+    against AlbertEmbeddings."""
+    cases = [
+        (30000, 128, 768, 512, 2),
+        (30000, 128, 1024, 512, 2),
+        (99, 16, 32, 23, 2),
+        (8192, 128, 256, 128, 2),
+        (101, 37, 37, 7, 3),
+        (5, 1, 4, 1, 1),
+        (1000, 300, 64, 50, 4),
+    ]
+    for V, E, D, P, S in cases:
+        config = AlbertConfig(
+            vocab_size=V,
+            embedding_size=E,
+            d_model=D,
+            n_heads=1,
+            max_len=P,
+            type_vocab_size=S,
+        )
+        with torch.device("meta"):
+            expected = count_parameters(AlbertEmbeddings(config))
+        got = (
+            albert_embedding_parameters(V, E, D, P)
+            if S == 2
+            else albert_embedding_parameters(V, E, D, P, type_vocab_size=S)
+        )
+        assert isinstance(got, int) and not isinstance(got, bool), (
+            f"albert_embedding_parameters must return an int, got "
+            f"{type(got).__name__} ({got!r})"
+        )
+        assert got == expected, (
+            f"albert_embedding_parameters(vocab_size={V}, "
+            f"embedding_size={E}, d_model={D}, max_len={P}, "
+            f"type_vocab_size={S}): expected "
+            f"{expected:,}, got {got:,}"
+        )
+    print(
+        "✓ albert_embedding_parameters matches AlbertEmbeddings (tables, LayerNorm "
+        "over E, projection E -> D)"
+    )
+
+
+# --- ex-albert-shared-layers ----------------------------------------------------------
+
+
+def _layer(seed: int, d_model: int = 32, n_heads: int = 4, d_ff: int = 37) -> BertLayer:
+    torch.manual_seed(seed)
+    layer = BertLayer(
+        BertConfig(
+            d_model=d_model,
+            n_heads=n_heads,
+            d_ff=d_ff,
+            dropout=0.0,
+            attention_dropout=0.0,
+        )
+    )
+    # move biases and LayerNorms off their initial values
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return layer.eval()
+
+
+@answers_required
+def check_shared_layers(SharedLayers) -> None:
+    """Check ``SharedLayers(layer, n_layers)``: one module applied n_layers times, its
+    parameters only."""
+    g = torch.Generator().manual_seed(13)
+    for n_layers in (1, 4):
+        layer = _layer(n_layers)
+        shared = SharedLayers(layer, n_layers)
+        assert isinstance(shared, nn.Module), (
+            f"SharedLayers must be an nn.Module, got {type(shared).__name__}"
+        )
+        assert count_parameters(shared) == count_parameters(layer), (
+            f"SharedLayers(layer, {n_layers}) must hold the parameters of one layer "
+            f"({count_parameters(layer):,}), got {count_parameters(shared):,}"
+        )
+        own = {id(p) for p in layer.parameters()}
+        assert all(id(p) in own for p in shared.parameters()), (
+            "SharedLayers must use the layer it was given (the same parameter "
+            "tensors), not a copy"
+        )
+        x = torch.randn(13, 7, 32, generator=g)
+        mask = (torch.arange(7)[None, :] < torch.randint(1, 8, (13, 1), generator=g))[
+            :, None, None, :
+        ]
+        for m in (None, mask):
+            expected = x
+            with torch.no_grad():
+                for _ in range(n_layers):
+                    expected = layer(expected, m)
+                got = shared(x, m) if m is not None else shared(x)
+            what = "with a padding mask" if m is not None else "without a mask"
+            _assert_close(
+                f"SharedLayers(layer, {n_layers}) {what}", got, expected, atol=1e-5
             )
-            assert got.dtype == torch.bool, (
-                f"prefix_lm_mask({T}, {prefix}) must be a bool mask (True = may "
-                f"attend), got dtype {got.dtype}"
-            )
-            assert tuple(got.shape) == (T, T), (
-                f"prefix_lm_mask({T}, {prefix}): expected shape ({T}, {T}), got "
-                f"{tuple(got.shape)}"
-            )
-            if not torch.equal(got, expected):
-                raise AssertionError(
-                    f"prefix_lm_mask({T}, {prefix}) differs from the "
-                    f"definition (rows = queries, columns = keys):\n"
-                    f"  expected\n{expected.int()}\n"
-                    f"  got\n{got.int()}"
-                )
-    for T, prefix in ((4, -1), (4, 5), (0, 1)):
+
+    # The same function as ALBERT's encoder with one group.
+    layer = _layer(7)
+    encoder = AlbertEncoder(
+        AlbertConfig(d_model=32, n_heads=4, d_ff=37, n_layers=4, activation="gelu")
+    ).eval()
+    encoder.groups[0][0].load_state_dict(layer.state_dict())
+    x = torch.randn(3, 5, 32, generator=g)
+    with torch.no_grad():
+        _assert_close(
+            "SharedLayers(layer, 4) against AlbertEncoder (N = 4, G = 1)",
+            SharedLayers(layer, 4)(x),
+            encoder(x)[0],
+            atol=1e-5,
+        )
+
+    # The gradient of a shared weight is the sum of the gradients of N separate copies.
+    layer = _layer(11)
+    copies = [copy.deepcopy(layer) for _ in range(3)]
+    x = torch.randn(4, 6, 32, generator=g)
+    y = x
+    for c in copies:
+        y = c(y)
+    (y**2).mean().backward()
+    shared = SharedLayers(layer, 3)
+    (shared(x) ** 2).mean().backward()
+    for (name, p), *same in zip(
+        layer.named_parameters(), *(c.parameters() for c in copies)
+    ):
+        assert p.grad is not None, f"no gradient reached the shared layer's {name}"
+        _assert_close(
+            f"gradient of the shared {name} (sum over the 3 depths)",
+            p.grad,
+            sum(q.grad for q in same),
+            atol=1e-5,
+        )
+
+    for bad in (0, -2, 2.0, True):
         try:
-            prefix_lm_mask(T, prefix)
+            SharedLayers(_layer(0), bad)
         except ValueError:
             continue
         raise AssertionError(
-            f"prefix_lm_mask({T}, {prefix}) must raise ValueError (prefix "
-            f"outside [0, T])"
+            f"SharedLayers(layer, {bad!r}) must raise ValueError (n_layers must be a "
+            f"positive int)"
         )
     print(
-        "✓ prefix_lm_mask: causal for prefix 0, full for prefix T, bidirectional "
-        "prefix in between"
-    )
-
-
-# --- ex-family-flops ------------------------------------------------------------------
-
-
-def _counted(
-    model: torch.nn.Module, batch_size: int, seq_len: int, vocab_size: int
-) -> int:
-    ids = torch.randint(
-        0, vocab_size, (batch_size, seq_len), generator=torch.Generator().manual_seed(0)
-    )
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        model.eval()(ids)
-    return counter.get_total_flops()
-
-
-def check_encoder_flops(encoder_flops) -> None:
-    """Check ``encoder_flops(...)`` against PyTorch's FlopCounterMode on BERT,
-    DistilBERT and ALBERT."""
-    V = 50
-    # (family, n_layers, d_model, n_heads, d_ff, batch_size, seq_len, embedding_size)
-    cases = [
-        ("BERT", 1, 16, 2, 32, 1, 1, None),
-        ("BERT", 2, 32, 4, 64, 3, 7, None),
-        ("BERT", 4, 128, 4, 512, 2, 64, None),
-        ("DistilBERT", 2, 32, 4, 48, 2, 9, None),
-        ("DistilBERT", 3, 24, 3, 24, 1, 5, None),
-        ("ALBERT", 3, 32, 4, 64, 2, 9, 8),
-        ("ALBERT", 4, 128, 4, 512, 2, 64, 64),
-    ]
-    for family, N, D, H, F, B, T, E in cases:
-        sizes = dict(zip(("n_layers", "d_model", "n_heads", "d_ff"), (N, D, H, F)))
-        common = dict(vocab_size=V, max_len=64, fast=False, **sizes)
-        torch.manual_seed(0)
-        if family == "BERT":
-            model, kwargs = BertModel(BertConfig(**common)), {}
-        elif family == "DistilBERT":
-            model, kwargs = (
-                DistilBertModel(DistilBertConfig(**common)),
-                {"pooler": False},
-            )
-        else:
-            model, kwargs = (
-                AlbertModel(AlbertConfig(embedding_size=E, **common)),
-                {"embedding_size": E},
-            )
-        expected = _counted(model, B, T, V)
-        got = encoder_flops(N, D, F, B, T, **kwargs)
-        call = (
-            f"encoder_flops(n_layers={N}, d_model={D}, d_ff={F}, "
-            f"batch_size={B}, seq_len={T}"
-            + "".join(f", {k}={v}" for k, v in kwargs.items())
-            + f") for a {family} encoder"
-        )
-        assert isinstance(got, int) and not isinstance(got, bool), (
-            f"{call} must return an int, got {type(got).__name__} ({got!r})"
-        )
-        assert got == expected, (
-            f"{call}: FlopCounterMode counts {expected:,} operations, got {got:,}"
-        )
-    print(
-        "✓ encoder_flops matches PyTorch's FlopCounterMode on BERT, DistilBERT and "
-        "ALBERT encoders"
+        "✓ SharedLayers applies one layer N times, holds one layer's parameters, "
+        "matches AlbertEncoder, and sums the gradients of all depths"
     )

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from tinybert.data import fetch
+from tinybert.data import (
+    AUTHORS,
+    POLARITY_LABELS,
+    fetch,
+    read_authorship,
+    read_sentence_polarity,
+)
 from tinybert.finetuning.loop import FinetuneResult, finetune, predict
 from tinybert.finetuning.features import encode_sentences, encode_tagged
 from tinybert.pretraining.objective import SpecialTokens
@@ -32,6 +38,7 @@ from tinybert.finetuning.squad import load_squad_dev_split, read_squad
 from tinybert.finetuning.tagging_tasks import UPOS_TAGS, read_conllu
 from tinybert.finetuning.tasks import (
     POEM_LABELS,
+    TextExample,
     evenly_spaced,
     holdout_split,
     per_label,
@@ -40,11 +47,19 @@ from tinybert.finetuning.tasks import (
 )
 
 
-TASKS = ("banking77", "poem_sentiment", "ud_pos", "squad")
+# the last two are in no chapter's pretraining text: chapter 11's unseen tasks
+TASKS = (
+    "banking77",
+    "poem_sentiment",
+    "ud_pos",
+    "squad",
+    "sentence_polarity",
+    "authorship",
+)
 
 
-# Built in chapter 10, section "One call per task, and the command line":
-# chapters/10_finetuning.html#one-call-per-task-and-the-command-line
+# Built in chapter 10, section "Engineering: one call per task, and the command line":
+# chapters/10_finetuning.html#engineering-one-call-per-task-and-the-command-line
 def task_data(task: str, split: str) -> tuple[list, list[str] | None]:
     """A task's examples for split "train", "validation" or "test", and its label names
     (None for SQuAD, whose validation and test are both the evaluation articles)."""
@@ -66,11 +81,18 @@ def task_data(task: str, split: str) -> tuple[list, list[str] | None]:
     if task == "squad":
         train, evaluation = load_squad_dev_split()
         return read_squad(train if split == "train" else evaluation), None
+    if task == "sentence_polarity":
+        # every positive snippet, then every negative one, each in file order
+        rows = sorted(read_sentence_polarity(split), key=lambda row: -row[1])
+        return [TextExample(*row) for row in rows], list(POLARITY_LABELS)
+    if task == "authorship":
+        rows = read_authorship(split)
+        return [TextExample(*row) for row in rows], list(AUTHORS)
     raise ValueError(f"unknown task {task!r}; the tasks are {', '.join(TASKS)}")
 
 
-# Built in chapter 10, section "One call per task, and the command line":
-# chapters/10_finetuning.html#one-call-per-task-and-the-command-line
+# Built in chapter 10, section "Engineering: one call per task, and the command line":
+# chapters/10_finetuning.html#engineering-one-call-per-task-and-the-command-line
 @dataclass
 class TaskRun:
     task: str
@@ -80,8 +102,8 @@ class TaskRun:
     model: nn.Module  # the fine-tuned head with its encoder
 
 
-# Built in chapter 10, section "One call per task, and the command line":
-# chapters/10_finetuning.html#one-call-per-task-and-the-command-line
+# Built in chapter 10, section "Engineering: one call per task, and the command line":
+# chapters/10_finetuning.html#engineering-one-call-per-task-and-the-command-line
 def finetune_task(
     task: str,
     encoder: nn.Module,

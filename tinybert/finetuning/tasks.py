@@ -132,8 +132,8 @@ def per_label(examples: list, k: int) -> list:
 POEM_LABELS = ("negative", "no_impact", "positive", "mixed")
 
 
-# Built in chapter 10, section "One call per task, and the command line":
-# chapters/10_finetuning.html#one-call-per-task-and-the-command-line
+# Built in chapter 10, section "Engineering: one call per task, and the command line":
+# chapters/10_finetuning.html#engineering-one-call-per-task-and-the-command-line
 def read_poem_sentiment(split: str, *, keep_mixed: bool = False) -> list[TextExample]:
     """Poem Sentiment's "train", "dev" or "test" verses, labels indexing POEM_LABELS.
     The "mixed" verses are dropped unless asked for: only train has any, so no split

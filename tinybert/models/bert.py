@@ -197,7 +197,7 @@ class BertModel(nn.Module):
     """BERT's encoder: embeddings, N post-LN Transformer layers, and the
     pooler on [CLS].
 
-    The variants of chapters 11-13 subclass it and change only the class attributes: the
+    The variants of chapters 12-14 subclass it and change only the class attributes: the
     configuration they take, their embeddings, their encoder.
     """
 

@@ -182,7 +182,7 @@ class BertForPreTraining(BertWithMLMHead):
     plus the pooler and the next-sentence head.
 
     A variant sets the class attributes and, for another sentence-pair head, overrides
-    ``add_pair_head`` and ``pair_logits`` (ALBERT's sentence order, chapter 13). The
+    ``add_pair_head`` and ``pair_logits`` (ALBERT's sentence order, chapter 14). The
     labels are keyword-only, so that the two kinds cannot be swapped by position."""
 
     add_pooler = True

@@ -122,7 +122,7 @@ class BertEncoder(nn.Module):
     """N BertLayers in a row: (B, T, D) -> (B, T, D), and when asked every layer's
     output and attention weights: (x, hidden_states or None, attentions or None).
 
-    A variant whose depths share weights (ALBERT, chapter 13) overrides ``add_layers``
+    A variant whose depths share weights (ALBERT, chapter 14) overrides ``add_layers``
     and ``depths``; the loop is the same."""
 
     def __init__(self, config: BertConfig):

@@ -43,12 +43,12 @@ class Converter:
 # keyed by the Hugging Face class name (no transformers import needed)
 _FROM_HF: dict[str, Converter] = {}
 _TO_HF: dict[type, Converter] = {}  # keyed by our class
-# chapter 11 registers RoBERTa's converters,
+# chapter 12 registers RoBERTa's converters,
 _FAMILY_MODULES = {
     "Roberta": "tinybert.models.roberta",
-    # chapter 12 DistilBERT's,
+    # chapter 13 DistilBERT's,
     "DistilBert": "tinybert.models.distilbert",
-    # chapter 13 ALBERT's
+    # chapter 14 ALBERT's
     "Albert": "tinybert.models.convert_albert",
 }
 

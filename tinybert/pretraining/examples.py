@@ -58,7 +58,7 @@ def make_examples(
     sample_pairs: Callable[..., list[SegmentPair]] = sample_nsp_pairs,
 ) -> list[PretrainingExample]:
     """Tokenized documents -> segments of up to (max_len - 3) // 2 tokens -> pairs
-    (``sample_pairs(segmented_documents, generator)``: NSP's, or chapter 13's sentence
+    (``sample_pairs(segmented_documents, generator)``: NSP's, or chapter 14's sentence
     order) -> examples."""
     segmented = [make_segments(document, (max_len - 3) // 2) for document in documents]
     return [

@@ -27,8 +27,8 @@ from tinybert.checkpoint.files import CONFIG_NAME, load_model, model_files  # ch
 from tinybert.checkpoint.files import read_json_file, read_safetensors
 
 
-# Built in chapter 9, section "Checkpoints":
-# chapters/09_pretraining.html#checkpoints
+# Built in chapter 9, section "Engineering: interrupts and resuming":
+# chapters/09_pretraining.html#engineering-interrupts-and-resuming
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped training after ``step``; ``directory`` holds the checkpoint saved
     there (None when the loop had no checkpoint folder)."""
@@ -38,8 +38,8 @@ class TrainingInterrupted(KeyboardInterrupt):
         self.step, self.directory = step, directory
 
 
-# Built in chapter 9, section "Checkpoints":
-# chapters/09_pretraining.html#checkpoints
+# Built in chapter 9, section "Engineering: interrupts and resuming":
+# chapters/09_pretraining.html#engineering-interrupts-and-resuming
 @contextmanager
 def ctrl_c_requests():
     """A list to which Ctrl-C (SIGINT) appends, instead of raising KeyboardInterrupt

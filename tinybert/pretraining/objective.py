@@ -154,7 +154,7 @@ def pretraining_losses(
 
     A batch without pair_labels (MLM only, as in RoBERTa) has nsp_loss 0 and
     loss = mlm_loss. The loss of the pair head is read as ``out.pair_loss``, whatever
-    the head asks (next sentence here, sentence order for ALBERT in chapter 13).
+    the head asks (next sentence here, sentence order for ALBERT in chapter 14).
 
     In a run of several processes the MLM loss that is differentiated is divided by the
     number of masked tokens of *all* processes, not this one's: DistributedDataParallel

@@ -37,8 +37,8 @@ RESUME_MUST_MATCH = (
 )
 
 
-# Built in chapter 9, section "The training loop":
-# chapters/09_pretraining.html#the-training-loop
+# Built in chapter 9, section "Engineering: interrupts and resuming":
+# chapters/09_pretraining.html#engineering-interrupts-and-resuming
 def _resume_differences(checkpoint_dir, model: nn.Module, now: dict) -> list[str]:
     """What a resumed run would change about the saved one: each difference, named."""
     state_path = saved_file(checkpoint_dir, STATE_NAME)
@@ -72,8 +72,8 @@ def _resume_differences(checkpoint_dir, model: nn.Module, now: dict) -> list[str
     return differences
 
 
-# Built in chapter 9, section "The training loop":
-# chapters/09_pretraining.html#the-training-loop
+# Built in chapter 9, section "Engineering: interrupts and resuming":
+# chapters/09_pretraining.html#engineering-interrupts-and-resuming
 def resume_training(
     checkpoint_dir: str | Path,
     model: nn.Module,
@@ -108,8 +108,8 @@ def resume_training(
     return checkpoint.step, checkpoint.extra["history"], torch.tensor(running)
 
 
-# Built in chapter 9, section "The training loop":
-# chapters/09_pretraining.html#the-training-loop
+# Built in chapter 9, section "Engineering: interrupts and resuming":
+# chapters/09_pretraining.html#engineering-interrupts-and-resuming
 def nothing_to_resume(checkpoint_dir: Path) -> None:
     """Resuming where no training state was saved: say that the run starts at step 0,
     or refuse when the folder shows that a state was saved and is damaged (a damaged

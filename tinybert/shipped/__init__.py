@@ -23,9 +23,11 @@ SHIPPED = Path(__file__).resolve().parent
 # the results that chapters read, and the script in experiments/ that wrote each
 RESULTS = {
     "recipe_ablation": "experiments/recipe_ablation.py (chapter 09)",
-    "transfer_sweep": "experiments/transfer_sweep.py (chapter 10)",
-    "ner_sweep": "experiments/ner_sweep.py (chapter 10)",
-    "pair_sweep": "experiments/pair_sweep.py (chapter 10)",
+    "transfer_sweep": "experiments/transfer_sweep.py (chapters 10 and 11)",
+    "ner_sweep": "experiments/ner_sweep.py (chapter 11)",
+    "pair_sweep": "experiments/pair_sweep.py (chapter 11)",
+    "unseen_sweep": "experiments/unseen_task.py, via experiments/ship_unseen.py "
+    "(chapter 11)",
 }
 
 

@@ -1,14 +1,15 @@
-"""Hand-written (not generated): the check for chapter 13's sentence-order exercise,
+"""Hand-written (not generated): the check for chapter 14's sentence-order exercise,
 ``check_sop_pairs`` (ALBERT's sentence-order prediction pairs), with the random
 documents it is checked on.
 
-Imported from ``tinybert.exercises.ch13``, the module the chapter's check cells use.
+Imported from ``tinybert.exercises.ch14``, the module the chapter's check cells use.
 """
 
 from __future__ import annotations
 
 import torch
 
+from tinybert.exercises._assertions import answers_required
 from tinybert.exercises._assertions import checked_pairs, origin
 
 __all__ = ["check_sop_pairs"]
@@ -29,6 +30,7 @@ def _key(pairs) -> list:
     return [(tuple(a), tuple(b), label) for a, b, label in pairs]
 
 
+@answers_required
 def check_sop_pairs(sop_pairs) -> None:
     """Check ``sop_pairs(documents, generator) -> [(a, b, label), ...]``."""
     docs = _documents(600, seed=0)

@@ -1043,7 +1043,7 @@ assert min(margins) == 0.1 and max(margins) == 0.8
 # Each model is then scored three ways, always on masks fixed for the occasion: the training inputs
 # with exactly the masks the static run saw, the same inputs with new masks, and held-out articles.
 
-# %%
+# %% mystnb={"image": {"alt": "Grouped bar chart of MLM loss for the static and dynamic runs on the masks the static run trained on, new masks of the same text and held-out text; the static run is far lower on its own masks only, the dynamic run level and better on held-out text."}}
 import matplotlib.pyplot as plt
 
 from tinybert.models.bert_heads import IGNORE_INDEX
@@ -1243,7 +1243,7 @@ def pack_doc_sentences(documents, max_tokens):
 # ::::
 
 # %% tags=["check"]
-from tinybert.exercises.ch11 import check_pack_doc_sentences
+from tinybert.exercises.ch12 import check_pack_doc_sentences
 
 check_pack_doc_sentences(pack_doc_sentences)
 
@@ -1296,7 +1296,7 @@ def accumulate_gradients(model, loss_fn, batch, micro_batch_size):
 # ::::
 
 # %% tags=["check"]
-from tinybert.exercises.ch11 import check_accumulate_gradients
+from tinybert.exercises.ch12 import check_accumulate_gradients
 
 check_accumulate_gradients(accumulate_gradients)
 
@@ -1438,7 +1438,7 @@ for k in (1, 10, 40):
 from tinybert.exercises.quiz import Quiz, choice, number
 
 quiz = Quiz(
-    "ch11",
+    "ch12",
     [
         choice(
             "Which of these is not part of RoBERTa's recipe?",

@@ -19,7 +19,7 @@
 # (sec-family)=
 # # The BERT family side by side
 #
-# Chapters 8 to 13 built four models: BERT, and three answers to the question "what would you
+# Chapters 8 to 14 built four models: BERT, and three answers to the question "what would you
 # change?". RoBERTa kept the architecture and changed the training; DistilBERT kept the training
 # data and made the model smaller by imitation; ALBERT kept the depth and width and shared the
 # weights. {ref}`Ozdemir's lecture slides <sources-decks>` end with a table that puts the four side by
@@ -54,11 +54,11 @@
 # `SpecialTokens` and `seeded_generator` from `tinybert.pretraining.objective`; `course_documents` and
 # `tokenize_documents` from `tinybert.pretraining.corpus`; `make_optimizer` from
 # `tinybert.pretraining.optim`.
-# From {doc}`11_roberta`: `RobertaConfig`, `RobertaModel` and `RobertaForMaskedLM` from
+# From {doc}`12_roberta`: `RobertaConfig`, `RobertaModel` and `RobertaForMaskedLM` from
 # `tinybert.models.roberta`; `full_sentence_examples` from `tinybert.pretraining.roberta_data`. From
-# {doc}`12_distilbert`: `DistilBertConfig` and `DistilBertModel` from `tinybert.models.distilbert`;
+# {doc}`13_distilbert`: `DistilBertConfig` and `DistilBertModel` from `tinybert.models.distilbert`;
 # `distillation_loss` and `student_from_teacher` from `tinybert.pretraining.distillation`. From
-# {doc}`13_albert`: `AlbertConfig` and `AlbertModel` from `tinybert.models.albert`,
+# {doc}`14_albert`: `AlbertConfig` and `AlbertModel` from `tinybert.models.albert`,
 # `AlbertForPreTraining` from `tinybert.models.albert_heads`; `sample_sop_pairs` from `tinybert.pretraining.sentence_order`. From
 # {doc}`07_tokenization`: `WordPieceTokenizer`. From {doc}`03_attention`: `causal_mask` from
 # `tinybert.blocks.attention`. From {doc}`01_feedforward`: `count_parameters`.
@@ -125,7 +125,7 @@ print(
 # | method | bidirectional Transformer, MLM + NSP | BERT without NSP, dynamic masking | distillation of BERT | fewer parameters, SOP instead of NSP |
 #
 # The first two rows are facts about architectures, and our implementations can check them: each
-# model of chapters 8, 11, 12 and 13 has a preset under its released name, and a test proves that
+# model of chapters 8, 12, 13 and 14 has a preset under its released name, and a test proves that
 # each preset has exactly as many parameters as Hugging Face's model. Building the large models
 # would take over a gigabyte of memory each, so the cell builds them on PyTorch's `meta` device,
 # which records shapes and allocates nothing:
@@ -234,7 +234,7 @@ family_diagram(
 # DistilBERT is not pretrained from scratch: it starts from a BERT and spends its steps imitating
 # it, so its cost is a BERT's pretraining plus its own, and the table shows both. RoBERTa's larger
 # batches and ten times more data are the parts of its recipe that a per-step comparison leaves
-# out; chapter 11 discussed batch size at equal compute.
+# out; chapter 12 discussed batch size at equal compute.
 
 # %%
 tokenizer = WordPieceTokenizer.from_file(
@@ -324,7 +324,7 @@ for name, encoder in encoders.items():
 # - for ALBERT it is the model too, with its output renamed: `make_examples` with
 #   `sample_pairs=sample_sop_pairs` stores sentence-order labels where it stores NSP labels, and
 #   both heads take theirs as `pair_labels`;
-# - for DistilBERT it runs the frozen teacher and returns chapter 12's triple loss; the teacher's
+# - for DistilBERT it runs the frozen teacher and returns chapter 13's triple loss; the teacher's
 #   parameters do not require gradients, so `make_optimizer` leaves them out, and `train()` keeps
 #   the teacher in evaluation mode (no dropout) whatever mode `pretrain` sets.
 
@@ -517,7 +517,7 @@ for name, value in seconds.items():
 # (sec-family-measured)=
 # ## The table, measured here
 
-# %%
+# %% mystnb={"image": {"alt": "Three bar charts for BERT, RoBERTa, ALBERT and DistilBERT as built here: parameters, time per training step and inference speed relative to BERT; ALBERT has the fewest parameters but is barely faster, DistilBERT is clearly the fastest."}}
 names = list(encoders)
 parameters = {n: count_parameters(encoders[n]) for n in names}
 rows = {
@@ -603,7 +603,7 @@ if not is_quick():  # the full-size run; timings are medians in rotation
 #
 # The difference is visible in the attention masks alone:
 
-# %%
+# %% mystnb={"image": {"alt": "Three attention masks, dark where a query may attend: the encoder's full square, the decoder's causal lower triangle, and the encoder-decoder's full rectangle of cross-attention from the target to the source positions."}}
 T, S = 6, 5
 patterns = {
     "encoder (BERT): self-attention": torch.ones(T, T, dtype=torch.bool),
@@ -813,7 +813,7 @@ assert 1.7 < ratios["course checkpoint"] < 2.0
 # - **Decoders and scale.** GPT-2 {cite}`radford2019language` and LLaMA {cite}`touvron2023llama`
 #   are chapter 6's decoder-only model, scaled up; how to split a compute budget between model size
 #   and data is itself measured {cite}`hoffmann2022training`. The course's code runs the same
-#   blocks at any size: the presets of chapters 8 and 11 to 13 load the released weights through
+#   blocks at any size: the presets of chapters 8 and 12 to 14 load the released weights through
 #   `tinybert.models.convert.from_hf`.
 #
 # (sec-family-summary)=
@@ -880,7 +880,7 @@ def prefix_lm_mask(T, prefix):
 # ::::
 
 # %% tags=["check"]
-from tinybert.exercises.ch14 import check_prefix_lm_mask
+from tinybert.exercises.ch15 import check_prefix_lm_mask
 
 check_prefix_lm_mask(prefix_lm_mask)
 
@@ -935,7 +935,7 @@ def encoder_flops(
 # ::::
 
 # %% tags=["check"]
-from tinybert.exercises.ch14 import check_encoder_flops
+from tinybert.exercises.ch15 import check_encoder_flops
 
 check_encoder_flops(encoder_flops)
 
@@ -977,7 +977,7 @@ check_encoder_flops(encoder_flops)
 # pretraining costs about $k S$ times the printed step time, per model, plus the fine-tuning. Even one fixed pretrained model gives a useful first answer: the
 # evaluation set has 385 examples, so an accuracy $p$ has a binomial standard error of
 # $\sqrt{p(1-p)/385}$, about 2 points at $p = 0.2$; differences smaller than about twice that are
-# not evidence of anything. Chapter 13 computed such an error for its SOP experiment.
+# not evidence of anything. Chapter 14 computed such an error for its SOP experiment.
 # ::::{solution-end}
 # ::::
 #
@@ -1025,7 +1025,7 @@ from tinybert.blocks.attention import causal_mask
 from tinybert.exercises.quiz import Quiz, choice, number
 
 quiz = Quiz(
-    "ch14",
+    "ch15",
     [
         choice(
             "Which family member is faster per token than BERT of the same width?",

@@ -55,7 +55,7 @@
 # (the course's `bert-mini`, our teacher), `PretrainingBatches`, `SpecialTokens`, the corpus
 # functions `course_documents` and `tokenize_documents`,
 # `make_optimizer` and `linear_warmup_decay`. From {doc}`10_finetuning`: `finetune_task`. From
-# {doc}`11_roberta`: `full_sentence_examples` (DistilBERT was trained RoBERTa-style: dynamic
+# {doc}`12_roberta`: `full_sentence_examples` (DistilBERT was trained RoBERTa-style: dynamic
 # masking, no NSP). The model goes to `tinybert.models.distilbert`, the student's initialisation
 # and the loss to `tinybert.pretraining.distillation`. From {doc}`01_feedforward`: `count_parameters`.
 #
@@ -362,7 +362,7 @@ assert (
 # Its configuration is therefore `BertConfig` with six layers and one segment; the one segment
 # means that `BertModel`'s input checks accept only `token_type_ids` of zeros, and no table is
 # built for it. The embedding layer is BERT's without the segment table, and the models are BERT's
-# with that embedding layer and no pooler: as in {doc}`11_roberta`, they set only the class
+# with that embedding layer and no pooler: as in {doc}`12_roberta`, they set only the class
 # attributes that differ (`config_class`, `embeddings_class`, `model_class`), and the encoder keeps
 # the attribute name `bert`. Chapter 8's table `MODEL_CLASS_MODULES` names both models, so
 # `save_model` and `load_model` handle them as they handle BERT.
@@ -762,7 +762,7 @@ assert not torch.equal(
 # The teacher is the course's pretrained `bert-mini` of {doc}`09_pretraining` (four layers of width
 # 256). The student takes its layers 0 and 2: two layers, the same width. Like DistilBERT, it is
 # trained on the teacher's pretraining corpus (its first articles, for time), in FULL-SENTENCES inputs with dynamic masking and no
-# NSP ({doc}`11_roberta`), and with the triple loss. Two departures, to fit a laptop: the KL term is
+# NSP ({doc}`12_roberta`), and with the triple loss. Two departures, to fit a laptop: the KL term is
 # computed at the masked positions only (DistilBERT computes it at every token; Hugging Face's
 # script has an option for masked positions only, and the teacher's distribution is most
 # informative where the input is hidden), and the cosine term at every real token.
@@ -889,7 +889,7 @@ settings = {
 }
 distillation_diagram(teacher.config, distilled.config, **settings)
 
-# %%
+# %% mystnb={"image": {"alt": "Three line plots of the parts of the distillation loss against the step, every step faint and a running mean solid: the KL divergence from the teacher, the MLM cross-entropy and one minus the cosine of the hidden states."}}
 fig, axes = plt.subplots(1, 3, figsize=(11, 2.8))
 for ax, part in zip(axes, ("kl", "mlm", "cosine")):
     values = [h[part] for h in history]
@@ -1196,7 +1196,7 @@ def spread_layers(n_teacher, n_student):
 # ::::
 
 # %% tags=["check"]
-from tinybert.exercises.ch12 import check_spread_layers
+from tinybert.exercises.ch13 import check_spread_layers
 
 check_spread_layers(spread_layers)
 
@@ -1245,7 +1245,7 @@ def soft_cross_entropy(student_logits, teacher_logits, temperature):
 # ::::
 
 # %% tags=["check"]
-from tinybert.exercises.ch12 import check_soft_cross_entropy
+from tinybert.exercises.ch13 import check_soft_cross_entropy
 
 check_soft_cross_entropy(soft_cross_entropy)
 
@@ -1403,7 +1403,7 @@ from tinybert.exercises.quiz import Quiz, choice, number
 
 defaults = inspect.signature(distillation_loss).parameters
 quiz = Quiz(
-    "ch12",
+    "ch13",
     [
         choice(
             "Why is the KL term multiplied by T²?",
