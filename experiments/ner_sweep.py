@@ -1,10 +1,10 @@
-"""Hand-written: the learning-rate sweep behind chapter 10's ladder of named entities.
+"""Hand-written: the learning-rate sweep behind chapter 11's ladder of named entities.
 
-UNER English-EWT's training file is not in the course data, so chapter 10 trains on 300
+UNER English-EWT's training file is not in the course data, so chapter 11 trains on 300
 sentences of its development file and tests on 600 of its test file. This script chooses
 each arm's learning rate from the ladder's grid (tinybert.finetuning.ladder.LADDER_LRS)
 on 300 *other* development sentences: evenly spread over those that the chapter does not
-train on. One seed; entity-level F1. Chapter 10 reads the result and runs the final
+train on. One seed; entity-level F1. Chapter 11 reads the result and runs the final
 comparison (several seeds, test sentences) itself.
 
     python experiments/ner_sweep.py --out tinybert/shipped/results/ner_sweep.json --threads 2
@@ -18,7 +18,7 @@ import time
 
 from results_file import record, sweep_arguments  # beside this script
 
-TRAIN_SENTENCES, VALIDATION_SENTENCES, EPOCHS = 300, 300, 4  # chapter 10's settings
+TRAIN_SENTENCES, VALIDATION_SENTENCES, EPOCHS = 300, 300, 4  # chapter 11's settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     development = read_iob2(fetch("uner_ewt/dev"))
     train = evenly_spaced(
         development, TRAIN_SENTENCES
-    )  # chapter 10's training sentences
+    )  # chapter 11's training sentences
     chosen = {id(s) for s in train}
     validation = evenly_spaced(
         [s for s in development if id(s) not in chosen], VALIDATION_SENTENCES

@@ -1,11 +1,11 @@
-"""Hand-written: the learning-rate sweep behind chapter 10's sentence pairs.
+"""Hand-written: the learning-rate sweep behind chapter 11's sentence pairs.
 
-Chapter 10 builds QNLI-style pairs from the course's SQuAD split
+Chapter 11 builds QNLI-style pairs from the course's SQuAD split
 (tinybert.finetuning.sentence_pairs): training pairs from 32 of the 40 training
 articles, validation pairs from the other 8, test pairs from the 8 evaluation articles.
 This script fine-tunes each arm once per learning rate of the ladder's grid
 (tinybert.finetuning.ladder.LADDER_LRS) with the chapter's settings (PAIR_TASK) and
-scores it on the validation pairs. One seed; accuracy in the pair format. Chapter 10
+scores it on the validation pairs. One seed; accuracy in the pair format. Chapter 11
 reads the result and runs the final comparison (several seeds, test pairs) itself.
 
     python experiments/pair_sweep.py --out tinybert/shipped/results/pair_sweep.json --threads 2

@@ -1,8 +1,8 @@
-"""Hand-written: the learning-rate sweep behind chapter 10's transfer ladder.
+"""Hand-written: the learning-rate sweep behind chapter 11's transfer ladder.
 
 For each task and each encoder (random initialisation of the course's architecture, the
 course's own checkpoint, the real pretrained all-MiniLM-L6-v2), fine-tune with every learning
-rate of one grid, one seed, and score on the *validation* split. Chapter 10 reads the result,
+rate of one grid, one seed, and score on the *validation* split. Chapter 11 reads the result,
 takes each arm's best rate and runs the final comparison (several seeds, test split) itself.
 
     python experiments/transfer_sweep.py --out tinybert/shipped/results/transfer_sweep.json

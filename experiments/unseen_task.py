@@ -15,7 +15,7 @@ Two sentence-classification sets of the course data are in no chapter:
   (as unlabelled text); the test passages come from the four novels that chapter 9
   keeps out of it, one per author.
 
-This script runs chapter 10's transfer ladder on one of them with the ladder's fair
+This script runs chapter 11's transfer ladder on one of them with the ladder's fair
 recipe: every arm picks its learning rate from the ladder's grid on the validation
 split (seed 0), then runs several seeds on the test split; the majority class and a
 multinomial naive Bayes classifier over word counts (a model-free baseline) stand

@@ -595,7 +595,7 @@ def test_page_reads_on_a_phone_without_scrolling_sideways(server, browser, name)
             assert seen["width"] == PHONE["width"], f"{where}: {seen['width']} px wide"
             problems = []
             if seen["scrollWidth"] > seen["width"]:
-                widest = seen["widest"] or {"element": "no single element", "right": "?"}
+                widest = seen["widest"] or {"element": "no one element", "right": "?"}
                 problems.append(f"the page scrolls sideways, {seen['scrollWidth']} px "
                                 f"wide; widest: {widest['element']} reaching "
                                 f"{widest['right']} px")
@@ -603,6 +603,7 @@ def test_page_reads_on_a_phone_without_scrolling_sideways(server, browser, name)
                 problems.append(f"formulas cut off: {seen['cut']}")
             assert not problems, f"{where}: " + "; ".join(problems)
         if name.startswith("chapters/"):
+            SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SHOTS / f"phone_{name.replace('/', '_')}.png"))
         assert visit.outside == [], f"requests left the machine: {visit.outside}"
     finally:

@@ -1,4 +1,4 @@
-"""Feature-based BERT (chapter 10): frozen vectors per layer and the linear probe."""
+"""Feature-based BERT (chapter 11): frozen vectors per layer and the linear probe."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hand-written tests for tinybert.finetuning.sentence_pairs (chapter 10): the
+"""Hand-written tests for tinybert.finetuning.sentence_pairs (chapter 11): the
 QNLI-style pair builder (labels, balance, skips, the article split), the word-overlap
 baseline, the pair formats and one fine-tuning run."""
 from __future__ import annotations
