@@ -110,7 +110,7 @@ check: venv lint
 	$(PY) -m pytest -q -m "not notebooks and not site" tests
 
 unit: venv mathjax
-	$(PY) -m pytest -m "not site" tests
+	$(PY) -m pytest -m "not site" --fail-on-unexpected-skip tests
 
 nbval: venv
 	rm -rf _build/nbval
@@ -150,7 +150,8 @@ $(OLDEST)/.installed: pyproject.toml constraints.txt
 
 unit-oldest-torch: $(OLDEST)/.installed
 	$(OLDEST)/bin/python -c "import torch; print('torch', torch.__version__)"
-	$(OLDEST)/bin/python -m pytest -q -m "not notebooks and not site" tests
+	$(OLDEST)/bin/python -m pytest -q -m "not notebooks and not site" \
+		--fail-on-unexpected-skip tests
 
 test: venv mathjax
 	$(MAKE) --no-print-directory lint

@@ -130,3 +130,78 @@ def test_a_check_given_none_fails_saying_so(exercise):
     with pytest.raises(AssertionError, match="expected your function .*got NoneType"):
         for source in exercise.checks:
             exec(compile(source, "<check>", "exec"), namespace)
+
+
+def _perturbed(value):
+    """A plausible wrong version of an answer's value: tensors scaled slightly (or
+    shifted by one), numbers off by one, sequences one element short, strings altered.
+    None where there is nothing to perturb."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point() or value.is_complex():
+            return value * 1.01 + 0.01
+        return value + 1 if value.dtype != torch.bool else ~value
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return value + " "
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return None
+        parts = [_perturbed(v) for v in value]
+        if all(p is None for p in parts):
+            return type(value)(value[:-1])
+        return type(value)(p if p is not None else v for p, v in zip(parts, value))
+    if isinstance(value, dict):
+        if not value:
+            return None
+        return dict(list(value.items())[:-1])
+    return None
+
+
+# answers that are classes or modules, or that return objects the check inspects
+# through their behaviour: the generic perturbation cannot reach them
+UNPERTURBABLE = {"ex-albert-shared-layers", "ex-roberta-accumulation"}
+
+
+def test_the_unperturbable_exercises_exist():
+    assert UNPERTURBABLE <= {e.label for e in EXERCISES}
+
+
+@pytest.mark.parametrize(
+    "exercise",
+    [e for e in EXERCISES if e.label not in UNPERTURBABLE],
+    ids=lambda e: e.label,
+)
+def test_a_check_rejects_a_plausible_wrong_answer(exercise):
+    """Every check rejects the reference solution with its results nudged: a check that
+    passes any output (or only catches NotImplementedError) would let this through."""
+    import functools
+    import inspect
+
+    namespace = {"__name__": "__exercise__"}
+    exec(compile(exercise.solution, "<solution>", "exec"), namespace)
+    answers = [n for n, v in namespace.items()
+               if inspect.isfunction(v) and not n.startswith("_")]
+    perturbed = []
+
+    def wrong(fn):
+        @functools.wraps(fn)
+        def answer(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            nudged = _perturbed(out)
+            if nudged is None:
+                return out
+            perturbed.append(fn.__name__)
+            return nudged
+        return answer
+
+    for name in answers:
+        namespace[name] = wrong(namespace[name])
+    with pytest.raises(AssertionError):
+        for source in exercise.checks:
+            exec(compile(source, "<check>", "exec"), namespace)
+    assert perturbed, f"{exercise.label}: no answer returned a value to nudge"

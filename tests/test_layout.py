@@ -204,3 +204,41 @@ def test_input_ids_reach_the_loss_through_few_files(tmp_path, monkeypatch, objec
     assert seen["batch"] == BATCH_FILES, sorted(seen["batch"])
     path = seen["batch"] | seen["loss"]
     assert len(path) <= PATH_LIMIT, sorted(path)
+
+
+def test_the_data_registry_and_the_help_import_no_torch():
+    """`import tinybert.data` and `tinybert --help` work where torch cannot be imported:
+    the package imports its models on first use, and the command line imports only the
+    command it runs."""
+    import subprocess
+    import sys
+
+    code = "\n".join([
+        "import sys",
+        "class NoTorch:",
+        "    def find_spec(self, name, path=None, target=None):",
+        "        if name == 'torch' or name.startswith('torch.'):",
+        "            raise ImportError('torch is blocked in this test')",
+        "sys.meta_path.insert(0, NoTorch())",
+        "import tinybert, tinybert.data",
+        "assert len(tinybert.data.REGISTRY) > 30",
+        "from tinybert.__main__ import main",
+        "try:",
+        "    main(['--help'])",
+        "except SystemExit as stop:",
+        "    assert stop.code == 0, stop.code",
+        "loaded = [m for m in sys.modules if m.startswith('tinybert.commands')]",
+        "assert not loaded, loaded",
+    ])
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=PACKAGE.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_package_reaches_its_names_and_subpackages_lazily():
+    import tinybert
+
+    assert tinybert.BertModel is tinybert.models.bert.BertModel
+    assert "BertModel" in dir(tinybert) and "finetuning" in dir(tinybert)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        tinybert.nothing

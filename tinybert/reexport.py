@@ -13,13 +13,19 @@ from importlib import import_module
 
 
 def lazy_reexports(
-    package: str, modules: dict[str, list[str]]
+    package: str,
+    modules: dict[str, list[str]],
+    subpackages: tuple[str, ...] = (),
 ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of ``package`` (PEP 562), for the public
-    names in ``modules`` (a submodule of ``package`` -> the names it defines)."""
+    names in ``modules`` (a submodule of ``package`` -> the names it defines) and the
+    ``subpackages`` reached as attributes (``tinybert.models`` after ``import
+    tinybert``), each imported on first use."""
     owners = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name: str):
+        if name in subpackages:
+            return import_module(f"{package}.{name}")  # sets the attribute itself
         if name not in owners:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(import_module(f"{package}.{owners[name]}"), name)
@@ -27,6 +33,6 @@ def lazy_reexports(
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(vars(sys.modules[package])) | set(owners))
+        return sorted(set(vars(sys.modules[package])) | set(owners) | set(subpackages))
 
     return __getattr__, __dir__

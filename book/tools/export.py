@@ -118,6 +118,72 @@ def _with_backlinks(piece: Piece) -> tuple[str, list[str], bool]:
     return "\n".join(lines).strip("\n"), public, has_future
 
 
+def _used_names(tree: ast.Module) -> set[str]:
+    """Every name the module's code reads, string annotations included."""
+    used = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            used.add(node.id)
+        annotations = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            every = args.posonlyargs + args.args + args.kwonlyargs
+            every += [a for a in (args.vararg, args.kwarg) if a is not None]
+            annotations = [a.annotation for a in every] + [node.returns]
+        elif isinstance(node, ast.AnnAssign):
+            annotations = [node.annotation]
+        for annotation in annotations:
+            for inner in ast.walk(annotation) if annotation is not None else []:
+                if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+                    try:
+                        quoted = ast.parse(inner.value, mode="eval")
+                    except SyntaxError:
+                        continue
+                    used |= {n.id for n in ast.walk(quoted) if isinstance(n, ast.Name)}
+    return used
+
+
+def prune_imports(source: str) -> str:
+    """``source`` without the module-level imports its code never uses, nor a second
+    import of a name already imported: a module built from several cells of a chapter
+    imports exactly what it uses. Imports inside functions are left alone."""
+    tree = ast.parse(source)
+    used, seen = _used_names(tree), set()
+    lines = source.splitlines()
+    for node in reversed(tree.body):  # bottom up, so that line numbers stay valid
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        kept = []
+        for alias in node.names:
+            bound = (alias.asname or alias.name).split(".")[0]
+            if bound in used:
+                kept.append(alias)
+        if len(kept) == len(node.names):
+            continue
+        start, end = node.lineno - 1, node.end_lineno
+        if kept:
+            node.names = kept
+            lines[start:end] = ast.unparse(node).splitlines()
+        else:
+            lines[start:end] = []
+    # a name imported twice: keep the first import
+    tree = ast.parse("\n".join(lines))
+    drop = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and node.col_offset == 0:
+            names = [(a.asname or a.name) for a in node.names]
+            if all(n in seen for n in names) and not (
+                isinstance(node, ast.ImportFrom) and node.module == "__future__"
+            ):
+                drop.append(node)
+            seen.update(names)
+    for node in reversed(drop):
+        lines[node.lineno - 1 : node.end_lineno] = []
+    return "\n".join(lines) + "\n"
+
+
 def render(module: str, pieces: list[Piece]) -> str:
     if module not in MODULES:
         raise ValueError(f"tinybert.{module} is exported by "
@@ -139,7 +205,8 @@ def render(module: str, pieces: list[Piece]) -> str:
     if future:
         header.append(FUTURE)
     all_line = _names_line("__all__ = [", public)
-    return "\n".join(header) + "\n\n" + all_line + "\n\n\n" + "\n\n\n".join(bodies) + "\n"
+    return prune_imports("\n".join(header) + "\n\n" + all_line + "\n\n\n"
+                         + "\n\n\n".join(bodies))
 
 
 def public_names(source: str) -> list[str]:

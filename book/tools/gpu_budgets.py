@@ -5,7 +5,7 @@ instructor guide show them.
 Usage::
 
     python -m book.tools.gpu_budgets benchmarks/results/gpu_check_h200.json \\
-        --only 01 02 03 --note "lent H200, session 19"
+        --only 01 02 03 --note "lent H200 on 2026-11-28"
 
 Only chapters that passed are copied, and only those named by ``--only``: name a chapter
 only if its code has not changed since the GPU ran it (the entry records the chapter's

@@ -11,8 +11,6 @@ from __future__ import annotations
 __all__ = ['RotaryEmbedding']
 
 
-import math
-
 import torch
 from torch import nn
 

@@ -12,20 +12,15 @@ __all__ = ['Pretrained', 'CHECKPOINT_FILES', 'shipped_checkpoint',
            'load_pretrained']  # fmt: skip
 
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from torch import nn
 
 from tinybert.checkpoint.atomic import saved_file
 from tinybert.checkpoint.files import load_model
 from tinybert.data import cache_dir
-from tinybert.pretraining.objective import SpecialTokens, mask_tokens, seeded_generator
-from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.models.bert import BertConfig
-from tinybert.pretraining.corpus import make_segments
 from tinybert.runtime import pick
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 

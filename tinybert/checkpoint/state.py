@@ -12,10 +12,7 @@ __all__ = ['save_checkpoint', 'Checkpoint', 'load_checkpoint']
 
 
 import json
-import signal
-import threading
 import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -48,6 +48,7 @@ __all__ = [
     "data_dir",
     "cache_dir",
     "sha256_of",
+    "OFFLINE_RETRY_SECONDS",
     "read_sentence_polarity",
     "POLARITY_LABELS",
     "read_authorship",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from tinybert.data import gutenberg
 from tinybert.data.entry import GH, DataFile, group
-from tinybert.data.gutenberg import book
 
 ENTRIES: list[DataFile] = []
 

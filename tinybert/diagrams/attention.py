@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from tinybert.diagrams.canvas import Canvas, shape
+from tinybert.diagrams.canvas import Canvas
 
 
 def attention_diagram(batch: int, queries: int, keys: int, d_head: int) -> Figure:

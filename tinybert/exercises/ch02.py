@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from tinybert.exercises._assertions import answers_required
 from tinybert.exercises._assertions import assert_close as _assert_close

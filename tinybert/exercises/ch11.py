@@ -15,7 +15,7 @@ import random
 import re
 
 from tinybert.exercises._assertions import answers_required
-from tinybert.exercises._assertions import call_unmodified, check_cases
+from tinybert.exercises._assertions import check_cases
 
 __all__ = ["check_compare_rungs", "check_truncate_pair", "check_word_overlap"]
 

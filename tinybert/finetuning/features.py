@@ -12,19 +12,12 @@ __all__ = ['encode_sentences', 'batches', 'first_piece_labels',
            'encode_tagged']  # fmt: skip
 
 
-import math
-import time
-from dataclasses import dataclass, field
-
 import torch
-from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.runtime import progress
 from tinybert.pretraining.examples import pad_features  # chapter 9
 from tinybert.pretraining.pairs import encode_pair  # chapter 9
 from tinybert.pretraining.objective import SpecialTokens
-from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 
 
 # Built in chapter 10, section "Features and batches":

@@ -18,11 +18,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.runtime import progress
 from tinybert.pretraining.examples import pad_features  # chapter 9
-from tinybert.pretraining.pairs import encode_pair  # chapter 9
-from tinybert.pretraining.objective import SpecialTokens
 from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
 
 

@@ -18,7 +18,6 @@ from torch import nn
 
 from tinybert.blocks.checks import check_positive_int, check_probability
 from tinybert.models.bert import BertConfig, BertModel
-from tinybert.models.bert_heads import MaskedLMOutput
 from tinybert.models.bert_layers import BertEmbeddings, BertEncoder, BertLayer
 
 

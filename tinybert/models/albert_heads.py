@@ -15,17 +15,10 @@ __all__ = ['AlbertMLMHead', 'AlbertForMaskedLM', 'AlbertPreTrainingOutput',
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from tinybert.models.albert import AlbertConfig, AlbertModel
-from tinybert.models.bert_heads import (
-    BertForMaskedLM,
-    BertForPreTraining,
-    BertMLMHead,
-    check_labels,
-    masked_lm_logits_and_loss,
-)
+from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining, BertMLMHead
 from tinybert.models.bert import init_bert_weights
 
 

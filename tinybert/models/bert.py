@@ -15,7 +15,6 @@ __all__ = ['BERT_PRESETS', 'BertConfig', 'init_bert_weights', 'BertOutput',
 from dataclasses import asdict, dataclass, fields
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from tinybert.blocks.checks import (

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.files import unique_state_dict
-from tinybert.models.bert import BertConfig, BertModel
+from tinybert.models.bert import BertModel
 from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
 from tinybert.models.convert_names import (  # the tables of names, below
     bert_config_from_hf,

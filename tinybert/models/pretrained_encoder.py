@@ -11,7 +11,6 @@ from __future__ import annotations
 __all__ = ['PretrainedEncoder', 'load_hf_bert', 'load_minilm']
 
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace

@@ -14,20 +14,12 @@ __all__ = ['PretrainingExample', 'make_examples', 'single_segment_examples',
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import torch
-from torch import nn
 
-from tinybert.checkpoint.atomic import saved_file
-from tinybert.checkpoint.files import load_model
-from tinybert.data import cache_dir
 from tinybert.pretraining.objective import SpecialTokens, mask_tokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.models.bert import BertConfig
 from tinybert.pretraining.corpus import make_segments
-from tinybert.runtime import pick
-from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 
 # the examples' module takes the pairs from tinybert.pretraining.pairs

@@ -12,10 +12,9 @@ __all__ = ['PretrainingConfig', 'write_json', 'pretrain']
 
 
 import json
-import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -23,27 +22,10 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from tinybert.checkpoint.atomic import write_atomically, saved_file
-from tinybert.checkpoint.files import CONFIG_NAME, save_model
 from tinybert.pretraining.distributed import DistributedContext
-from tinybert.pretraining.objective import SpecialTokens, seeded_generator
-from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
-from tinybert.models.bert import BertConfig
-from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
-from tinybert.pretraining.examples import (
-    PretrainingBatches,
-    make_examples,
-    single_segment_examples,
-)
-from tinybert.pretraining.corpus import (
-    course_documents,
-    task_documents,
-    tokenize_documents,
-    vocabulary_texts,
-)
+from tinybert.pretraining.objective import seeded_generator
 from tinybert.runtime import get_device, progress
-from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
-from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
-from tinybert.checkpoint.state import STATE_NAME, load_checkpoint, save_checkpoint
+from tinybert.checkpoint.state import STATE_NAME, save_checkpoint
 from tinybert.pretraining.optim import (
     autocast_dtype,
     linear_warmup_decay,

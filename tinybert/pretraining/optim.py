@@ -11,20 +11,8 @@ from __future__ import annotations
 __all__ = ['make_optimizer', 'linear_warmup_decay', 'autocast_dtype']
 
 
-import json
-import signal
-import threading
-import uuid
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
-
 import torch
 from torch import nn
-
-from tinybert.checkpoint.atomic import save_files, saved_file
-from tinybert.checkpoint.files import CONFIG_NAME, load_model, model_files  # chapter 8
-from tinybert.checkpoint.files import read_json_file, read_safetensors
 
 
 # Built in chapter 9, section "The optimizer and the learning-rate schedule":

@@ -12,22 +12,12 @@ from __future__ import annotations
 __all__ = ['SegmentPair', 'sample_nsp_pairs', 'encode_pair']
 
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
-from torch import nn
 
-from tinybert.checkpoint.atomic import saved_file
-from tinybert.checkpoint.files import load_model
-from tinybert.data import cache_dir
-from tinybert.pretraining.objective import SpecialTokens, mask_tokens, seeded_generator
-from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.models.bert import BertConfig
-from tinybert.pretraining.corpus import make_segments
-from tinybert.runtime import pick
-from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+from tinybert.pretraining.objective import SpecialTokens
 
 
 # Built in chapter 9, section "Segment pairs for next sentence prediction":

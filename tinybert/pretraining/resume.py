@@ -12,7 +12,6 @@ __all__ = ['SAVED_STATE', 'RESUME_MUST_MATCH', 'resume_training',
            'nothing_to_resume']  # fmt: skip
 
 
-import json
 from pathlib import Path
 
 import torch

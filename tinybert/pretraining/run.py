@@ -9,17 +9,12 @@ chapters/09_pretraining.html.
 __all__ = ['pretrain_bert']
 
 
-import json
-import shutil
-from dataclasses import fields
 from pathlib import Path
 
 import torch
 
-from tinybert.checkpoint.atomic import saved_file, write_atomically
+from tinybert.checkpoint.atomic import write_atomically
 from tinybert.checkpoint.files import save_model
-from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
-from tinybert.checkpoint.state import STATE_NAME
 from tinybert.models.bert import BertConfig
 from tinybert.models.bert_heads import BertForPreTraining
 from tinybert.pretraining.corpus import (
@@ -44,7 +39,7 @@ from tinybert.pretraining.run_checks import (
     remove_run,
 )
 from tinybert.runtime import get_device
-from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
+from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
 

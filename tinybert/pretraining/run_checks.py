@@ -11,7 +11,6 @@ __all__ = ['RUN_FILES', 'check_run_folder', 'remove_run', 'check_recipe',
            'check_arguments']  # fmt: skip
 
 
-import json
 import shutil
 from dataclasses import fields
 from math import inf

@@ -23,7 +23,7 @@ from tinybert.tokenizers.unigram import (
     metaspace_split,
     viterbi,
 )
-from tinybert.tokenizers.unigram_lattice import expected_counts, lattice, log_add
+from tinybert.tokenizers.unigram_lattice import expected_counts, lattice
 
 
 # Built in chapter 7, section "Training by EM and pruning":
