@@ -26,9 +26,9 @@
 # what the pretraining was worth. The test is a ladder: three encoders of increasing
 # pretraining, one fine-tuning recipe, several seeds each, and beside them baselines that need no
 # neural network. It climbs the ladder on intents and part-of-speech tags, then on named
-# entities and on sentence pairs, a new kind of input; then on two tasks whose text the course
-# checkpoint never read, which is where the evidence turns against it. It ends with the other
-# way to use a pretrained encoder, reading its frozen vectors layer by layer.
+# entities and on sentence pairs, a new kind of input. It then tries the other way to use a
+# pretrained encoder, reading its frozen vectors layer by layer, and ends on two tasks whose
+# text the course checkpoint never read, which is where the evidence turns against it.
 #
 # **What you will learn**
 #
@@ -46,9 +46,12 @@
 #   why the best layer depends on how the encoder was trained.
 #
 # **Uses**: from {doc}`10_finetuning`: `finetune_task` and `task_data`
-# (`tinybert.finetuning.recipes`), the heads, the loop, the data readers and the metrics;
-# `load_pretrained` and `split_sentences` from {doc}`09_pretraining`; `BertModel` and
-# `load_minilm` from {doc}`08_bert`.
+# (`tinybert.finetuning.recipes`), the heads `SequenceClassifier` and `TokenClassifier`, the
+# loop (`finetune`, `predict`), the data readers and subsets (`read_iob2`, `NER_TAGS`,
+# `load_squad_dev_split`, `split_squad`, `evenly_spaced`, `per_label`), `encode_tagged` and the
+# metrics (`accuracy`, `entity_scores`, `entity_spans`); from {doc}`09_pretraining`:
+# `load_pretrained`, `split_sentences`, `SpecialTokens`, `encode_pair` and `pad_features`; from
+# {doc}`08_bert`: `BertModel`, `IGNORE_INDEX` and `load_minilm`.
 #
 # (sec-tr-setup)=
 # ## Setup
@@ -1462,13 +1465,14 @@ if not is_quick():
 
 # %% [markdown]
 # Both halves of the evidence, then. Where the checkpoint had read the task's text, it beats
-# random initialisation on every seed. On film reviews, whose text and whose kind of text it
-# never read, it does not: it is level with random initialisation, within the seeds' spread,
-# while all-MiniLM-L6-v2 is far ahead of both, so the test can see transfer when there is some.
-# On the four unseen novels it is ahead on every seed: it had read other books by the same
-# authors, so it knew their vocabulary and their style, though not these passages. Task-adaptive pretraining is what two CPU hours bought: it carried the checkpoint
-# to the tasks whose text, or whose kind of text, it read, and not beyond. General transfer, the
-# kind all-MiniLM-L6-v2 shows, takes far more pretraining than this chapter's checkpoint had.
+# random initialisation on every seed. On film reviews, whose text and whose kind of text it never
+# read, it does not: it is level with random initialisation, within the seeds' spread, while
+# all-MiniLM-L6-v2 is far ahead of both, so the test can see transfer when there is some. On the
+# four unseen novels it is ahead on every seed: it had read other books by the same authors, so it
+# knew their vocabulary and their style, though not these passages. Task-adaptive pretraining is
+# what two CPU hours bought: it carried the checkpoint to the tasks whose text, or whose kind of
+# text, it read, and not beyond. General transfer, the kind all-MiniLM-L6-v2 shows, takes far more
+# pretraining than this chapter's checkpoint had.
 #
 # (sec-tr-summary)=
 # ## Summary

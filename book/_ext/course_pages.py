@@ -47,7 +47,8 @@ from sphinx.errors import ExtensionError
 PLANNED = {1: "Feed-forward networks", 2: "Words as vectors", 3: "Attention",
            4: "Multi-head attention", 5: "Positional encoding", 6: "The Transformer",
            7: "Tokenization", 8: "BERT", 9: "Pretraining BERT", 10: "Fine-tuning",
-           11: "RoBERTa", 12: "DistilBERT", 13: "ALBERT", 14: "The BERT family side by side"}
+           11: "Does pretraining pay off?", 12: "RoBERTa", 13: "DistilBERT", 14: "ALBERT",
+           15: "The BERT family side by side"}
 
 LICENCES = {
     "CC-BY-4.0": ("CC BY 4.0", "https://creativecommons.org/licenses/by/4.0/"),
@@ -63,7 +64,7 @@ DATASETS = {  # registry prefix -> (name, bibliography key or "")
     "gutenberg": ("Project Gutenberg books", ""),
     "banking77": ("Banking77", "casanueva2020efficient"),
     "poem_sentiment": ("Poem Sentiment", "sheng2020investigating"),
-    "sentence_polarity": ("Sentence Polarity v1.0", ""),
+    "sentence_polarity": ("Sentence Polarity v1.0", "pang2005seeing"),
     "ud_ewt": ("Universal Dependencies English Web Treebank (EWT)", "silveira2014gold"),
     "uner_ewt": ("Universal NER English-EWT", "mayhew2024universal"),
     "squad1.1": ("SQuAD v1.1", "rajpurkar2016squad"),
