@@ -242,3 +242,46 @@ def test_the_package_reaches_its_names_and_subpackages_lazily():
     assert "BertModel" in dir(tinybert) and "finetuning" in dir(tinybert)
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         tinybert.nothing
+
+
+# The loops between subpackages that remain, counting imports inside functions too: each
+# pair imports the other somewhere (pretraining/corpus.py reads the tasks through
+# finetuning.recipes; checkpoint/pretrained.py can train through pretraining and knows
+# the model classes). Breaking them is issue 36's layering; this list may only shrink.
+KNOWN_LOOPS = {
+    ("checkpoint", "models"),
+    ("checkpoint", "pretraining"),
+    ("finetuning", "pretraining"),
+}
+
+
+def _subpackage_graph() -> dict[str, set[str]]:
+    """Subpackage (or top-level module) -> the others it imports anywhere in its code,
+    imports inside functions included."""
+    graph: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        source = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+        graph.setdefault(source, set())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "tinybert" and len(parts) > 1 and parts[1] != source:
+                    graph[source].add(parts[1])
+    return {node: {t for t in targets if t in graph} for node, targets in graph.items()}
+
+
+def test_subpackages_loop_only_where_known():
+    graph = _subpackage_graph()
+    loops = {tuple(sorted((a, b))) for a in graph for b in graph[a] if a in graph[b]}
+    assert loops == KNOWN_LOOPS, (
+        "loops between subpackages (function-level imports counted) changed: "
+        f"{sorted(loops)}; shrink KNOWN_LOOPS when one is broken, never grow it")
+    pruned = {a: {b for b in targets if tuple(sorted((a, b))) not in KNOWN_LOOPS}
+              for a, targets in graph.items()}
+    assert not _cycles(pruned), "a longer loop between subpackages"
