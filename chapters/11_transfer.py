@@ -1702,10 +1702,14 @@ check_word_overlap(word_overlap, fit_threshold)
 # Pass a `LadderTask(None, 1066, 8, per_label=256)` as `settings` to `ladder_score`, first with
 # `split="validation"` for every rate of `LADDER_LRS` and seed 0, then with `split="test"` and
 # the best rate for seeds 0 to 4. A recorded run of exactly this
-# (`experiments/unseen_task_256_full.json`) gave random initialisation 61.3% [60.7, 62.4] and
-# the course checkpoint 59.5% [58.5, 61.5]: the gap, -1.8 points, is inside the spread, so the
-# two are level, and naive Bayes on the same 512 snippets scored 61.5%. More labels lift both
-# arms by the same amount; they do not make the pretraining transfer. What the checkpoint lacks
+# (`experiments/unseen_task_256_full.json`) gave random initialisation
+# {recorded}`experiments/unseen_task_256_full.json#test/random init/scores|mean`
+# [{recorded}`experiments/unseen_task_256_full.json#test/random init/scores|min`, {recorded}`experiments/unseen_task_256_full.json#test/random init/scores|max`]
+# and the course checkpoint {recorded}`experiments/unseen_task_256_full.json#test/course checkpoint/scores|mean`
+# [{recorded}`experiments/unseen_task_256_full.json#test/course checkpoint/scores|min`,
+# {recorded}`experiments/unseen_task_256_full.json#test/course checkpoint/scores|max`]: the checkpoint is not ahead beyond the
+# spread, and naive Bayes on the same 512 snippets scored {recorded}`experiments/unseen_task_256_full.json#naive Bayes`. More
+# labels lift both arms; they do not make the pretraining transfer. What the checkpoint lacks
 # is the text: nothing in its corpus reads like a film review.
 # ::::{solution-end}
 # ::::
