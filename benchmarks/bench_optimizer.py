@@ -21,7 +21,7 @@ import torch
 
 from tinybert.finetuning.heads import SequenceClassifier
 from tinybert.models.bert import BertConfig, BertModel
-from tinybert.pretraining.optim import make_optimizer
+from tinybert.training.optim import make_optimizer
 
 SIZES = {
     "bert-mini (course)": dict(vocab_size=8192, d_model=256, n_layers=4, n_heads=4,

@@ -231,7 +231,7 @@ def environment(check: Check, record: dict) -> None:
         record.update(
             device_name=platform.processor() or platform.machine(), capability=None
         )
-    from tinybert.pretraining.optim import autocast_dtype
+    from tinybert.training.optim import autocast_dtype
 
     record["autocast_dtype"] = str(autocast_dtype(device))
     record["git"] = git_commit()

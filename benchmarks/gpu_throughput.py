@@ -28,11 +28,12 @@ from pathlib import Path
 
 import torch
 
+from tinybert.checkpoint.atomic import write_atomically
 from tinybert.models.bert import BertConfig
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.pretraining.distributed import DistributedContext
 from tinybert.pretraining.objective import train_step
-from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
+from tinybert.training.optim import linear_warmup_decay, make_optimizer
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELLED = 0.2  # share of positions with an MLM label, as in the checkpoint's recipe
@@ -188,9 +189,8 @@ def environment(device: torch.device) -> dict:
 
 
 def write(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
+    text = json.dumps(data, indent=1) + "\n"
+    write_atomically(path, lambda temporary: Path(temporary).write_text(text))
 
 
 def main(argv: list[str] | None = None) -> int:

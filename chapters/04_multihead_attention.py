@@ -282,9 +282,9 @@ print("einops and view/transpose agree on every shape tried")
 # weights and only in training mode. With `fast=True` the layer calls PyTorch's fused kernel
 # instead, which computes the same output without ever forming the weights, so it returns `None`
 # for them; for self-attention it also projects $Q$, $K$ and $V$ with one matrix product (the
-# fused projection of {ref}`sec-mha-fused`, below). A call can choose the path itself:
-# `need_weights=True` takes the explicit path and returns the weights, `need_weights=False` the
-# fast one; the default follows `fast`.
+# fused projection of {ref}`sec-mha-fused`, below). The module's `fast` chooses the path; a call
+# that needs the weights says `need_weights=True`, which takes the explicit path whatever `fast`
+# says.
 
 # %% tags=["export"]
 class MultiHeadAttention(nn.Module):
@@ -294,8 +294,8 @@ class MultiHeadAttention(nn.Module):
     W_h^K, c W_h^V): self-attention when ``context`` is None (c = x), cross-attention
     otherwise. Shapes: x (B, T, D), context (B, S, D), mask bool (True = may attend)
     broadcastable to (B, H, T, S). Returns (output (B, T, D), weights (B, H, T, S));
-    weights is None on the fast path (fused kernel), which need_weights=False asks for,
-    need_weights=True refuses, and None (the default) takes when fast=True.
+    weights is None on the fast path (fused kernel), taken when fast=True unless
+    need_weights=True asks for the weights (the explicit path).
     """
 
     def __init__(
@@ -333,9 +333,9 @@ class MultiHeadAttention(nn.Module):
         x: torch.Tensor,
         context: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
-        need_weights: bool | None = None,
+        need_weights: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        explicit = not self.fast if need_weights is None else bool(need_weights)
+        explicit = need_weights or not self.fast
         c = x if context is None else context
         self._check_inputs(x, c)
         # one product for Q, K, V
@@ -445,15 +445,15 @@ scores = q @ k.transpose(-2, -1) / (D // H) ** 0.5  # (B, H, T, T)
 by_hand = merge_heads(scores.softmax(-1) @ v) @ mha.output.weight.T + mha.output.bias
 assert torch.allclose(by_hand, out, atol=1e-6)
 
-out_fast, no_weights = mha(x, need_weights=False)  # fused Q, K, V + kernel
+mha.fast = True
+out_fast, no_weights = mha(x)  # fused Q, K, V + kernel
 print(
     f"fast path: weights {no_weights}, "
     f"max |fast - explicit| = {(out_fast - out).abs().max().item():.1e}"
 )
 assert no_weights is None and torch.allclose(out_fast, out, atol=1e-6)
-# the default path changes
-mha.fast = True
-assert mha(x)[1] is None and mha(x, need_weights=True)[1].shape == (B, H, T, T)
+# asking for the weights takes the explicit path
+assert mha(x, need_weights=True)[1].shape == (B, H, T, T)
 mha.fast = False
 
 # %% [markdown]
@@ -1069,7 +1069,8 @@ plt.show()
 #   layout of `nn.MultiheadAttention`'s `in_proj_weight`.
 # - `MultiHeadAttention(d_model, n_heads, dropout, bias, fast)` does self-attention (`mha(x)`) and
 #   cross-attention (`mha(x, context=c)`), takes the book's masks, and returns
-#   `(output, weights)`. It agrees with `nn.MultiheadAttention` to float32 rounding, once our mask
+#   `(output, weights)`; with `fast=True` the weights are `None` unless a call asks for them
+#   with `need_weights=True`. It agrees with `nn.MultiheadAttention` to float32 rounding, once our mask
 #   is converted to its opposite polarity, `~mask`.
 # - In a small task that needs two lookups, no single-head model solved it, and every run that
 #   did had divided the work, one head on the previous token and another on the marker; the cell

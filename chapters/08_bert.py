@@ -67,8 +67,10 @@
 # checks of its inputs) to `tinybert.models.bert_layers`, the converters to `tinybert.models.convert` (Hugging Face's names to
 # `tinybert.models.convert_names`, the real pretrained encoder to
 # `tinybert.models.pretrained_encoder`), saving
-# and loading to `tinybert.checkpoint.files` (writing files all or nothing to
-# `tinybert.checkpoint.atomic`), the analysis of attention heads to
+# and loading to `tinybert.models.registry` (the table of saved classes, `save_model`,
+# `load_model`), which stores through a layer that knows no model class:
+# `tinybert.checkpoint.files` (file names and checked readers) and `tinybert.checkpoint.atomic`
+# (writing files all or nothing); the analysis of attention heads to
 # `tinybert.models.attention_analysis`.
 #
 # (sec-bert-setup)=
@@ -604,7 +606,7 @@ class BertLayer(nn.Module):
     ):
         # weights only when asked for; otherwise the path that config.fast chose
         attend = partial(
-            self.attention, mask=mask, need_weights=True if output_attentions else None
+            self.attention, mask=mask, need_weights=output_attentions
         )
         if self.norm_first:  # pre-LN: norm, then add
             h, weights = attend(self.attention_norm(x))
@@ -841,7 +843,7 @@ class BertModel(nn.Module):
                 f"{type(config).__name__}"
             )
         self.config = config
-        # what tinybert.checkpoint.files needs to rebuild it
+        # what tinybert.models.registry needs to rebuild it
         self.init_kwargs = {"add_pooler": add_pooler}
         self.embeddings = self.embeddings_class(config)
         self.encoder = self.encoder_class(config)
@@ -1389,6 +1391,7 @@ from torch import nn
 from tinybert.checkpoint.files import unique_state_dict
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
+from tinybert.models.registry import FAMILY_MODULES  # every family, in one table
 from tinybert.models.convert_names import (  # the tables of names, below
     bert_config_from_hf,
     bert_config_to_hf,
@@ -1408,20 +1411,12 @@ class Converter:
 # keyed by the Hugging Face class name (no transformers import needed)
 _FROM_HF: dict[str, Converter] = {}
 _TO_HF: dict[type, Converter] = {}  # keyed by our class
-# chapter 12 registers RoBERTa's converters,
-_FAMILY_MODULES = {
-    "Roberta": "tinybert.models.roberta",
-    # chapter 13 DistilBERT's,
-    "DistilBert": "tinybert.models.distilbert",
-    # chapter 14 ALBERT's
-    "Albert": "tinybert.models.convert_albert",
-}
 
 
 def _import_family(class_name: str) -> None:
     """Import the module that registers the converters of ``class_name``'s family (by
-    its prefix)."""
-    for prefix, module in _FAMILY_MODULES.items():
+    its prefix), as the registry of classes lists it (FAMILY_MODULES)."""
+    for prefix, module in FAMILY_MODULES.items():
         if class_name.startswith(prefix):
             importlib.import_module(module)
 
@@ -1715,6 +1710,51 @@ register_family(
 # misplaced bias or LayerNorm would go unnoticed. The batch has padding and both segments; hidden
 # states are compared at the real positions only (what a model writes at padding positions is
 # never used).
+#
+# Every parity check of the book (this one, and those of RoBERTa, DistilBERT and ALBERT in
+# chapters 12-14) reports its differences the same way, so the report is a function, written once
+# and exported to `tinybert.models.parity`: `parity_report` prints the largest difference of each
+# output and fails, naming the worst output, when one reaches the tolerance; `round_trip_tensors`
+# checks that `to_hf` gives back every tensor of the Hugging Face model bit for bit.
+
+# %% tags=["export:models.parity"]
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from tinybert.models.convert import to_hf
+
+
+def parity_report(differences: dict[str, torch.Tensor], tolerance: float = 1e-5):
+    """Print max |ours - Hugging Face| of each output; raise AssertionError naming
+    the worst one when it is not below ``tolerance``."""
+    for what, error in differences.items():
+        print(f"{what:<18} max |ours - Hugging Face| = {float(error):.1e}")
+    worst = max(differences, key=lambda what: float(differences[what]))
+    if not float(differences[worst]) < tolerance:  # NaN fails too
+        error = float(differences[worst])
+        raise AssertionError(
+            f"{worst}: ours and Hugging Face's differ by {error:.2e}, expected "
+            f"less than {tolerance:.0e}"
+        )
+
+
+def round_trip_tensors(hf_model: nn.Module, model: nn.Module) -> int:
+    """Check that to_hf(model) holds exactly the tensors of ``hf_model`` (the model
+    it was converted from); return how many."""
+    a, b = hf_model.state_dict(), to_hf(model).state_dict()
+    if a.keys() != b.keys():
+        raise AssertionError(
+            f"to_hf: the names differ: {sorted(set(a) ^ set(b))[:5]}"
+        )
+    changed = [k for k in a if not torch.equal(a[k], b[k])]
+    if changed:
+        raise AssertionError(
+            f"to_hf: {len(changed)} tensors changed, e.g. {changed[:3]}"
+        )
+    return len(a)
+
 
 # %%
 seed_everything(5)
@@ -1776,9 +1816,7 @@ parity = {
     "NSP logits": (mine.nsp_logits - theirs.seq_relationship_logits).abs().max(),
     "loss (MLM + NSP)": (mine_loss - theirs.loss).abs(),
 }
-for what, error in parity.items():
-    print(f"{what:<18} max |ours - Hugging Face| = {error.item():.1e}")
-assert all(error < 1e-5 for error in parity.values())
+parity_report(parity)
 
 # %% [markdown]
 # Going back is the same table read the other way. Converting to Hugging Face and back must give
@@ -1786,16 +1824,15 @@ assert all(error < 1e-5 for error in parity.values())
 # on both sides:
 
 # %%
+n_tensors = round_trip_tensors(hf_model, tiny)
 back = to_hf(tiny)
-a, b = hf_model.state_dict(), back.state_dict()
-assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 assert (
     back.cls.predictions.decoder.weight is back.bert.embeddings.word_embeddings.weight
 )
 assert tiny.mlm_head.decoder.weight is tiny.bert.embeddings.token_embeddings.weight
 names = bert_weight_names(tiny)
 print(
-    f"{len(a)} Hugging Face tensors reproduced exactly; {len(names)} names in "
+    f"{n_tensors} Hugging Face tensors reproduced exactly; {len(names)} names in "
     f"the table, e.g."
 )
 for ours_name in [
@@ -2157,7 +2194,7 @@ plt.show()
 # vectors.
 
 # %%
-from tinybert.checkpoint.files import load_model  # built in sec-bert-save, at the end
+from tinybert.models.registry import load_model  # built in sec-bert-save, at the end
 from tinybert.shipped import shipped_path
 
 # the course checkpoint ships inside the package (an error naming it if it is missing)
@@ -2913,9 +2950,14 @@ show(python_trees, ["obj"], every_word=True)
 # each module filled as a side effect of being imported would know a class only if something had
 # imported its module first, and the load would fail for a reason nowhere in the code that
 # called it. A class of your own can still be added at run time with `register_model_class`; a
-# process that loads it must then register it before it calls `load_model`.
+# process that loads it must then register it before it calls `load_model`. The same module,
+# `tinybert.models.registry`, lists where each family's converters are registered
+# (`FAMILY_MODULES`, which `from_hf` and `to_hf` read), so the whole map of classes is in one
+# place. It sits above a storage layer that knows no model class: `tinybert.checkpoint.files`
+# (the file names and the checked readers of JSON and safetensors) and, below, the all-or-nothing
+# writes of `tinybert.checkpoint.atomic`.
 
-# %% tags=["export:checkpoint.files"]
+# %% tags=["export:checkpoint.files", "export:models.registry"]
 from __future__ import annotations
 
 import importlib
@@ -2929,12 +2971,25 @@ from torch import nn
 
 from tinybert.checkpoint.atomic import save_files, saved_file  # the cells below
 
+# %% tags=["export:checkpoint.files"]
 WEIGHTS_NAME, CONFIG_NAME = "model.safetensors", "config.json"
 # what a model directory should hold, for the loaders' errors
 HOLDS = (
     f"a model directory holds {WEIGHTS_NAME} and {CONFIG_NAME}, as written by "
-    f"tinybert.checkpoint.files.save_model"
+    f"tinybert.models.registry.save_model"
 )
+
+# %% tags=["export:models.registry"]
+# the storage layer below: it knows no model class
+from tinybert.checkpoint.files import (
+    CONFIG_NAME,
+    HOLDS,
+    WEIGHTS_NAME,
+    read_json_file,
+    read_safetensors,
+    unique_state_dict,
+)
+
 # every class the course saves: its name in config.json -> the module defining it
 MODEL_CLASS_MODULES = {
     # this chapter's BERT
@@ -2951,6 +3006,13 @@ MODEL_CLASS_MODULES = {
     "AlbertModel": "tinybert.models.albert",
     "AlbertForMaskedLM": "tinybert.models.albert_heads",
     "AlbertForPreTraining": "tinybert.models.albert_heads",
+}
+# each family's converters to and from Hugging Face (from_hf and to_hf read it): the
+# module that registers them, by the prefix of the class names
+FAMILY_MODULES = {
+    "Roberta": "tinybert.models.roberta",  # chapter 12
+    "DistilBert": "tinybert.models.distilbert",  # chapter 13
+    "Albert": "tinybert.models.convert_albert",  # chapter 14
 }
 # your own classes, by name: register_model_class adds them
 MODEL_CLASSES: dict[str, type] = {}
@@ -2987,6 +3049,7 @@ def known_model_classes() -> list[str]:
     return sorted({*MODEL_CLASS_MODULES, *MODEL_CLASSES})
 
 
+# %% tags=["export:checkpoint.files"]
 def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     """model.state_dict() with every shared tensor once, under its first name (tied
     weights are stored once)."""
@@ -3146,7 +3209,7 @@ def save_files(
     return directory
 
 
-# %% tags=["export:checkpoint.files"]
+# %% tags=["export:models.registry"]
 def model_files(model: nn.Module) -> tuple[str, dict[str, Callable[[Path], None]]]:
     """The save_id and the writers of model.safetensors and config.json (save_model)."""
     from safetensors.torch import save_file
@@ -3193,6 +3256,7 @@ def save_model(model: nn.Module, directory: str | Path) -> Path:
     return save_files(directory, writers)
 
 
+# %% tags=["export:checkpoint.files"]
 def read_json_file(path: Path, fields: tuple[str, ...], missing: str) -> dict:
     """The JSON object in ``path``, which must hold every name in ``fields``. Raises
     FileNotFoundError (``missing`` says what the file should be) or ValueError."""
@@ -3230,6 +3294,7 @@ def read_safetensors(path: Path, missing: str) -> tuple[dict, dict[str, torch.Te
         ) from None
 
 
+# %% tags=["export:models.registry"]
 def load_model(
     directory: str | Path,
     model_class: type | None = None,
@@ -3344,7 +3409,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # - BERT-base and BERT-large have the parameter counts printed in {ref}`sec-bert-sizes`, equal to
 #   Hugging Face's part by part, about a fifth of BERT-base being the token table.
 # - `tinybert.models.convert.from_hf` / `to_hf` move weights between Hugging Face and `tinybert` with
-#   outputs equal to $10^{-5}$ and tensors reproduced exactly; `tinybert.checkpoint.files.save_model` /
+#   outputs equal to $10^{-5}$ and tensors reproduced exactly; `tinybert.models.registry.save_model` /
 #   `load_model` save and load safetensors checkpoints atomically, with clear errors.
 # - `load_hf_bert` reads a Hugging Face BERT folder (config, safetensors, vocabulary) without
 #   `transformers`; `load_minilm` loads the real all-MiniLM-L6-v2 from the course's data
@@ -3363,7 +3428,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # Later chapters import `BertConfig`, `BertModel`, `BertForMaskedLM`, `BertForPreTraining` and
 # their parts from `tinybert.models.bert`, `from_hf`, `to_hf`, `register`, `load_hf_bert` and
 # `load_minilm` from `tinybert.models.convert`, and `save_model` and `load_model` (with their table
-# of classes, `MODEL_CLASS_MODULES`) from `tinybert.checkpoint.files`. `tinybert.models.attention_analysis` keeps the word-level maps and the head
+# of classes, `MODEL_CLASS_MODULES`) from `tinybert.models.registry`. `tinybert.models.attention_analysis` keeps the word-level maps and the head
 # scores for anyone who wants to test another encoder's heads.
 #
 # (sec-bert-exercises)=

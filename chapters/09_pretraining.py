@@ -49,29 +49,31 @@
 #   for masked words.
 #
 # **Uses.** From {doc}`08_bert`: `BertConfig`, `BertForPreTraining`, `IGNORE_INDEX`,
-# `save_model`/`load_model`, with `model_files` and the file readers `read_json_file` and
-# `read_safetensors`, from `tinybert.checkpoint.files`, and
+# `save_model`/`load_model`, with `model_files`, from `tinybert.models.registry`, the file
+# readers `read_json_file` and `read_safetensors` from `tinybert.checkpoint.files`, and
 # `save_files`/`saved_file`, with `write_atomically`, from `tinybert.checkpoint.atomic`. From {doc}`07_tokenization`:
 # `WordPieceTokenizer`, `SPECIAL_TOKENS` and `train_wordpiece_tokenizer`. From
 # {doc}`02_word_vectors`:
 # `load_gutenberg`. From {doc}`10_finetuning`: `task_data`, the readers of the tasks whose
 # unlabelled training text the course checkpoint adds to its corpus. The chapter's code goes to the subpackage `tinybert.pretraining`:
-# `corpus` (text to documents), `objective` (what happens to one batch: the masking, the losses
-# and one update), `pairs` (next-sentence pairs), `examples` (examples and
-# batches), `optim` (optimizer, schedule, mixed precision; {doc}`10_finetuning` uses them too),
-# `interrupts` (Ctrl-C), `evaluation` (held-out scores and
-# curves), `resume`, `loop`, `distributed`, and `run_checks` and `run` (the whole run);
-# saving and resuming a run and loading the finished checkpoint go to `tinybert.checkpoint`
-# (`state` and `pretrained`, beside chapter 8's `files`). The command
+# `documents` (text to documents), `objective` (what happens to one batch: the masking, the
+# losses and one update), `pairs` (next-sentence pairs), `examples` (examples and
+# batches), `interrupts` (Ctrl-C), `evaluation` (held-out scores and
+# curves), `resume`, `pretrain_loop`, `distributed`, and `run_checks` and `run` (the whole run).
+# What {doc}`10_finetuning` shares goes a layer lower, to `tinybert.training`: `inputs` (the
+# special tokens, sentence splitting, a pair encoded, features padded), `optim` (optimizer,
+# schedule, mixed precision) and `state` (a run's state saved and resumed). Loading the
+# finished checkpoint goes to `tinybert.models.course_checkpoint`. The command
 # `tinybert pretrain` runs the whole recipe.
 #
 # (sec-pretrain-setup)=
 # ## Setup
 #
-# The first three cells hold the imports of the modules this chapter writes; the fourth, those of
-# the teaching code.
+# The first four cells hold the imports of the modules this chapter writes (the fourth, those of
+# `tinybert.training`, the pieces that chapter 10's fine-tuning shares); the fifth, those of the
+# teaching code.
 
-# %% tags=["export:pretraining.corpus"]
+# %% tags=["export:pretraining.documents"]
 from __future__ import annotations
 
 import re
@@ -80,6 +82,14 @@ from collections.abc import Sequence
 from tinybert.corpus import load_gutenberg
 from tinybert.data import fetch
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+
+# below both pretraining and fine-tuning (chapter 10)
+from tinybert.training.inputs import (
+    SpecialTokens,
+    encode_pair,
+    pad_features,
+    split_sentences,
+)
 
 # %% tags=["export:pretraining.objective"]
 from __future__ import annotations
@@ -93,11 +103,17 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.atomic import saved_file
-from tinybert.checkpoint.state import STATE_NAME
+from tinybert.training.state import STATE_NAME
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.distributed import DistributedContext
+from tinybert.training.inputs import (
+    SpecialTokens,
+    encode_pair,
+    pad_features,
+    split_sentences,
+)
 
-# %% tags=["export", "export:checkpoint.pretrained", "export:pretraining.pairs"]
+# %% tags=["export", "export:models.course_checkpoint", "export:pretraining.pairs"]
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -108,14 +124,32 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.atomic import saved_file
-from tinybert.checkpoint.files import load_model
+from tinybert.models.registry import load_model
 from tinybert.data import cache_dir
-from tinybert.pretraining.objective import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.training.inputs import SpecialTokens
+from tinybert.pretraining.objective import mask_tokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.models.bert import BertConfig
-from tinybert.pretraining.corpus import make_segments
+from tinybert.pretraining.documents import make_segments
 from tinybert.runtime import pick
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
+from tinybert.training.inputs import (
+    SpecialTokens,
+    encode_pair,
+    pad_features,
+    split_sentences,
+)
+
+# %% tags=["export:training.inputs"]
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from tinybert.models.bert_heads import IGNORE_INDEX
 
 # %%
 import math
@@ -158,7 +192,7 @@ print(f"device: {device}, quick mode: {is_quick()}")
 # small rule: a sentence ends at `.`, `!` or `?` (with any closing quotes) when the next word
 # starts with a capital letter or a digit, except after an abbreviation such as "Mr." or an initial.
 
-# %% tags=["export:pretraining.corpus"]
+# %% tags=["export:training.inputs"]
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr st mt jr sr co lt col gen capt rev prof messrs no vs".split()
 )
@@ -190,6 +224,7 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
+# %% tags=["export:pretraining.documents"]
 def wikitext_articles(text: str) -> list[list[str]]:
     """WikiText's articles as documents, each a list of sentences (headings dropped).
 
@@ -332,7 +367,7 @@ assert per_word["count", 2] < per_word["likelihood", 40] < per_word["likelihood"
 
 # %%
 # built at the end of this chapter
-from tinybert.checkpoint.pretrained import load_pretrained
+from tinybert.models.course_checkpoint import load_pretrained
 
 # tinybert/shipped/bert-mini/ (an error if missing)
 pretrained = load_pretrained()
@@ -348,7 +383,7 @@ print(
 # is read from the vocabulary like every other special token: nothing in this chapter assumes
 # that `[PAD]` is 0 or `[MASK]` is 103.
 
-# %% tags=["export:pretraining.corpus"]
+# %% tags=["export:pretraining.documents"]
 def encode_sentence(
     tokenizer: WordPieceTokenizer, sentence: str, unk_marker: str = "<unk>"
 ) -> list[int]:
@@ -420,7 +455,7 @@ print(
 # `[CLS]` and the two `[SEP]`s), then pairs every segment with its successor or, with probability
 # one half, with a random segment of a random other document.
 
-# %% tags=["export:pretraining.corpus"]
+# %% tags=["export:pretraining.documents"]
 def make_segments(document: Sequence[list[int]], max_tokens: int) -> list[list[int]]:
     """Pack consecutive sentences into segments of at most ``max_tokens`` tokens.
 
@@ -451,7 +486,7 @@ class SegmentPair:
 
     a: list[int]
     b: list[int]
-    nsp_label: int
+    pair_label: int
 
 
 def _randint(n: int, generator: torch.Generator) -> int:
@@ -490,6 +525,7 @@ def sample_nsp_pairs(
     return pairs
 
 
+# %% tags=["export:training.inputs"]
 def encode_pair(
     a: Sequence[int],
     b: Sequence[int] | None,
@@ -541,7 +577,7 @@ assert ids[0] == special.cls and ids.count(special.sep) == 2 and segment_ids[-1]
 max_len = pick(quick=64, full=128)
 segmented = [make_segments(d, (max_len - 3) // 2) for d in token_documents]
 pairs = sample_nsp_pairs(segmented, seed_everything(0))
-is_next = sum(p.nsp_label == 0 for p in pairs) / len(pairs)
+is_next = sum(p.pair_label == 0 for p in pairs) / len(pairs)
 print(
     f"{sum(map(len, segmented)):,} segments -> {len(pairs):,} pairs, "
     f"{is_next:.1%} IsNext"
@@ -549,7 +585,7 @@ print(
 assert abs(is_next - 0.5) < 0.05
 show = lambda ids: tokenizer.decode(ids)[:90] + "..."  # noqa: E731
 for label in (0, 1):
-    p = next(p for p in pairs if p.nsp_label == label)
+    p = next(p for p in pairs if p.pair_label == label)
     print(f"\n{['IsNext', 'NotNext'][label]}\n  A: {show(p.a)}\n  B: {show(p.b)}")
 
 
@@ -578,7 +614,7 @@ for label in (0, 1):
 #
 # The special token ids come from the vocabulary:
 
-# %% tags=["export:pretraining.objective"]
+# %% tags=["export:training.inputs"]
 @dataclass(frozen=True)
 class SpecialTokens:
     """The ids of BERT's special tokens and the vocabulary size, read from a
@@ -776,7 +812,9 @@ assert torch.equal(corrupted[~chosen], batch_ids[~chosen])
 
 # %% tags=["export"]
 # the examples' module takes the pairs from tinybert.pretraining.pairs
-from tinybert.pretraining.pairs import SegmentPair, encode_pair, sample_nsp_pairs
+from tinybert.pretraining.pairs import SegmentPair, sample_nsp_pairs
+from tinybert.pretraining.settings import SettingError
+from tinybert.training.inputs import encode_pair
 
 
 # %% tags=["export"]
@@ -787,7 +825,7 @@ class PretrainingExample:
 
     input_ids: list[int]
     token_type_ids: list[int]
-    nsp_label: int
+    pair_label: int
     mlm_labels: list[int] | None = None
 
 
@@ -804,7 +842,7 @@ def make_examples(
     order) -> examples."""
     segmented = [make_segments(document, (max_len - 3) // 2) for document in documents]
     return [
-        PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.nsp_label)
+        PretrainingExample(*encode_pair(p.a, p.b, special, max_len), p.pair_label)
         for p in sample_pairs(segmented, generator)
     ]
 
@@ -823,6 +861,7 @@ def single_segment_examples(
     ]
 
 
+# %% tags=["export:training.inputs"]
 # the label names of this book's heads: chapter 8's pretraining heads, chapter 10's
 # fine-tuning heads
 LABEL_KEYS = ("mlm_labels", "pair_labels", "labels", "start_positions", "end_positions")
@@ -860,6 +899,7 @@ def pad_features(features: Sequence[dict], pad_id: int) -> dict[str, torch.Tenso
     return batch
 
 
+# %% tags=["export"]
 def collate(
     examples: Sequence[PretrainingExample], special: SpecialTokens
 ) -> dict[str, torch.Tensor]:
@@ -869,13 +909,13 @@ def collate(
     longest example; pair_labels is (B,), left out when no example has one (MLM only:
     every label is -100); mlm_labels (B, T) when every example is already masked.
     """
-    with_nsp = any(e.nsp_label != IGNORE_INDEX for e in examples)
+    with_nsp = any(e.pair_label != IGNORE_INDEX for e in examples)
     masked = all(e.mlm_labels is not None for e in examples)
     features = []
     for e in examples:
         feature = {"input_ids": e.input_ids, "token_type_ids": e.token_type_ids}
         if with_nsp:
-            feature["pair_labels"] = e.nsp_label
+            feature["pair_labels"] = e.pair_label
         if masked:
             feature["mlm_labels"] = e.mlm_labels
         features.append(feature)
@@ -924,8 +964,9 @@ class PretrainingBatches:
         self.global_batch = batch_size * world_size
         self.steps_per_epoch = len(examples) // self.global_batch
         if batch_size < 1 or self.steps_per_epoch == 0:
-            raise ValueError(
-                f"batch_size (--batch-size): {len(examples)} examples cannot fill "
+            raise SettingError(
+                "batch_size",
+                f"{len(examples)} examples cannot fill "
                 f"one global batch of {batch_size} x {world_size} processes; "
                 f"expected a smaller batch or more data"
             )
@@ -1030,7 +1071,7 @@ print(f"{len(examples):,} examples, {batches.steps_per_epoch:,} steps per epoch"
 # lets the run settle at the end. Unlike the inverse-square-root schedule of {doc}`06_transformer`,
 # this schedule needs to know the total number of steps in advance.
 
-# %% tags=["export:pretraining.optim", "export:checkpoint.state", "export:pretraining.interrupts"]
+# %% tags=["export:training.optim", "export:training.state", "export:pretraining.interrupts"]
 from __future__ import annotations
 
 import json
@@ -1045,11 +1086,12 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.atomic import save_files, saved_file
-from tinybert.checkpoint.files import CONFIG_NAME, load_model, model_files  # chapter 8
+from tinybert.checkpoint.files import CONFIG_NAME  # chapter 8
+from tinybert.models.registry import load_model, model_files
 from tinybert.checkpoint.files import read_json_file, read_safetensors
 
 
-# %% tags=["export:pretraining.optim"]
+# %% tags=["export:training.optim"]
 def make_optimizer(
     model: nn.Module,
     lr: float,
@@ -1196,7 +1238,7 @@ plt.show()
 # bfloat16 there, slowly; so `autocast_dtype` below asks for the capability, and a T4 gets float16's tensor
 # cores with loss scaling.
 
-# %% tags=["export:pretraining.optim"]
+# %% tags=["export:training.optim"]
 def autocast_dtype(device: torch.device | str) -> torch.dtype | None:
     """The mixed-precision type for ``device``: bfloat16 on CUDA GPUs of compute
     capability 8.0 or more (native bfloat16), else float16 (with a GradScaler); None
@@ -1240,7 +1282,7 @@ print(f"this machine ({device}) trains in: {autocast_dtype(device) or torch.floa
 # truncated or corrupt, and a model or optimizer that does not match the one that was saved, each
 # with a message that says which.
 
-# %% tags=["export:checkpoint.state"]
+# %% tags=["export:training.state"]
 STATE_NAME, STATE_TENSORS_NAME = "training_state.json", "training_state.safetensors"
 
 
@@ -1255,7 +1297,7 @@ def save_checkpoint(
     scaler: torch.amp.GradScaler | None = None,
     generator: torch.Generator | None = None,
 ) -> Path:
-    """The model (as tinybert.checkpoint.files.save_model writes it) plus what resuming
+    """The model (as tinybert.models.registry.save_model writes it) plus what resuming
     needs, the four files saved all or nothing by save_files.
 
     training_state.safetensors holds the optimizer's tensors and the random number
@@ -1308,7 +1350,7 @@ def save_checkpoint(
     return save_files(directory, writers)
 
 
-# %% tags=["export:checkpoint.state"]
+# %% tags=["export:training.state"]
 @dataclass
 class Checkpoint:
     """What load_checkpoint restored: the model (on ``map_location``), the step, the
@@ -1432,14 +1474,15 @@ def load_checkpoint(
 # of the step, *every* random number of step $s$ is then fixed by the step alone. That is what makes
 # resuming exact, below, and it costs one `torch.manual_seed` call per step.
 
-# %% tags=["export:pretraining.loop"]
+# %% tags=["export:pretraining.pretrain_loop"]
 from __future__ import annotations
 
 import json
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
+from math import inf
 from pathlib import Path
 
 import torch
@@ -1447,18 +1490,27 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from tinybert.checkpoint.atomic import write_atomically, saved_file
-from tinybert.checkpoint.files import CONFIG_NAME, save_model
+from tinybert.checkpoint.files import CONFIG_NAME
+from tinybert.models.registry import save_model
 from tinybert.pretraining.distributed import DistributedContext
-from tinybert.pretraining.objective import SpecialTokens, seeded_generator
+from tinybert.pretraining.settings import (
+    SettingError,
+    check_count,
+    check_number,
+    fixed_settings,
+    setting,
+)
+from tinybert.training.inputs import SpecialTokens
+from tinybert.pretraining.objective import seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig
-from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
+from tinybert.models.course_checkpoint import CHECKPOINT_FILES
 from tinybert.pretraining.examples import (
     PretrainingBatches,
     make_examples,
     single_segment_examples,
 )
-from tinybert.pretraining.corpus import (
+from tinybert.pretraining.documents import (
     course_documents,
     task_documents,
     tokenize_documents,
@@ -1467,12 +1519,8 @@ from tinybert.pretraining.corpus import (
 from tinybert.runtime import get_device, progress
 from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
-from tinybert.checkpoint.state import STATE_NAME, load_checkpoint, save_checkpoint
-from tinybert.pretraining.optim import (
-    autocast_dtype,
-    linear_warmup_decay,
-    make_optimizer,
-)
+from tinybert.training.state import STATE_NAME, load_checkpoint, save_checkpoint
+from tinybert.training.optim import autocast_dtype, linear_warmup_decay, make_optimizer
 
 
 # %% [markdown]
@@ -1487,11 +1535,12 @@ def pretraining_losses(
     batch: dict[str, torch.Tensor],
     dist: DistributedContext = DistributedContext(),
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(loss, mlm_loss, nsp_loss) of one batch, loss = mlm_loss + nsp_loss as in BERT.
+    """(loss, mlm_loss, pair_loss) of one batch, loss = mlm_loss + pair_loss as in BERT.
 
-    A batch without pair_labels (MLM only, as in RoBERTa) has nsp_loss 0 and
-    loss = mlm_loss. The loss of the pair head is read as ``out.pair_loss``, whatever
-    the head asks (next sentence here, sentence order for ALBERT in chapter 14).
+    The pair loss is that of the head that reads the pair, ``out.pair_loss``, whatever
+    the head asks (next sentence here, sentence order for ALBERT in chapter 14). A batch
+    without pair_labels (MLM only, as in RoBERTa) has pair_loss None and
+    loss = mlm_loss.
 
     In a run of several processes the MLM loss that is differentiated is divided by the
     number of masked tokens of *all* processes, not this one's: DistributedDataParallel
@@ -1505,15 +1554,14 @@ def pretraining_losses(
         count = (batch["mlm_labels"] != IGNORE_INDEX).sum()
         total = dist.all_reduce_sum(count).clamp(min=1)  # ... and everywhere
         mlm_loss = mlm_loss * count * dist.world_size / total
-    nsp_loss = (
-        out.pair_loss if out.pair_loss is not None else torch.zeros_like(mlm_loss)
-    )
-    return mlm_loss + nsp_loss, out.mlm_loss.detach(), nsp_loss.detach()
+    if out.pair_loss is None:
+        return mlm_loss, out.mlm_loss.detach(), None
+    return mlm_loss + out.pair_loss, out.mlm_loss.detach(), out.pair_loss.detach()
 
 
 # %% [markdown]
 # `evaluate_pretraining` measures, on held-out batches with fixed (static) masks, the MLM loss and
-# the *accuracy* of the top guess at the masked positions, and the NSP loss and accuracy;
+# the *accuracy* of the top guess at the masked positions, and the pair head's loss and accuracy;
 # `evaluation_line` is the line the loop prints after each evaluation. Both go to
 # `tinybert.pretraining.evaluation`, with the curves drawn below.
 
@@ -1544,7 +1592,7 @@ def evaluate_pretraining(
     model.eval()
     device = next(model.parameters()).device
     total = dict.fromkeys(
-        ["mlm_loss", "mlm_correct", "mlm_tokens", "nsp_loss", "nsp_correct", "pairs"],
+        ["mlm_loss", "mlm_correct", "mlm_tokens", "pair_loss", "pair_correct", "pairs"],
         0.0,
     )
     for batch in batches:
@@ -1560,8 +1608,8 @@ def evaluate_pretraining(
         if "pair_labels" not in batch:
             continue
         b = len(batch["pair_labels"])
-        total["nsp_loss"] += out.pair_loss.item() * b
-        total["nsp_correct"] += (
+        total["pair_loss"] += out.pair_loss.item() * b
+        total["pair_correct"] += (
             (out.pair_logits.argmax(-1) == batch["pair_labels"]).sum().item()
         )
         total["pairs"] += b
@@ -1579,8 +1627,8 @@ def evaluate_pretraining(
     }
     if total["pairs"]:
         metrics.update(
-            nsp_loss=total["nsp_loss"] / total["pairs"],
-            nsp_accuracy=total["nsp_correct"] / total["pairs"],
+            pair_loss=total["pair_loss"] / total["pairs"],
+            pair_accuracy=total["pair_correct"] / total["pairs"],
         )
     return metrics
 
@@ -1592,41 +1640,125 @@ def evaluation_line(history: dict, steps: int) -> str:
     train = (
         f"train loss {history['train'][-1]['loss']:.3f} | " if history["train"] else ""
     )
-    nsp = (
-        f" | NSP acc {metrics['nsp_accuracy']:.3f}" if "nsp_accuracy" in metrics else ""
+    pair = (
+        f" | pair acc {metrics['pair_accuracy']:.3f}"
+        if "pair_accuracy" in metrics
+        else ""
     )
     return (
         f"step {metrics['step']:>6}/{steps} | {train}held-out MLM loss "
         f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}"
-        f"{nsp} | {history['seconds']:.0f} s"
+        f"{pair} | {history['seconds']:.0f} s"
     )
 
 
 # %% [markdown]
 # `pretrain` is the loop. It prints a text progress bar and, every `eval_every` steps, one line with
 # the training and held-out numbers; it keeps the whole history for the loss curves, writes it to a
-# JSON file as it goes, and saves checkpoints. Its settings are a `PretrainingConfig`:
+# JSON file as it goes, and saves checkpoints. Its settings are a `PretrainingConfig`, a frozen
+# dataclass: each field says what it does once (in `setting`, its default and one line of help),
+# is checked when the object is made, and cannot change afterwards. Three small functions do the
+# checking; each error names the setting, what it expected and what it got. A field marked
+# `may_change` is one that a resumed run may set differently (how often it logs, evaluates and
+# saves); every other one must match the interrupted run, or the run would be another one.
 
-# %% tags=["export:pretraining.loop"]
-@dataclass
+# %% tags=["export:pretraining.settings"]
+from __future__ import annotations
+
+from dataclasses import field, fields
+
+
+class SettingError(ValueError):
+    """A setting that cannot be right; ``name`` is its field, so that a caller (such as
+    the command line) can say it in its own words."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(f"{name}: {message}")
+        self.name, self.message = name, message
+
+
+def setting(default, help: str, *, may_change: bool = False, choices=None):
+    """A field of a run's settings: its default, one line of help (what the command
+    line's help prints), whether a resumed run may change it, its choices."""
+    meta = {"help": help, "may_change": may_change, "choices": choices}
+    if isinstance(default, dict):  # each object gets its own
+        return field(default_factory=lambda: dict(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def check_count(minimum: int, **counts) -> None:
+    """Each of ``counts`` is an integer >= ``minimum``."""
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise SettingError(name, f"expected an integer >= {minimum}, got {value!r}")
+
+
+def check_number(name: str, value, low: float, high: float, interval: str) -> None:
+    """``value`` is a number in the interval written ``interval``, e.g. "[0, 1)"."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    inside = number and (
+        (low <= value if interval[0] == "[" else low < value)
+        and (value <= high if interval[-1] == "]" else value < high)
+    )
+    if not inside:  # NaN fails every comparison
+        raise SettingError(name, f"expected a number in {interval}, got {value!r}")
+
+
+def fixed_settings(settings) -> dict:
+    """The settings a resumed run must keep: all but those marked may_change."""
+    return {
+        f.name: getattr(settings, f.name)
+        for f in fields(settings)
+        if not f.metadata.get("may_change")
+    }
+
+
+# %% tags=["export:pretraining.pretrain_loop"]
+@dataclass(frozen=True)
 class PretrainingConfig:
     """The optimisation side of a pretraining run (the data side is
-    PretrainingBatches)."""
+    PretrainingBatches); checked when made, never changed afterwards."""
 
-    steps: int  # optimizer updates in the whole run
-    # peak learning rate (BERT-base: 1e-4; small models take more)
-    lr: float = 1e-3
-    warmup_fraction: float = 0.05  # share of the steps spent warming up
-    weight_decay: float = 0.01
-    # BERT: 0.999; RoBERTa: 0.98, steadier with large learning rates
-    adam_beta2: float = 0.999
-    max_grad_norm: float = 1.0  # gradient clipping
-    log_every: int = 10  # training losses are averaged over this many steps
-    # held-out evaluation (and metrics file) every this many steps
-    eval_every: int = 100
-    checkpoint_every: int = 0  # 0 = only at the end (and when stopping early)
-    seed: int = 0  # dropout of step s is seeded from (seed, s, rank)
-    mixed_precision: bool = True  # autocast where the device supports it (CUDA)
+    steps: int = setting(1000, "optimizer updates in the whole run")
+    lr: float = setting(
+        1e-3, "peak learning rate (BERT-base: 1e-4; small models take more)"
+    )
+    warmup_fraction: float = setting(0.05, "share of the steps spent warming up")
+    weight_decay: float = setting(0.01, "AdamW's weight decay")
+    adam_beta2: float = setting(
+        0.999, "AdamW's beta2 (BERT: 0.999; RoBERTa: 0.98, steadier at large rates)"
+    )
+    max_grad_norm: float = setting(1.0, "gradients are clipped to this norm")
+    log_every: int = setting(
+        10, "average the training losses over this many steps", may_change=True
+    )
+    eval_every: int = setting(
+        100, "held-out evaluation (and metrics file) every N steps", may_change=True
+    )
+    checkpoint_every: int = setting(
+        0, "save a resumable checkpoint every N steps (0: only at the end)",
+        may_change=True,
+    )
+    seed: int = setting(0, "random seed; dropout of step s comes from (seed, s, rank)")
+    mixed_precision: bool = setting(
+        True, "autocast where the device supports it (CUDA)", may_change=True
+    )
+
+    def __post_init__(self):
+        check_count(1, steps=self.steps, log_every=self.log_every)
+        check_count(1, eval_every=self.eval_every)
+        check_count(0, checkpoint_every=self.checkpoint_every, seed=self.seed)
+        if self.seed >= 2**64:  # torch.manual_seed takes 64 bits
+            raise SettingError("seed", f"expected an integer < 2**64, got {self.seed}")
+        check_number("lr", self.lr, 0, inf, "(0, inf)")
+        check_number("warmup_fraction", self.warmup_fraction, 0, 1, "[0, 1]")
+        check_number("weight_decay", self.weight_decay, 0, inf, "[0, inf)")
+        check_number("adam_beta2", self.adam_beta2, 0, 1, "[0, 1)")
+        check_number("max_grad_norm", self.max_grad_norm, 0, inf, "(0, inf)")
+        for f in fields(self):  # the settings with a fixed set of values
+            value, choices = getattr(self, f.name), f.metadata.get("choices")
+            if choices is not None and value not in choices:
+                raise SettingError(f.name, f"expected one of {choices}, got {value!r}")
 
 
 def write_json(path: str | Path, data: dict) -> None:
@@ -1642,7 +1774,7 @@ def write_json(path: str | Path, data: dict) -> None:
 # which checkpoint is kept:
 
 # %% tags=["export:pretraining.objective"]
-def _diverged(step: int, loss, mlm_loss, nsp_loss, checkpoint_dir) -> str:
+def _diverged(step: int, loss, mlm_loss, pair_loss, checkpoint_dir) -> str:
     state = None if checkpoint_dir is None else saved_file(checkpoint_dir, STATE_NAME)
     kept = (
         f"the last checkpoint, {checkpoint_dir} (step "
@@ -1651,8 +1783,9 @@ def _diverged(step: int, loss, mlm_loss, nsp_loss, checkpoint_dir) -> str:
         else "no checkpoint was saved yet"
     )
     return (
-        f"step {step}: the training loss is {loss.item()} (MLM {mlm_loss.item()}, "
-        f"NSP {nsp_loss.item()}), so the run stops here; {kept}. A lower learning "
+        f"step {step}: the training loss is {loss.item()} (MLM {mlm_loss.item()}"
+        + (f", pair {pair_loss.item()}" if pair_loss is not None else "")
+        + f"), so the run stops here; {kept}. A lower learning "
         "rate or more warm-up usually helps."
     )
 
@@ -1669,13 +1802,14 @@ def train_step(
     step: int,
     checkpoint_dir,
 ) -> torch.Tensor:
-    """One update of ``net`` on ``batch``: (loss, mlm, nsp, 1), for the running sums."""
+    """One update of ``net`` on ``batch``: (loss, mlm, pair, 1, 1 if it had pairs), for
+    the running sums."""
     device = batch["input_ids"].device
     with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-        loss, mlm_loss, nsp_loss = pretraining_losses(net, batch, dist)
+        loss, mlm_loss, pair_loss = pretraining_losses(net, batch, dist)
     if not torch.isfinite(loss):  # stop before the update spreads it
         raise FloatingPointError(
-            _diverged(step + 1, loss, mlm_loss, nsp_loss, checkpoint_dir)
+            _diverged(step + 1, loss, mlm_loss, pair_loss, checkpoint_dir)
         )
     scaler.scale(loss).backward()
     scaler.unscale_(optimizer)  # clip the true gradients, not scaled ones
@@ -1688,8 +1822,9 @@ def train_step(
         [
             loss.detach().float(),
             mlm_loss.float(),
-            nsp_loss.float(),
+            torch.zeros((), device=device) if pair_loss is None else pair_loss.float(),
             torch.ones((), device=device),
+            torch.ones((), device=device) * (pair_loss is not None),
         ]
     ).cpu()
 
@@ -1697,14 +1832,14 @@ def train_step(
 # %% [markdown]
 # `pretrain` puts the pieces together:
 
-# %% tags=["export:pretraining.loop"]
+# %% tags=["export:pretraining.pretrain_loop"]
 from tinybert.pretraining.evaluation import evaluate_pretraining, evaluation_line
 from tinybert.pretraining.interrupts import TrainingInterrupted, ctrl_c_requests
 from tinybert.pretraining.resume import nothing_to_resume, resume_training
 from tinybert.pretraining.objective import train_step
 
 
-# %% tags=["export:pretraining.loop"]
+# %% tags=["export:pretraining.pretrain_loop"]
 def pretrain(
     model: nn.Module,
     batches,
@@ -1716,7 +1851,7 @@ def pretrain(
     resume: bool = False,
     stop_after: int | None = None,
     metrics_path: str | Path | None = None,
-    recipe: dict | None = None,
+    data: dict | None = None,
     dist: DistributedContext = DistributedContext(),
 ) -> dict:
     """Train ``model`` (a BertForPreTraining) on ``batches(step)``; return the
@@ -1729,11 +1864,11 @@ def pretrain(
     is the last good one. Ctrl-C lets the step finish, saves a checkpoint there (with
     ``checkpoint_dir``) and raises TrainingInterrupted. The checkpoint keeps the
     training-loss sums of the unfinished logging window, so a resumed run logs what an
-    uninterrupted one logs. Resuming with other settings of RESUME_MUST_MATCH, another
-    batch size or another model configuration raises ValueError naming each difference:
-    the run would no longer be the one that was interrupted. log_every, eval_every,
-    checkpoint_every and mixed_precision may change. ``recipe`` (JSON: how the data were
-    made) is kept in the history.
+    uninterrupted one logs. The history keeps ``config`` whole (and ``data``, JSON
+    facts about the data, such as their sizes). Resuming with another value of any
+    setting not marked may_change (fixed_settings), another batch size or another model
+    configuration raises ValueError naming each difference: the run would no longer be
+    the one that was interrupted.
     """
     device = torch.device(device) if device is not None else get_device()
     model.to(device).train()
@@ -1757,7 +1892,8 @@ def pretrain(
         },
         0,
     )
-    running = torch.zeros(4)  # loss, mlm, nsp sums since the last log; their count
+    # loss, mlm, pair sums since the last log; the steps, and those with pairs
+    running = torch.zeros(5)
     saved = checkpoint_dir is not None and saved_file(checkpoint_dir, STATE_NAME)
     if resume and saved and not saved.is_file():
         nothing_to_resume(Path(checkpoint_dir))
@@ -1765,7 +1901,7 @@ def pretrain(
         start, history, running = resume_training(
             checkpoint_dir,
             model,
-            {**asdict(config), "batch_size": batch_size},
+            {**fixed_settings(config), "batch_size": batch_size},
             optimizer=optimizer,
             scheduler=scheduler,
             scaler=scaler,
@@ -1774,11 +1910,11 @@ def pretrain(
         history["config"] = asdict(config)  # how often it logs, evaluates, saves now
         if stop_after is not None and stop_after <= start:
             raise ValueError(
-                f"stop_after (--stop-after): expected a step after the saved step "
+                f"stop_after: expected a step after the saved step "
                 f"{start}, got {stop_after}"
             )
-    if recipe is not None:
-        history["recipe"] = recipe
+    if data is not None:
+        history["data"] = data
     if dist.is_main and metrics_path is not None:  # forget what a crashed run logged
         write_json(metrics_path, history)  # after its last checkpoint
     # MLM only: NSP head unused
@@ -1816,16 +1952,11 @@ def pretrain(
             )
             done = step + 1
             if done % config.log_every == 0:
-                loss_, mlm_, nsp_ = (running[:3] / running[3]).tolist()
-                history["train"].append(
-                    {
-                        "step": done,
-                        "loss": loss_,
-                        "mlm_loss": mlm_,
-                        "nsp_loss": nsp_,
-                        "lr": scheduler.get_last_lr()[0],
-                    }
-                )
+                loss_, mlm_, pair_, n, n_pairs = running.tolist()
+                row = {"step": done, "loss": loss_ / n, "mlm_loss": mlm_ / n}
+                if n_pairs:  # an MLM-only run logs no pair loss
+                    row["pair_loss"] = pair_ / n_pairs
+                history["train"].append({**row, "lr": scheduler.get_last_lr()[0]})
                 running.zero_()
             stop = dist.any(bool(requests), device) and done < end  # Ctrl-C
             evaluate = eval_batches and (
@@ -1874,20 +2005,20 @@ def plot_history(history: dict, path: str | Path | None = None):
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
     train, held = history["train"], history["eval"]
-    nsp = any("nsp_accuracy" in r for r in held)  # False for an MLM-only run
-    tasks = ["mlm", "nsp"] if nsp else ["mlm"]
-    scored = {"mlm": "masked tokens", "nsp": "pairs"}
+    pair = any("pair_accuracy" in r for r in held)  # False for an MLM-only run
+    tasks = ["mlm", "pair"] if pair else ["mlm"]
+    scored = {"mlm": "masked tokens", "pair": "pairs"}
 
     def curve(ax, rows, key, *style, **kwargs):
         ax.plot([r["step"] for r in rows], [r[key] for r in rows], *style, **kwargs)
 
     for task in tasks:
-        name = task.upper()
+        name = task.upper() if task == "mlm" else task
         curve(left, train, f"{task}_loss", label=f"{name}, training", alpha=0.7)
         curve(left, held, f"{task}_loss", "o-", label=f"{name}, held-out")
         curve(right, held, f"{task}_accuracy", "o-", label=f"{name} ({scored[task]})")
-    if nsp:
-        right.axhline(0.5, color="0.6", linestyle=":", label="NSP chance")
+    if pair:
+        right.axhline(0.5, color="0.6", linestyle=":", label="pair chance")
     left.set(xlabel="step", ylabel="cross-entropy (nats)", title="losses")
     right.set(xlabel="step", ylabel="held-out accuracy", title="accuracy", ylim=(0, 1))
     for ax in (left, right):
@@ -2107,7 +2238,7 @@ assert torch.allclose(rescaled, global_mean)
 # pretraining corpus: here the **training** texts of chapter 10's tasks, without their labels. Their
 # validation and test texts stay out, so that chapter 10 still measures text the model never saw.
 
-# %% tags=["export:pretraining.corpus"]
+# %% tags=["export:pretraining.documents"]
 def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
     """The unlabelled training text of chapter 10's tasks, as documents of sentences.
 
@@ -2134,29 +2265,141 @@ def task_documents(sentences_per_document: int = 64) -> list[list[str]]:
 
 # %% [markdown]
 # A run takes hours, so `pretrain_bert` checks everything it can *before* it starts and before it
-# creates a file: every argument, the model configuration, the device and the output folder; then it
-# reads the data and builds the vocabulary, the batches and the model, and only then writes into the
-# folder. A folder that already holds a run, finished or partial, is never overwritten
-# silently: `resume=True` (`--resume`) continues it (and is refused where there is no run),
-# `overwrite=True` (`--overwrite`) deletes that run's files once the new run is ready to start, and
-# without either the call stops and says what is there. The run's data recipe
-# (corpus, vocabulary and masking settings) is saved with it, and `--resume` with another recipe
-# is refused, naming each difference. Ctrl-C saves a checkpoint at the current step and prints the
-# command that continues the run.
+# creates a file. Its settings are one object, a `PretrainingRecipe`: the loop's
+# `PretrainingConfig` with the data's settings added (corpus, vocabulary, model preset, masking).
+# It is frozen and checks itself when it is made, so a recipe that exists is a recipe that can
+# run; the command line builds its options from the recipe's fields (their names, types, defaults
+# and help), and the whole recipe is saved in `metrics.json` and in every checkpoint, so
+# `--resume` compares it whole with the interrupted run's. A setting is therefore named in one
+# place: a new field is an option, a saved value and a resume check, with no other edit.
+
+# %% tags=["export:pretraining.recipe"]
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from tinybert.models.bert import BertConfig
+from tinybert.pretraining.pretrain_loop import PretrainingConfig
+from tinybert.pretraining.settings import (
+    SettingError,
+    check_count,
+    check_number,
+    setting,
+)
+from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS
+
+
+# %% tags=["export:pretraining.recipe"]
+@dataclass(frozen=True)
+class PretrainingRecipe(PretrainingConfig):
+    """Everything that decides what a pretraining run learns: the loop's settings
+    (PretrainingConfig) and the data's. Checked when made; pretrain_bert takes it."""
+
+    preset: str = setting("bert-mini", "the model size, a BertConfig preset")
+    overrides: dict = setting({}, "BertConfig fields to change, e.g. n_layers=2")
+    batch_size: int = setting(32, "sequences per step and process")
+    vocab_size: int = setting(8192, "WordPiece vocabulary size")
+    vocab_min_count: int = setting(40, "a pair must occur this often to be merged")
+    vocab_score: str = setting(
+        "count",
+        "merge the most frequent pair (count, as Hugging Face's trainer does) or the "
+        "most associated one (likelihood, chapter 7's ratio)",
+        choices=("count", "likelihood"),
+    )
+    eval_batches: int = setting(25, "held-out batches per evaluation")
+    max_documents: int | None = setting(None, "use only the first N documents (tests)")
+    dynamic_masking: bool = setting(
+        True, "mask each batch anew (RoBERTa) instead of each example once (BERT)"
+    )
+    objective: str = setting(
+        "mlm+nsp",
+        "mlm+nsp: BERT's pairs and both losses; mlm: single segments and the MLM "
+        "loss alone (RoBERTa)",
+        choices=("mlm+nsp", "mlm"),
+    )
+    mlm_probability: float = setting(
+        0.15, "share of tokens masked in training (held-out evaluation: always 0.15)"
+    )
+    task_text: bool = setting(
+        False, "add the unlabelled training text of chapter 10's tasks to the corpus"
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_count(1, batch_size=self.batch_size, eval_batches=self.eval_batches)
+        check_count(1, vocab_min_count=self.vocab_min_count)
+        check_count(1, vocab_size=self.vocab_size)
+        if self.vocab_size <= len(SPECIAL_TOKENS):
+            raise SettingError(
+                "vocab_size",
+                f"expected more than the {len(SPECIAL_TOKENS)} special tokens "
+                f"{', '.join(SPECIAL_TOKENS)}, got {self.vocab_size}",
+            )
+        if self.max_documents is not None:  # NSP pairs segments of two documents
+            pairs = self.objective == "mlm+nsp"
+            check_count(2 if pairs else 1, max_documents=self.max_documents)
+        check_number("mlm_probability", self.mlm_probability, 0, 1, "(0, 1)")
+        if not isinstance(self.overrides, dict):
+            raise SettingError(
+                "overrides", f"expected a dict, got {type(self.overrides).__name__}"
+            )
+        object.__setattr__(self, "overrides", dict(self.overrides))  # our own copy
+        self.model_config(self.vocab_size, pad_token_id=0)  # its errors, now
+
+    def model_config(self, vocab_size: int, pad_token_id: int) -> BertConfig:
+        """The model's configuration, once the vocabulary is known."""
+        known = [f.name for f in fields(BertConfig)]
+        unknown = sorted(set(self.overrides) - set(known))
+        if unknown:
+            raise SettingError(
+                "overrides",
+                f"unknown BertConfig field(s) {unknown}; known: {', '.join(known)}",
+            )
+        for name in ("vocab_size", "pad_token_id"):  # the trained vocabulary sets them
+            if name in self.overrides:
+                raise SettingError(
+                    "overrides",
+                    f"{name} comes from the trained vocabulary (its size: vocab_size), "
+                    f"so it cannot be overridden; got {name}={self.overrides[name]!r}",
+                )
+        try:
+            config = BertConfig.preset(
+                self.preset,
+                **{"vocab_size": vocab_size, "pad_token_id": pad_token_id},
+                **self.overrides,
+            )
+        except (TypeError, ValueError) as error:
+            raise SettingError("overrides", str(error)) from None
+        # NSP: [CLS] A [SEP] B [SEP], two segment types; MLM alone: [CLS] A [SEP]
+        needed, segments = (5, 2) if self.objective == "mlm+nsp" else (3, 1)
+        if config.max_len < needed or config.type_vocab_size < segments:
+            raise SettingError(
+                "overrides",
+                f"objective {self.objective!r} needs max_len >= {needed} (the special "
+                f"tokens and a token of each segment) and type_vocab_size >= "
+                f"{segments} (one per segment); got {config.max_len} and "
+                f"{config.type_vocab_size}",
+            )
+        return config
+
+
+# %% [markdown]
+# Before any work it also checks the device and the output folder; then it reads the data and
+# builds the vocabulary, the batches and the model, and only then writes into the folder. A folder
+# that already holds a run, finished or partial, is never overwritten silently: `resume=True`
+# continues it (and is refused where there is no run), `overwrite=True` deletes that run's files
+# once the new run is ready to start, and without either the call stops and says what is there.
+# Ctrl-C saves a checkpoint at the current step, and the command line prints the command that
+# continues the run.
 
 # %% tags=["export:pretraining.run_checks"]
-import json
 import shutil
-from dataclasses import fields
-from math import inf
 from pathlib import Path
 
 from tinybert.checkpoint.atomic import saved_file
 from tinybert.checkpoint.files import read_json_file
-from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
-from tinybert.checkpoint.state import STATE_NAME
-from tinybert.models.bert import BertConfig
-from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS
+from tinybert.models.course_checkpoint import CHECKPOINT_FILES
+from tinybert.training.state import STATE_NAME
 
 # %% tags=["export:pretraining.run_checks"]
 # what pretrain_bert writes
@@ -2192,8 +2435,8 @@ def check_run_folder(
         where = "does not exist" if not out.exists() else "holds no run"
         raise FileNotFoundError(
             f"{out} {where}: nothing to resume (expected a run's files: "
-            f"{', '.join(RUN_FILES)}). Start a new run without --resume "
-            "(resume=False), or name the folder of the run to continue"
+            f"{', '.join(RUN_FILES)}). Start a new run (resume=False), or name the "
+            "folder of the run to continue"
         )
     state = saved_file(out / "training_state", STATE_NAME)
     if resume and not state.is_file() and (out / "loss_curves.png").is_file():
@@ -2201,7 +2444,7 @@ def check_run_folder(
         raise FileNotFoundError(
             f"{out}: an earlier attempt finished or stopped (loss_curves.png) but its "
             f"training state ({state}) is gone, so the run cannot continue where it "
-            "stopped. Restore training_state/, or start again with --overwrite"
+            "stopped. Restore training_state/, or start again (overwrite=True)"
         )
     if not present or resume or overwrite:
         return out
@@ -2213,9 +2456,8 @@ def check_run_folder(
     else:
         what = "a partial run (stopped before its first checkpoint)"
     raise FileExistsError(
-        f"{out} already holds {what}: {', '.join(present)}. "
-        "Continue it with --resume (resume=True), replace it with "
-        "--overwrite (overwrite=True), or choose another folder"
+        f"{out} already holds {what}: {', '.join(present)}. Continue it "
+        "(resume=True), replace it (overwrite=True), or choose another folder"
     )
 
 
@@ -2228,59 +2470,10 @@ def remove_run(out: Path) -> None:
             (out / name).unlink()
 
 
-def _flag(name: str) -> str:
-    """The option of ``tinybert pretrain`` that sets the argument ``name``."""
-    renamed = {"warmup_fraction": "--warmup", "mlm_probability": "--mask-probability"}
-    return renamed.get(name, "--" + name.replace("_", "-"))
-
-
-def _check_counts(minimum: int = 1, **counts) -> None:
-    for name, value in counts.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ValueError(
-                f"{name} ({_flag(name)}): expected an integer >= {minimum}, "
-                f"got {value!r}"
-            )
-
-
-def _check_config(
-    preset: str, overrides: dict, vocab_size: int, objective: str
-) -> None:
-    """Build the model configuration once, with a stand-in vocabulary: errors first."""
-    unknown = sorted(set(overrides) - {f.name for f in fields(BertConfig)})
-    if unknown:
-        raise ValueError(
-            f"unknown BertConfig field(s) {unknown}; known: "
-            f"{', '.join(f.name for f in fields(BertConfig))}"
-        )
-    for name in ("vocab_size", "pad_token_id"):  # the trained vocabulary sets them
-        if name in overrides:
-            raise ValueError(
-                f"--set {name}: expected no override, {name} comes from the trained "
-                f"vocabulary (its size: --vocab-size); got {name}={overrides[name]!r}"
-            )
-    config = BertConfig.preset(
-        preset, **{"vocab_size": vocab_size, "pad_token_id": 0, **overrides}
-    )
-    # NSP: [CLS] A [SEP] B [SEP], two segment types; MLM alone: [CLS] A [SEP]
-    needed, segments = (5, 2) if objective == "mlm+nsp" else (3, 1)
-    if config.max_len < needed:
-        raise ValueError(
-            f"max_len (--set max_len): expected at least {needed} for objective "
-            f"{objective!r}, room for the special tokens and a token of each "
-            f"segment; got {config.max_len}"
-        )
-    if config.type_vocab_size < segments:
-        raise ValueError(
-            f"type_vocab_size (--set type_vocab_size): expected at least "
-            f"{segments} for objective {objective!r}, one per segment; got "
-            f"{config.type_vocab_size}"
-        )
-
-
-def _saved_recipe(out: Path) -> dict:
-    """How the data of the run in ``out`` were made: from its checkpoint, else from the
-    metrics.json written before its first one ({} for a run without either)."""
+def _saved_settings(out: Path) -> dict:
+    """The settings and data facts of the run in ``out``: from its checkpoint, else
+    from the metrics.json written before its first one ({} for a run without
+    either)."""
     state = saved_file(out / "training_state", STATE_NAME)
     if state.is_file():
         extra = read_json_file(state, ("extra",), "")["extra"]
@@ -2289,116 +2482,45 @@ def _saved_recipe(out: Path) -> dict:
             raise ValueError(
                 f"{state}: corrupt; expected the run's history under 'extra'"
             )
-        return history.get("recipe", {})
-    metrics = out / "metrics.json"
-    if not metrics.is_file():
+    elif (out / "metrics.json").is_file():
+        history = read_json_file(out / "metrics.json", ("train",), "")
+    else:
         return {}
-    return read_json_file(metrics, ("train",), "").get("recipe", {})
+    return {**history.get("config", {}), **history.get("data", {})}
 
 
-def check_recipe(out: Path, recipe: dict) -> None:
-    """Resuming with other data than the saved run's is refused, naming each change."""
-    saved = _saved_recipe(out)
+def check_recipe(out: Path, now: dict) -> None:
+    """Resuming with other settings or other data than the saved run's is refused,
+    naming each change (``now``: the settings that must match, or facts about the
+    data, such as their sizes)."""
+    saved = _saved_settings(out)
     differences = [
-        f"{key}: saved {saved[key]!r}, now {value!r}"
-        for key, value in recipe.items()
-        if key in saved and saved[key] != value
+        f"{key}: saved {saved.get(key, '(not recorded)')!r}, now {value!r}"
+        for key, value in now.items()
+        if key not in saved or saved[key] != value
     ]
-    if differences:
+    if saved and differences:
         raise ValueError(
-            f"{out}: cannot resume with another data recipe than the "
-            f"saved run's ({'; '.join(differences)}); resume with the "
-            "saved settings, or start a new run (--overwrite)"
-        )
-
-
-def check_arguments(
-    *,
-    preset: str,
-    overrides: dict,
-    steps: int,
-    batch_size: int,
-    lr: float,
-    warmup_fraction: float,
-    vocab_size: int,
-    vocab_min_count: int,
-    vocab_score: str,
-    eval_every: int,
-    eval_batches: int,
-    checkpoint_every: int,
-    seed: int,
-    max_documents: int | None,
-    stop_after: int | None,
-    objective: str,
-    mlm_probability: float,
-    adam_beta2: float,
-) -> None:
-    """``pretrain_bert``'s arguments, checked before any work: a ValueError names the
-    first one that cannot be right, and the option that sets it."""
-    if objective not in ("mlm+nsp", "mlm"):
-        raise ValueError(f"objective must be 'mlm+nsp' or 'mlm', got {objective!r}")
-    if vocab_score not in ("count", "likelihood"):
-        raise ValueError(
-            f"vocab_score must be 'count' or 'likelihood', got {vocab_score!r}"
-        )
-    _check_counts(
-        steps=steps,
-        batch_size=batch_size,
-        eval_every=eval_every,
-        eval_batches=eval_batches,
-        vocab_size=vocab_size,
-        vocab_min_count=vocab_min_count,
-    )
-    _check_counts(minimum=0, checkpoint_every=checkpoint_every, seed=seed)
-    if seed >= 2**64:  # torch.manual_seed takes 64 bits
-        raise ValueError(f"seed (--seed): expected an integer < 2**64, got {seed}")
-    if max_documents is not None:  # NSP pairs segments of two documents
-        _check_counts(2 if objective == "mlm+nsp" else 1, max_documents=max_documents)
-    if stop_after is not None:
-        _check_counts(stop_after=stop_after)
-        if stop_after > steps:
-            raise ValueError(
-                f"stop_after (--stop-after): expected a step of the run, at most "
-                f"steps = {steps}; got {stop_after}"
-            )
-    if vocab_size <= len(SPECIAL_TOKENS):
-        raise ValueError(
-            f"vocab_size must be more than the {len(SPECIAL_TOKENS)} "
-            f"special tokens {', '.join(SPECIAL_TOKENS)}, "
-            f"got {vocab_size}"
-        )
-    _check_config(preset, overrides, vocab_size, objective)
-    if not 0 < mlm_probability < 1 or not 0 <= warmup_fraction <= 1 or not 0 < lr < inf:
-        raise ValueError(
-            f"expected 0 < mlm_probability < 1 (--mask-probability), "
-            f"0 <= warmup_fraction <= 1 (--warmup) and a finite lr > 0 (--lr), "
-            f"got {mlm_probability}, {warmup_fraction}, {lr}"
-        )
-    if not 0 <= adam_beta2 < 1:
-        raise ValueError(
-            f"adam_beta2 (--adam-beta2): expected a number in [0, 1), got {adam_beta2}"
+            f"{out}: cannot resume with another recipe than the saved run's "
+            f"({'; '.join(differences)}); resume with the saved settings, or "
+            "start a new run (overwrite=True)"
         )
 
 
 # %% [markdown]
-# `pretrain_bert` runs these checks first, then builds the data, the model and the loop's settings,
+# `pretrain_bert` checks the device and the folder, then builds the data, the model and the run,
 # and writes the run's files:
 
 # %% tags=["export:pretraining.run"]
-import json
-import shutil
-from dataclasses import fields
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
-from tinybert.checkpoint.atomic import saved_file, write_atomically
-from tinybert.checkpoint.files import save_model
-from tinybert.checkpoint.pretrained import CHECKPOINT_FILES
-from tinybert.checkpoint.state import STATE_NAME
-from tinybert.models.bert import BertConfig
+from tinybert.checkpoint.atomic import write_atomically
+from tinybert.models.registry import save_model
 from tinybert.models.bert_heads import BertForPreTraining
-from tinybert.pretraining.corpus import (
+from tinybert.pretraining.documents import (
     course_documents,
     task_documents,
     tokenize_documents,
@@ -2411,225 +2533,162 @@ from tinybert.pretraining.examples import (
     single_segment_examples,
 )
 from tinybert.pretraining.evaluation import plot_history
-from tinybert.pretraining.loop import PretrainingConfig, pretrain, write_json
-from tinybert.pretraining.objective import SpecialTokens, seeded_generator
-from tinybert.pretraining.run_checks import (
-    check_arguments,
-    check_recipe,
-    check_run_folder,
-    remove_run,
-)
+from tinybert.pretraining.pretrain_loop import pretrain, write_json
+from tinybert.pretraining.settings import SettingError, check_count, fixed_settings
+from tinybert.pretraining.objective import seeded_generator
+from tinybert.pretraining.recipe import PretrainingRecipe
+from tinybert.pretraining.run_checks import check_recipe, check_run_folder, remove_run
 from tinybert.runtime import get_device
-from tinybert.tokenizers.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
+from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
+from tinybert.training.inputs import SpecialTokens
 
 
 # %% tags=["export:pretraining.run"]
+def _documents(recipe: PretrainingRecipe, tokenizer, seed_name: str, documents):
+    """Training or held-out examples: NSP pairs, or single segments for MLM alone."""
+    special = SpecialTokens.from_vocab(tokenizer.vocab)
+    tokenized = tokenize_documents(documents, tokenizer)
+    max_len = recipe.model_config(len(tokenizer), special.pad).max_len
+    if recipe.objective == "mlm":
+        return single_segment_examples(tokenized, special, max_len)
+    generator = seeded_generator(recipe.seed, seed_name)
+    return make_examples(tokenized, special, max_len, generator)
+
+
 def pretrain_bert(
     out_dir: str | Path,
+    recipe: PretrainingRecipe = PretrainingRecipe(),
     *,
-    preset: str = "bert-mini",
-    overrides: dict | None = None,
-    steps: int = 1000,
-    batch_size: int = 32,
-    lr: float = 1e-3,
-    warmup_fraction: float = 0.05,
-    vocab_size: int = 8192,
-    vocab_min_count: int = 40,
-    vocab_score: str = "count",
-    eval_every: int = 100,
-    eval_batches: int = 25,
-    checkpoint_every: int = 0,
-    seed: int = 0,
-    max_documents: int | None = None,
-    dynamic_masking: bool = True,
     resume: bool = False,
+    overwrite: bool = False,
     stop_after: int | None = None,
     device: torch.device | str | None = None,
-    objective: str = "mlm+nsp",
-    mlm_probability: float = 0.15,
-    adam_beta2: float = 0.999,
-    task_text: bool = False,
-    overwrite: bool = False,
     dist: DistributedContext = DistributedContext(),
 ) -> dict:
     """The course's pretraining run, end to end, into ``out_dir``: what
     ``tinybert pretrain`` runs.
 
-    Trains an uncased WordPiece vocabulary on the training documents, merging by
-    pair count (``vocab_score``; with ``resume``, reuses out_dir/vocab.txt),
-    builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``,
-    RoBERTa) and MLM batches, pretrains a BertForPreTraining with ``pretrain``, and
-    writes vocab.txt, model.safetensors + config.json, metrics.json, loss_curves.png,
-    and the resumable state in out_dir/training_state/. ``task_text`` adds
-    task_documents() to the training text. The held-out batches always mask 15% of the
-    tokens, whatever ``mlm_probability`` trains with. Arguments and folder are checked
-    before any work (check_run_folder: ``resume``, ``overwrite``), and the folder is
-    written (an old run deleted with ``overwrite``) only once the data, vocabulary and
-    model are built. The data recipe (these arguments, and the sizes they gave) is
-    saved with the run; ``resume`` with another one raises ValueError naming each
-    difference. A run stopped at ``stop_after`` < ``steps`` keeps its checkpoint but
-    writes no model.safetensors: it is not finished.
+    Trains an uncased WordPiece vocabulary on the training documents (with ``resume``,
+    reuses out_dir/vocab.txt), builds NSP pairs (objective "mlm+nsp", BERT) or single
+    segments ("mlm", RoBERTa) and MLM batches, pretrains a BertForPreTraining with
+    ``pretrain``, and writes vocab.txt, model.safetensors + config.json, metrics.json,
+    loss_curves.png, and the resumable state in out_dir/training_state/. The held-out
+    batches always mask 15% of the tokens. The folder is checked before any work
+    (check_run_folder: ``resume``, ``overwrite``) and written (an old run deleted with
+    ``overwrite``) only once the data, vocabulary and model are built. The recipe is
+    saved whole with the run, with the sizes of its data; ``resume`` with another
+    recipe raises ValueError naming each difference. A run stopped at ``stop_after`` <
+    ``recipe.steps`` keeps its checkpoint but writes no model.safetensors: it is not
+    finished.
     """
-    check_arguments(
-        preset=preset,
-        overrides=overrides or {},
-        steps=steps,
-        batch_size=batch_size,
-        lr=lr,
-        warmup_fraction=warmup_fraction,
-        vocab_size=vocab_size,
-        vocab_min_count=vocab_min_count,
-        vocab_score=vocab_score,
-        eval_every=eval_every,
-        eval_batches=eval_batches,
-        checkpoint_every=checkpoint_every,
-        seed=seed,
-        max_documents=max_documents,
-        stop_after=stop_after,
-        objective=objective,
-        mlm_probability=mlm_probability,
-        adam_beta2=adam_beta2,
-    )
+    if not isinstance(recipe, PretrainingRecipe):
+        raise TypeError(
+            f"pretrain_bert takes a PretrainingRecipe, got {type(recipe).__name__}"
+        )
+    if stop_after is not None:
+        check_count(1, stop_after=stop_after)
+        if stop_after > recipe.steps:
+            raise SettingError(
+                "stop_after",
+                f"expected a step of the run, at most steps = {recipe.steps}; "
+                f"got {stop_after}",
+            )
     try:
         device = get_device(device) if device is not None else None
     except RuntimeError as error:  # a device asked for that is not here
         raise ValueError(str(error)) from None
     out = check_run_folder(out_dir, resume=resume, overwrite=overwrite)
-    recipe = dict(
-        preset=preset,
-        overrides=overrides or {},
-        batch_size=batch_size,
-        processes=dist.world_size,
-        vocab_size=vocab_size,
-        vocab_min_count=vocab_min_count,
-        vocab_score=vocab_score,
-        eval_batches=eval_batches,
-        dynamic_masking=dynamic_masking,
-        seed=seed,
-        max_documents=max_documents,
-        objective=objective,
-        mlm_probability=mlm_probability,
-        adam_beta2=adam_beta2,
-        task_text=task_text,
-    )
-    if resume:
-        check_recipe(out, recipe)
+    if resume:  # before hours of data preparation
+        check_recipe(out, fixed_settings(recipe))
     saved_vocab = resume and (out / "vocab.txt").is_file()
     say = print if dist.is_main else (lambda *args, **kwargs: None)
-    documents = course_documents("train", max_documents=max_documents)
-    if task_text:
-        documents += task_documents()[:max_documents]
-    heldout = course_documents("heldout", max_documents=max_documents)
+    documents = course_documents("train", max_documents=recipe.max_documents)
+    if recipe.task_text:
+        documents += task_documents()[: recipe.max_documents]
+    heldout = course_documents("heldout", max_documents=recipe.max_documents)
     if saved_vocab:
         tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
     else:  # rank 0 trains it, the other processes receive it
         vocab = None
         if dist.is_main:
             say(
-                f"training a {vocab_size}-token WordPiece vocabulary on "
+                f"training a {recipe.vocab_size}-token WordPiece vocabulary on "
                 f"{len(documents)} documents"
             )
             vocab = train_wordpiece_tokenizer(
                 vocabulary_texts(documents),
-                vocab_size,
-                min_count=vocab_min_count,
-                score=vocab_score,
+                recipe.vocab_size,
+                min_count=recipe.vocab_min_count,
+                score=recipe.vocab_score,
             ).vocab
         tokenizer = WordPieceTokenizer(dist.broadcast(vocab), lowercase=True)
     special = SpecialTokens.from_vocab(tokenizer.vocab)
-    config = BertConfig.preset(
-        preset,
-        **{
-            "vocab_size": len(tokenizer),
-            "pad_token_id": special.pad,
-            **(overrides or {}),
-        },
-    )
-    if objective == "mlm":
-        train_examples = single_segment_examples(
-            tokenize_documents(documents, tokenizer), special, config.max_len
-        )
-        eval_examples = single_segment_examples(
-            tokenize_documents(heldout, tokenizer), special, config.max_len
-        )
-    else:
-        train_examples = make_examples(
-            tokenize_documents(documents, tokenizer),
-            special,
-            config.max_len,
-            seeded_generator(seed, "pairs"),
-        )
-        eval_examples = make_examples(
-            tokenize_documents(heldout, tokenizer),
-            special,
-            config.max_len,
-            seeded_generator(seed, "held-out pairs"),
-        )
+    config = recipe.model_config(len(tokenizer), special.pad)
+    train_examples = _documents(recipe, tokenizer, "pairs", documents)
+    eval_examples = _documents(recipe, tokenizer, "held-out pairs", heldout)
     held = PretrainingBatches(
-        eval_examples, special, batch_size, seed=seed, dynamic_masking=False
+        eval_examples,
+        special,
+        recipe.batch_size,
+        seed=recipe.seed,
+        dynamic_masking=False,
     )
-    eval_list = [held(i) for i in range(min(eval_batches, held.steps_per_epoch))]
+    n_eval = min(recipe.eval_batches, held.steps_per_epoch)
+    eval_list = [held(i) for i in range(n_eval)]
     batches = PretrainingBatches(
         train_examples,
         special,
-        batch_size,
-        seed=seed,
-        dynamic_masking=dynamic_masking,
+        recipe.batch_size,
+        seed=recipe.seed,
+        dynamic_masking=recipe.dynamic_masking,
         rank=dist.rank,
         world_size=dist.world_size,
-        mlm_probability=mlm_probability,
+        mlm_probability=recipe.mlm_probability,
     )
-    recipe.update(
+    data = dict(
+        processes=dist.world_size,
         vocab_tokens=len(tokenizer),
         train_pairs=len(train_examples),
         held_out_batches=len(eval_list),
     )
     if resume:
-        check_recipe(out, recipe)  # the same arguments, but other data?
-    what = "pairs" if objective == "mlm+nsp" else "sequences"
+        check_recipe(out, data)  # the same settings, but other data?
+    what = "pairs" if recipe.objective == "mlm+nsp" else "sequences"
     say(
         f"{len(train_examples)} training {what} ({batches.steps_per_epoch} steps per "
-        f"epoch), {len(eval_list) * batch_size} held-out {what}; model "
-        f"{preset}: {config}"
+        f"epoch), {len(eval_list) * recipe.batch_size} held-out {what}; model "
+        f"{recipe.preset}: {config}"
     )
     # the same initial weights in every process
-    torch.manual_seed(seed)
+    torch.manual_seed(recipe.seed)
     model = BertForPreTraining(config)
-    run = PretrainingConfig(
-        steps=steps,
-        lr=lr,
-        warmup_fraction=warmup_fraction,
-        eval_every=eval_every,
-        checkpoint_every=checkpoint_every,
-        seed=seed,
-        adam_beta2=adam_beta2,
-    )
     if dist.is_main:  # all is checked and built: only now is the folder written
         if overwrite:
             remove_run(out)
         out.mkdir(parents=True, exist_ok=True)
         if not resume:  # a resumed run keeps its log (pretrain checks it)
             write_json(
-                out / "metrics.json", {"recipe": recipe, "train": [], "eval": []}
+                out / "metrics.json",
+                {"config": asdict(recipe), "data": data, "train": [], "eval": []},
             )
         if not saved_vocab:
             write_atomically(out / "vocab.txt", tokenizer.save)
     history = pretrain(
         model,
         batches,
-        run,
+        recipe,
         eval_batches=eval_list,
         device=device,
         checkpoint_dir=out / "training_state",
         resume=resume,
         stop_after=stop_after,
         metrics_path=out / "metrics.json",
-        recipe=recipe,
+        data=data,
         dist=dist,
     )
     if dist.is_main:
-        if stop_after is None or stop_after == steps:  # finished: the model
+        if stop_after is None or stop_after == recipe.steps:  # finished: the model
             save_model(model, out)
         write_json(out / "metrics.json", history)
         import matplotlib.pyplot as plt
@@ -2647,8 +2706,8 @@ def pretrain_bert(
 # laptop's budget it stalls: an earlier course checkpoint trained that way got barely past the
 # token frequencies and fine-tuned *worse* than random weights (a measurement of an earlier
 # version of the course, which no cell repeats). The course checkpoint is now trained with changes
-# that later work found to help small budgets, each of them an option of `pretrain_bert` or
-# `--set`:
+# that later work found to help small budgets, each of them a setting of the `PretrainingRecipe` (the option beside it is the command
+# line's):
 #
 # - **pre-LN layers** (`--set norm_first=true`): the LayerNorm before each sub-layer, as in chapter 6,
 #   so that gradients reach the lower layers undamped and a large learning rate is safe
@@ -2658,7 +2717,7 @@ def pretrain_bert(
 #   {cite}`liu2019roberta`; no sequence is half random;
 # - **no dropout** (`--set dropout=0 --set attention_dropout=0`): a model that sees each token a
 #   few times cannot overfit, and dropout only slows it (Cramming {cite}`geiping2023cramming`);
-# - **20% of the tokens masked** (`--mask-probability 0.2`), more signal per sequence
+# - **20% of the tokens masked** (`--mlm-probability 0.2`), more signal per sequence
 #   {cite}`wettig2023should`, and **AdamW's $\beta_2 = 0.98$** (`--adam-beta2 0.98`), RoBERTa's
 #   setting for stable training with large learning rates;
 # - **task-adaptive text** (`--task-text`): the unlabelled training text of chapter 10's tasks joins
@@ -2723,12 +2782,12 @@ print(
 # here).
 #
 # The course's checkpoint was made by `pretrain_bert` with that recipe, on a two-core CPU with
-# two threads. `load_pretrained` loads it. When it is missing (a copy of `tinybert` installed without the
-# repository), it says so and names the two ways out: train a run with `tinybert pretrain` and
-# load that folder, or ask, explicitly, for a short and much weaker run with
-# `load_pretrained(train_if_missing=True)`. Loading never starts a training run by surprise.
+# two threads. `load_pretrained` loads it, and does nothing else: when a folder lacks a file it
+# raises `FileNotFoundError` naming what is missing and how to make one (`tinybert pretrain
+# --out DIR`). Loading never trains, so this module needs nothing from the pretraining code, and
+# a wrong folder name fails at once instead of starting a run.
 
-# %% tags=["export:checkpoint.pretrained"]
+# %% tags=["export:models.course_checkpoint"]
 @dataclass
 class Pretrained:
     """A pretrained BERT: the model (eval mode, on the CPU), its tokenizer, its config,
@@ -2755,70 +2814,32 @@ def _missing(directory: Path) -> list[str]:
     return [f for f in CHECKPOINT_FILES if not saved_file(directory, f).is_file()]
 
 
-def load_pretrained(
-    directory: str | Path | None = None, *, train_if_missing: bool = False
-) -> Pretrained:
+def load_pretrained(directory: str | Path | None = None) -> Pretrained:
     """Load a pretrained BertForPreTraining and its WordPiece tokenizer (uncased) from
-    ``directory``.
+    ``directory`` (None: the course's shipped checkpoint, shipped_checkpoint()).
 
-    ``directory`` None means the course's shipped checkpoint, shipped_checkpoint(),
-    then a short run trained earlier into the user cache. A folder without a checkpoint
-    raises FileNotFoundError naming what is missing. Training is never a default: only
-    ``train_if_missing=True`` (with ``directory`` None) trains a short, much weaker run
-    when there is no checkpoint, saying so, into the user cache, never a named folder.
+    A folder without a checkpoint raises FileNotFoundError naming what is missing;
+    nothing is ever trained here.
     """
     if directory is not None and not str(directory).strip():
         raise ValueError(
             "load_pretrained: directory is empty (''); name a checkpoint "
             "folder or pass None for the course's checkpoint"
         )
-    if directory is not None and train_if_missing:
-        raise ValueError(
-            f"load_pretrained({str(directory)!r}, train_if_missing=True): "
-            "a fallback run is trained only into the user cache, never "
-            "into a folder you name; drop the folder, or train into it "
-            "with `tinybert pretrain --out DIR`"
-        )
-    cached = cache_dir().parent / "checkpoints" / "bert-mini-short"
-    candidates = (
-        [Path(directory)] if directory is not None else [shipped_checkpoint(), cached]
-    )
-    found = next((p for p in candidates if not _missing(p)), None)
-    if found is None and not train_if_missing:
-        holds = "; ".join(
-            f"{p} does not exist"
-            if not p.exists()
-            else f"{p} is not a folder"
-            if not p.is_dir()
-            else f"{p} lacks {', '.join(_missing(p))}"
-            for p in candidates
+    found = shipped_checkpoint() if directory is None else Path(directory)
+    if _missing(found):
+        holds = (
+            "does not exist"
+            if not found.exists()
+            else "is not a folder"
+            if not found.is_dir()
+            else f"lacks {', '.join(_missing(found))}"
         )
         raise FileNotFoundError(
-            f"no pretrained checkpoint: {holds} (a checkpoint holds "
-            f"{', '.join(CHECKPOINT_FILES)}). "
-            "Train one with `tinybert pretrain --out DIR` (chapter 09), load it with "
-            "load_pretrained(DIR), or ask for a short, weak run in the user cache with "
-            "load_pretrained(train_if_missing=True)"
-        )
-    if found is None:
-        found = cached
-        steps = pick(quick=10, full=200)
-        print(
-            f"load_pretrained: no checkpoint found; training a SHORT bert-mini run "
-            f"({steps} steps) into {found}. It is much weaker than the course's "
-            f"shipped checkpoint (chapter 09)."
-        )
-        # here: pretrain_loop imports this module
-        from tinybert.pretraining.run import pretrain_bert
-
-        pretrain_bert(
-            found,
-            steps=steps,
-            batch_size=16,
-            eval_every=steps,
-            eval_batches=4,
-            max_documents=pick(quick=40, full=None),
-            overwrite=True,
+            f"no pretrained checkpoint: {found} {holds} (a checkpoint holds "
+            f"{', '.join(CHECKPOINT_FILES)}). Train one with pretrain_bert "
+            "(chapter 09; `tinybert pretrain` on the command line) and load it "
+            "with load_pretrained(DIR)"
         )
     model = load_model(found, map_location="cpu")
     tokenizer = WordPieceTokenizer.from_file(found / "vocab.txt", lowercase=True)
@@ -2878,7 +2899,11 @@ print(
 print(
     f"final held-out MLM loss {final['mlm_loss']:.3f}, MLM accuracy "
     f"{final['mlm_accuracy']:.1%} (over {final['mlm_tokens']:,} masked tokens)"
-    + (f", NSP accuracy {final['nsp_accuracy']:.1%}" if "nsp_accuracy" in final else "")
+    + (
+        f", pair accuracy {final['pair_accuracy']:.1%}"
+        if "pair_accuracy" in final
+        else ""
+    )
 )
 # an upper bound: no padding
 tokens = steps * args.batch_size * pretrained.config.max_len
@@ -3085,8 +3110,8 @@ def ctrl_c_requests():
 
 # %% [markdown]
 # A resumed run must be the run that was interrupted. `resume_training` compares the settings that
-# decide the result (`RESUME_MUST_MATCH`), the batch size and the model's configuration with the
-# saved ones, refuses with every difference named, and otherwise restores the checkpoint; it goes to
+# decide the result (every field of the settings not marked `may_change`, `fixed_settings`), the
+# batch size and the model's configuration with the saved ones, refuses with every difference named, and otherwise restores the checkpoint; it goes to
 # `tinybert.pretraining.resume`.
 
 # %% tags=["export:pretraining.resume"]
@@ -3100,23 +3125,12 @@ from torch import nn
 
 from tinybert.checkpoint.atomic import saved_file
 from tinybert.checkpoint.files import CONFIG_NAME, read_json_file
-from tinybert.checkpoint.state import STATE_NAME, load_checkpoint
+from tinybert.training.state import STATE_NAME, load_checkpoint
 
 SAVED_STATE = "a run's training state holds it, as save_checkpoint writes it"
 
+
 # %% tags=["export:pretraining.resume"]
-# the others log or save more often
-RESUME_MUST_MATCH = (
-    "steps",
-    "lr",
-    "warmup_fraction",
-    "weight_decay",
-    "adam_beta2",
-    "max_grad_norm",
-    "seed",
-)
-
-
 def _resume_differences(checkpoint_dir, model: nn.Module, now: dict) -> list[str]:
     """What a resumed run would change about the saved one: each difference, named."""
     state_path = saved_file(checkpoint_dir, STATE_NAME)
@@ -3130,9 +3144,9 @@ def _resume_differences(checkpoint_dir, model: nn.Module, now: dict) -> list[str
             f"under 'extra' (as save_checkpoint writes it)"
         )
     differences = [
-        f"{key}: saved {before[key]!r}, now {now[key]!r}"
-        for key in RESUME_MUST_MATCH
-        if key in before and before[key] != now[key]
+        f"{key}: saved {before.get(key, '(not recorded)')!r}, now {value!r}"
+        for key, value in now.items()
+        if key != "batch_size" and (key not in before or before[key] != value)
     ]
     batch_size = now["batch_size"]
     if saved.get("batch_size") not in (None, batch_size):
@@ -3161,9 +3175,9 @@ def resume_training(
     map_location,
 ) -> tuple[int, dict, torch.Tensor]:
     """Load the run saved in ``checkpoint_dir`` into ``model`` and the training state,
-    after checking that it is the same run: ``settings`` (the PretrainingConfig as a
-    dict, with ``batch_size``) and the model's configuration must match the saved ones
-    (RESUME_MUST_MATCH), else ValueError names each difference. Returns the saved step,
+    after checking that it is the same run: ``settings`` (fixed_settings of the run's
+    settings, with ``batch_size``) and the model's configuration must match the saved
+    ones, else ValueError names each difference. Returns the saved step,
     the history and the training-loss sums of the unfinished logging window."""
     differences = _resume_differences(checkpoint_dir, model, settings)
     if differences:
@@ -3180,7 +3194,7 @@ def resume_training(
         scaler=scaler,
         map_location=map_location,
     )
-    running = checkpoint.extra.get("running", [0.0, 0.0, 0.0, 0.0])
+    running = checkpoint.extra.get("running", [0.0] * 5)
     return checkpoint.step, checkpoint.extra["history"], torch.tensor(running)
 
 
@@ -3194,7 +3208,7 @@ def nothing_to_resume(checkpoint_dir: Path) -> None:
             f"{checkpoint_dir / STATE_NAME}: missing, but {checkpoint_dir} holds "
             f"{', '.join(left)}: the saved state is damaged, so the run cannot "
             "continue where it stopped. Restore the file, or start the run again "
-            "with --overwrite (overwrite=True)"
+            "(overwrite=True)"
         )
     print(
         f"resume: no training state in {checkpoint_dir}: the run stopped before its "
@@ -3306,8 +3320,8 @@ shutil.rmtree(workdir)
 #   command, log and curves in `tinybert/shipped/bert-mini/`.
 #
 # The next chapters import `make_optimizer` and `linear_warmup_decay` from
-# `tinybert.pretraining.optim`, `save_checkpoint` from `tinybert.checkpoint.state`,
-# `load_pretrained` from `tinybert.checkpoint.pretrained`, and `mask_tokens` from
+# `tinybert.training.optim`, `save_checkpoint` from `tinybert.training.state`,
+# `load_pretrained` from `tinybert.models.course_checkpoint`, and `mask_tokens` from
 # `tinybert.pretraining.objective`.
 #
 # (sec-pretrain-exercises)=
@@ -3577,7 +3591,7 @@ assert torch.isclose(rescaled, torch.cat(losses).mean())
 import json
 
 from tinybert.exercises.quiz import Quiz, choice, number
-from tinybert.checkpoint.pretrained import load_pretrained
+from tinybert.models.course_checkpoint import load_pretrained
 
 shipped = json.loads((load_pretrained().directory / "metrics.json").read_text())
 quiz = Quiz(

@@ -67,11 +67,12 @@
 # ## Setup
 #
 # The chapter writes the subpackage `tinybert.finetuning`: `features` (inputs and batches),
-# `loop` (the training loop and prediction), `heads` (the task heads), `tasks` (the data sets),
+# `finetune_loop` (the training loop and prediction), `heads` (the task heads), `text_tasks`
+# (the sentence data sets), `tagging_tasks` (the word-tagging ones),
 # `qa` (windows and answer spans), `metrics`, and `recipes` (one call per task, for
 # the command line). Every experiment starts from the same
-# pretrained encoder, so the cell below loads it once (or trains it, if the checkpoint is
-# missing) and `fresh_encoder()` hands out copies.
+# pretrained encoder, so the cell below loads it once (loading never trains: a missing
+# checkpoint is an error that says how to make one) and `fresh_encoder()` hands out copies.
 
 # %%
 import copy
@@ -85,7 +86,7 @@ import torch
 import tinybert
 from tinybert.data import fetch
 from tinybert.models.bert import BertModel
-from tinybert.checkpoint.pretrained import load_pretrained
+from tinybert.models.course_checkpoint import load_pretrained
 from tinybert.runtime import get_device, is_quick, pick, seed_everything
 
 device = get_device()
@@ -151,7 +152,7 @@ print(
 # with the special tokens' ids read from the vocabulary (`SpecialTokens.from_vocab`), never from
 # constants: one builder for pretraining and fine-tuning, so the two cannot drift apart.
 
-# %% tags=["export", "export:finetuning.loop"]
+# %% tags=["export", "export:finetuning.finetune_loop"]
 from __future__ import annotations
 
 import math
@@ -163,10 +164,10 @@ from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.runtime import progress
-from tinybert.pretraining.examples import pad_features  # chapter 9
-from tinybert.pretraining.pairs import encode_pair  # chapter 9
-from tinybert.pretraining.objective import SpecialTokens
-from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
+from tinybert.training.inputs import pad_features  # chapter 9
+from tinybert.training.inputs import encode_pair  # chapter 9
+from tinybert.training.inputs import SpecialTokens
+from tinybert.training.optim import linear_warmup_decay, make_optimizer
 
 # %% [markdown]
 # Ozdemir's question-answering demo asks "Where does Matt live?" of one sentence. Packed as a
@@ -624,7 +625,7 @@ def set_trainable_layers(model: nn.Module, n_layers: int | None) -> int:
 # returns the logits of every feature with its padding removed, in the order of the features (it
 # batches them by length, to pad less).
 
-# %% tags=["export:finetuning.loop"]
+# %% tags=["export:finetuning.finetune_loop"]
 from tinybert.finetuning.features import batches  # built above
 
 
@@ -754,7 +755,7 @@ def predict(
 # we hold one out of the training file, deterministically and in every intent alike: of each
 # intent's examples, in file order, every tenth.
 
-# %% tags=["export:finetuning.tasks"]
+# %% tags=["export:finetuning.text_tasks"]
 from __future__ import annotations
 
 import csv
@@ -766,7 +767,7 @@ from pathlib import Path
 from tinybert.data import fetch
 
 
-# %% tags=["export:finetuning.tasks"]
+# %% tags=["export:finetuning.text_tasks"]
 @dataclass
 class TextExample:
     """One example of sentence classification: a text and the index of its label."""
@@ -1874,9 +1875,9 @@ from dataclasses import dataclass
 
 import torch
 
-from tinybert.pretraining.pairs import encode_pair  # chapter 9
-from tinybert.pretraining.objective import SpecialTokens
-from tinybert.finetuning.loop import predict
+from tinybert.training.inputs import encode_pair  # chapter 9
+from tinybert.training.inputs import SpecialTokens
+from tinybert.finetuning.finetune_loop import predict
 from tinybert.finetuning.squad import QAExample
 
 
@@ -2401,9 +2402,9 @@ from tinybert.data import (
     read_authorship,
     read_sentence_polarity,
 )
-from tinybert.finetuning.loop import FinetuneResult, finetune, predict
+from tinybert.finetuning.finetune_loop import FinetuneResult, finetune, predict
 from tinybert.finetuning.features import encode_sentences, encode_tagged
-from tinybert.pretraining.objective import SpecialTokens
+from tinybert.training.inputs import SpecialTokens
 from tinybert.finetuning.heads import (
     QuestionAnswerer,
     SequenceClassifier,
@@ -2414,7 +2415,7 @@ from tinybert.finetuning.metrics import accuracy, squad_evaluate
 from tinybert.finetuning.qa import make_qa_features, predict_answers
 from tinybert.finetuning.squad import load_squad_dev_split, read_squad
 from tinybert.finetuning.tagging_tasks import UPOS_TAGS, read_conllu
-from tinybert.finetuning.tasks import (
+from tinybert.finetuning.text_tasks import (
     POEM_LABELS,
     TextExample,
     evenly_spaced,
@@ -2489,16 +2490,27 @@ def finetune_task(
     batch_size: int = 32,
     trainable_layers: int | None = None,
     seed: int = 0,
-    pooling: str = "pooler",
+    pooling: str = "mean",
     train_per_label: int | None = None,
     desc: str | None = None,
 ) -> TaskRun:
     """Fine-tune a new head over ``encoder`` on ``task`` and score it. The example
-    counts pick evenly spread subsets (None = everything); ``train_per_label`` instead
-    takes that many training examples of every label (sentence tasks); ``pooling`` is
-    the sentence classifiers' summary (see SequenceClassifier)."""
+    counts pick evenly spread subsets (None = everything; more than the split holds is
+    an error); ``train_per_label`` instead takes that many training examples of every
+    label (sentence tasks); ``pooling`` is the sentence classifiers' summary (see
+    SequenceClassifier): the mean by default, since the course's checkpoint learned
+    MLM alone and its pooler was never trained (BERT's own pooler: "pooler")."""
     train, labels = task_data(task, "train")
     evaluation, _ = task_data(task, eval_split)
+    for name, wanted, examples, split in (
+        ("train_examples", train_examples, train, "train"),
+        ("eval_examples", eval_examples, evaluation, eval_split),
+    ):
+        if wanted is not None and wanted > len(examples):
+            raise ValueError(
+                f"{name}: expected at most {len(examples):,}, the {split} examples "
+                f"of {task}; got {wanted:,}"
+            )
     train, evaluation = (
         evenly_spaced(train, train_examples),
         evenly_spaced(evaluation, eval_examples),
@@ -2571,7 +2583,7 @@ def finetune_task(
 # fine-tunes and scores it on the development verses; the baseline is to predict the most
 # frequent training label every time.
 
-# %% tags=["export:finetuning.tasks"]
+# %% tags=["export:finetuning.text_tasks"]
 # the file's labels -1, 0, 1, 2
 POEM_LABELS = ("negative", "no_impact", "positive", "mixed")
 
@@ -2670,7 +2682,7 @@ print(parser.format_help())
 # - Inspect the predictions, not only the score: the confusion matrix and the most confident
 #   mistakes show which distinctions the model has not learned.
 #
-# From `tinybert.finetuning.features`, `tinybert.finetuning.heads`, `tinybert.finetuning.tasks`
+# From `tinybert.finetuning.features`, `tinybert.finetuning.heads`, `tinybert.finetuning.text_tasks`
 # (with `tagging_tasks` and `squad`), `tinybert.finetuning.qa`, `tinybert.finetuning.metrics`,
 # and `tinybert.finetuning.recipes` later chapters import the heads, the loop, the data readers
 # and the metrics to fine-tune their own encoders; {doc}`11_transfer` uses them to measure what

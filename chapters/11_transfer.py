@@ -68,14 +68,14 @@ from dataclasses import asdict
 import matplotlib.pyplot as plt
 import torch
 
-from tinybert.checkpoint.pretrained import load_pretrained
+from tinybert.models.course_checkpoint import load_pretrained
 from tinybert.data import fetch
 from tinybert.finetuning.metrics import accuracy, entity_scores, entity_spans
 from tinybert.finetuning.squad import load_squad_dev_split
 from tinybert.finetuning.tagging_tasks import read_iob2
-from tinybert.finetuning.tasks import evenly_spaced, per_label
-from tinybert.pretraining.objective import SpecialTokens  # chapter 9
-from tinybert.pretraining.pairs import encode_pair  # chapter 9
+from tinybert.finetuning.text_tasks import evenly_spaced, per_label
+from tinybert.training.inputs import SpecialTokens  # chapter 9
+from tinybert.training.inputs import encode_pair  # chapter 9
 from tinybert.runtime import get_device, is_quick, pick
 from tinybert.shipped import load_result
 
@@ -108,7 +108,7 @@ from torch import nn
 
 from tinybert.finetuning.features import encode_tagged
 from tinybert.finetuning.heads import TokenClassifier
-from tinybert.finetuning.loop import finetune, predict
+from tinybert.finetuning.finetune_loop import finetune, predict
 from tinybert.finetuning.recipes import finetune_task
 from tinybert.finetuning.tagging_tasks import NER_TAGS
 from tinybert.models.bert import BertModel
@@ -165,9 +165,9 @@ def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
     from tinybert.models.pretrained_encoder import load_minilm
 
     # chapter 9: the course's checkpoint
-    from tinybert.checkpoint.pretrained import load_pretrained
+    from tinybert.models.course_checkpoint import load_pretrained
 
-    course = load_pretrained(checkpoint, train_if_missing=False)
+    course = load_pretrained(checkpoint)
     config = replace(course.config, dropout=0.1, attention_dropout=0.1)
     weights = course.model.bert.state_dict()
     real = load_minilm()
@@ -278,7 +278,7 @@ import torch.nn.functional as F
 
 from tinybert.finetuning.ladder import LADDER, ladder_arms, ladder_score, ner_tags
 from tinybert.finetuning.recipes import task_data
-from tinybert.finetuning.tasks import per_label
+from tinybert.finetuning.text_tasks import per_label
 
 SEEDS = pick(quick=[0], full=[0, 1, 2])
 
@@ -731,13 +731,13 @@ import torch
 
 from tinybert.finetuning.heads import SequenceClassifier
 from tinybert.finetuning.ladder import LadderArm
-from tinybert.finetuning.loop import finetune, predict
+from tinybert.finetuning.finetune_loop import finetune, predict
 from tinybert.finetuning.metrics import accuracy
 from tinybert.finetuning.squad import load_squad_dev_split, split_squad
-from tinybert.finetuning.tasks import evenly_spaced
-from tinybert.pretraining.corpus import split_sentences  # chapter 9
-from tinybert.pretraining.objective import SpecialTokens  # chapter 9
-from tinybert.pretraining.pairs import encode_pair  # chapter 9
+from tinybert.finetuning.text_tasks import evenly_spaced
+from tinybert.training.inputs import split_sentences  # chapter 9
+from tinybert.training.inputs import SpecialTokens  # chapter 9
+from tinybert.training.inputs import encode_pair  # chapter 9
 from tinybert.runtime import get_device, pick
 
 
@@ -1138,7 +1138,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.pretraining.examples import pad_features  # chapter 9
+from tinybert.training.inputs import pad_features  # chapter 9
 
 
 # %% tags=["export:finetuning.feature_based"]
@@ -1722,8 +1722,8 @@ check_word_overlap(word_overlap, fit_threshold)
 
 # %% tags=["quiz", "remove-input"]
 from tinybert.exercises.quiz import Quiz, choice, number
-from tinybert.pretraining.objective import SpecialTokens
-from tinybert.pretraining.pairs import encode_pair
+from tinybert.training.inputs import SpecialTokens
+from tinybert.training.inputs import encode_pair
 
 specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 vocab = {token: i for i, token in enumerate(specials)}

@@ -53,13 +53,13 @@
 # `tinybert.models.convert`; `bert_encoder_names`, the config converters `bert_config_from_hf` and
 # `bert_config_to_hf` and their table of field names `BERT_CONFIG_NAMES` from
 # `tinybert.models.convert_names`;
-# the ignored-label value `IGNORE_INDEX`. From {doc}`09_pretraining`: `mask_tokens`,
-# `seeded_generator` and `SpecialTokens` (`tinybert.pretraining.objective`), `PretrainingExample`,
+# the ignored-label value `IGNORE_INDEX`. From {doc}`09_pretraining`: `mask_tokens` and
+# `seeded_generator` (`tinybert.pretraining.objective`), `SpecialTokens` (`tinybert.training.inputs`), `PretrainingExample`,
 # `PretrainingBatches` and `make_examples` (`tinybert.pretraining.examples`), the course
 # checkpoint's vocabulary (`shipped_path` from `tinybert.shipped`), the
 # course corpus (`course_documents`, `tokenize_documents` and `vocabulary_texts` from
-# `tinybert.pretraining.corpus`), and
-# `make_optimizer` and `linear_warmup_decay` (`tinybert.pretraining.optim`). From {doc}`07_tokenization`: `WordPieceTokenizer` and
+# `tinybert.pretraining.documents`), and
+# `make_optimizer` and `linear_warmup_decay` (`tinybert.training.optim`). From {doc}`07_tokenization`: `WordPieceTokenizer` and
 # `train_byte_level_bpe`. From {doc}`01_feedforward`: `count_parameters`.
 # The model goes to `tinybert.models.roberta`, the data functions to `tinybert.pretraining.roberta_data`.
 #
@@ -96,7 +96,8 @@ from collections.abc import Sequence
 
 import torch
 
-from tinybert.pretraining.objective import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.training.inputs import SpecialTokens
+from tinybert.pretraining.objective import mask_tokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.examples import PretrainingExample
 
@@ -481,6 +482,7 @@ register_family(
 
 # %%
 from tinybert.models.convert import from_hf, to_hf
+from tinybert.models.parity import parity_report, round_trip_tensors
 
 seed_everything(1)
 hf_config = transformers.RobertaConfig(
@@ -519,13 +521,9 @@ parity = {
     "MLM logits": (mine.logits[real] - theirs.logits[real]).abs().max(),
     "MLM loss": (mine_loss - theirs.loss).abs(),
 }
-for what, error in parity.items():
-    print(f"{what:<18} max |ours - Hugging Face| = {error.item():.1e}")
-assert all(error < 1e-5 for error in parity.values())
-back = to_hf(ours)
-a, b = hf_model.state_dict(), back.state_dict()
-assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-print(f"to_hf(from_hf(model)): all {len(a)} tensors reproduced exactly")
+parity_report(parity)
+n_tensors = round_trip_tensors(hf_model, ours)
+print(f"to_hf(from_hf(model)): all {n_tensors} tensors reproduced exactly")
 
 # %% [markdown]
 # (sec-roberta-real)=
@@ -572,7 +570,7 @@ print(f"to_hf(from_hf(model)): all {len(a)} tensors reproduced exactly")
 # of the same corpus, on text that neither saw in training:
 
 # %%
-from tinybert.pretraining.corpus import (
+from tinybert.pretraining.documents import (
     course_documents,
     tokenize_documents,
     vocabulary_texts,
@@ -684,7 +682,7 @@ def full_sentence_examples(
     """FULL-SENTENCES inputs as chapter 9's examples: [CLS] sentences [SEP], one
     segment, no NSP label.
 
-    The documents are separated by [SEP] (RoBERTa's </s>); ``nsp_label`` is
+    The documents are separated by [SEP] (RoBERTa's </s>); ``pair_label`` is
     -100 (ignored).
     """
     return [
@@ -723,7 +721,8 @@ assert pack_full_sentences(toy, 8, 0) == [
 # compared with the length of an input; the cell also packs the corpus at RoBERTa's 512 tokens:
 
 # %%
-from tinybert.pretraining.objective import SpecialTokens, seeded_generator
+from tinybert.training.inputs import SpecialTokens
+from tinybert.pretraining.objective import seeded_generator
 from tinybert.pretraining.examples import make_examples
 
 max_len = pick(quick=32, full=64)
@@ -1048,7 +1047,7 @@ import matplotlib.pyplot as plt
 
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.examples import PretrainingBatches
-from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
+from tinybert.training.optim import linear_warmup_decay, make_optimizer
 
 STEPS, BATCH, N_INPUTS = pick(quick=6, full=300), pick(quick=8, full=32), 128
 small = BertConfig(

@@ -596,6 +596,7 @@ register_family(
 
 # %%
 from tinybert.models.convert import from_hf, to_hf
+from tinybert.models.parity import parity_report, round_trip_tensors
 
 seed_everything(2)
 hf_model = transformers.DistilBertForMaskedLM(
@@ -631,12 +632,9 @@ parity = {
     "MLM logits": (mine.logits[real] - theirs.logits[real]).abs().max(),
     "MLM loss": (mine_loss - theirs.loss).abs(),
 }
-for what, error in parity.items():
-    print(f"{what:<18} max |ours - Hugging Face| = {error.item():.1e}")
-assert all(error < 1e-5 for error in parity.values())
-a, b = hf_model.state_dict(), to_hf(ours).state_dict()
-assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-print(f"to_hf(from_hf(model)): all {len(a)} tensors reproduced exactly")
+parity_report(parity)
+n_tensors = round_trip_tensors(hf_model, ours)
+print(f"to_hf(from_hf(model)): all {n_tensors} tensors reproduced exactly")
 
 
 # %% [markdown]
@@ -768,13 +766,13 @@ assert not torch.equal(
 # informative where the input is hidden), and the cosine term at every real token.
 
 # %%
-from tinybert.pretraining.objective import SpecialTokens
+from tinybert.training.inputs import SpecialTokens
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.examples import PretrainingBatches
-from tinybert.checkpoint.pretrained import load_pretrained
-from tinybert.pretraining.corpus import course_documents, tokenize_documents
+from tinybert.models.course_checkpoint import load_pretrained
+from tinybert.pretraining.documents import course_documents, tokenize_documents
 from tinybert.pretraining.roberta_data import full_sentence_examples
-from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
+from tinybert.training.optim import linear_warmup_decay, make_optimizer
 
 # checkpoints/bert-mini (chapter 09)
 pretrained = load_pretrained()

@@ -62,12 +62,13 @@
 # `tinybert.models.bert_heads`; `register_family`, `from_hf` and `to_hf` from
 # `tinybert.models.convert`; `ACTIVATIONS_TO_HF`, `BERT_CONFIG_NAMES`, `bert_config_from_hf` and
 # `bert_encoder_names` from `tinybert.models.convert_names`; `save_model` and `load_model` from
-# `tinybert.checkpoint.files`. From {doc}`09_pretraining`: `SegmentPair` from
+# `tinybert.models.registry`. From {doc}`09_pretraining`: `SegmentPair` from
 # `tinybert.pretraining.pairs`; `make_examples` (which takes the pair sampler as an argument) from
 # `tinybert.pretraining.examples`;
-# `shipped_checkpoint` from `tinybert.checkpoint.pretrained`;
-# `SpecialTokens` and `seeded_generator` from `tinybert.pretraining.objective`; `make_segments`,
-# `course_documents` and `tokenize_documents` from `tinybert.pretraining.corpus`. From
+# `shipped_checkpoint` from `tinybert.models.course_checkpoint`;
+# `SpecialTokens` from `tinybert.training.inputs`; `seeded_generator` from
+# `tinybert.pretraining.objective`; `make_segments`,
+# `course_documents` and `tokenize_documents` from `tinybert.pretraining.documents`. From
 # {doc}`10_finetuning`: `SequenceClassifier` from `tinybert.finetuning.heads`. From {doc}`07_tokenization`:
 # `WordPieceTokenizer`. From {doc}`01_feedforward`: `count_parameters`, and the argument checks
 # `check_positive_int` and `check_probability`.
@@ -563,7 +564,7 @@ assert torch.allclose(out.sop_logits, out_padded.sop_logits, atol=1e-5)
 # the weights into the package's `AlbertForPreTraining` first. The shared layer is stored once.
 
 # %%
-from tinybert.checkpoint.files import load_model, save_model
+from tinybert.models.registry import load_model, save_model
 from tinybert.models import albert, albert_heads
 
 # the package's class, which load_model builds for "AlbertForPreTraining", with the
@@ -731,6 +732,7 @@ register_family(
 
 # %%
 from tinybert.models.convert import from_hf, to_hf
+from tinybert.models.parity import parity_report, round_trip_tensors
 
 seed_everything(5)
 hf_config = transformers.AlbertConfig(
@@ -793,22 +795,19 @@ parity = {
     "SOP logits": (mine.sop_logits - theirs.sop_logits).abs().max(),
     "loss (MLM + SOP)": (mine_loss - theirs.loss).abs(),
 }
-for what, error in parity.items():
-    print(f"{what:<18} max |ours - Hugging Face| = {error.item():.1e}")
-assert all(error < 1e-5 for error in parity.values())
+parity_report(parity)
 
 # %% [markdown]
 # Back again, every tensor must come out bit for bit, and both sides must keep the decoder tied to
 # the token table:
 
 # %%
+n_tensors = round_trip_tensors(hf_model, tiny)
 back = to_hf(tiny)
-a, b = hf_model.state_dict(), back.state_dict()
-assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 assert back.predictions.decoder.weight is back.albert.embeddings.word_embeddings.weight
 names = albert_weight_names(tiny)
 print(
-    f"{len(a)} Hugging Face tensors reproduced exactly; {len(names)} names in "
+    f"{n_tensors} Hugging Face tensors reproduced exactly; {len(names)} names in "
     f"the table, e.g."
 )
 for ours_name in [
@@ -984,7 +983,7 @@ print(
 # The sampler plugs into chapter 9's pipeline: it returns chapter 9's `SegmentPair`s, so
 # `make_examples(documents, special, max_len, generator, sample_pairs=sample_sop_pairs)` packs the
 # documents into segments, samples sentence-order pairs instead of NSP's, and encodes each as
-# `[CLS] A [SEP] B [SEP]` in a `PretrainingExample` that `PretrainingBatches` can batch and mask. The pair's label sits in the field chapter 9 calls `nsp_label`: 0 means B follows A
+# `[CLS] A [SEP] B [SEP]` in a `PretrainingExample` that `PretrainingBatches` can batch and mask. The pair's label sits in the field chapter 9 calls `pair_label`: 0 means B follows A
 # in the text in both tasks.
 
 # %% tags=["export:pretraining.sentence_order"]
@@ -1042,12 +1041,12 @@ from tinybert.pretraining.objective import seeded_generator
 toy = [[[10], [11], [12], [13]], [[20]], [[30], [31]]]
 for pair in sample_sop_pairs(toy, seeded_generator(4, "toy")):
     print(
-        f"A = {pair.a}, B = {pair.b}, label {pair.nsp_label} "
-        f"({'in order' if pair.nsp_label == 0 else 'swapped'})"
+        f"A = {pair.a}, B = {pair.b}, label {pair.pair_label} "
+        f"({'in order' if pair.pair_label == 0 else 'swapped'})"
     )
 many = sample_sop_pairs([[[i] for i in range(1000)]] * 5, seeded_generator(0, "many"))
-print(f"{len(many)} pairs, {sum(p.nsp_label for p in many) / len(many):.1%} swapped")
-assert abs(sum(p.nsp_label for p in many) / len(many) - 0.5) < 0.03
+print(f"{len(many)} pairs, {sum(p.pair_label for p in many) / len(many):.1%} swapped")
+assert abs(sum(p.pair_label for p in many) / len(many) - 0.5) < 0.03
 
 # %% [markdown]
 # {numref}`fig-sop-nsp` sets the two tasks side by side: the same head, the same input layout,
@@ -1080,10 +1079,10 @@ sop_nsp_diagram(albert_base)
 # %%
 from collections import Counter
 
-from tinybert.pretraining.objective import SpecialTokens
+from tinybert.training.inputs import SpecialTokens
 from tinybert.pretraining.examples import make_examples
-from tinybert.checkpoint.pretrained import shipped_checkpoint
-from tinybert.pretraining.corpus import course_documents, tokenize_documents
+from tinybert.models.course_checkpoint import shipped_checkpoint
+from tinybert.pretraining.documents import course_documents, tokenize_documents
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 tokenizer = WordPieceTokenizer.from_file(
@@ -1119,7 +1118,7 @@ for split, docs in documents.items():
 for task in ("NSP", "SOP"):
     e = pair_sets["test"][task][0]
     print(
-        f"{task} example, label {e.nsp_label}: "
+        f"{task} example, label {e.pair_label}: "
         f"{' '.join(tokenizer.id_to_token[i] for i in e.input_ids)[:150]} ..."
     )
 assert len(pair_sets["test"]["NSP"]) == len(pair_sets["test"]["SOP"])
@@ -1158,7 +1157,7 @@ def overlap(example) -> float:
 
 def accuracy_of(rule, examples) -> float:
     """Accuracy of a rule that answers True for class 1 (NotNext / swapped)."""
-    return sum(rule(e) == (e.nsp_label == 1) for e in examples) / len(examples)
+    return sum(rule(e) == (e.pair_label == 1) for e in examples) / len(examples)
 
 
 scores = [overlap(e) for e in pair_sets["training"]["NSP"]]

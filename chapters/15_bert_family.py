@@ -50,10 +50,11 @@
 # `PreTrainingOutput` and `IGNORE_INDEX` from `tinybert.models.bert`; `load_minilm` from
 # `tinybert.models.convert`. From {doc}`09_pretraining`: `PretrainingBatches` and
 # `make_examples` from `tinybert.pretraining.examples`; `shipped_checkpoint` and
-# `load_pretrained` from `tinybert.checkpoint.pretrained`;
-# `SpecialTokens` and `seeded_generator` from `tinybert.pretraining.objective`; `course_documents` and
-# `tokenize_documents` from `tinybert.pretraining.corpus`; `make_optimizer` from
-# `tinybert.pretraining.optim`.
+# `load_pretrained` from `tinybert.models.course_checkpoint`;
+# `SpecialTokens` from `tinybert.training.inputs`; `seeded_generator` from
+# `tinybert.pretraining.objective`; `course_documents` and
+# `tokenize_documents` from `tinybert.pretraining.documents`; `make_optimizer` from
+# `tinybert.training.optim`.
 # From {doc}`12_roberta`: `RobertaConfig`, `RobertaModel` and `RobertaForMaskedLM` from
 # `tinybert.models.roberta`; `full_sentence_examples` from `tinybert.pretraining.roberta_data`. From
 # {doc}`13_distilbert`: `DistilBertConfig` and `DistilBertModel` from `tinybert.models.distilbert`;
@@ -81,7 +82,8 @@ from tinybert.blocks.attention import causal_mask
 from tinybert.models.pretrained_encoder import load_minilm
 from tinybert.pretraining.distillation import distillation_loss, student_from_teacher
 from tinybert.blocks.feedforward import count_parameters
-from tinybert.pretraining.objective import SpecialTokens, seeded_generator
+from tinybert.training.inputs import SpecialTokens
+from tinybert.pretraining.objective import seeded_generator
 from tinybert.models.albert import AlbertConfig, AlbertModel
 from tinybert.models.albert_heads import AlbertForPreTraining
 from tinybert.models.bert_heads import (
@@ -93,13 +95,13 @@ from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.distilbert import DistilBertConfig, DistilBertModel
 from tinybert.models.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
 from tinybert.pretraining.examples import PretrainingBatches, make_examples
-from tinybert.checkpoint.pretrained import load_pretrained, shipped_checkpoint
-from tinybert.pretraining.corpus import course_documents, tokenize_documents
+from tinybert.models.course_checkpoint import load_pretrained, shipped_checkpoint
+from tinybert.pretraining.documents import course_documents, tokenize_documents
 from tinybert.pretraining.roberta_data import full_sentence_examples
 from tinybert.runtime import get_device, is_quick, pick
 from tinybert.pretraining.sentence_order import sample_sop_pairs
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
-from tinybert.pretraining.optim import make_optimizer
+from tinybert.training.optim import make_optimizer
 
 device = get_device()
 print(

@@ -18,9 +18,9 @@ import torch
 
 from tinybert.data import info
 from tinybert.blocks.feedforward import count_parameters
-from tinybert.pretraining.objective import SpecialTokens
-from tinybert.checkpoint.pretrained import load_pretrained
-from tinybert.pretraining.corpus import TRAIN_BOOKS, encode_sentence
+from tinybert.training.inputs import SpecialTokens
+from tinybert.models.course_checkpoint import load_pretrained
+from tinybert.pretraining.documents import TRAIN_BOOKS, encode_sentence
 
 PROBES = ["Istanbul is a great [MASK] to visit.",
           "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
@@ -55,8 +55,12 @@ def main() -> None:
     log = (run / "train.log").read_text().replace("\r", "\n").splitlines()
     command = next(line.removeprefix("command: ") for line in log if line.startswith("command: "))
     header = next(line for line in log if line.startswith("processes: "))
-    pretrained = load_pretrained(run, train_if_missing=False)
-    config, recipe, train = pretrained.config, metrics["recipe"], metrics["config"]
+    pretrained = load_pretrained(run)
+    # a run's metrics.json keeps its whole recipe in "config" and the data's sizes in
+    # "data"; runs made before the recipe was one object split them ("recipe")
+    train = metrics["config"]
+    recipe = {**metrics.get("recipe", {}), **train, **metrics.get("data", {})}
+    config = pretrained.config
     held_out = recipe.get("held_out_batches", recipe["eval_batches"])  # older runs
     steps, batch = train["steps"], recipe["batch_size"] * recipe["processes"]
     size_mb = (run / "model.safetensors").stat().st_size / 1e6
@@ -76,7 +80,7 @@ def main() -> None:
         "A `BertForPreTraining` (chapter 08) pretrained by chapter 09's code with the "
         + ("masked-language-model and next-sentence losses." if nsp else
            "masked-language-model loss alone (its pooler and NSP head are untrained)."),
-        "`tinybert.checkpoint.pretrained.load_pretrained()` loads it. This README is",
+        "`tinybert.models.course_checkpoint.load_pretrained()` loads it. This README is",
         f"written by `python checkpoints/write_readme.py {run}` from the files below.",
         "",
         "| file | what |",

@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     from tinybert.finetuning.ladder import LADDER_LRS, ladder_arms, ner_tags
     from tinybert.finetuning.metrics import entity_scores
     from tinybert.finetuning.tagging_tasks import NER_TAGS, read_iob2
-    from tinybert.finetuning.tasks import evenly_spaced
+    from tinybert.finetuning.text_tasks import evenly_spaced
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-# name -> keyword arguments of pretrain_bert, each adding one change to the row above
+# name -> settings of the PretrainingRecipe, each adding one change to the row above
 VARIANTS = {
     "BERT: post-LN, MLM + NSP": dict(objective="mlm+nsp"),
     "+ pre-LN": dict(objective="mlm+nsp", pre_ln=True),
@@ -43,13 +43,14 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from tinybert.pretraining.objective import SpecialTokens
+    from tinybert.training.inputs import SpecialTokens
     from tinybert.pretraining.evaluation import evaluate_pretraining
+    from tinybert.pretraining.recipe import PretrainingRecipe
     from tinybert.pretraining.run import pretrain_bert
     from tinybert.pretraining.examples import (PretrainingBatches,
                                                single_segment_examples)
-    from tinybert.checkpoint.pretrained import load_pretrained
-    from tinybert.pretraining.corpus import course_documents, tokenize_documents
+    from tinybert.models.course_checkpoint import load_pretrained
+    from tinybert.pretraining.documents import course_documents, tokenize_documents
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -69,12 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         folder.mkdir()
         shutil.copy(args.vocab, folder / "vocab.txt")
         start = time.perf_counter()
-        history = pretrain_bert(folder, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
-                                warmup_fraction=0.05, eval_every=max(1, args.steps // 8),
-                                eval_batches=10, overrides=overrides, resume=True,
-                                **options)      # resume: start from our vocab
+        recipe = PretrainingRecipe(steps=args.steps, batch_size=args.batch_size, lr=args.lr,
+                                   warmup_fraction=0.05, eval_every=max(1, args.steps // 8),
+                                   eval_batches=10, overrides=overrides, **options)
+        history = pretrain_bert(folder, recipe, resume=True)  # resume: start from our vocab
         seconds = time.perf_counter() - start
-        model = load_pretrained(folder, train_if_missing=False)
+        model = load_pretrained(folder)
         if held is None:                              # the common held-out set, built once
             special = SpecialTokens.from_vocab(model.tokenizer.vocab)
             documents = tokenize_documents(course_documents("heldout"), model.tokenizer)

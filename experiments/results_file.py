@@ -8,15 +8,16 @@ import argparse
 import json
 from pathlib import Path
 
+from tinybert.checkpoint.atomic import write_atomically
+
 
 def record(results: dict, out: Path, line: str) -> None:
     """Append ``line`` to ``results["log"]``, print it, and write ``results`` to
     ``out`` (a temporary file beside it, then one rename)."""
     results["log"].append(line)
     print(line, flush=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=1) + "\n")
-    tmp.replace(out)
+    text = json.dumps(results, indent=1) + "\n"
+    write_atomically(out, lambda temporary: Path(temporary).write_text(text))
 
 
 def sweep_arguments(doc: str, argv: list[str] | None = None) -> argparse.Namespace:

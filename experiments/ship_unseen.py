@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from tinybert.checkpoint.atomic import write_atomically
+
 HERE = Path(__file__).resolve().parent
 SOURCES = {  # the recorded run whose validation sweep each task uses
     "sentence_polarity": HERE / "unseen_task.json",
@@ -48,9 +50,8 @@ def main() -> int:
         "validation accuracy, seed 0, copied from the recorded runs named in "
         "'sources' by experiments/ship_unseen.py; settings as chapter 11's UNSEEN"
     )
-    tmp = OUT.with_suffix(".tmp")
-    tmp.write_text(json.dumps(shipped, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(OUT)
+    text = json.dumps(shipped, indent=1) + "\n"
+    write_atomically(OUT, lambda temporary: Path(temporary).write_text(text, "utf-8"))
     print(f"wrote {OUT.relative_to(HERE.parent)}")
     return 0
 

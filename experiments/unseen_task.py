@@ -54,7 +54,7 @@ def read_splits(task: str) -> dict[str, list]:
     """The train, validation and test splits of ``task`` as TextExamples, from the
     package's readers (tinybert.data), which need only the registered files."""
     from tinybert.data import read_authorship, read_sentence_polarity
-    from tinybert.finetuning.tasks import TextExample
+    from tinybert.finetuning.text_tasks import TextExample
 
     reader = read_authorship if task == "authorship" else read_sentence_polarity
     splits = {}
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         ladder_arms,
         ladder_score,
     )
-    from tinybert.finetuning.tasks import evenly_spaced, per_label
+    from tinybert.finetuning.text_tasks import evenly_spaced, per_label
     from tinybert.runtime import get_device
 
     if args.threads:

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from tinybert.blocks.feedforward import count_parameters
-from tinybert.pretraining.objective import SpecialTokens, seeded_generator
+from tinybert.training.inputs import SpecialTokens
+from tinybert.pretraining.objective import seeded_generator
 from tinybert.models.albert import (
     ALBERT_PRESETS,
     AlbertConfig,
@@ -176,7 +177,7 @@ def test_bad_labels_are_rejected():
 
 @pytest.mark.parametrize("cls", [AlbertModel, AlbertForMaskedLM, AlbertForPreTraining])
 def test_checkpoint_round_trip(cls, tmp_path):
-    from tinybert.checkpoint.files import load_model, save_model
+    from tinybert.models.registry import load_model, save_model
 
     torch.manual_seed(0)
     model = (AlbertModel(small_config(), add_pooler=False) if cls is AlbertModel else cls(small_config())).eval()
@@ -350,11 +351,11 @@ def test_sop_pairs_are_consecutive_segments_in_order_or_swapped():
     for p in pairs:
         (da, ia), (db, ib) = divmod(p.a[0], 1000), divmod(p.b[0], 1000)
         assert da == db
-        if p.nsp_label == 0:
+        if p.pair_label == 0:
             assert ib == ia + 1
             seen.append((da, ia))
         else:
-            assert p.nsp_label == 1 and ia == ib + 1
+            assert p.pair_label == 1 and ia == ib + 1
             assert (p.a, p.b) == (docs[da][ib + 1], docs[da][ib])      # exactly the reversed consecutive pair
             seen.append((da, ib))
     assert sorted(seen) == sorted((d, i) for d, s in enumerate(docs) for i in range(len(s) - 1))
@@ -363,14 +364,14 @@ def test_sop_pairs_are_consecutive_segments_in_order_or_swapped():
 @pytest.mark.parametrize("p", [0.5, 0.2, 0.9])
 def test_sop_rate_within_tolerance(p):
     pairs = sample_sop_pairs([[[i] for i in range(4001)]], seeded_generator(1, p), p_in_order=p)
-    in_order = sum(pair.nsp_label == 0 for pair in pairs) / len(pairs)
+    in_order = sum(pair.pair_label == 0 for pair in pairs) / len(pairs)
     assert abs(in_order - p) < 4 * (p * (1 - p) / len(pairs)) ** 0.5
 
 
 def test_sop_extremes_determinism_and_errors():
     docs = documents(50)
-    assert all(p.nsp_label == 0 for p in sample_sop_pairs(docs, seeded_generator(2), p_in_order=1.0))
-    assert all(p.nsp_label == 1 for p in sample_sop_pairs(docs, seeded_generator(2), p_in_order=0.0))
+    assert all(p.pair_label == 0 for p in sample_sop_pairs(docs, seeded_generator(2), p_in_order=1.0))
+    assert all(p.pair_label == 1 for p in sample_sop_pairs(docs, seeded_generator(2), p_in_order=0.0))
     first = sample_sop_pairs(docs, seeded_generator(3, "x"))
     assert first == sample_sop_pairs(docs, seeded_generator(3, "x"))
     assert first != sample_sop_pairs(docs, seeded_generator(4, "x"))
@@ -388,7 +389,7 @@ def test_sop_examples_feed_chapter_9_batches():
             for _ in range(6)]
     examples = make_examples(docs, special, 21, seeded_generator(0, "examples"),
                              sample_pairs=sample_sop_pairs)
-    assert examples and {e.nsp_label for e in examples} == {0, 1}
+    assert examples and {e.pair_label for e in examples} == {0, 1}
     for e in examples:
         assert len(e.input_ids) <= 21 and e.input_ids[0] == special.cls and e.input_ids[-1] == special.sep
         assert e.input_ids.count(special.sep) == 2 and len(e.token_type_ids) == len(e.input_ids)
@@ -430,4 +431,4 @@ def test_the_pretraining_loop_trains_albert_as_it_is():
     assert direct.pair_loss is direct.sop_loss and direct.pair_logits is direct.sop_logits
     metrics = evaluate_pretraining(model, [given])
     expected = (direct.sop_logits.argmax(-1) == order).float().mean().item()
-    assert metrics["nsp_accuracy"] == pytest.approx(expected)
+    assert metrics["pair_accuracy"] == pytest.approx(expected)

@@ -212,11 +212,13 @@ def test_the_fast_path_of_multihead_attention_equals_the_explicit_one():
     for bias in (True, False):
         mha = randomize(MultiHeadAttention(32, 4, bias=bias)).eval()
         for m in (mask, None):
+            mha.fast = False
             explicit, weights = mha(x, mask=m)
-            fast, none = mha(x, mask=m, need_weights=False)
+            assert mha(x, mask=m, need_weights=True)[1] is not None  # still explicit
+            mha.fast = True
+            fast, none = mha(x, mask=m)
             assert weights.shape == (B, 4, T, T) and none is None
             assert torch.allclose(fast, explicit, atol=1e-5)
-    mha.fast = True
     assert mha(x)[1] is None and mha(x, need_weights=True)[1] is not None
     context = torch.randn(B, 5, 32)                      # cross-attention: no fused product
     assert torch.allclose(mha(x, context)[0], mha(x, context, need_weights=True)[0],

@@ -1,4 +1,4 @@
-"""Saving and loading models (tinybert.checkpoint.files, generated from chapters/08_bert.md)."""
+"""Saving and loading models (tinybert.models.registry, generated from chapters/08_bert.md)."""
 from __future__ import annotations
 
 import json
@@ -7,9 +7,9 @@ import pytest
 import torch
 from safetensors import safe_open
 
-import tinybert.checkpoint.files as checkpoint
-from tinybert.checkpoint.files import (load_model, register_model_class, save_model,
-                                       unique_state_dict)
+import tinybert.models.registry as checkpoint
+from tinybert.models.registry import load_model, register_model_class, save_model
+from tinybert.checkpoint.files import unique_state_dict
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
 

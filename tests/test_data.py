@@ -313,6 +313,19 @@ def test_download_lands_in_cache_verified(tmp_path, cache):
     assert data.fetch_file(entry) == path
 
 
+def test_a_download_has_the_usual_permissions(tmp_path, cache):
+    """Written with checkpoint.atomic.write_atomically: 0644 under umask 022, not the
+    0600 of a private temporary file."""
+    source = tmp_path / "upstream.txt"
+    source.write_bytes(b"the right bytes\n")
+    umask = os.umask(0o022)
+    try:
+        path = data.fetch_file(demo_entry(b"the right bytes\n", url=source.as_uri()))
+    finally:
+        os.umask(umask)
+    assert oct(path.stat().st_mode & 0o777) == "0o644"
+
+
 def test_download_with_wrong_bytes_raises_and_leaves_nothing(tmp_path, cache):
     source = tmp_path / "upstream.txt"
     source.write_bytes(b"tampered bytes\n")

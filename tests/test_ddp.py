@@ -18,13 +18,13 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from safetensors.torch import load_file, save_file
 
-from tinybert.pretraining.objective import SpecialTokens
+from tinybert.training.inputs import SpecialTokens
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig
-from tinybert.pretraining.loop import PretrainingConfig, pretrain
+from tinybert.pretraining.pretrain_loop import PretrainingConfig, pretrain
 from tinybert.pretraining.objective import pretraining_losses
 from tinybert.pretraining.examples import PretrainingBatches, PretrainingExample
-from tinybert.pretraining.pairs import encode_pair
+from tinybert.training.inputs import encode_pair
 
 SPECIAL = SpecialTokens(pad=7, unk=20, cls=3, sep=50, mask=98, vocab_size=99)
 WORLD = 2
@@ -46,7 +46,7 @@ def examples(n: int = 48) -> list[PretrainingExample]:
     for i in range(n):
         la, lb = (int(x) for x in torch.randint(2, 10, (2,), generator=g))
         a, b = (ordinary[torch.randint(len(ordinary), (k,), generator=g)].tolist() for k in (la, lb))
-        out.append(PretrainingExample(*encode_pair(a, b, SPECIAL, max_len=23), nsp_label=i % 2))
+        out.append(PretrainingExample(*encode_pair(a, b, SPECIAL, max_len=23), pair_label=i % 2))
     return out
 
 
@@ -144,13 +144,14 @@ def test_ddp_training_equals_one_process_and_only_rank_0_writes(ddp_run):
 
 TINY_RUN = dict(overrides=dict(d_model=32, n_layers=1, n_heads=2, d_ff=37, max_len=32),
                 batch_size=4, vocab_size=120, vocab_min_count=2, eval_batches=1,
-                max_documents=2, device="cpu", steps=3)
+                max_documents=2, steps=3)
 
 
 def _run_worker(rank: int, port: int, out: str, changes: dict) -> None:
     import json
 
     from tinybert.pretraining.distributed import init_distributed
+    from tinybert.pretraining.recipe import PretrainingRecipe
     from tinybert.pretraining.run import pretrain_bert
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
@@ -159,9 +160,10 @@ def _run_worker(rank: int, port: int, out: str, changes: dict) -> None:
     context = init_distributed("gloo")
     try:
         try:
-            history = pretrain_bert(os.path.join(out, "run"), dist=context,
-                                    **{**TINY_RUN, **changes})
-            outcome = {"vocab_tokens": history["recipe"]["vocab_tokens"]}
+            recipe = PretrainingRecipe(**{**TINY_RUN, **changes})
+            history = pretrain_bert(os.path.join(out, "run"), recipe, device="cpu",
+                                    dist=context)
+            outcome = {"vocab_tokens": history["data"]["vocab_tokens"]}
         except ValueError as error:
             outcome = {"error": str(error)}
         with open(os.path.join(out, f"outcome{rank}.json"), "w") as file:
@@ -190,5 +192,5 @@ def test_pretrain_bert_under_ddp_shares_the_vocabulary_and_fails_together(tmp_pa
     vocab = (tmp_path / "good" / "run" / "vocab.txt").read_text().splitlines()
     assert outcomes["good"] == [{"vocab_tokens": len(vocab)}] * WORLD
     assert (tmp_path / "good" / "run" / "model.safetensors").is_file()
-    assert all("--batch-size" in o["error"] for o in outcomes["bad"]), outcomes["bad"]
+    assert all(o["error"].startswith("batch_size: ") for o in outcomes["bad"]), outcomes["bad"]
     assert not (tmp_path / "bad" / "run").exists()

@@ -51,8 +51,8 @@ from tinybert.blocks.attention import (
 )
 from tinybert.blocks.multihead import MultiHeadAttention
 from tinybert.blocks.transformer import Transformer, TransformerConfig
-from tinybert.checkpoint.files import load_model, save_model
-from tinybert.checkpoint.state import load_checkpoint
+from tinybert.models.registry import load_model, save_model
+from tinybert.training.state import load_checkpoint
 from tinybert.models.albert import AlbertConfig
 from tinybert.models.albert_heads import AlbertForPreTraining
 from tinybert.models.bert import BertConfig, BertModel
@@ -60,10 +60,10 @@ from tinybert.models.bert_heads import BertForPreTraining
 from tinybert.models.distilbert import DistilBertConfig, DistilBertForMaskedLM
 from tinybert.models.roberta import RobertaConfig, RobertaForMaskedLM
 from tinybert.pretraining.examples import PretrainingBatches, PretrainingExample
-from tinybert.pretraining.loop import PretrainingConfig, pretrain
-from tinybert.pretraining.objective import SpecialTokens
-from tinybert.pretraining.optim import autocast_dtype
-from tinybert.pretraining.pairs import encode_pair
+from tinybert.pretraining.pretrain_loop import PretrainingConfig, pretrain
+from tinybert.training.inputs import SpecialTokens
+from tinybert.training.optim import autocast_dtype
+from tinybert.training.inputs import encode_pair
 
 pytestmark = [pytest.mark.device, pytest.mark.usefixtures("one_thread")]
 
@@ -489,7 +489,7 @@ def toy_examples(n: int, seed: int) -> list[PretrainingExample]:
         a = ordinary[torch.randint(len(ordinary), (la,), generator=g)].tolist()
         b = ordinary[torch.randint(len(ordinary), (lb,), generator=g)].tolist()
         out.append(
-            PretrainingExample(*encode_pair(a, b, SPECIAL, max_len=23), nsp_label=i % 2)
+            PretrainingExample(*encode_pair(a, b, SPECIAL, max_len=23), pair_label=i % 2)
         )
     return out
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tinybert.checkpoint.files import load_model, save_model
+from tinybert.models.registry import load_model, save_model
 from tinybert.pretraining.distillation import distillation_loss, student_from_teacher
 from tinybert.blocks.feedforward import count_parameters
 from tinybert.models.bert import BertConfig, BertModel

@@ -12,24 +12,26 @@ Tiny, odd sizes: vocab 99, d_model 32, 4 heads, d_ff 37, 1 layer, 23 positions.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pathlib
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
-import tinybert.pretraining.loop as pretrain_loop
+import tinybert.pretraining.pretrain_loop as pretrain_loop
 import tinybert.pretraining.objective as pretrain_step
 import tinybert.pretraining.run as pretrain_run
-import tinybert.checkpoint.pretrained as pretrained_module
+import tinybert.models.course_checkpoint as pretrained_module
 from tinybert.__main__ import main
 from tinybert.checkpoint.atomic import write_atomically
-from tinybert.checkpoint.files import load_model, save_model
-from tinybert.pretraining.objective import SpecialTokens
+from tinybert.models.registry import load_model, save_model
+from tinybert.training.inputs import SpecialTokens
 from tinybert.models.albert import AlbertConfig
 from tinybert.models.albert_heads import AlbertForPreTraining
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining
@@ -37,12 +39,13 @@ from tinybert.models.bert import BertConfig
 from tinybert.pretraining.run import pretrain_bert
 from tinybert.pretraining.run_checks import RUN_FILES, check_run_folder, remove_run
 from tinybert.pretraining.evaluation import evaluate_pretraining
-from tinybert.pretraining.loop import PretrainingConfig, pretrain
+from tinybert.pretraining.pretrain_loop import PretrainingConfig, SettingError, pretrain
+from tinybert.pretraining.recipe import PretrainingRecipe
 from tinybert.pretraining.examples import PretrainingBatches, PretrainingExample
-from tinybert.pretraining.pairs import encode_pair
-from tinybert.checkpoint.pretrained import load_pretrained
-from tinybert.checkpoint.state import load_checkpoint, save_checkpoint
-from tinybert.pretraining.optim import make_optimizer
+from tinybert.training.inputs import encode_pair
+from tinybert.models.course_checkpoint import load_pretrained
+from tinybert.training.state import load_checkpoint, save_checkpoint
+from tinybert.training.optim import make_optimizer
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37, max_len=23,
@@ -67,7 +70,7 @@ def examples(n: int = 52, seed: int = 0) -> list[PretrainingExample]:
         a = [ordinary[int(j)] for j in torch.randint(len(ordinary), (la,), generator=g)]
         b = [ordinary[int(j)] for j in torch.randint(len(ordinary), (lb,), generator=g)]
         ids, segments = encode_pair(a, b, SPECIAL, max_len=23)
-        out.append(PretrainingExample(ids, segments, nsp_label=i % 2))
+        out.append(PretrainingExample(ids, segments, pair_label=i % 2))
     return out
 
 
@@ -113,8 +116,9 @@ def test_pretrain_refuses_a_folder_that_holds_a_run(tmp_path, capsys, make, what
               if (out / name).is_file()}
     with pytest.raises(FileExistsError, match=what) as error:
         check_run_folder(out)
-    for needle in ("--resume", "--overwrite", "vocab.txt"):
+    for needle in ("resume=True", "overwrite=True", "vocab.txt"):
         assert needle in str(error.value)
+    assert "--" not in str(error.value)                  # the library knows no option
     assert main(["pretrain", "--out", str(out), "--steps", "3"]) == 2     # the CLI
     err = capsys.readouterr().err
     assert what in err and "--resume" in err and "--overwrite" in err
@@ -196,7 +200,7 @@ def test_pretrain_refuses_an_empty_out_and_a_file(tmp_path, capsys):
     with pytest.raises(ValueError, match="empty"):
         check_run_folder("")
     with pytest.raises(ValueError, match="empty"):
-        pretrain_bert("  ", steps=3)
+        pretrain_bert("  ", PretrainingRecipe(steps=3))
     a_file = tmp_path / "notes.txt"
     a_file.write_text("precious")
     assert main(["pretrain", "--out", str(a_file), "--steps", "3"]) == 2
@@ -209,8 +213,8 @@ def test_pretrain_refuses_an_empty_out_and_a_file(tmp_path, capsys):
     (["--set", "unknown=1"], "unknown BertConfig field(s) ['unknown']"),
     (["--set", "dropout=2"], "dropout"),
     (["--preset", "bert-huge"], "unknown BERT preset"),
-    (["--mask-probability", "0"], "mlm_probability"),
-    (["--lr", "-1"], "lr > 0"),
+    (["--mask-probability", "0"], "--mlm-probability: expected a number in (0, 1), got 0"),
+    (["--lr", "-1"], "--lr: expected a number in (0, inf), got -1"),
 ])
 def test_configuration_errors_come_first_and_leave_nothing(tmp_path, capsys, args,
                                                             message):
@@ -221,19 +225,32 @@ def test_configuration_errors_come_first_and_leave_nothing(tmp_path, capsys, arg
     assert not (tmp_path / "deep").exists()                       # no folder made
 
 
-def test_pretrain_bert_checks_counts_before_any_work(tmp_path):
+def test_a_recipe_checks_itself_when_made(tmp_path, capsys):
     for kwargs in ({"batch_size": 0}, {"eval_every": 0}, {"checkpoint_every": -1},
-                   {"steps": 0}, {"stop_after": 0}, {"steps": 2.5},
+                   {"steps": 0}, {"steps": 2.5}, {"log_every": 0},
                    {"vocab_min_count": -5}, {"max_documents": 0},
                    {"max_documents": -1}, {"max_documents": 1}, {"seed": -1},
                    {"seed": 2**64}, {"adam_beta2": 1.5}, {"adam_beta2": float("nan")},
-                   {"stop_after": 5, "steps": 4}):
-        with pytest.raises(ValueError, match=next(iter(kwargs))) as caught:
-            pretrain_bert(tmp_path / "run", **kwargs)
-        flag = "--" + next(iter(kwargs)).replace("_", "-")
-        assert flag in str(caught.value), (kwargs, str(caught.value))  # the option
-    with pytest.raises(ValueError, match="lr"):
-        pretrain_bert(tmp_path / "run", lr=float("inf"))
+                   {"lr": float("inf")}, {"lr": 0}, {"warmup_fraction": 1.5},
+                   {"weight_decay": -0.1}, {"max_grad_norm": 0},
+                   {"mlm_probability": 1.0}, {"vocab_score": "freq"},
+                   {"objective": "nsp"}, {"overrides": [("n_layers", 2)]}):
+        name = next(iter(kwargs))
+        with pytest.raises(SettingError, match=f"^{name}: expected") as caught:
+            PretrainingRecipe(**kwargs)
+        assert caught.value.name == name
+        with pytest.raises(SettingError, match=f"^{name}: expected"):
+            replace(PretrainingRecipe(), **kwargs)                # no way around it
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        PretrainingRecipe().lr = 1.0                               # frozen once checked
+    # the command line names its option, and makes no folder
+    assert main(["pretrain", "--out", str(tmp_path / "run"), "--batch-size", "0"]) == 2
+    assert "--batch-size: expected an integer >= 1, got 0" in capsys.readouterr().err
+    for kwargs in ({"stop_after": 0}, {"stop_after": 5}):          # run controls
+        with pytest.raises(ValueError, match="stop_after: expected"):
+            pretrain_bert(tmp_path / "run", PretrainingRecipe(steps=4), **kwargs)
+    with pytest.raises(TypeError, match="takes a PretrainingRecipe"):
+        pretrain_bert(tmp_path / "run", {"steps": 4})
     assert not (tmp_path / "run").exists()
 
 
@@ -388,7 +405,7 @@ def test_resume_after_a_save_was_cut_short(tmp_path, monkeypatch):
         return model
 
     straight = run(tmp_path / "straight")
-    import tinybert.checkpoint.state as training_state
+    import tinybert.training.state as training_state
     original, calls, swapped = training_state.save_files, [], []
 
     def swapping_in(name, args):                 # the second staged file is renamed in
@@ -439,18 +456,14 @@ def _tiny_pretrained(directory: Path) -> None:
 
 @pytest.fixture
 def no_training(monkeypatch):
-    """pretrain_bert replaced by a recorder that writes a tiny checkpoint."""
+    """pretrain_bert replaced by a recorder: loading must never call it."""
     calls = []
-
-    def fake_pretrain_bert(out_dir, **kwargs):
-        calls.append((Path(out_dir), kwargs))
-        _tiny_pretrained(Path(out_dir))
-
-    monkeypatch.setattr(pretrain_run, "pretrain_bert", fake_pretrain_bert)
+    monkeypatch.setattr(pretrain_run, "pretrain_bert",
+                        lambda out_dir, **kwargs: calls.append(out_dir))
     return calls
 
 
-def test_load_pretrained_never_trains_by_default(tmp_path, no_training):
+def test_load_pretrained_never_trains(tmp_path, monkeypatch, no_training):
     named = tmp_path / "my-run"
     with pytest.raises(FileNotFoundError, match="my-run does not exist.*pretrain"):
         load_pretrained(tmp_path / "my-run")
@@ -465,28 +478,16 @@ def test_load_pretrained_never_trains_by_default(tmp_path, no_training):
         load_pretrained(named)
     with pytest.raises(FileNotFoundError, match="is not a folder"):
         load_pretrained(named / "vocab.txt")
-    with pytest.raises(ValueError, match="never into a folder you name"):
-        load_pretrained(named, train_if_missing=True)
     with pytest.raises(ValueError, match="empty"):
         load_pretrained("")
-    assert no_training == [] and listing(named) == ["vocab.txt"]
-
-
-def test_training_a_fallback_is_explicit_and_goes_to_the_cache(tmp_path, monkeypatch,
-                                                                no_training):
+    with pytest.raises(TypeError):
+        load_pretrained(named, train_if_missing=True)          # no such option any more
     monkeypatch.setattr(pretrained_module, "shipped_checkpoint",
                         lambda: tmp_path / "not-shipped")
-    monkeypatch.setenv("TINYBERT_CACHE_DIR", str(tmp_path / "cache" / "data"))
-    with pytest.raises(FileNotFoundError, match="train_if_missing=True"):
+    with pytest.raises(FileNotFoundError, match="not-shipped does not exist"):
         load_pretrained()
-    assert no_training == []
-    pretrained = load_pretrained(train_if_missing=True)
-    [(out, kwargs)] = no_training
-    assert out == tmp_path / "cache" / "checkpoints" / "bert-mini-short"
-    assert pretrained.directory == out
-    assert kwargs["overwrite"] is True
-    assert load_pretrained().directory == out                     # found next time
-    assert len(no_training) == 1
+    assert no_training == [] and listing(named) == ["vocab.txt"]
+    assert not (tmp_path / "not-shipped").exists()
 
 
 # --- 5. no NaN with exit code 0 -------------------------------------------------------
@@ -571,7 +572,7 @@ def test_a_nan_loss_stops_training_and_keeps_the_last_good_checkpoint(tmp_path,
 
 
 def test_the_command_line_reports_a_diverged_run(tmp_path, monkeypatch, capsys):
-    def diverges(out_dir, **kwargs):
+    def diverges(out_dir, *args, **kwargs):
         raise FloatingPointError("step 7: the training loss is nan")
 
     monkeypatch.setattr(pretrain_run, "pretrain_bert", diverges)
@@ -591,9 +592,7 @@ def test_the_command_line_reports_a_diverged_run(tmp_path, monkeypatch, capsys):
     (["--stop-after", "0"], "--stop-after: expected an integer >= 1, got 0"),
 ])
 def test_bad_numbers_are_usage_errors(tmp_path, capsys, args, message):
-    with pytest.raises(SystemExit) as exit_:
-        main(["pretrain", "--out", str(tmp_path / "run"), *args])
-    assert exit_.value.code == 2
+    assert _code(["pretrain", "--out", str(tmp_path / "run"), *args]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
@@ -708,7 +707,8 @@ def test_ctrl_c_saves_the_step_and_resumes_exactly(tmp_path, monkeypatch):
     assert stopped.value.step == 6 and stopped.value.directory == tmp_path / "run"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
     saved = load_checkpoint(tmp_path / "run")
-    assert saved.step == 6 and len(saved.extra["running"]) == 4     # steps 5 and 6
+    running = saved.extra["running"]          # loss, mlm, pair sums; steps; steps with pairs
+    assert saved.step == 6 and len(running) == 5 and running[3] == 2     # steps 5 and 6
     on_disk = json.loads((tmp_path / "metrics.json").read_text())
     assert [r["step"] for r in on_disk["eval"]] == [3, 6]           # up to the stop
     resumed, history = _tiny_pretrain(tmp_path / "run", model_seed=1, resume=True,
@@ -769,9 +769,16 @@ def test_metrics_json_never_contradicts_itself_after_a_crash(tmp_path, monkeypat
 HAS_DATA = bool(os.environ.get("TINYBERT_DATA_DIR", "").strip())
 needs_data = pytest.mark.skipif(not HAS_DATA, reason="TINYBERT_DATA_DIR is not set: "
                                 "the course documents are not available offline")
-TINY_RUN = dict(overrides=dict(d_model=32, n_layers=1, n_heads=2, d_ff=37, max_len=32),
-                batch_size=8, vocab_size=120, vocab_min_count=2, eval_batches=1,
-                max_documents=2, device="cpu")
+TINY_RECIPE = dict(overrides=dict(d_model=32, n_layers=1, n_heads=2, d_ff=37, max_len=32),
+                   batch_size=8, vocab_size=120, vocab_min_count=2, eval_batches=1,
+                   max_documents=2)
+
+
+def run_tiny(out, *, resume=False, stop_after=None, **settings):
+    """pretrain_bert on the CPU with TINY_RECIPE, changed by ``settings``."""
+    recipe = PretrainingRecipe(**{**TINY_RECIPE, **settings})
+    return pretrain_bert(out, recipe, resume=resume, stop_after=stop_after,
+                         device="cpu")
 TINY_ARGS = ["--set", "d_model=32", "--set", "n_layers=1", "--set", "n_heads=2",
              "--set", "d_ff=37", "--set", "max_len=32", "--batch-size", "8",
              "--vocab-size", "120", "--vocab-min-count", "2", "--eval-batches", "1",
@@ -781,7 +788,7 @@ TINY_ARGS = ["--set", "d_model=32", "--set", "n_layers=1", "--set", "n_heads=2",
 @needs_data
 def test_resume_with_another_data_recipe_is_refused(tmp_path):
     out = tmp_path / "run"
-    pretrain_bert(out, steps=4, stop_after=2, **TINY_RUN)
+    run_tiny(out, steps=4, stop_after=2)
     before = {name: (out / name).read_bytes() for name in listing(out)
               if (out / name).is_file()}
     cases = [({"max_documents": 3}, "max_documents: saved 2, now 3"),
@@ -792,18 +799,17 @@ def test_resume_with_another_data_recipe_is_refused(tmp_path):
              ({"dynamic_masking": False}, "dynamic_masking: saved True, now False"),
              ({"task_text": True}, "task_text: saved False, now True")]
     for changes, named in cases:
-        with pytest.raises(ValueError, match="another data recipe") as caught:
-            pretrain_bert(out, steps=4, resume=True, **{**TINY_RUN, **changes})
+        with pytest.raises(ValueError, match="another recipe") as caught:
+            run_tiny(out, steps=4, resume=True, **changes)
         assert named in str(caught.value), (changes, str(caught.value))
     with pytest.raises(ValueError) as caught:              # every difference at once
-        pretrain_bert(out, steps=4, resume=True,
-                      **{**TINY_RUN, "vocab_size": 150, "max_documents": 3})
+        run_tiny(out, steps=4, resume=True, vocab_size=150, max_documents=3)
     assert "vocab_size: saved" in str(caught.value)
     assert "max_documents: saved" in str(caught.value)
     after = {name: (out / name).read_bytes() for name in listing(out)
              if (out / name).is_file()}
     assert after == before                                         # nothing touched
-    pretrain_bert(out, steps=4, resume=True, **TINY_RUN)
+    run_tiny(out, steps=4, resume=True)
     assert load_checkpoint(out / "training_state").step == 4
 
 
@@ -816,16 +822,16 @@ def test_a_vocabulary_left_before_the_first_checkpoint_keeps_its_recipe(tmp_path
     out = tmp_path / "run"
     monkeypatch.setattr(pretrain_run, "tokenize_documents", interrupted)
     with pytest.raises(KeyboardInterrupt):                 # before the folder is written
-        pretrain_bert(out, steps=4, **TINY_RUN)
+        run_tiny(out, steps=4)
     assert not out.exists()
     monkeypatch.undo()
     monkeypatch.setattr(pretrain_run, "pretrain", interrupted)   # in the loop's start-up
     with pytest.raises(KeyboardInterrupt):
-        pretrain_bert(out, steps=4, **TINY_RUN)
+        run_tiny(out, steps=4)
     monkeypatch.undo()
     assert (out / "vocab.txt").is_file() and not (out / "training_state").exists()
     with pytest.raises(ValueError, match="vocab_size: saved 120, now 150"):
-        pretrain_bert(out, steps=4, resume=True, **{**TINY_RUN, "vocab_size": 150})
+        run_tiny(out, steps=4, resume=True, vocab_size=150)
 
 
 def test_a_vocabulary_too_small_for_the_special_tokens_is_refused(tmp_path, capsys):
@@ -833,7 +839,7 @@ def test_a_vocabulary_too_small_for_the_special_tokens_is_refused(tmp_path, caps
     assert main(["pretrain", "--out", str(out), *TINY_ARGS, "--steps", "1",
                  "--vocab-size", "5"]) == 2
     err = capsys.readouterr().err
-    assert "vocab_size must be more than the 5 special tokens [PAD], [UNK]" in err
+    assert "--vocab-size: expected more than the 5 special tokens [PAD], [UNK]" in err
     assert "got 5" in err and "Traceback" not in err
     assert not out.exists()
 
@@ -844,7 +850,7 @@ def finished_run(tmp_path_factory):
     if not HAS_DATA:
         pytest.skip("TINYBERT_DATA_DIR is not set")
     out = tmp_path_factory.mktemp("finished") / "run"
-    pretrain_bert(out, steps=2, **TINY_RUN)
+    run_tiny(out, steps=2)
     return out
 
 
@@ -867,10 +873,12 @@ def _contents(directory: Path) -> dict[str, bytes]:
     (["--adam-beta2", "nan"], "--adam-beta2"),
     (["--seed", "99999999999999999999999"], "--seed"),
     (["--seed", "-1"], "--seed"),
-    (["--set", "max_len=3"], "--set max_len"),
-    (["--set", "vocab_size=50"], "--set vocab_size"),
-    (["--set", "pad_token_id=4"], "--set pad_token_id"),
-    (["--set", "type_vocab_size=1"], "--set type_vocab_size"),
+    (["--set", "max_len=3"], "--set: objective 'mlm+nsp' needs max_len >= 5"),
+    (["--set", "vocab_size=50"], "--set: vocab_size comes from the trained vocab"),
+    (["--set", "pad_token_id=4"], "--set: pad_token_id comes from the trained"),
+    (["--set", "type_vocab_size=1"], "--set: objective 'mlm+nsp' needs max_len >= 5 "
+                                     "(the special tokens and a token of each segment) "
+                                     "and type_vocab_size >= 2"),
     (["--vocab-min-count", "-5"], "--vocab-min-count"),
     (["--max-documents", "0"], "--max-documents"),
     (["--max-documents", "-1"], "--max-documents"),
@@ -955,7 +963,7 @@ def test_a_run_stopped_early_is_not_finished(tmp_path, capsys):
     with pytest.raises(FileExistsError, match=r"partial run \(saved at step 2\)"):
         check_run_folder(out)
     with pytest.raises(ValueError, match="after the saved step 2"):
-        pretrain_bert(out, steps=4, resume=True, stop_after=2, **TINY_RUN)
+        run_tiny(out, steps=4, resume=True, stop_after=2)
     again = shlex.split(printed.split("continue it with:\n", 1)[1].splitlines()[0])
     assert again[-1] == "--resume" and "--stop-after" not in again
     assert main(again[again.index("pretrain"):]) == 0
@@ -1066,8 +1074,8 @@ def test_a_run_interrupted_at_every_file_it_writes_resumes_exactly(tmp_path,
     checkpoint, the final model), for every n: --resume ends with the same files."""
     import tinybert.checkpoint.atomic as checkpoint
 
-    run = dict(TINY_RUN, steps=4, eval_every=2, checkpoint_every=2)
-    pretrain_bert(tmp_path / "straight", **run)
+    run = dict(steps=4, eval_every=2, checkpoint_every=2)
+    run_tiny(tmp_path / "straight", **run)
     original, written = checkpoint._create, []
 
     def interrupted_at(n):
@@ -1079,27 +1087,30 @@ def test_a_run_interrupted_at_every_file_it_writes_resumes_exactly(tmp_path,
         return create
 
     monkeypatch.setattr(checkpoint, "_create", interrupted_at(0))
-    pretrain_bert(tmp_path / "count", **run)
+    run_tiny(tmp_path / "count", **run)
     total = len(written)
     assert total >= 14, written
     for n in range(1, total + 1):
         written.clear()
         monkeypatch.setattr(checkpoint, "_create", interrupted_at(n))
         with pytest.raises(KeyboardInterrupt):
-            pretrain_bert(tmp_path / f"at-{n}", **run)
+            run_tiny(tmp_path / f"at-{n}", **run)
         monkeypatch.setattr(checkpoint, "_create", original)
         # as `tinybert pretrain` advises: --resume once something was saved
         saved = any((tmp_path / f"at-{n}" / name).exists() for name in RUN_FILES)
         assert saved == (n > 1), n
-        pretrain_bert(tmp_path / f"at-{n}", resume=saved, **run)
+        run_tiny(tmp_path / f"at-{n}", resume=saved, **run)
         _compare_runs(tmp_path / "straight", tmp_path / f"at-{n}")
 
 
 @needs_data
 def test_finetune_stopped_by_ctrl_c_says_so_without_a_traceback(monkeypatch, capsys):
     """Reliability probe finetune.ctrl-c: a raw KeyboardInterrupt traceback."""
+    import functools
+
     import tinybert.finetuning.recipes as recipes
 
+    @functools.wraps(recipes.finetune_task)  # the command takes its defaults from it
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 

@@ -5,19 +5,19 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tinybert.checkpoint.files import save_model
+from tinybert.models.registry import save_model
 from tinybert.finetuning.features import (batches, encode_sentences, encode_tagged,
                                           first_piece_labels)
-from tinybert.pretraining.examples import pad_features
-from tinybert.pretraining.pairs import encode_pair
-from tinybert.pretraining.objective import SpecialTokens
-from tinybert.finetuning.loop import finetune, predict
+from tinybert.training.inputs import pad_features
+from tinybert.training.inputs import encode_pair
+from tinybert.training.inputs import SpecialTokens
+from tinybert.finetuning.finetune_loop import finetune, predict
 from tinybert.finetuning.heads import (QuestionAnswerer, SequenceClassifier,
                                        TokenClassifier, set_trainable_layers)
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.bert_heads import BertForPreTraining
 from tinybert.finetuning.tagging_tasks import TaggedSentence
-from tinybert.finetuning.tasks import TextExample
+from tinybert.finetuning.text_tasks import TextExample
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
 TEXTS = ["I am still waiting on my card?", "How do I top up my account with a transfer?",
@@ -235,7 +235,7 @@ def test_command_line_help(capsys):
 @pytest.fixture(scope="module")
 def tiny_checkpoint(tmp_path_factory):
     from tinybert.data import DataUnavailableError
-    from tinybert.finetuning.tasks import read_poem_sentiment
+    from tinybert.finetuning.text_tasks import read_poem_sentiment
     try:
         verses = [e.text for e in read_poem_sentiment("train")]
     except DataUnavailableError as error:
@@ -264,7 +264,7 @@ def test_command_line_tiny_run(tiny_checkpoint, capsys, extra):
 def test_finetune_task_is_fixed_by_its_seed_whatever_ran_before(tiny_checkpoint):
     """The seed fixes the new head's weights and dropout: the same call gives the same
     model and score after unrelated random draws, and another seed gives another head."""
-    from tinybert.checkpoint.files import load_model
+    from tinybert.models.registry import load_model
     from tinybert.finetuning.recipes import finetune_task
     from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
@@ -336,15 +336,82 @@ def test_command_line_refuses_options_that_would_be_ignored(capsys, args, messag
     assert message in captured.err and captured.out == ""
 
 
-def test_command_line_says_when_a_set_is_smaller_than_asked(tiny_checkpoint, capsys):
-    """M7: --eval-examples (or --train-examples) beyond the set is capped, and said."""
+def test_command_line_refuses_more_examples_than_a_set_holds(tiny_checkpoint, capsys):
+    """M7: --eval-examples (or --train-examples) beyond the set is an error that says how
+    many there are, from finetune_task, before any training."""
     from tinybert.__main__ import main
     code = main(["finetune", "poem_sentiment", "--checkpoint", str(tiny_checkpoint), "--train-examples", "8",
                  "--eval-examples", "100000", "--epochs", "1", "--batch-size", "8"])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert "note: --eval-examples 100,000 is more than the 105 validation examples of poem_sentiment; " \
-           "using all 105" in out
+    captured = capsys.readouterr()
+    assert code == 2, captured.out
+    assert ("tinybert finetune: error: --eval-examples: expected at most 105, "
+            "the validation examples of poem_sentiment; got 100,000") in captured.err
+    assert "trained" not in captured.out
+
+
+def test_command_line_reads_each_split_once(tiny_checkpoint, capsys, monkeypatch):
+    """The command counts nothing itself: finetune_task reads the training and the
+    evaluation split, once each, and checks the counts asked for."""
+    from collections import Counter
+
+    from tinybert.__main__ import main
+    from tinybert.finetuning import recipes
+
+    reads, task_data = Counter(), recipes.task_data
+
+    def counting(task, split):
+        reads[task, split] += 1
+        return task_data(task, split)
+
+    monkeypatch.setattr(recipes, "task_data", counting)
+    assert main(["finetune", "poem_sentiment", "--checkpoint", str(tiny_checkpoint),
+                 "--train-examples", "8", "--eval-examples", "8", "--epochs", "1"]) == 0
+    assert reads == {("poem_sentiment", "train"): 1, ("poem_sentiment", "validation"): 1}
+    capsys.readouterr()
+
+
+def test_command_line_defaults_are_finetune_tasks(tiny_checkpoint, capsys, monkeypatch):
+    """Every option that is a finetune_task keyword defaults to that keyword's default
+    (the same call from Python and from the command line gives the same model), and the
+    help says so."""
+    import argparse
+    import functools
+    import inspect
+    from types import SimpleNamespace
+
+    from tinybert.__main__ import main
+    from tinybert.commands import finetune as command
+    from tinybert.finetuning import recipes
+
+    keywords = {name: p.default
+                for name, p in inspect.signature(recipes.finetune_task).parameters.items()
+                if p.kind is p.KEYWORD_ONLY}
+    assert command.library_defaults() == keywords
+    calls = []
+
+    @functools.wraps(recipes.finetune_task)  # its signature: the command reads it
+    def recording(task, encoder, tokenizer, **options):
+        calls.append(options)
+        result = SimpleNamespace(trainable_parameters=1, losses=[1.0], seconds=0.0)
+        return SimpleNamespace(result=result, metrics={"accuracy": 0.5})
+
+    monkeypatch.setattr(recipes, "finetune_task", recording)
+    assert main(["finetune", "poem_sentiment", "--checkpoint", str(tiny_checkpoint)]) == 0
+    (given,) = calls
+    given.pop("desc")  # the progress bar's label: the task's name
+    assert given == {name: keywords[name] for name in given}
+    # every option of the parser that is a keyword, and --test for eval_split
+    assert {"epochs", "lr", "batch_size", "seed", "train_examples", "eval_examples",
+            "trainable_layers", "pooling", "eval_split"} <= set(given)
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    for action in parser._actions:
+        if action.dest in keywords and action.dest != "pooling":  # None: the library's
+            assert action.default == keywords[action.dest], action.dest
+    help_text = " ".join(parser.format_help().split())
+    for name in ("epochs", "lr", "batch_size", "seed", "pooling"):
+        assert f"(default: {keywords[name]})" in help_text, name
+    capsys.readouterr()
 
 
 def test_command_line_reports_a_diverged_run(tiny_checkpoint, capsys):
@@ -363,7 +430,7 @@ def test_command_line_fine_tunes_a_headless_checkpoint_and_refuses_others(
     import shutil
 
     from tinybert.__main__ import main
-    from tinybert.checkpoint.files import MODEL_CLASSES, load_model, register_model_class
+    from tinybert.models.registry import MODEL_CLASSES, load_model, register_model_class
     from tinybert.models.albert import AlbertConfig, AlbertModel
     from tinybert.models.albert_heads import AlbertForPreTraining
 
@@ -411,7 +478,7 @@ def test_command_line_fine_tunes_a_headless_checkpoint_and_refuses_others(
 def test_ner_tags_gives_one_tag_per_word_and_is_fixed_by_its_seed(tiny_checkpoint):
     """ner_tags (the ladder's NER run): a BIO tag of NER_TAGS for every word of every test
     sentence, O for the words cut off by max_len, and the same tags for the same seed."""
-    from tinybert.checkpoint.files import load_model
+    from tinybert.models.registry import load_model
     from tinybert.finetuning.ladder import LadderArm, ner_tags
     from tinybert.finetuning.tagging_tasks import NER_TAGS, TaggedSentence
     from tinybert.tokenizers.wordpiece import WordPieceTokenizer

@@ -109,7 +109,7 @@ def test_overwrite_lets_the_csv_replace_an_earlier_one(tmp_path):
     (tmp_path / "grades.csv").write_text("earlier grades\n")
     assert grade.main([str(path), "--csv", str(tmp_path / "grades.csv"), "--overwrite"]) == 0
     assert (tmp_path / "grades.csv").read_text().startswith("submission,chapter")
-    assert not list(tmp_path.glob(".*.part"))
+    assert not list(tmp_path.glob(".grades.csv.*"))  # no temporary file left
 
 
 def test_the_exit_status_says_when_a_notebook_could_not_be_graded(tmp_path, capsys):

@@ -1,5 +1,5 @@
 """Every model class the course saves loads in a new Python process
-(tinybert.checkpoint.files.MODEL_CLASS_MODULES, generated from chapters/08_bert.md)."""
+(tinybert.models.registry.MODEL_CLASS_MODULES, generated from chapters/08_bert.md)."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,8 +17,12 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 import tinybert.models
-from tinybert.checkpoint.files import (MODEL_CLASS_MODULES, find_model_class,
-                                       load_model, save_model)
+from tinybert.models.registry import (
+    MODEL_CLASS_MODULES,
+    find_model_class,
+    load_model,
+    save_model,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 # odd sizes, so that a swapped axis fails; the fields a config lacks are left out
@@ -29,7 +33,7 @@ FRESH = """
 import sys
 import torch
 from safetensors.torch import load_file, save_file
-from tinybert.checkpoint.files import load_model
+from tinybert.models.registry import load_model
 
 model = load_model(sys.argv[1])
 inputs = load_file(sys.argv[2])
@@ -124,7 +128,7 @@ def test_unknown_names_are_refused_with_the_known_ones(tmp_path):
 
 
 def test_a_readers_subclass_is_refused_until_registered(tmp_path, monkeypatch):
-    import tinybert.checkpoint.files as checkpoint
+    import tinybert.models.registry as checkpoint
 
     monkeypatch.setattr(checkpoint, "MODEL_CLASSES", {})
 
@@ -173,7 +177,7 @@ def test_load_model_refuses_nan_weights(tmp_path):
     import torch
     from safetensors.torch import load_file, save_file
 
-    from tinybert.checkpoint.files import load_model, save_model
+    from tinybert.models.registry import load_model, save_model
     from tinybert.models.bert import BertConfig, BertModel
 
     config = BertConfig(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37,
@@ -209,7 +213,7 @@ def test_a_damaged_previous_list_never_blocks_the_folder(tmp_path, capsys):
     every later load and save of the folder then failed with a raw JSONDecodeError."""
     import torch
 
-    from tinybert.checkpoint.files import load_model, save_model
+    from tinybert.models.registry import load_model, save_model
     from tinybert.models.bert import BertConfig, BertModel
 
     config = BertConfig(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37,
@@ -248,7 +252,7 @@ def test_an_optimizer_state_loads_only_into_the_same_kind_of_optimizer(tmp_path)
     import pytest
     import torch
 
-    from tinybert.checkpoint.state import load_checkpoint, save_checkpoint
+    from tinybert.training.state import load_checkpoint, save_checkpoint
     from tinybert.models.bert import BertConfig
     from tinybert.models.bert_heads import BertForPreTraining
 
@@ -271,7 +275,7 @@ def test_a_config_json_whose_config_is_not_an_object_is_named(tmp_path):
 
     import pytest
 
-    from tinybert.checkpoint.files import load_model, save_model
+    from tinybert.models.registry import load_model, save_model
     from tinybert.models.bert import BertConfig, BertModel
 
     config = BertConfig(vocab_size=99, d_model=32, n_layers=1, n_heads=4, d_ff=37,

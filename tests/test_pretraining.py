@@ -14,18 +14,27 @@ from pathlib import Path
 import pytest
 import torch
 
-from tinybert.checkpoint.files import save_model
-from tinybert.pretraining.objective import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.models.registry import save_model
+from tinybert.training.inputs import SpecialTokens
+from tinybert.pretraining.objective import mask_tokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig
 from tinybert.pretraining.examples import (PretrainingBatches, PretrainingExample,
                                            collate, make_examples)
-from tinybert.pretraining.pairs import encode_pair, sample_nsp_pairs
-from tinybert.checkpoint.pretrained import load_pretrained, shipped_checkpoint
-from tinybert.pretraining.corpus import (TRAIN_BOOKS, book_documents, course_documents,
-                                         encode_sentence, make_segments,
-                                         split_sentences, tokenize_documents,
-                                         vocabulary_texts, wikitext_articles)
+from tinybert.training.inputs import encode_pair
+from tinybert.pretraining.pairs import sample_nsp_pairs
+from tinybert.models.course_checkpoint import load_pretrained, shipped_checkpoint
+from tinybert.pretraining.documents import (
+    TRAIN_BOOKS,
+    book_documents,
+    course_documents,
+    encode_sentence,
+    make_segments,
+    tokenize_documents,
+    vocabulary_texts,
+    wikitext_articles,
+)
+from tinybert.training.inputs import split_sentences
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,12 +204,12 @@ def test_nsp_pairs_are_half_true_half_random():
     docs = _toy_documents(400)
     pairs = sample_nsp_pairs(docs, torch.Generator().manual_seed(0))
     assert len(pairs) == sum(len(d) - 1 for d in docs)
-    is_next = sum(p.nsp_label == 0 for p in pairs) / len(pairs)
+    is_next = sum(p.pair_label == 0 for p in pairs) / len(pairs)
     assert abs(is_next - 0.5) < 0.03, is_next
     for p in pairs:
         da, ia = divmod(p.a[0], 1000)
         db, ib = divmod(p.b[0], 1000)
-        if p.nsp_label == 0:
+        if p.pair_label == 0:
             assert (db, ib) == (da, ia + 1)          # the true next segment
         else:
             assert db != da                          # a segment of another document
@@ -249,7 +258,7 @@ def test_collate_pads_and_masks():
     assert batch["attention_mask"].dtype == torch.bool and batch["attention_mask"].sum(1).tolist() == [5, 7]
     assert batch["token_type_ids"][0].tolist() == [0, 0, 0, 1, 1, 0, 0]
     assert batch["pair_labels"].tolist() == [0, 1] and "mlm_labels" not in batch
-    masked = [PretrainingExample(e.input_ids, e.token_type_ids, e.nsp_label, [-100] * len(e.input_ids))
+    masked = [PretrainingExample(e.input_ids, e.token_type_ids, e.pair_label, [-100] * len(e.input_ids))
               for e in examples]
     assert (collate(masked, SPECIAL)["mlm_labels"] == IGNORE_INDEX).all()
 
@@ -365,7 +374,7 @@ def _tiny_checkpoint(directory: Path, vocab_size: int = 40) -> None:
 
 def test_load_pretrained_from_a_directory(tmp_path):
     _tiny_checkpoint(tmp_path)
-    pretrained = load_pretrained(tmp_path, train_if_missing=False)
+    pretrained = load_pretrained(tmp_path)
     assert isinstance(pretrained.model, BertForPreTraining) and not pretrained.model.training
     assert len(pretrained.tokenizer) == pretrained.config.vocab_size == 40
     assert pretrained.directory == tmp_path
@@ -373,16 +382,16 @@ def test_load_pretrained_from_a_directory(tmp_path):
 
 def test_load_pretrained_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="tinybert pretrain"):
-        load_pretrained(tmp_path / "nothing", train_if_missing=False)
+        load_pretrained(tmp_path / "nothing")
     _tiny_checkpoint(tmp_path)
     (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")  # 5
     with pytest.raises(ValueError, match="different runs"):
-        load_pretrained(tmp_path, train_if_missing=False)
+        load_pretrained(tmp_path)
 
 
 @pytest.mark.skipif(not (shipped_checkpoint() / "model.safetensors").is_file(), reason="no shipped checkpoint yet")
 def test_shipped_checkpoint_loads():
-    pretrained = load_pretrained(train_if_missing=False)
+    pretrained = load_pretrained()
     c = pretrained.config
     assert (c.d_model, c.n_layers, c.n_heads, c.d_ff, c.max_len) == (256, 4, 4, 1024, 128)
     assert pretrained.directory == ROOT / "tinybert" / "shipped" / "bert-mini"
@@ -413,8 +422,10 @@ def test_cli_arguments(capsys):
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    args = parser.parse_args(["--out", "o", "--set", "n_layers=2", "--set", "activation=gelu", "--static-masking"])
-    assert dict(args.overrides) == {"n_layers": 2, "activation": "gelu"} and args.static_masking
+    args = parser.parse_args(["--out", "o", "--set", "n_layers=2", "--set", "activation=gelu",
+                              "--no-dynamic-masking", "--warmup", "0.1"])
+    assert dict(args.overrides) == {"n_layers": 2, "activation": "gelu"}
+    assert args.dynamic_masking is False and args.warmup_fraction == 0.1
     assert (args.steps, args.batch_size, args.vocab_size, args.resume) == (1000, 32, 8192, False)
     with pytest.raises(SystemExit):
         parser.parse_args(["--out", "o", "--set", "oops"])
@@ -437,6 +448,6 @@ def test_cli_tiny_end_to_end(tmp_path):
         assert (out / name).is_file(), name
     metrics = json.loads((out / "metrics.json").read_text())
     assert [r["step"] for r in metrics["eval"]] == [2, 4]
-    pretrained = load_pretrained(out, train_if_missing=False)
+    pretrained = load_pretrained(out)
     assert pretrained.config.d_model == 32 and len(pretrained.tokenizer) == pretrained.config.vocab_size
     assert "held-out mlm_accuracy" in result.stdout

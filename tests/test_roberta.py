@@ -10,9 +10,9 @@ import random
 import pytest
 import torch
 
-from tinybert.checkpoint.files import load_model, save_model
+from tinybert.models.registry import load_model, save_model
 from tinybert.blocks.feedforward import count_parameters
-from tinybert.pretraining.objective import SpecialTokens
+from tinybert.training.inputs import SpecialTokens
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.models.roberta import (ROBERTA_PRESETS, RobertaConfig, RobertaForMaskedLM, RobertaModel,
                                      roberta_position_ids)
@@ -220,7 +220,7 @@ def test_full_sentence_examples_feed_chapter_9_batches():
     examples = full_sentence_examples(documents, special, max_len=16)
     assert all(e.input_ids[0] == special.cls and e.input_ids[-1] == special.sep and len(e.input_ids) <= 16
                for e in examples)
-    assert all(set(e.token_type_ids) == {0} and e.nsp_label == -100 for e in examples)
+    assert all(set(e.token_type_ids) == {0} and e.pair_label == -100 for e in examples)
     batch = PretrainingBatches(examples, special, 4, seed=0)(0)
     assert batch["input_ids"].shape[0] == 4 and "pair_labels" not in batch   # no NSP loss, no NaN
     assert ((batch["mlm_labels"] != -100) <= batch["attention_mask"]).all()

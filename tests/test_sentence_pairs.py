@@ -16,7 +16,7 @@ from tinybert.finetuning.sentence_pairs import (PAIR_FORMATS, SentencePair, enco
                                                 question_sentence_pairs, sentence_spans)
 from tinybert.finetuning.squad import load_squad_dev_split
 from tinybert.models.bert import BertConfig, BertModel
-from tinybert.pretraining.corpus import split_sentences
+from tinybert.training.inputs import split_sentences
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
 
 CONTEXT = ("The river  Rhine rises in the Alps. "

@@ -1,4 +1,4 @@
-"""Hand-written tests for tinybert.finetuning.tasks (chapter 10): the data readers, on small hand-made files
+"""Hand-written tests for tinybert.finetuning.text_tasks (chapter 10): the data readers, on small hand-made files
 (every format detail and every error), and on the course's data files when they are available."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tinybert.finetuning.squad import (
     split_squad,
 )
 from tinybert.finetuning.tagging_tasks import UPOS_TAGS, read_conllu
-from tinybert.finetuning.tasks import (
+from tinybert.finetuning.text_tasks import (
     POEM_LABELS,
     TextExample,
     evenly_spaced,

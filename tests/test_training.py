@@ -10,18 +10,17 @@ import json
 import pytest
 import torch
 
-from tinybert.checkpoint.files import save_model
-from tinybert.pretraining.objective import SpecialTokens
+from tinybert.models.registry import save_model
+from tinybert.training.inputs import SpecialTokens
 from tinybert.models.bert_heads import IGNORE_INDEX, BertForPreTraining
 from tinybert.models.bert import BertConfig, BertModel
 from tinybert.pretraining.evaluation import evaluate_pretraining
-from tinybert.pretraining.loop import PretrainingConfig, pretrain
+from tinybert.pretraining.pretrain_loop import PretrainingConfig, pretrain
 from tinybert.pretraining.objective import pretraining_losses
 from tinybert.pretraining.examples import PretrainingBatches, PretrainingExample
-from tinybert.pretraining.pairs import encode_pair
-from tinybert.checkpoint.state import Checkpoint, load_checkpoint, save_checkpoint
-from tinybert.pretraining.optim import (autocast_dtype, linear_warmup_decay,
-                                        make_optimizer)
+from tinybert.training.inputs import encode_pair
+from tinybert.training.state import Checkpoint, load_checkpoint, save_checkpoint
+from tinybert.training.optim import autocast_dtype, linear_warmup_decay, make_optimizer
 
 TINY = dict(vocab_size=99, d_model=32, n_layers=2, n_heads=4, d_ff=37, max_len=23, pad_token_id=7)
 SPECIAL = SpecialTokens(pad=7, unk=20, cls=3, sep=50, mask=98, vocab_size=99)
@@ -45,7 +44,7 @@ def examples(n: int = 60, seed: int = 0) -> list[PretrainingExample]:
         la, lb = (int(x) for x in torch.randint(3, 11, (2,), generator=g))
         a = ordinary[torch.multinomial(zipf, la, replacement=True, generator=g)].tolist()
         b = ordinary[torch.multinomial(zipf, lb, replacement=True, generator=g)].tolist()
-        out.append(PretrainingExample(*encode_pair(a, b, SPECIAL, max_len=23), nsp_label=i % 2))
+        out.append(PretrainingExample(*encode_pair(a, b, SPECIAL, max_len=23), pair_label=i % 2))
     return out
 
 
@@ -135,9 +134,9 @@ def test_autocast_dtype_wants_native_bfloat16(monkeypatch, capability, expected)
 def test_pretraining_losses_match_the_model():
     model = tiny_model(dropout=0.0, attention_dropout=0.0)
     batch = PretrainingBatches(examples(), SPECIAL, batch_size=13, seed=0)(0)
-    loss, mlm, nsp = pretraining_losses(model, batch)
+    loss, mlm, pair = pretraining_losses(model, batch)
     out = model(**batch)
-    assert torch.allclose(loss, out.loss) and torch.allclose(mlm, out.mlm_loss) and torch.allclose(nsp, out.nsp_loss)
+    assert torch.allclose(loss, out.loss) and torch.allclose(mlm, out.mlm_loss) and torch.allclose(pair, out.nsp_loss)
     assert loss.requires_grad and not mlm.requires_grad
 
 
@@ -164,7 +163,7 @@ def test_evaluate_pretraining_against_full_logits():
     assert metrics["mlm_tokens"] == total and metrics["pairs"] == pairs == 39
     assert metrics["mlm_accuracy"] == pytest.approx(correct / total)
     assert metrics["mlm_loss"] == pytest.approx(loss_sum / total, rel=1e-5)
-    assert metrics["nsp_accuracy"] == pytest.approx(nsp_correct / pairs)
+    assert metrics["pair_accuracy"] == pytest.approx(nsp_correct / pairs)
 
 
 # --- checkpoints ----------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ SUBPACKAGES = (
     "pretraining",
     "shipped",
     "tokenizers",
+    "training",
     "runtime",
 )
 __all__ = sorted(name for names in _MODULES.values() for name in names)

@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from book.tools.chapters import ROOT, Chapter, chapters
+from tinybert.checkpoint.atomic import write_atomically
 
 BUDGETS = ROOT / "book" / "budgets.json"
 MODES = ("quick", "normal")
@@ -209,9 +210,8 @@ def record(data: dict, stem: str, mode: str, entry: dict, note: str = "") -> dic
 
 
 def save(data: dict, path: Path = BUDGETS) -> None:
-    temporary = path.with_suffix(".json.part")
-    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    os.replace(temporary, path)
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    write_atomically(path, lambda temporary: Path(temporary).write_text(text))
 
 
 def lookup(data: dict, stem: str, mode: str, device: str = "cpu") -> dict | None:

@@ -53,6 +53,7 @@ from book.tools import grade_worker
 from book.tools.chapters import Chapter, cell_tags, chapters
 from book.tools.course import exercises
 from book.tools.editions import DIRECTIVE, coding_exercises
+from tinybert.checkpoint.atomic import write_atomically
 
 LABEL = re.compile(r"\{exercise-start\}[^\n]*\n:label:\s*(\S+)")
 SOLUTION_LABEL = re.compile(r"\{solution-start\}\s+(\S+)")
@@ -683,16 +684,17 @@ def csv_problem(target: Path, submissions: list[Path], *,
 
 def write_csv(results: list[Result], target: Path) -> None:
     """The grades as CSV, written to a temporary file beside ``target`` and then
-    renamed, so that an interrupted run never leaves half a file."""
-    temporary = target.with_name(f".{target.name}.part")
-    with open(temporary, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["submission", "chapter", "exercise", "passed", "points",
-                         "max_points", "message"])
-        for r in results:
-            writer.writerow([r.submission, r.chapter, r.exercise, int(r.passed),
-                             f"{r.points:g}", f"{r.max_points:g}", r.message])
-    os.replace(temporary, target)
+    renamed (write_atomically), so that an interrupted run never leaves half a file."""
+    def write(temporary: str) -> None:
+        with open(temporary, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["submission", "chapter", "exercise", "passed", "points",
+                             "max_points", "message"])
+            for r in results:
+                writer.writerow([r.submission, r.chapter, r.exercise, int(r.passed),
+                                 f"{r.points:g}", f"{r.max_points:g}", r.message])
+
+    write_atomically(target, write)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,20 @@ the two in step.
 """
 from __future__ import annotations
 
+# The layers of the package, lowest first: a subpackage (or top-level module) imports only
+# from its own layer or lower ones, imports inside functions counted, and nothing loops
+# (tests/test_layout.py). The "How this book is made" page lists them in this order.
+LAYERS = (
+    ("runtime", "reexport", "shipped"),
+    ("checkpoint",),
+    ("data",),
+    ("blocks", "corpus", "tokenizers"),
+    ("models",),
+    ("training",),
+    ("finetuning", "pretraining"),
+    ("commands", "diagrams", "exercises", "__init__", "__main__"),
+)
+
 PACKAGES = {
     "blocks": "The building blocks of chapters 01-06: activations and feed-forward "
               "networks, the recurrent encoder-decoder with additive attention, attention, "
@@ -16,9 +30,13 @@ PACKAGES = {
     "tokenizers": "Chapter 07's tokenizers (BPE, byte-level BPE, WordPiece, Unigram), "
                   "their trainers and their shared encoding output.",
     "models": "BERT (chapter 08) and the variants of chapters 12-14 (RoBERTa, DistilBERT, "
-              "ALBERT), with the converters to and from Hugging Face's weights.",
-    "checkpoint": "Saving and loading: model folders (chapter 08), training state "
-                  "(chapter 09) and the course's pretrained checkpoint (chapter 09).",
+              "ALBERT), the registry of saved classes, the converters to and from "
+              "Hugging Face's weights, and the course's pretrained checkpoint.",
+    "checkpoint": "Storage that knows no model class (chapter 08): files written all or "
+                  "nothing, and the readers of JSON and safetensors files.",
+    "training": "What pretraining (chapter 09) and fine-tuning (chapters 10 and 11) "
+                "share: special tokens, pair encoding, padding, sentence splitting, the "
+                "optimiser and its schedule, and a training run's saved state.",
     "pretraining": "Pretraining (chapter 09, with the variants' objectives of chapters "
                    "11-13): documents, masking, examples, the optimiser and the loop.",
     "finetuning": "Fine-tuning (chapters 10 and 11): features, heads, the training loop, "
@@ -70,25 +88,31 @@ MODULES = {
                       "registry, renamed weights, BERT's converters.",
     "models.convert_names": "Hugging Face's names for BERT: activations, configuration "
                             "fields and tensor names.",
+    "models.parity": "The parity report of every model against Hugging Face's, and the "
+                     "round trip of its weights.",
     "models.pretrained_encoder": "A real pretrained BERT read from a Hugging Face "
                                  "folder without transformers, and all-MiniLM-L6-v2.",
     "models.attention_analysis": "What trained heads attend to: word-level attention and "
                                  "the dependency-relation analysis.",
-    "checkpoint.files": "Model folders: every model class by name, config and "
-                        "weights saved and loaded.",
+    "checkpoint.files": "A model folder's file names and the checked readers of its "
+                        "JSON and safetensors files.",
+    "models.registry": "Every model class by name, and model folders (config and "
+                       "weights) saved and loaded.",
     "checkpoint.atomic": "Files written all or nothing: one file renamed into place, a "
                          "set of files swapped in together, an interrupted save undone.",
-    "checkpoint.state": "Training state (optimiser, schedule, step) saved and resumed.",
-    "checkpoint.pretrained": "The course's pretrained checkpoint, found and loaded.",
-    "pretraining.corpus": "Pretraining documents: sentences, books, articles, task text "
-                          "and segments.",
-    "pretraining.objective": "What happens to one batch: special tokens, its "
+    "training.state": "Training state (optimiser, schedule, step) saved and resumed.",
+    "models.course_checkpoint": "The course's pretrained checkpoint, found and loaded.",
+    "training.inputs": "BERT's inputs from text: special tokens, sentences, a pair "
+                       "encoded with its segment ids, and features padded to a batch.",
+    "pretraining.documents": "Pretraining documents: books, articles, task text "
+                             "and segments.",
+    "pretraining.objective": "What happens to one batch: its "
                              "masked-language-model corruption, its losses and one "
                              "training step.",
-    "pretraining.pairs": "Next-sentence-prediction pairs: segments paired, labelled and "
-                         "encoded as BERT reads them.",
-    "pretraining.examples": "Pretraining examples, padded features and their batches.",
-    "pretraining.optim": "AdamW with weight-decay groups, warm-up and decay, mixed "
+    "pretraining.pairs": "Next-sentence-prediction pairs: segments paired and "
+                         "labelled.",
+    "pretraining.examples": "Pretraining examples and their batches.",
+    "training.optim": "AdamW with weight-decay groups, warm-up and decay, mixed "
                          "precision.",
     "pretraining.interrupts": "Ctrl-C while training: a request the loop answers after "
                               "its step.",
@@ -96,17 +120,21 @@ MODULES = {
                               "of a run.",
     "pretraining.resume": "Resuming a pretraining run: the settings that must match, and "
                           "its state restored.",
-    "pretraining.loop": "The pretraining loop and its settings.",
-    "pretraining.run_checks": "What a run checks before it starts: its arguments, its "
-                              "folder and, when resumed, its data recipe.",
+    "pretraining.pretrain_loop": "The pretraining loop and its settings.",
+    "pretraining.settings": "A run's settings as dataclass fields with their help, "
+                            "their checks, and which a resumed run may change.",
+    "pretraining.recipe": "A pretraining run's settings, loop and data, in one frozen "
+                          "object that checks itself.",
+    "pretraining.run_checks": "What a run checks before it starts: its folder and, when "
+                              "resumed, its recipe and data.",
     "pretraining.run": "A whole run, end to end: `pretrain_bert`.",
     "pretraining.distributed": "Data-parallel pretraining across processes.",
     "finetuning.features": "Encoding single sentences, pairs and tagged words as padded "
                            "features.",
     "finetuning.heads": "Classification, tagging and span heads on an encoder.",
-    "finetuning.loop": "The fine-tuning loop and prediction.",
-    "finetuning.tasks": "Readers for the sentence tasks (Banking77, poem sentiment), a "
-                        "held-out split and samples per label.",
+    "finetuning.finetune_loop": "The fine-tuning loop and prediction.",
+    "finetuning.text_tasks": "Readers for the sentence tasks (Banking77, poem sentiment), "
+                             "a held-out split and samples per label.",
     "finetuning.tagging_tasks": "Readers for the word-tagging tasks: UD part-of-speech "
                                 "tags (CoNLL-U) and Universal NER (IOB2).",
     "finetuning.squad": "SQuAD's questions: the QA example, the course's split of the "

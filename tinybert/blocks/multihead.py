@@ -69,8 +69,8 @@ class MultiHeadAttention(nn.Module):
     W_h^K, c W_h^V): self-attention when ``context`` is None (c = x), cross-attention
     otherwise. Shapes: x (B, T, D), context (B, S, D), mask bool (True = may attend)
     broadcastable to (B, H, T, S). Returns (output (B, T, D), weights (B, H, T, S));
-    weights is None on the fast path (fused kernel), which need_weights=False asks for,
-    need_weights=True refuses, and None (the default) takes when fast=True.
+    weights is None on the fast path (fused kernel), taken when fast=True unless
+    need_weights=True asks for the weights (the explicit path).
     """
 
     def __init__(
@@ -108,9 +108,9 @@ class MultiHeadAttention(nn.Module):
         x: torch.Tensor,
         context: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
-        need_weights: bool | None = None,
+        need_weights: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        explicit = not self.fast if need_weights is None else bool(need_weights)
+        explicit = need_weights or not self.fast
         c = x if context is None else context
         self._check_inputs(x, c)
         # one product for Q, K, V

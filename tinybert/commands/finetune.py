@@ -9,11 +9,15 @@ or ``--checkpoint DIR``) or, with ``--from-hf``, from any Hugging Face BERT: a l
 folder is read by chapter 08's ``load_hf_bert`` (no ``transformers`` needed), a hub name
 such as ``google/bert_uncased_L-4_H-256_A-4`` through ``transformers`` and ``from_hf``
 (online, once: Hugging Face caches the files).
+
+Every option that is a keyword of ``finetune_task`` takes its default from that
+function's signature, so that the command and a call from Python give the same model.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import sys
 
@@ -37,14 +41,27 @@ def _learning_rate(text: str) -> float:
     return value
 
 
-# (option, type, default, help) of the options that take one value with a default;
-# argparse writes the default into the help
+# (option, type, help) of the options that take one value, each the finetune_task
+# keyword of the same name, whose default argparse writes into the help
 _SETTINGS = (
-    ("--epochs", at_least(1), 3, "passes over the training examples"),
-    ("--lr", _learning_rate, 1e-4, "peak learning rate"),
-    ("--batch-size", at_least(1), 32, "examples per step"),
-    ("--seed", seed_number, 0, "random seed"),
+    ("--epochs", at_least(1), "passes over the training examples"),
+    ("--lr", _learning_rate, "peak learning rate"),
+    ("--batch-size", at_least(1), "examples per step"),
+    ("--seed", seed_number, "random seed"),
 )
+
+
+def library_defaults() -> dict[str, object]:
+    """finetune_task's keywords and their defaults: the defaults of this command."""
+    from tinybert.finetuning.recipes import finetune_task
+
+    parameters = inspect.signature(finetune_task).parameters.values()
+    return {p.name: p.default for p in parameters if p.kind is p.KEYWORD_ONLY}
+
+
+def _keyword(flag: str) -> str:
+    """The finetune_task keyword of an option: "--batch-size" -> "batch_size"."""
+    return flag.removeprefix("--").replace("-", "_")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     # a bad TINYBERT_QUICK raises ValueError here, which `tinybert` reports as a message
     is_quick()
+    defaults = library_defaults()
 
     parser.add_argument("task", choices=TASKS, help="the task to fine-tune on")
     parser.add_argument(
@@ -81,22 +99,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "no-pretraining baseline)"
         ),
     )
-    for flag, kind, default, text in _SETTINGS:
+    for flag, kind, text in _SETTINGS:
         parser.add_argument(
-            flag, type=kind, default=default, help=f"{text} (default: %(default)s)"
+            flag,
+            type=kind,
+            default=defaults[_keyword(flag)],
+            help=f"{text} (default: %(default)s)",
         )
     for flag, verb, split in (
         ("--train-examples", "train", "training"),
         ("--eval-examples", "evaluate", "evaluation"),
     ):
-        text = f"{verb} on N examples spread evenly over the {split} set (default: all)"
-        add_count(parser, flag, 1, text, metavar="N")
+        text = (
+            f"{verb} on N examples spread evenly over the {split} set, at most all "
+            "of them (default: all)"
+        )
+        add_count(parser, flag, 1, text, defaults[_keyword(flag)], metavar="N")
     add_count(
         parser,
         "--trainable-layers",
         0,
         "update only the top K encoder layers and the head; 0 = the head alone "
         "(default: update everything)",
+        defaults["trainable_layers"],
         metavar="K",
     )
     parser.add_argument(
@@ -105,14 +130,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="evaluate on the test split instead of the validation split "
         "(not squad, whose one evaluation set is its validation split)",
     )
+    # None when not given: the library's default then, and no error for the tasks
+    # without a sentence label, which refuse --pooling (_usage_problem)
     parser.add_argument(
         "--pooling",
         choices=("mean", "pooler"),
         default=None,
-        help="sentence summary for banking77/poem_sentiment only: the mean "
-        "of the final vectors (default; the shipped checkpoint "
-        "learned MLM alone) or the pooled [CLS] vector, which "
-        "only NSP trains",
+        help="sentence summary for banking77/poem_sentiment only: the pooled [CLS] "
+        "vector, which only NSP pretrains, or the mean of the final vectors, the "
+        "better start for the shipped checkpoint, which learned MLM alone "
+        f"(default: {defaults['pooling']})",
     )
 
 
@@ -144,29 +171,9 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _notes_on_sizes(args: argparse.Namespace) -> list[str]:
-    """A note for --train-examples or --eval-examples larger than the set they pick
-    from: all of it is used."""
-    from tinybert.finetuning.recipes import task_data
-
-    notes = []
-    for flag, wanted, split in (
-        ("--train-examples", args.train_examples, "train"),
-        ("--eval-examples", args.eval_examples, "test" if args.test else "validation"),
-    ):
-        if wanted is not None:
-            available = len(task_data(args.task, split)[0])
-            if wanted > available:
-                notes.append(
-                    f"note: {flag} {wanted:,} is more than the {available:,} "
-                    f"{split} examples of {args.task}; using all {available:,}"
-                )
-    return notes
-
-
 def run(args: argparse.Namespace) -> int:
     from tinybert.models.bert import BertModel
-    from tinybert.checkpoint.pretrained import load_pretrained
+    from tinybert.models.course_checkpoint import load_pretrained
     from tinybert.finetuning.recipes import finetune_task
     from tinybert.runtime import fix_malloc_threshold, get_device, seed_everything
 
@@ -175,14 +182,13 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         return _error(problem)
     try:
-        notes = _notes_on_sizes(args)
         if args.from_hf is not None:
             encoder, tokenizer, source = load_hf(args.from_hf)
         else:
-            pretrained = load_pretrained(args.checkpoint, train_if_missing=False)
+            pretrained = load_pretrained(args.checkpoint)
             encoder, tokenizer = encoder_of(pretrained.model), pretrained.tokenizer
             source = f"the checkpoint in {pretrained.directory}"
-    except (OSError, ValueError) as error:  # no such encoder, no data
+    except (OSError, ValueError) as error:  # no such encoder
         return _error(str(error))
     layers = getattr(getattr(encoder, "encoder", None), "layers", None)
     if args.trainable_layers is not None and layers is not None:
@@ -197,8 +203,6 @@ def run(args: argparse.Namespace) -> int:
         source = f"random initialisation (the architecture of {source})"
     encoder = encoder.to(get_device())
     print(f"fine-tuning on {args.task} from {source}")
-    for note in notes:
-        print(note)
     try:
         outcome = finetune_task(
             args.task,
@@ -212,11 +216,15 @@ def run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             trainable_layers=args.trainable_layers,
             seed=args.seed,
-            pooling=args.pooling or "mean",
+            pooling=args.pooling or library_defaults()["pooling"],
             desc=args.task,
         )
-    except (OSError, ValueError) as error:  # e.g. data that cannot be read
-        return _error(str(error))
+    # data that cannot be read, more examples than a split holds
+    except (OSError, ValueError) as error:  # the library names its arguments
+        message = str(error)
+        for name in ("train_examples", "eval_examples"):
+            message = message.replace(f"{name}:", f"--{name.replace('_', '-')}:")
+        return _error(message)
     except FloatingPointError as error:  # diverged: nothing to report but that
         return _error(str(error), code=1)
     except KeyboardInterrupt:  # Ctrl-C: nothing was saved, so nothing is lost

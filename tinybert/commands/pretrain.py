@@ -4,8 +4,8 @@ corpus (chapter 09).
 Thin on purpose: it turns command-line arguments into a call of
 ``tinybert.pretraining.run.pretrain_bert``, which the chapter builds and explains. Runs
 under ``torchrun --nproc_per_node=N`` too (DistributedDataParallel; only rank 0
-prints and saves). Its options, and the keyword arguments they give, are in
-``tinybert.commands.pretrain_arguments``.
+prints and saves). Its options, made from the fields of the recipe, and the recipe
+they give are in ``tinybert.commands.pretrain_arguments``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from tinybert.commands.pretrain_arguments import (
-    add_arguments,
-    pretrain_bert_arguments,
-)
+from tinybert.commands.pretrain_arguments import add_arguments, flag, recipe_from_args
 
 __all__ = ["add_arguments", "run"]
 
@@ -91,12 +88,34 @@ def _interrupted(
     )
 
 
+# the library's words for this command's run controls, and the options that set them
+_CONTROLS = {
+    "resume=True": "--resume",
+    "resume=False": "without --resume",
+    "overwrite=True": "--overwrite",
+}
+
+
+def _in_options(message: str) -> str:
+    """A library error told in this command's options (the library knows none)."""
+    for words, option in _CONTROLS.items():
+        message = message.replace(words, option)
+    return message
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
     from tinybert.pretraining.distributed import init_distributed
     from tinybert.pretraining.run import pretrain_bert
+    from tinybert.pretraining.settings import SettingError
     from tinybert.runtime import fix_malloc_threshold
+
+    try:  # the recipe checks itself, before anything else happens
+        recipe = recipe_from_args(args)
+    except ValueError as error:
+        print(f"tinybert pretrain: error: {error}", file=sys.stderr)
+        return 2
 
     # else the heap grows ~25 MB a step (see its docstring)
     fix_malloc_threshold()
@@ -117,10 +136,22 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         history = pretrain_bert(
-            args.out, **pretrain_bert_arguments(args), device=device, dist=dist
+            args.out,
+            recipe,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            stop_after=args.stop_after,
+            device=device,
+            dist=dist,
         )
+    except SettingError as error:  # named by its field: say its option
+        print(
+            f"tinybert pretrain: error: {flag(error.name)}: {error.message}",
+            file=sys.stderr,
+        )
+        return 2
     except (ValueError, OSError) as error:  # arguments, folder, data
-        print(f"tinybert pretrain: error: {error}", file=sys.stderr)
+        print(f"tinybert pretrain: error: {_in_options(str(error))}", file=sys.stderr)
         return 2
     except FloatingPointError as error:  # diverged: the last checkpoint is kept
         print(f"tinybert pretrain: error: {error}", file=sys.stderr)

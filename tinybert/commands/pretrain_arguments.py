@@ -1,14 +1,18 @@
-"""Hand-written: the options of ``tinybert pretrain`` (chapter 09) and the keyword
-arguments of ``tinybert.pretraining.run.pretrain_bert`` that they give.
+"""Hand-written: the options of ``tinybert pretrain`` (chapter 09), made from the fields
+of ``tinybert.pretraining.recipe.PretrainingRecipe``, and the recipe they give.
 
 ``tinybert.commands.pretrain`` re-exports ``add_arguments``; its ``run`` calls
-``pretrain_bert`` with ``pretrain_bert_arguments(args)``.
+``pretrain_bert`` with ``recipe_from_args(args)``. No option is written here twice: a
+new field of the recipe is a new option, with its type, default and help.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import typing
+from dataclasses import MISSING
 
 
 def _override(text: str) -> tuple[str, object]:
@@ -79,22 +83,87 @@ def _folder(text: str) -> str:
     return text
 
 
-# (option, type, default, help) of the options that take one value with a default;
-# argparse writes the default into the help
-_SETTINGS = (
-    ("--steps", at_least(1), 1000, "optimizer steps in the whole run"),
-    ("--batch-size", at_least(1), 32, "sequences per step and process"),
-    ("--lr", float, 1e-3, "peak learning rate"),
-    ("--warmup", float, 0.05, "fraction of steps to warm up"),
-    ("--vocab-size", at_least(1), 8192, "WordPiece vocabulary size"),
-    ("--vocab-min-count", at_least(1), 40, "a pair must occur this often to be merged"),
-    ("--eval-every", at_least(1), 100, "held-out evaluation every N steps"),
-    ("--eval-batches", at_least(1), 25, "held-out batches per evaluation"),
-    ("--seed", seed_number, 0, "random seed"),
-)
+# A recipe field's option is its name with dashes; these are spelled otherwise (the
+# first spelling is the one messages use). The shipped checkpoint's command line
+# (tinybert/shipped/bert-mini/train.log) uses --set, --warmup and --mask-probability.
+SPELLINGS = {
+    "overrides": ("--set",),
+    "warmup_fraction": ("--warmup-fraction", "--warmup"),
+    "mlm_probability": ("--mlm-probability", "--mask-probability"),
+    "stop_after": ("--stop-after",),
+}
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def flag(name: str) -> str:
+    """The option that sets the recipe field (or run control) ``name``."""
+    return SPELLINGS.get(name, ("--" + name.replace("_", "-"),))[0]
+
+
+def _number(kind: type):
+    """An argparse type: an int or a float, with a message that says which."""
+
+    def parse(text: str):
+        try:
+            return kind(text)
+        except ValueError:
+            what = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _recipe_class():
+    from tinybert.pretraining.recipe import PretrainingRecipe
+
+    return PretrainingRecipe
+
+
+def _add_setting(parser: argparse.ArgumentParser, field, kind) -> None:
+    """One option made from one field of the recipe: its name, type, default, help."""
+    text = field.metadata.get("help", "")
+    default = field.default if field.default_factory is MISSING else None
+    names = SPELLINGS.get(field.name, (flag(field.name),))
+    if kind is bool:
+        parser.add_argument(
+            *names,
+            action=argparse.BooleanOptionalAction,
+            default=default,
+            help=f"{text} (default: %(default)s)",
+        )
+    elif kind is dict:  # KEY=VALUE, repeatable
+        parser.add_argument(
+            *names,
+            dest=field.name,
+            action="append",
+            type=_override,
+            default=[],
+            metavar="KEY=VALUE",
+            help=f"{text} (repeatable)",
+        )
+    else:
+        value_type = {int: _number(int), float: _number(float), str: str}[kind]
+        parser.add_argument(
+            *names,
+            dest=field.name,
+            type=value_type,
+            default=default,
+            choices=field.metadata.get("choices"),
+            metavar=None if field.metadata.get("choices") else field.name.upper(),
+            help=f"{text} (default: %(default)s)",
+        )
+
+
+def _field_kind(annotation) -> type:
+    """int, float, str, bool or dict: the type an option parses (None allowed too)."""
+    kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
+    return kinds[0] if kinds else annotation
+
+
+def add_arguments(parser: argparse.ArgumentParser, recipe_class=None) -> None:
+    """The options of ``tinybert pretrain``: the run's folder and its controls, then one
+    option per field of the recipe (PretrainingRecipe), made from the field."""
+    recipe_class = recipe_class or _recipe_class()
     parser.add_argument(
         "--out",
         required=True,
@@ -102,69 +171,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="output folder: vocab.txt, model.safetensors, "
         "config.json, metrics.json, loss_curves.png, training_state/",
     )
-    parser.add_argument(
-        "--preset", default="bert-mini", help="BertConfig preset (default: bert-mini)"
-    )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        type=_override,
-        default=[],
-        metavar="KEY=VALUE",
-        help=("override a BertConfig field, e.g. --set n_layers=2 (repeatable)"),
-    )
-    for flag, kind, default, text in _SETTINGS:
-        parser.add_argument(
-            flag, type=kind, default=default, help=f"{text} (default: %(default)s)"
-        )
-    add_count(
-        parser,
-        "--checkpoint-every",
-        0,
-        "save a resumable checkpoint every N steps (0: only at the end)",
-        default=0,
-    )
-    parser.add_argument(
-        "--vocab-score",
-        choices=("count", "likelihood"),
-        default="count",
-        help="merge the most frequent pair (count, as Hugging Face's "
-        "trainer does) or the most associated one (likelihood, "
-        "the Hugging Face course's ratio of chapter 7); default: count",
-    )
-    parser.add_argument(
-        "--static-masking",
-        action="store_true",
-        help="mask each example once (BERT) "
-        "instead of per batch (RoBERTa's dynamic masking, the default)",
-    )
-    parser.add_argument(
-        "--objective",
-        choices=("mlm+nsp", "mlm"),
-        default="mlm+nsp",
-        help="mlm+nsp: BERT's pairs and both losses (default); mlm: "
-        "single segments and the MLM loss alone (RoBERTa)",
-    )
-    parser.add_argument(
-        "--mask-probability",
-        type=float,
-        default=0.15,
-        help="share of tokens chosen for the MLM loss in training "
-        "(default: 0.15; held-out evaluation always uses 0.15)",
-    )
-    parser.add_argument(
-        "--adam-beta2",
-        type=float,
-        default=0.999,
-        help="AdamW's beta2 (default: 0.999 as in BERT; RoBERTa: 0.98)",
-    )
-    parser.add_argument(
-        "--task-text",
-        action="store_true",
-        help=("add the unlabelled training text of chapter 10's tasks to the corpus"),
-    )
-    add_count(parser, "--max-documents", 1, "use only the first N documents (tests)")
     parser.add_argument(
         "--resume",
         action="store_true",
@@ -195,6 +201,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="torch CPU threads (torch.set_num_threads), at most the machine's cores",
     )
+    group = parser.add_argument_group(
+        "the recipe", "what the run learns; saved whole with the run"
+    )
+    hints = typing.get_type_hints(recipe_class)
+    for field in dataclasses.fields(recipe_class):
+        _add_setting(group, field, _field_kind(hints[field.name]))
 
 
 def thread_count(text: str) -> int:
@@ -216,31 +228,17 @@ def thread_count(text: str) -> int:
     return value
 
 
-def pretrain_bert_arguments(args: argparse.Namespace) -> dict:
-    """``pretrain_bert``'s keyword arguments, read from the parsed command line in
-    one place: all of them but ``device`` and ``dist``, which depend on the processes
-    the run is launched with."""
-    return dict(
-        preset=args.preset,
-        overrides=dict(args.overrides),
-        steps=args.steps,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        warmup_fraction=args.warmup,
-        vocab_size=args.vocab_size,
-        vocab_min_count=args.vocab_min_count,
-        vocab_score=args.vocab_score,
-        eval_every=args.eval_every,
-        eval_batches=args.eval_batches,
-        checkpoint_every=args.checkpoint_every,
-        seed=args.seed,
-        max_documents=args.max_documents,
-        dynamic_masking=not args.static_masking,
-        resume=args.resume,
-        stop_after=args.stop_after,
-        objective=args.objective,
-        mlm_probability=args.mask_probability,
-        adam_beta2=args.adam_beta2,
-        task_text=args.task_text,
-        overwrite=args.overwrite,
-    )
+def recipe_from_args(args: argparse.Namespace, recipe_class=None):
+    """The recipe the parsed command line asks for, checked (its __post_init__). A
+    setting it refuses raises ValueError naming the option."""
+    from tinybert.pretraining.pretrain_loop import SettingError
+
+    recipe_class = recipe_class or _recipe_class()
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(recipe_class)}
+    for name, value in values.items():
+        if isinstance(value, list):  # KEY=VALUE pairs
+            values[name] = dict(value)
+    try:
+        return recipe_class(**values)
+    except SettingError as error:
+        raise ValueError(f"{flag(error.name)}: {error.message}") from None

@@ -11,11 +11,11 @@ code, so they are not listed here. The one pretrained model the course borrows,
 all-MiniLM-L6-v2, is registered the same way, and ``fetch_group("minilm")``
 returns its folder.
 
-The entries themselves are in ``tinybert.data.corpora`` (text, with the Project
-Gutenberg books in ``tinybert.data.gutenberg``), ``tinybert.data.tasks`` (labelled data)
-and ``tinybert.data.models`` (the pretrained model). Finding, downloading and verifying
-one file is ``tinybert.data.fetching``; this package holds the registry, looks names up
-and fetches by name or by group.
+The entries themselves are in ``tinybert.data.corpus_files`` (text, with the Project
+Gutenberg books in ``tinybert.data.gutenberg``), ``tinybert.data.task_files`` (labelled
+data) and ``tinybert.data.model_files`` (the pretrained model). Finding, downloading and
+verifying one file is ``tinybert.data.fetching``; this package holds the registry, looks
+names up and fetches by name or by group.
 
 Two classification tasks are derived from registered files by tinybert's own code, so
 that they need nothing but the registry: ``read_sentence_polarity(split)`` splits the
@@ -26,11 +26,10 @@ Sentence Polarity zip (``tinybert.data.sentence_polarity``) and
 
 from __future__ import annotations
 
-import contextlib
 import difflib
+import functools
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from types import MappingProxyType
 
@@ -56,7 +55,8 @@ __all__ = [
 ]
 
 
-from tinybert.data import corpora, models, tasks
+from tinybert.checkpoint.atomic import write_atomically
+from tinybert.data import corpus_files, model_files, task_files
 from tinybert.data.authorship import AUTHORS, read_authorship
 from tinybert.data.entry import DataFile
 from tinybert.data.fetching import (
@@ -70,7 +70,7 @@ from tinybert.data.fetching import (
 )
 from tinybert.data.sentence_polarity import POLARITY_LABELS, read_sentence_polarity
 
-_ENTRIES = [*corpora.ENTRIES, *tasks.ENTRIES, *models.ENTRIES]
+_ENTRIES = [*corpus_files.ENTRIES, *task_files.ENTRIES, *model_files.ENTRIES]
 
 #: Every registered file, by name, in the order above. Read-only: build a DataFile
 #: to try others.
@@ -143,15 +143,6 @@ def fetch_group(prefix: str, *, timeout: float = 60.0) -> Path:
         target = cache_dir() / entry.relpath
         if path != target:
             target.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(
-                dir=target.parent, prefix=f".{target.name}."
-            )
-            os.close(handle)
-            try:
-                shutil.copyfile(path, temporary)
-                os.replace(temporary, target)  # atomic, as for a download
-            except BaseException:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(temporary)
-                raise
+            copy = functools.partial(shutil.copyfile, path)  # copy(temporary path)
+            write_atomically(target, copy)  # as for a download
     return cache_dir() / folder

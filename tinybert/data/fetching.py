@@ -16,13 +16,13 @@ import contextlib
 import hashlib
 import http.client
 import os
-import tempfile
 import time
 import urllib.error
 import urllib.request
 import warnings
 from pathlib import Path
 
+from tinybert.checkpoint.atomic import write_atomically
 from tinybert.data.entry import DataFile
 
 __all__ = [
@@ -97,11 +97,10 @@ def _verify(entry: DataFile, path: Path, what_to_do: str) -> None:
 
 def _download(entry: DataFile, target: Path, timeout: float) -> None:
     """Download ``entry.url`` to a temporary file beside ``target``, check it,
-    then rename it.
+    then rename it (``write_atomically``).
 
-    The temporary file sits in the target's own folder so that ``os.replace`` is an
-    atomic rename: nobody ever sees a half-written file under the final name. A failure
-    leaves nothing behind, not even the folders made for the file.
+    Nobody ever sees a half-written file under the final name. A failure leaves
+    nothing behind, not even the folders made for the file.
     """
     created = [
         folder
@@ -109,13 +108,11 @@ def _download(entry: DataFile, target: Path, timeout: float) -> None:
         if not folder.exists()
     ]
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.", suffix=".part"
-    )
-    try:
+
+    def download(temporary: str) -> None:
         digest = hashlib.sha256()
         with (
-            os.fdopen(handle, "wb") as out,
+            open(temporary, "wb") as out,
             urllib.request.urlopen(entry.url, timeout=timeout) as response,
         ):
             for block in iter(lambda: response.read(1 << 20), b""):
@@ -127,10 +124,10 @@ def _download(entry: DataFile, target: Path, timeout: float) -> None:
                 f"its sha256 is {digest.hexdigest()}, expected {entry.sha256}. The "
                 f"download was discarded."
             )
-        os.replace(temporary, target)
+
+    try:
+        write_atomically(target, download)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
         # deepest first; rmdir refuses any folder that is not empty
         for folder in created:
             with contextlib.suppress(OSError):

@@ -1,7 +1,7 @@
 """Hand-written: the registry's Project Gutenberg books, twelve novels by Austen,
 Dickens, Twain and Conan Doyle, each pinned by URL and SHA-256 as GITenberg mirrors them
-unchanged; ``book`` makes the entry of one eBook. ``tinybert.data.corpora`` lists them
-after the other text corpora."""
+unchanged; ``book`` makes the entry of one eBook. ``tinybert.data.corpus_files`` lists
+them after the other text corpora."""
 
 from __future__ import annotations
 

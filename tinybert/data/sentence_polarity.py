@@ -12,7 +12,7 @@ from __future__ import annotations
 import zipfile
 
 from tinybert.data.fetching import fetch_file
-from tinybert.data.tasks import ENTRIES
+from tinybert.data.task_files import ENTRIES
 
 __all__ = ["POLARITY_LABELS", "SPLITS", "read_sentence_polarity"]
 

@@ -13,8 +13,8 @@ import torch
 
 from tinybert.exercises._assertions import answers_required
 from tinybert.exercises._assertions import checked_pairs, origin
-from tinybert.pretraining.objective import SpecialTokens
-from tinybert.pretraining.optim import linear_warmup_decay
+from tinybert.training.inputs import SpecialTokens
+from tinybert.training.optim import linear_warmup_decay
 
 __all__ = ["check_bert_mask", "check_nsp_pairs", "check_warmup_decay_lr"]
 

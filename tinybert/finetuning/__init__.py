@@ -11,11 +11,11 @@ from tinybert.reexport import lazy_reexports
 _MODULES = {
     'feature_based': ['LinearProbe', 'labelled_vectors', 'train_probe'],
     'features': ['batches', 'encode_sentences', 'encode_tagged', 'first_piece_labels'],
+    'finetune_loop': ['FinetuneResult', 'finetune', 'predict'],
     'heads': ['ClassifierOutput', 'POOLINGS', 'QuestionAnswerer', 'SequenceClassifier',
               'SpanOutput', 'TokenClassifier', 'set_trainable_layers'],
     'ladder': ['LADDER', 'LADDER_LRS', 'LadderArm', 'LadderTask', 'ladder_arms',
                'ladder_score', 'ner_tags'],
-    'loop': ['FinetuneResult', 'finetune', 'predict'],
     'metrics': ['accuracy', 'confusion_matrix', 'entity_scores', 'entity_spans',
                 'normalize_answer', 'per_class_accuracy', 'squad_evaluate',
                 'squad_exact_match', 'squad_f1'],
@@ -29,9 +29,9 @@ _MODULES = {
     'squad': ['QAExample', 'load_squad_dev_split', 'read_squad', 'split_squad'],
     'tagging_tasks': ['NER_TAGS', 'TaggedSentence', 'UPOS_TAGS', 'read_conllu',
                       'read_iob2'],
-    'tasks': ['POEM_LABELS', 'TextExample', 'evenly_spaced', 'holdout_split',
-              'per_label', 'read_banking77', 'read_labelled_csv',
-              'read_poem_sentiment'],
+    'text_tasks': ['POEM_LABELS', 'TextExample', 'evenly_spaced', 'holdout_split',
+                   'per_label', 'read_banking77', 'read_labelled_csv',
+                   'read_poem_sentiment'],
 }  # fmt: skip
 __all__ = sorted(name for names in _MODULES.values() for name in names)
 __getattr__, __dir__ = lazy_reexports(__name__, _MODULES)

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.pretraining.examples import pad_features  # chapter 9
+from tinybert.training.inputs import pad_features  # chapter 9
 
 
 # Built in chapter 11, section "Feature-based BERT: which layer?":

@@ -15,9 +15,9 @@ __all__ = ['encode_sentences', 'batches', 'first_piece_labels',
 import torch
 
 from tinybert.models.bert_heads import IGNORE_INDEX
-from tinybert.pretraining.examples import pad_features  # chapter 9
-from tinybert.pretraining.pairs import encode_pair  # chapter 9
-from tinybert.pretraining.objective import SpecialTokens
+from tinybert.training.inputs import pad_features  # chapter 9
+from tinybert.training.inputs import encode_pair  # chapter 9
+from tinybert.training.inputs import SpecialTokens
 
 
 # Built in chapter 10, section "Features and batches":

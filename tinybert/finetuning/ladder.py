@@ -22,7 +22,7 @@ from torch import nn
 
 from tinybert.finetuning.features import encode_tagged
 from tinybert.finetuning.heads import TokenClassifier
-from tinybert.finetuning.loop import finetune, predict
+from tinybert.finetuning.finetune_loop import finetune, predict
 from tinybert.finetuning.recipes import finetune_task
 from tinybert.finetuning.tagging_tasks import NER_TAGS
 from tinybert.models.bert import BertModel
@@ -76,9 +76,9 @@ def ladder_arms(checkpoint: str | Path | None = None) -> dict[str, LadderArm]:
     from tinybert.models.pretrained_encoder import load_minilm
 
     # chapter 9: the course's checkpoint
-    from tinybert.checkpoint.pretrained import load_pretrained
+    from tinybert.models.course_checkpoint import load_pretrained
 
-    course = load_pretrained(checkpoint, train_if_missing=False)
+    course = load_pretrained(checkpoint)
     config = replace(course.config, dropout=0.1, attention_dropout=0.1)
     weights = course.model.bert.state_dict()
     real = load_minilm()

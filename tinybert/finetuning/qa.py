@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
-from tinybert.pretraining.pairs import encode_pair  # chapter 9
-from tinybert.pretraining.objective import SpecialTokens
-from tinybert.finetuning.loop import predict
+from tinybert.training.inputs import encode_pair  # chapter 9
+from tinybert.training.inputs import SpecialTokens
+from tinybert.finetuning.finetune_loop import predict
 from tinybert.finetuning.squad import QAExample
 
 

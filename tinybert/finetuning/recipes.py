@@ -23,9 +23,9 @@ from tinybert.data import (
     read_authorship,
     read_sentence_polarity,
 )
-from tinybert.finetuning.loop import FinetuneResult, finetune, predict
+from tinybert.finetuning.finetune_loop import FinetuneResult, finetune, predict
 from tinybert.finetuning.features import encode_sentences, encode_tagged
-from tinybert.pretraining.objective import SpecialTokens
+from tinybert.training.inputs import SpecialTokens
 from tinybert.finetuning.heads import (
     QuestionAnswerer,
     SequenceClassifier,
@@ -36,7 +36,7 @@ from tinybert.finetuning.metrics import accuracy, squad_evaluate
 from tinybert.finetuning.qa import make_qa_features, predict_answers
 from tinybert.finetuning.squad import load_squad_dev_split, read_squad
 from tinybert.finetuning.tagging_tasks import UPOS_TAGS, read_conllu
-from tinybert.finetuning.tasks import (
+from tinybert.finetuning.text_tasks import (
     POEM_LABELS,
     TextExample,
     evenly_spaced,
@@ -117,16 +117,27 @@ def finetune_task(
     batch_size: int = 32,
     trainable_layers: int | None = None,
     seed: int = 0,
-    pooling: str = "pooler",
+    pooling: str = "mean",
     train_per_label: int | None = None,
     desc: str | None = None,
 ) -> TaskRun:
     """Fine-tune a new head over ``encoder`` on ``task`` and score it. The example
-    counts pick evenly spread subsets (None = everything); ``train_per_label`` instead
-    takes that many training examples of every label (sentence tasks); ``pooling`` is
-    the sentence classifiers' summary (see SequenceClassifier)."""
+    counts pick evenly spread subsets (None = everything; more than the split holds is
+    an error); ``train_per_label`` instead takes that many training examples of every
+    label (sentence tasks); ``pooling`` is the sentence classifiers' summary (see
+    SequenceClassifier): the mean by default, since the course's checkpoint learned
+    MLM alone and its pooler was never trained (BERT's own pooler: "pooler")."""
     train, labels = task_data(task, "train")
     evaluation, _ = task_data(task, eval_split)
+    for name, wanted, examples, split in (
+        ("train_examples", train_examples, train, "train"),
+        ("eval_examples", eval_examples, evaluation, eval_split),
+    ):
+        if wanted is not None and wanted > len(examples):
+            raise ValueError(
+                f"{name}: expected at most {len(examples):,}, the {split} examples "
+                f"of {task}; got {wanted:,}"
+            )
     train, evaluation = (
         evenly_spaced(train, train_examples),
         evenly_spaced(evaluation, eval_examples),

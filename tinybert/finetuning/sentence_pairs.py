@@ -23,13 +23,13 @@ import torch
 
 from tinybert.finetuning.heads import SequenceClassifier
 from tinybert.finetuning.ladder import LadderArm
-from tinybert.finetuning.loop import finetune, predict
+from tinybert.finetuning.finetune_loop import finetune, predict
 from tinybert.finetuning.metrics import accuracy
 from tinybert.finetuning.squad import load_squad_dev_split, split_squad
-from tinybert.finetuning.tasks import evenly_spaced
-from tinybert.pretraining.corpus import split_sentences  # chapter 9
-from tinybert.pretraining.objective import SpecialTokens  # chapter 9
-from tinybert.pretraining.pairs import encode_pair  # chapter 9
+from tinybert.finetuning.text_tasks import evenly_spaced
+from tinybert.training.inputs import split_sentences  # chapter 9
+from tinybert.training.inputs import SpecialTokens  # chapter 9
+from tinybert.training.inputs import encode_pair  # chapter 9
 from tinybert.runtime import get_device, pick
 
 

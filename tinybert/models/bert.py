@@ -213,7 +213,7 @@ class BertModel(nn.Module):
                 f"{type(config).__name__}"
             )
         self.config = config
-        # what tinybert.checkpoint.files needs to rebuild it
+        # what tinybert.models.registry needs to rebuild it
         self.init_kwargs = {"add_pooler": add_pooler}
         self.embeddings = self.embeddings_class(config)
         self.encoder = self.encoder_class(config)

@@ -102,9 +102,7 @@ class BertLayer(nn.Module):
         output_attentions: bool = False,
     ):
         # weights only when asked for; otherwise the path that config.fast chose
-        attend = partial(
-            self.attention, mask=mask, need_weights=True if output_attentions else None
-        )
+        attend = partial(self.attention, mask=mask, need_weights=output_attentions)
         if self.norm_first:  # pre-LN: norm, then add
             h, weights = attend(self.attention_norm(x))
             x = x + self.dropout(h)

@@ -22,6 +22,7 @@ from torch import nn
 from tinybert.checkpoint.files import unique_state_dict
 from tinybert.models.bert import BertModel
 from tinybert.models.bert_heads import BertForMaskedLM, BertForPreTraining
+from tinybert.models.registry import FAMILY_MODULES  # every family, in one table
 from tinybert.models.convert_names import (  # the tables of names, below
     bert_config_from_hf,
     bert_config_to_hf,
@@ -43,22 +44,14 @@ class Converter:
 # keyed by the Hugging Face class name (no transformers import needed)
 _FROM_HF: dict[str, Converter] = {}
 _TO_HF: dict[type, Converter] = {}  # keyed by our class
-# chapter 12 registers RoBERTa's converters,
-_FAMILY_MODULES = {
-    "Roberta": "tinybert.models.roberta",
-    # chapter 13 DistilBERT's,
-    "DistilBert": "tinybert.models.distilbert",
-    # chapter 14 ALBERT's
-    "Albert": "tinybert.models.convert_albert",
-}
 
 
 # Built in chapter 8, section "Converting to and from Hugging Face":
 # chapters/08_bert.html#converting-to-and-from-hugging-face
 def _import_family(class_name: str) -> None:
     """Import the module that registers the converters of ``class_name``'s family (by
-    its prefix)."""
-    for prefix, module in _FAMILY_MODULES.items():
+    its prefix), as the registry of classes lists it (FAMILY_MODULES)."""
+    for prefix, module in FAMILY_MODULES.items():
         if class_name.startswith(prefix):
             importlib.import_module(module)
 

@@ -36,7 +36,7 @@ def evaluate_pretraining(
     model.eval()
     device = next(model.parameters()).device
     total = dict.fromkeys(
-        ["mlm_loss", "mlm_correct", "mlm_tokens", "nsp_loss", "nsp_correct", "pairs"],
+        ["mlm_loss", "mlm_correct", "mlm_tokens", "pair_loss", "pair_correct", "pairs"],
         0.0,
     )
     for batch in batches:
@@ -52,8 +52,8 @@ def evaluate_pretraining(
         if "pair_labels" not in batch:
             continue
         b = len(batch["pair_labels"])
-        total["nsp_loss"] += out.pair_loss.item() * b
-        total["nsp_correct"] += (
+        total["pair_loss"] += out.pair_loss.item() * b
+        total["pair_correct"] += (
             (out.pair_logits.argmax(-1) == batch["pair_labels"]).sum().item()
         )
         total["pairs"] += b
@@ -71,8 +71,8 @@ def evaluate_pretraining(
     }
     if total["pairs"]:
         metrics.update(
-            nsp_loss=total["nsp_loss"] / total["pairs"],
-            nsp_accuracy=total["nsp_correct"] / total["pairs"],
+            pair_loss=total["pair_loss"] / total["pairs"],
+            pair_accuracy=total["pair_correct"] / total["pairs"],
         )
     return metrics
 
@@ -86,13 +86,15 @@ def evaluation_line(history: dict, steps: int) -> str:
     train = (
         f"train loss {history['train'][-1]['loss']:.3f} | " if history["train"] else ""
     )
-    nsp = (
-        f" | NSP acc {metrics['nsp_accuracy']:.3f}" if "nsp_accuracy" in metrics else ""
+    pair = (
+        f" | pair acc {metrics['pair_accuracy']:.3f}"
+        if "pair_accuracy" in metrics
+        else ""
     )
     return (
         f"step {metrics['step']:>6}/{steps} | {train}held-out MLM loss "
         f"{metrics['mlm_loss']:.3f} acc {metrics['mlm_accuracy']:.3f}"
-        f"{nsp} | {history['seconds']:.0f} s"
+        f"{pair} | {history['seconds']:.0f} s"
     )
 
 
@@ -105,20 +107,20 @@ def plot_history(history: dict, path: str | Path | None = None):
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
     train, held = history["train"], history["eval"]
-    nsp = any("nsp_accuracy" in r for r in held)  # False for an MLM-only run
-    tasks = ["mlm", "nsp"] if nsp else ["mlm"]
-    scored = {"mlm": "masked tokens", "nsp": "pairs"}
+    pair = any("pair_accuracy" in r for r in held)  # False for an MLM-only run
+    tasks = ["mlm", "pair"] if pair else ["mlm"]
+    scored = {"mlm": "masked tokens", "pair": "pairs"}
 
     def curve(ax, rows, key, *style, **kwargs):
         ax.plot([r["step"] for r in rows], [r[key] for r in rows], *style, **kwargs)
 
     for task in tasks:
-        name = task.upper()
+        name = task.upper() if task == "mlm" else task
         curve(left, train, f"{task}_loss", label=f"{name}, training", alpha=0.7)
         curve(left, held, f"{task}_loss", "o-", label=f"{name}, held-out")
         curve(right, held, f"{task}_accuracy", "o-", label=f"{name} ({scored[task]})")
-    if nsp:
-        right.axhline(0.5, color="0.6", linestyle=":", label="NSP chance")
+    if pair:
+        right.axhline(0.5, color="0.6", linestyle=":", label="pair chance")
     left.set(xlabel="step", ylabel="cross-entropy (nats)", title="losses")
     right.set(xlabel="step", ylabel="held-out accuracy", title="accuracy", ylim=(0, 1))
     for ax in (left, right):

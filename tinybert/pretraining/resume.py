@@ -8,8 +8,7 @@ chapters/09_pretraining.html.
 
 from __future__ import annotations
 
-__all__ = ['SAVED_STATE', 'RESUME_MUST_MATCH', 'resume_training',
-           'nothing_to_resume']  # fmt: skip
+__all__ = ['SAVED_STATE', 'resume_training', 'nothing_to_resume']
 
 
 from pathlib import Path
@@ -19,21 +18,9 @@ from torch import nn
 
 from tinybert.checkpoint.atomic import saved_file
 from tinybert.checkpoint.files import CONFIG_NAME, read_json_file
-from tinybert.checkpoint.state import STATE_NAME, load_checkpoint
+from tinybert.training.state import STATE_NAME, load_checkpoint
 
 SAVED_STATE = "a run's training state holds it, as save_checkpoint writes it"
-
-
-# the others log or save more often
-RESUME_MUST_MATCH = (
-    "steps",
-    "lr",
-    "warmup_fraction",
-    "weight_decay",
-    "adam_beta2",
-    "max_grad_norm",
-    "seed",
-)
 
 
 # Built in chapter 9, section "Engineering: interrupts and resuming":
@@ -51,9 +38,9 @@ def _resume_differences(checkpoint_dir, model: nn.Module, now: dict) -> list[str
             f"under 'extra' (as save_checkpoint writes it)"
         )
     differences = [
-        f"{key}: saved {before[key]!r}, now {now[key]!r}"
-        for key in RESUME_MUST_MATCH
-        if key in before and before[key] != now[key]
+        f"{key}: saved {before.get(key, '(not recorded)')!r}, now {value!r}"
+        for key, value in now.items()
+        if key != "batch_size" and (key not in before or before[key] != value)
     ]
     batch_size = now["batch_size"]
     if saved.get("batch_size") not in (None, batch_size):
@@ -84,9 +71,9 @@ def resume_training(
     map_location,
 ) -> tuple[int, dict, torch.Tensor]:
     """Load the run saved in ``checkpoint_dir`` into ``model`` and the training state,
-    after checking that it is the same run: ``settings`` (the PretrainingConfig as a
-    dict, with ``batch_size``) and the model's configuration must match the saved ones
-    (RESUME_MUST_MATCH), else ValueError names each difference. Returns the saved step,
+    after checking that it is the same run: ``settings`` (fixed_settings of the run's
+    settings, with ``batch_size``) and the model's configuration must match the saved
+    ones, else ValueError names each difference. Returns the saved step,
     the history and the training-loss sums of the unfinished logging window."""
     differences = _resume_differences(checkpoint_dir, model, settings)
     if differences:
@@ -103,7 +90,7 @@ def resume_training(
         scaler=scaler,
         map_location=map_location,
     )
-    running = checkpoint.extra.get("running", [0.0, 0.0, 0.0, 0.0])
+    running = checkpoint.extra.get("running", [0.0] * 5)
     return checkpoint.step, checkpoint.extra["history"], torch.tensor(running)
 
 
@@ -119,7 +106,7 @@ def nothing_to_resume(checkpoint_dir: Path) -> None:
             f"{checkpoint_dir / STATE_NAME}: missing, but {checkpoint_dir} holds "
             f"{', '.join(left)}: the saved state is damaged, so the run cannot "
             "continue where it stopped. Restore the file, or start the run again "
-            "with --overwrite (overwrite=True)"
+            "(overwrite=True)"
         )
     print(
         f"resume: no training state in {checkpoint_dir}: the run stopped before its "

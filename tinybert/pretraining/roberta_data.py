@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 import torch
 
-from tinybert.pretraining.objective import SpecialTokens, mask_tokens, seeded_generator
+from tinybert.training.inputs import SpecialTokens
+from tinybert.pretraining.objective import mask_tokens, seeded_generator
 from tinybert.models.bert_heads import IGNORE_INDEX
 from tinybert.pretraining.examples import PretrainingExample
 
@@ -69,7 +70,7 @@ def full_sentence_examples(
     """FULL-SENTENCES inputs as chapter 9's examples: [CLS] sentences [SEP], one
     segment, no NSP label.
 
-    The documents are separated by [SEP] (RoBERTa's </s>); ``nsp_label`` is
+    The documents are separated by [SEP] (RoBERTa's </s>); ``pair_label`` is
     -100 (ignored).
     """
     return [

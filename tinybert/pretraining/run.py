@@ -9,15 +9,15 @@ chapters/09_pretraining.html.
 __all__ = ['pretrain_bert']
 
 
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
 from tinybert.checkpoint.atomic import write_atomically
-from tinybert.checkpoint.files import save_model
-from tinybert.models.bert import BertConfig
+from tinybert.models.registry import save_model
 from tinybert.models.bert_heads import BertForPreTraining
-from tinybert.pretraining.corpus import (
+from tinybert.pretraining.documents import (
     course_documents,
     task_documents,
     tokenize_documents,
@@ -30,226 +30,165 @@ from tinybert.pretraining.examples import (
     single_segment_examples,
 )
 from tinybert.pretraining.evaluation import plot_history
-from tinybert.pretraining.loop import PretrainingConfig, pretrain, write_json
-from tinybert.pretraining.objective import SpecialTokens, seeded_generator
-from tinybert.pretraining.run_checks import (
-    check_arguments,
-    check_recipe,
-    check_run_folder,
-    remove_run,
-)
+from tinybert.pretraining.pretrain_loop import pretrain, write_json
+from tinybert.pretraining.settings import SettingError, check_count, fixed_settings
+from tinybert.pretraining.objective import seeded_generator
+from tinybert.pretraining.recipe import PretrainingRecipe
+from tinybert.pretraining.run_checks import check_recipe, check_run_folder, remove_run
 from tinybert.runtime import get_device
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 from tinybert.tokenizers.wordpiece_training import train_wordpiece_tokenizer
+from tinybert.training.inputs import SpecialTokens
+
+
+# Built in chapter 9, section "The real run":
+# chapters/09_pretraining.html#the-real-run
+def _documents(recipe: PretrainingRecipe, tokenizer, seed_name: str, documents):
+    """Training or held-out examples: NSP pairs, or single segments for MLM alone."""
+    special = SpecialTokens.from_vocab(tokenizer.vocab)
+    tokenized = tokenize_documents(documents, tokenizer)
+    max_len = recipe.model_config(len(tokenizer), special.pad).max_len
+    if recipe.objective == "mlm":
+        return single_segment_examples(tokenized, special, max_len)
+    generator = seeded_generator(recipe.seed, seed_name)
+    return make_examples(tokenized, special, max_len, generator)
 
 
 # Built in chapter 9, section "The real run":
 # chapters/09_pretraining.html#the-real-run
 def pretrain_bert(
     out_dir: str | Path,
+    recipe: PretrainingRecipe = PretrainingRecipe(),
     *,
-    preset: str = "bert-mini",
-    overrides: dict | None = None,
-    steps: int = 1000,
-    batch_size: int = 32,
-    lr: float = 1e-3,
-    warmup_fraction: float = 0.05,
-    vocab_size: int = 8192,
-    vocab_min_count: int = 40,
-    vocab_score: str = "count",
-    eval_every: int = 100,
-    eval_batches: int = 25,
-    checkpoint_every: int = 0,
-    seed: int = 0,
-    max_documents: int | None = None,
-    dynamic_masking: bool = True,
     resume: bool = False,
+    overwrite: bool = False,
     stop_after: int | None = None,
     device: torch.device | str | None = None,
-    objective: str = "mlm+nsp",
-    mlm_probability: float = 0.15,
-    adam_beta2: float = 0.999,
-    task_text: bool = False,
-    overwrite: bool = False,
     dist: DistributedContext = DistributedContext(),
 ) -> dict:
     """The course's pretraining run, end to end, into ``out_dir``: what
     ``tinybert pretrain`` runs.
 
-    Trains an uncased WordPiece vocabulary on the training documents, merging by
-    pair count (``vocab_score``; with ``resume``, reuses out_dir/vocab.txt),
-    builds NSP pairs (``objective="mlm+nsp"``, BERT) or single segments (``"mlm"``,
-    RoBERTa) and MLM batches, pretrains a BertForPreTraining with ``pretrain``, and
-    writes vocab.txt, model.safetensors + config.json, metrics.json, loss_curves.png,
-    and the resumable state in out_dir/training_state/. ``task_text`` adds
-    task_documents() to the training text. The held-out batches always mask 15% of the
-    tokens, whatever ``mlm_probability`` trains with. Arguments and folder are checked
-    before any work (check_run_folder: ``resume``, ``overwrite``), and the folder is
-    written (an old run deleted with ``overwrite``) only once the data, vocabulary and
-    model are built. The data recipe (these arguments, and the sizes they gave) is
-    saved with the run; ``resume`` with another one raises ValueError naming each
-    difference. A run stopped at ``stop_after`` < ``steps`` keeps its checkpoint but
-    writes no model.safetensors: it is not finished.
+    Trains an uncased WordPiece vocabulary on the training documents (with ``resume``,
+    reuses out_dir/vocab.txt), builds NSP pairs (objective "mlm+nsp", BERT) or single
+    segments ("mlm", RoBERTa) and MLM batches, pretrains a BertForPreTraining with
+    ``pretrain``, and writes vocab.txt, model.safetensors + config.json, metrics.json,
+    loss_curves.png, and the resumable state in out_dir/training_state/. The held-out
+    batches always mask 15% of the tokens. The folder is checked before any work
+    (check_run_folder: ``resume``, ``overwrite``) and written (an old run deleted with
+    ``overwrite``) only once the data, vocabulary and model are built. The recipe is
+    saved whole with the run, with the sizes of its data; ``resume`` with another
+    recipe raises ValueError naming each difference. A run stopped at ``stop_after`` <
+    ``recipe.steps`` keeps its checkpoint but writes no model.safetensors: it is not
+    finished.
     """
-    check_arguments(
-        preset=preset,
-        overrides=overrides or {},
-        steps=steps,
-        batch_size=batch_size,
-        lr=lr,
-        warmup_fraction=warmup_fraction,
-        vocab_size=vocab_size,
-        vocab_min_count=vocab_min_count,
-        vocab_score=vocab_score,
-        eval_every=eval_every,
-        eval_batches=eval_batches,
-        checkpoint_every=checkpoint_every,
-        seed=seed,
-        max_documents=max_documents,
-        stop_after=stop_after,
-        objective=objective,
-        mlm_probability=mlm_probability,
-        adam_beta2=adam_beta2,
-    )
+    if not isinstance(recipe, PretrainingRecipe):
+        raise TypeError(
+            f"pretrain_bert takes a PretrainingRecipe, got {type(recipe).__name__}"
+        )
+    if stop_after is not None:
+        check_count(1, stop_after=stop_after)
+        if stop_after > recipe.steps:
+            raise SettingError(
+                "stop_after",
+                f"expected a step of the run, at most steps = {recipe.steps}; "
+                f"got {stop_after}",
+            )
     try:
         device = get_device(device) if device is not None else None
     except RuntimeError as error:  # a device asked for that is not here
         raise ValueError(str(error)) from None
     out = check_run_folder(out_dir, resume=resume, overwrite=overwrite)
-    recipe = dict(
-        preset=preset,
-        overrides=overrides or {},
-        batch_size=batch_size,
-        processes=dist.world_size,
-        vocab_size=vocab_size,
-        vocab_min_count=vocab_min_count,
-        vocab_score=vocab_score,
-        eval_batches=eval_batches,
-        dynamic_masking=dynamic_masking,
-        seed=seed,
-        max_documents=max_documents,
-        objective=objective,
-        mlm_probability=mlm_probability,
-        adam_beta2=adam_beta2,
-        task_text=task_text,
-    )
-    if resume:
-        check_recipe(out, recipe)
+    if resume:  # before hours of data preparation
+        check_recipe(out, fixed_settings(recipe))
     saved_vocab = resume and (out / "vocab.txt").is_file()
     say = print if dist.is_main else (lambda *args, **kwargs: None)
-    documents = course_documents("train", max_documents=max_documents)
-    if task_text:
-        documents += task_documents()[:max_documents]
-    heldout = course_documents("heldout", max_documents=max_documents)
+    documents = course_documents("train", max_documents=recipe.max_documents)
+    if recipe.task_text:
+        documents += task_documents()[: recipe.max_documents]
+    heldout = course_documents("heldout", max_documents=recipe.max_documents)
     if saved_vocab:
         tokenizer = WordPieceTokenizer.from_file(out / "vocab.txt", lowercase=True)
     else:  # rank 0 trains it, the other processes receive it
         vocab = None
         if dist.is_main:
             say(
-                f"training a {vocab_size}-token WordPiece vocabulary on "
+                f"training a {recipe.vocab_size}-token WordPiece vocabulary on "
                 f"{len(documents)} documents"
             )
             vocab = train_wordpiece_tokenizer(
                 vocabulary_texts(documents),
-                vocab_size,
-                min_count=vocab_min_count,
-                score=vocab_score,
+                recipe.vocab_size,
+                min_count=recipe.vocab_min_count,
+                score=recipe.vocab_score,
             ).vocab
         tokenizer = WordPieceTokenizer(dist.broadcast(vocab), lowercase=True)
     special = SpecialTokens.from_vocab(tokenizer.vocab)
-    config = BertConfig.preset(
-        preset,
-        **{
-            "vocab_size": len(tokenizer),
-            "pad_token_id": special.pad,
-            **(overrides or {}),
-        },
-    )
-    if objective == "mlm":
-        train_examples = single_segment_examples(
-            tokenize_documents(documents, tokenizer), special, config.max_len
-        )
-        eval_examples = single_segment_examples(
-            tokenize_documents(heldout, tokenizer), special, config.max_len
-        )
-    else:
-        train_examples = make_examples(
-            tokenize_documents(documents, tokenizer),
-            special,
-            config.max_len,
-            seeded_generator(seed, "pairs"),
-        )
-        eval_examples = make_examples(
-            tokenize_documents(heldout, tokenizer),
-            special,
-            config.max_len,
-            seeded_generator(seed, "held-out pairs"),
-        )
+    config = recipe.model_config(len(tokenizer), special.pad)
+    train_examples = _documents(recipe, tokenizer, "pairs", documents)
+    eval_examples = _documents(recipe, tokenizer, "held-out pairs", heldout)
     held = PretrainingBatches(
-        eval_examples, special, batch_size, seed=seed, dynamic_masking=False
+        eval_examples,
+        special,
+        recipe.batch_size,
+        seed=recipe.seed,
+        dynamic_masking=False,
     )
-    eval_list = [held(i) for i in range(min(eval_batches, held.steps_per_epoch))]
+    n_eval = min(recipe.eval_batches, held.steps_per_epoch)
+    eval_list = [held(i) for i in range(n_eval)]
     batches = PretrainingBatches(
         train_examples,
         special,
-        batch_size,
-        seed=seed,
-        dynamic_masking=dynamic_masking,
+        recipe.batch_size,
+        seed=recipe.seed,
+        dynamic_masking=recipe.dynamic_masking,
         rank=dist.rank,
         world_size=dist.world_size,
-        mlm_probability=mlm_probability,
+        mlm_probability=recipe.mlm_probability,
     )
-    recipe.update(
+    data = dict(
+        processes=dist.world_size,
         vocab_tokens=len(tokenizer),
         train_pairs=len(train_examples),
         held_out_batches=len(eval_list),
     )
     if resume:
-        check_recipe(out, recipe)  # the same arguments, but other data?
-    what = "pairs" if objective == "mlm+nsp" else "sequences"
+        check_recipe(out, data)  # the same settings, but other data?
+    what = "pairs" if recipe.objective == "mlm+nsp" else "sequences"
     say(
         f"{len(train_examples)} training {what} ({batches.steps_per_epoch} steps per "
-        f"epoch), {len(eval_list) * batch_size} held-out {what}; model "
-        f"{preset}: {config}"
+        f"epoch), {len(eval_list) * recipe.batch_size} held-out {what}; model "
+        f"{recipe.preset}: {config}"
     )
     # the same initial weights in every process
-    torch.manual_seed(seed)
+    torch.manual_seed(recipe.seed)
     model = BertForPreTraining(config)
-    run = PretrainingConfig(
-        steps=steps,
-        lr=lr,
-        warmup_fraction=warmup_fraction,
-        eval_every=eval_every,
-        checkpoint_every=checkpoint_every,
-        seed=seed,
-        adam_beta2=adam_beta2,
-    )
     if dist.is_main:  # all is checked and built: only now is the folder written
         if overwrite:
             remove_run(out)
         out.mkdir(parents=True, exist_ok=True)
         if not resume:  # a resumed run keeps its log (pretrain checks it)
             write_json(
-                out / "metrics.json", {"recipe": recipe, "train": [], "eval": []}
+                out / "metrics.json",
+                {"config": asdict(recipe), "data": data, "train": [], "eval": []},
             )
         if not saved_vocab:
             write_atomically(out / "vocab.txt", tokenizer.save)
     history = pretrain(
         model,
         batches,
-        run,
+        recipe,
         eval_batches=eval_list,
         device=device,
         checkpoint_dir=out / "training_state",
         resume=resume,
         stop_after=stop_after,
         metrics_path=out / "metrics.json",
-        recipe=recipe,
+        data=data,
         dist=dist,
     )
     if dist.is_main:
-        if stop_after is None or stop_after == steps:  # finished: the model
+        if stop_after is None or stop_after == recipe.steps:  # finished: the model
             save_model(model, out)
         write_json(out / "metrics.json", history)
         import matplotlib.pyplot as plt

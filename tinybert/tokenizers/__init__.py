@@ -9,7 +9,8 @@ from tinybert.reexport import lazy_reexports
 
 # each module and the public names it defines
 _MODULES = {
-    'bpe': ['BPEModel', 'encode_and_show_work', 'merge_pair', 'train_bpe'],
+    'bpe': ['BPEModel', 'bpe_start', 'encode_and_show_work', 'merge_pair', 'pair_order',
+            'train_bpe', 'train_bpe_simple'],
     'byte_level': ['BYTE_TO_CHAR', 'ByteLevelBPETokenizer', 'CHAR_TO_BYTE',
                    'GPT2_PATTERN', 'apply_merges', 'bytes_to_unicode',
                    'read_merges_txt', 'read_vocab_json', 'train_byte_level_bpe'],

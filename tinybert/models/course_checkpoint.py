@@ -18,10 +18,8 @@ from pathlib import Path
 from torch import nn
 
 from tinybert.checkpoint.atomic import saved_file
-from tinybert.checkpoint.files import load_model
-from tinybert.data import cache_dir
+from tinybert.models.registry import load_model
 from tinybert.models.bert import BertConfig
-from tinybert.runtime import pick
 from tinybert.tokenizers.wordpiece import WordPieceTokenizer
 
 
@@ -59,70 +57,32 @@ def _missing(directory: Path) -> list[str]:
 
 # Built in chapter 9, section "A recipe for a two-core CPU":
 # chapters/09_pretraining.html#a-recipe-for-a-two-core-cpu
-def load_pretrained(
-    directory: str | Path | None = None, *, train_if_missing: bool = False
-) -> Pretrained:
+def load_pretrained(directory: str | Path | None = None) -> Pretrained:
     """Load a pretrained BertForPreTraining and its WordPiece tokenizer (uncased) from
-    ``directory``.
+    ``directory`` (None: the course's shipped checkpoint, shipped_checkpoint()).
 
-    ``directory`` None means the course's shipped checkpoint, shipped_checkpoint(),
-    then a short run trained earlier into the user cache. A folder without a checkpoint
-    raises FileNotFoundError naming what is missing. Training is never a default: only
-    ``train_if_missing=True`` (with ``directory`` None) trains a short, much weaker run
-    when there is no checkpoint, saying so, into the user cache, never a named folder.
+    A folder without a checkpoint raises FileNotFoundError naming what is missing;
+    nothing is ever trained here.
     """
     if directory is not None and not str(directory).strip():
         raise ValueError(
             "load_pretrained: directory is empty (''); name a checkpoint "
             "folder or pass None for the course's checkpoint"
         )
-    if directory is not None and train_if_missing:
-        raise ValueError(
-            f"load_pretrained({str(directory)!r}, train_if_missing=True): "
-            "a fallback run is trained only into the user cache, never "
-            "into a folder you name; drop the folder, or train into it "
-            "with `tinybert pretrain --out DIR`"
-        )
-    cached = cache_dir().parent / "checkpoints" / "bert-mini-short"
-    candidates = (
-        [Path(directory)] if directory is not None else [shipped_checkpoint(), cached]
-    )
-    found = next((p for p in candidates if not _missing(p)), None)
-    if found is None and not train_if_missing:
-        holds = "; ".join(
-            f"{p} does not exist"
-            if not p.exists()
-            else f"{p} is not a folder"
-            if not p.is_dir()
-            else f"{p} lacks {', '.join(_missing(p))}"
-            for p in candidates
+    found = shipped_checkpoint() if directory is None else Path(directory)
+    if _missing(found):
+        holds = (
+            "does not exist"
+            if not found.exists()
+            else "is not a folder"
+            if not found.is_dir()
+            else f"lacks {', '.join(_missing(found))}"
         )
         raise FileNotFoundError(
-            f"no pretrained checkpoint: {holds} (a checkpoint holds "
-            f"{', '.join(CHECKPOINT_FILES)}). "
-            "Train one with `tinybert pretrain --out DIR` (chapter 09), load it with "
-            "load_pretrained(DIR), or ask for a short, weak run in the user cache with "
-            "load_pretrained(train_if_missing=True)"
-        )
-    if found is None:
-        found = cached
-        steps = pick(quick=10, full=200)
-        print(
-            f"load_pretrained: no checkpoint found; training a SHORT bert-mini run "
-            f"({steps} steps) into {found}. It is much weaker than the course's "
-            f"shipped checkpoint (chapter 09)."
-        )
-        # here: pretrain_loop imports this module
-        from tinybert.pretraining.run import pretrain_bert
-
-        pretrain_bert(
-            found,
-            steps=steps,
-            batch_size=16,
-            eval_every=steps,
-            eval_batches=4,
-            max_documents=pick(quick=40, full=None),
-            overwrite=True,
+            f"no pretrained checkpoint: {found} {holds} (a checkpoint holds "
+            f"{', '.join(CHECKPOINT_FILES)}). Train one with pretrain_bert "
+            "(chapter 09; `tinybert pretrain` on the command line) and load it "
+            "with load_pretrained(DIR)"
         )
     model = load_model(found, map_location="cpu")
     tokenizer = WordPieceTokenizer.from_file(found / "vocab.txt", lowercase=True)

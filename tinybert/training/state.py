@@ -20,7 +20,8 @@ import torch
 from torch import nn
 
 from tinybert.checkpoint.atomic import save_files, saved_file
-from tinybert.checkpoint.files import CONFIG_NAME, load_model, model_files  # chapter 8
+from tinybert.checkpoint.files import CONFIG_NAME  # chapter 8
+from tinybert.models.registry import load_model, model_files
 from tinybert.checkpoint.files import read_json_file, read_safetensors
 
 
@@ -40,7 +41,7 @@ def save_checkpoint(
     scaler: torch.amp.GradScaler | None = None,
     generator: torch.Generator | None = None,
 ) -> Path:
-    """The model (as tinybert.checkpoint.files.save_model writes it) plus what resuming
+    """The model (as tinybert.models.registry.save_model writes it) plus what resuming
     needs, the four files saved all or nothing by save_files.
 
     training_state.safetensors holds the optimizer's tensors and the random number

@@ -14,7 +14,8 @@ __all__ = ['PretrainingConfig', 'write_json', 'pretrain']
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
+from math import inf
 from pathlib import Path
 
 import torch
@@ -23,37 +24,67 @@ from torch.nn.parallel import DistributedDataParallel
 
 from tinybert.checkpoint.atomic import write_atomically, saved_file
 from tinybert.pretraining.distributed import DistributedContext
+from tinybert.pretraining.settings import (
+    SettingError,
+    check_count,
+    check_number,
+    fixed_settings,
+    setting,
+)
 from tinybert.pretraining.objective import seeded_generator
 from tinybert.runtime import get_device, progress
-from tinybert.checkpoint.state import STATE_NAME, save_checkpoint
-from tinybert.pretraining.optim import (
-    autocast_dtype,
-    linear_warmup_decay,
-    make_optimizer,
-)
+from tinybert.training.state import STATE_NAME, save_checkpoint
+from tinybert.training.optim import autocast_dtype, linear_warmup_decay, make_optimizer
 
 
 # Built in chapter 9, section "The training loop":
 # chapters/09_pretraining.html#the-training-loop
-@dataclass
+@dataclass(frozen=True)
 class PretrainingConfig:
     """The optimisation side of a pretraining run (the data side is
-    PretrainingBatches)."""
+    PretrainingBatches); checked when made, never changed afterwards."""
 
-    steps: int  # optimizer updates in the whole run
-    # peak learning rate (BERT-base: 1e-4; small models take more)
-    lr: float = 1e-3
-    warmup_fraction: float = 0.05  # share of the steps spent warming up
-    weight_decay: float = 0.01
-    # BERT: 0.999; RoBERTa: 0.98, steadier with large learning rates
-    adam_beta2: float = 0.999
-    max_grad_norm: float = 1.0  # gradient clipping
-    log_every: int = 10  # training losses are averaged over this many steps
-    # held-out evaluation (and metrics file) every this many steps
-    eval_every: int = 100
-    checkpoint_every: int = 0  # 0 = only at the end (and when stopping early)
-    seed: int = 0  # dropout of step s is seeded from (seed, s, rank)
-    mixed_precision: bool = True  # autocast where the device supports it (CUDA)
+    steps: int = setting(1000, "optimizer updates in the whole run")
+    lr: float = setting(
+        1e-3, "peak learning rate (BERT-base: 1e-4; small models take more)"
+    )
+    warmup_fraction: float = setting(0.05, "share of the steps spent warming up")
+    weight_decay: float = setting(0.01, "AdamW's weight decay")
+    adam_beta2: float = setting(
+        0.999, "AdamW's beta2 (BERT: 0.999; RoBERTa: 0.98, steadier at large rates)"
+    )
+    max_grad_norm: float = setting(1.0, "gradients are clipped to this norm")
+    log_every: int = setting(
+        10, "average the training losses over this many steps", may_change=True
+    )
+    eval_every: int = setting(
+        100, "held-out evaluation (and metrics file) every N steps", may_change=True
+    )
+    checkpoint_every: int = setting(
+        0,
+        "save a resumable checkpoint every N steps (0: only at the end)",
+        may_change=True,
+    )
+    seed: int = setting(0, "random seed; dropout of step s comes from (seed, s, rank)")
+    mixed_precision: bool = setting(
+        True, "autocast where the device supports it (CUDA)", may_change=True
+    )
+
+    def __post_init__(self):
+        check_count(1, steps=self.steps, log_every=self.log_every)
+        check_count(1, eval_every=self.eval_every)
+        check_count(0, checkpoint_every=self.checkpoint_every, seed=self.seed)
+        if self.seed >= 2**64:  # torch.manual_seed takes 64 bits
+            raise SettingError("seed", f"expected an integer < 2**64, got {self.seed}")
+        check_number("lr", self.lr, 0, inf, "(0, inf)")
+        check_number("warmup_fraction", self.warmup_fraction, 0, 1, "[0, 1]")
+        check_number("weight_decay", self.weight_decay, 0, inf, "[0, inf)")
+        check_number("adam_beta2", self.adam_beta2, 0, 1, "[0, 1)")
+        check_number("max_grad_norm", self.max_grad_norm, 0, inf, "(0, inf)")
+        for f in fields(self):  # the settings with a fixed set of values
+            value, choices = getattr(self, f.name), f.metadata.get("choices")
+            if choices is not None and value not in choices:
+                raise SettingError(f.name, f"expected one of {choices}, got {value!r}")
 
 
 # Built in chapter 9, section "The training loop":
@@ -84,7 +115,7 @@ def pretrain(
     resume: bool = False,
     stop_after: int | None = None,
     metrics_path: str | Path | None = None,
-    recipe: dict | None = None,
+    data: dict | None = None,
     dist: DistributedContext = DistributedContext(),
 ) -> dict:
     """Train ``model`` (a BertForPreTraining) on ``batches(step)``; return the
@@ -97,11 +128,11 @@ def pretrain(
     is the last good one. Ctrl-C lets the step finish, saves a checkpoint there (with
     ``checkpoint_dir``) and raises TrainingInterrupted. The checkpoint keeps the
     training-loss sums of the unfinished logging window, so a resumed run logs what an
-    uninterrupted one logs. Resuming with other settings of RESUME_MUST_MATCH, another
-    batch size or another model configuration raises ValueError naming each difference:
-    the run would no longer be the one that was interrupted. log_every, eval_every,
-    checkpoint_every and mixed_precision may change. ``recipe`` (JSON: how the data were
-    made) is kept in the history.
+    uninterrupted one logs. The history keeps ``config`` whole (and ``data``, JSON
+    facts about the data, such as their sizes). Resuming with another value of any
+    setting not marked may_change (fixed_settings), another batch size or another model
+    configuration raises ValueError naming each difference: the run would no longer be
+    the one that was interrupted.
     """
     device = torch.device(device) if device is not None else get_device()
     model.to(device).train()
@@ -125,7 +156,8 @@ def pretrain(
         },
         0,
     )
-    running = torch.zeros(4)  # loss, mlm, nsp sums since the last log; their count
+    # loss, mlm, pair sums since the last log; the steps, and those with pairs
+    running = torch.zeros(5)
     saved = checkpoint_dir is not None and saved_file(checkpoint_dir, STATE_NAME)
     if resume and saved and not saved.is_file():
         nothing_to_resume(Path(checkpoint_dir))
@@ -133,7 +165,7 @@ def pretrain(
         start, history, running = resume_training(
             checkpoint_dir,
             model,
-            {**asdict(config), "batch_size": batch_size},
+            {**fixed_settings(config), "batch_size": batch_size},
             optimizer=optimizer,
             scheduler=scheduler,
             scaler=scaler,
@@ -142,11 +174,11 @@ def pretrain(
         history["config"] = asdict(config)  # how often it logs, evaluates, saves now
         if stop_after is not None and stop_after <= start:
             raise ValueError(
-                f"stop_after (--stop-after): expected a step after the saved step "
+                f"stop_after: expected a step after the saved step "
                 f"{start}, got {stop_after}"
             )
-    if recipe is not None:
-        history["recipe"] = recipe
+    if data is not None:
+        history["data"] = data
     if dist.is_main and metrics_path is not None:  # forget what a crashed run logged
         write_json(metrics_path, history)  # after its last checkpoint
     # MLM only: NSP head unused
@@ -184,16 +216,11 @@ def pretrain(
             )
             done = step + 1
             if done % config.log_every == 0:
-                loss_, mlm_, nsp_ = (running[:3] / running[3]).tolist()
-                history["train"].append(
-                    {
-                        "step": done,
-                        "loss": loss_,
-                        "mlm_loss": mlm_,
-                        "nsp_loss": nsp_,
-                        "lr": scheduler.get_last_lr()[0],
-                    }
-                )
+                loss_, mlm_, pair_, n, n_pairs = running.tolist()
+                row = {"step": done, "loss": loss_ / n, "mlm_loss": mlm_ / n}
+                if n_pairs:  # an MLM-only run logs no pair loss
+                    row["pair_loss"] = pair_ / n_pairs
+                history["train"].append({**row, "lr": scheduler.get_last_lr()[0]})
                 running.zero_()
             stop = dist.any(bool(requests), device) and done < end  # Ctrl-C
             evaluate = eval_batches and (

@@ -19,8 +19,8 @@ import torch
 from torch import nn
 
 from tinybert.runtime import progress
-from tinybert.pretraining.examples import pad_features  # chapter 9
-from tinybert.pretraining.optim import linear_warmup_decay, make_optimizer
+from tinybert.training.inputs import pad_features  # chapter 9
+from tinybert.training.optim import linear_warmup_decay, make_optimizer
 
 
 from tinybert.finetuning.features import batches  # built above
