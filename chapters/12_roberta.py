@@ -52,7 +52,8 @@
 # and `BertForPreTraining`; `register_family`, `from_hf` and `to_hf` from
 # `tinybert.models.convert`; `bert_encoder_names`, the config converters `bert_config_from_hf` and
 # `bert_config_to_hf` and their table of field names `BERT_CONFIG_NAMES` from
-# `tinybert.models.convert_names`;
+# `tinybert.models.convert_names`; `parity_report` and `round_trip_tensors` from
+# `tinybert.models.parity`;
 # the ignored-label value `IGNORE_INDEX`. From {doc}`09_pretraining`: `mask_tokens` and
 # `seeded_generator` (`tinybert.pretraining.objective`), `SpecialTokens` (`tinybert.training.inputs`), `PretrainingExample`,
 # `PretrainingBatches` and `make_examples` (`tinybert.pretraining.examples`), the course

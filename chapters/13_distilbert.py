@@ -51,7 +51,8 @@
 # registry of `tinybert.models.convert` (`register_family`, `from_hf`, `to_hf`) and, from
 # `tinybert.models.convert_names`, `bert_encoder_names`, BERT's configuration names
 # `BERT_CONFIG_NAMES` and the activation-name tables
-# `ACTIVATIONS_TO_HF` and `ACTIVATIONS_FROM_HF`. From {doc}`09_pretraining`: `load_pretrained`
+# `ACTIVATIONS_TO_HF` and `ACTIVATIONS_FROM_HF`, and the parity report (`parity_report`,
+# `round_trip_tensors`, `tinybert.models.parity`). From {doc}`09_pretraining`: `load_pretrained`
 # (the course's `bert-mini`, our teacher), `PretrainingBatches`, `SpecialTokens`, the corpus
 # functions `course_documents` and `tokenize_documents`,
 # `make_optimizer` and `linear_warmup_decay`. From {doc}`10_finetuning`: `finetune_task`. From

@@ -61,7 +61,8 @@
 # `BertMLMHead`, `MaskedLMOutput`, `PreTrainingOutput`, `masked_lm_logits_and_loss` and `check_labels` from
 # `tinybert.models.bert_heads`; `register_family`, `from_hf` and `to_hf` from
 # `tinybert.models.convert`; `ACTIVATIONS_TO_HF`, `BERT_CONFIG_NAMES`, `bert_config_from_hf` and
-# `bert_encoder_names` from `tinybert.models.convert_names`; `save_model` and `load_model` from
+# `bert_encoder_names` from `tinybert.models.convert_names`; `parity_report` and
+# `round_trip_tensors` from `tinybert.models.parity`; `save_model` and `load_model` from
 # `tinybert.models.registry`. From {doc}`09_pretraining`: `SegmentPair` from
 # `tinybert.pretraining.pairs`; `make_examples` (which takes the pair sampler as an argument) from
 # `tinybert.pretraining.examples`;
