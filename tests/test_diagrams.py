@@ -20,6 +20,7 @@ from tinybert.blocks.transformer import TransformerConfig
 from tinybert.models.albert import AlbertConfig
 from tinybert.models.bert import BertConfig
 from tinybert.models.distilbert import DistilBertConfig
+from tinybert.models.electra import ElectraConfig
 from tinybert.models.roberta import RobertaConfig
 
 PAIR = "[CLS] paris is a beautiful city [SEP] i love paris [SEP]".split()
@@ -95,6 +96,13 @@ DRAWINGS = {
          ("ALBERT", odd_albert(d_model=c.d_model), 1.2e7, "MLM + SOP")]),
         odd_bert(), ["99 × 36", "99 × 13 → 36", "3 layers", "5 layers, 1 set",
                      "110M", "12M"]),
+    "electra": (lambda c: diagrams.electra_diagram(
+        ElectraConfig(**{**c.to_dict(), "d_model": 12, "n_heads": 2, "d_ff": 29}), c,
+        ["the", "chef", "cooked", "the", "meal"], {1: "chef", 3: "a"}),
+        ElectraConfig(vocab_size=99, d_model=36, n_layers=3, n_heads=4, d_ff=37,
+                      embedding_size=13, max_len=41),
+        ["N = 3, D = 12, H = 2", "N = 3, D = 36, H = 4", "V × E = 99 × 13", "replaced",
+         "original", "λ = 50"]),
 }
 
 
@@ -249,7 +257,7 @@ def test_every_diagram_cell_is_a_named_figure_with_a_caption_and_alt_text():
     assert len(names) == len(set(names)), f"a figure name is used twice: {sorted(names)}"
     assert len(names) >= 14, names
     numbers = {chapter.number for chapter, _ in cells}
-    assert set(range(3, 15)) - {7, 9} <= numbers, sorted(numbers)
+    assert set(range(3, 15)) - {7, 9} | {16} <= numbers, sorted(numbers)
 
 
 def test_the_diagram_tag_is_only_on_diagram_cells():

@@ -48,7 +48,7 @@ PLANNED = {1: "Feed-forward networks", 2: "Words as vectors", 3: "Attention",
            4: "Multi-head attention", 5: "Positional encoding", 6: "The Transformer",
            7: "Tokenization", 8: "BERT", 9: "Pretraining BERT", 10: "Fine-tuning",
            11: "Does pretraining pay off?", 12: "RoBERTa", 13: "DistilBERT", 14: "ALBERT",
-           15: "The BERT family side by side"}
+           15: "The BERT family side by side", 16: "ELECTRA"}
 
 LICENCES = {
     "CC-BY-4.0": ("CC BY 4.0", "https://creativecommons.org/licenses/by/4.0/"),

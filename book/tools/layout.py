@@ -29,8 +29,8 @@ PACKAGES = {
               "schedules and decoders.",
     "tokenizers": "Chapter 07's tokenizers (BPE, byte-level BPE, WordPiece, Unigram), "
                   "their trainers and their shared encoding output.",
-    "models": "BERT (chapter 08) and the variants of chapters 12-14 (RoBERTa, DistilBERT, "
-              "ALBERT), the registry of saved classes, the converters to and from "
+    "models": "BERT (chapter 08) and the variants of chapters 12-16 (RoBERTa, DistilBERT, "
+              "ALBERT, ELECTRA), the registry of saved classes, the converters to and from "
               "Hugging Face's weights, and the course's pretrained checkpoint.",
     "checkpoint": "Storage that knows no model class (chapter 08): files written all or "
                   "nothing, and the readers of JSON and safetensors files.",
@@ -38,7 +38,7 @@ PACKAGES = {
                 "share: special tokens, pair encoding, padding, sentence splitting, the "
                 "optimiser and its schedule, and a training run's saved state.",
     "pretraining": "Pretraining (chapter 09, with the variants' objectives of chapters "
-                   "11-13): documents, masking, examples, the optimiser and the loop.",
+                   "11-16): documents, masking, examples, the optimiser and the loop.",
     "finetuning": "Fine-tuning (chapters 10 and 11): features, heads, the training loop, "
                   "the tasks' readers, metrics, extractive QA and the transfer ladder.",
 }
@@ -160,4 +160,11 @@ MODULES = {
                            "the models that carry them.",
     "models.convert_albert": "ALBERT's weights to and from Hugging Face.",
     "pretraining.sentence_order": "ALBERT's sentence-order prediction pairs.",
+    "models.electra": "ELECTRA: its configuration, factorised embeddings without a "
+                      "projection when E = D, and the encoder.",
+    "models.electra_heads": "ELECTRA's generator (a masked language model) and "
+                            "discriminator (a replaced-token head on every position).",
+    "models.convert_electra": "ELECTRA's weights to and from Hugging Face.",
+    "pretraining.electra": "ELECTRA's replaced-token detection: sampled replacements, "
+                           "shared embeddings and the combined loss.",
 }

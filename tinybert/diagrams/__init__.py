@@ -19,6 +19,7 @@ from tinybert.diagrams.attention import (
     positional_encoding_diagram,
 )
 from tinybert.diagrams.bert import bert_input_diagram, pretraining_heads_diagram
+from tinybert.diagrams.electra import electra_diagram
 from tinybert.diagrams.finetuning import (
     sentence_classification_diagram,
     sentence_pair_diagram,
@@ -38,6 +39,7 @@ __all__ = [
     "attention_diagram",
     "bert_input_diagram",
     "distillation_diagram",
+    "electra_diagram",
     "encoder_layer_diagram",
     "family_diagram",
     "multihead_attention_diagram",

@@ -50,6 +50,10 @@ MODEL_CLASS_MODULES = {
     "AlbertModel": "tinybert.models.albert",
     "AlbertForMaskedLM": "tinybert.models.albert_heads",
     "AlbertForPreTraining": "tinybert.models.albert_heads",
+    # chapter 16's ELECTRA
+    "ElectraModel": "tinybert.models.electra",
+    "ElectraForMaskedLM": "tinybert.models.electra_heads",
+    "ElectraForPreTraining": "tinybert.models.electra_heads",
 }
 # each family's converters to and from Hugging Face (from_hf and to_hf read it): the
 # module that registers them, by the prefix of the class names
@@ -57,6 +61,7 @@ FAMILY_MODULES = {
     "Roberta": "tinybert.models.roberta",  # chapter 12
     "DistilBert": "tinybert.models.distilbert",  # chapter 13
     "Albert": "tinybert.models.convert_albert",  # chapter 14
+    "Electra": "tinybert.models.convert_electra",  # chapter 16's ELECTRA
 }
 # your own classes, by name: register_model_class adds them
 MODEL_CLASSES: dict[str, type] = {}
