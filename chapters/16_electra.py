@@ -1231,6 +1231,11 @@ if not is_quick():
 #   equal-compute comparison answers for the budget at which it was run. A much longer run, on
 #   the same protocol, is the test that would say when, or whether, the lines cross at this
 #   scale; the exercises ask what a middle layer's probe would change.
+# - **What the two arms did not get.** Both objectives train with one peak learning rate, 2e-3,
+#   which was not chosen for each arm on validation data, as chapter 11's ladder chooses its rates.
+#   A rate that suits the MLM model need not suit the discriminator, whose loss is weighted by
+#   $\lambda = 50$; so the gap measures this recipe, not the two objectives at their best, and a
+#   rate grid for each arm is the first thing a longer comparison must add.
 #
 # (sec-electra-summary)=
 # ## Summary
