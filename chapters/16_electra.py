@@ -926,8 +926,8 @@ assert abs(sizes["electra-large-discriminator"] / 1e6 - 335) < 2
 # - **the same encoder**: `ElectraModel` with $E = D/2$ as in ELECTRA-Small, from the same initial
 #   weights for the same seed. The MLM model is `ElectraForMaskedLM` at the discriminator's size,
 #   which is what the paper's BERT-Small is: the same architecture trained with MLM;
-# - **the same optimiser and schedule**: chapter 9's AdamW with warm-up and linear decay, the same
-#   peak learning rate, no dropout;
+# - **the same optimiser and schedule**: chapter 9's AdamW with warm-up and linear decay, no
+#   dropout, and for each objective its own peak learning rate, chosen on validation data;
 # - **the same compute, counted in FLOPs**: ELECTRA's step also runs its generator, so it costs
 #   more than an MLM step. PyTorch's `FlopCounterMode` counts the floating-point operations of one
 #   training step (forward and backward) of each, and the MLM model gets proportionally more steps,
@@ -1038,17 +1038,73 @@ assert (
     abs(steps["MLM"] * flops["MLM"] / (steps["ELECTRA"] * flops["ELECTRA"]) - 1) < 0.01
 )
 
+# %% [markdown]
+# Each objective gets its own peak learning rate, as each arm of chapter 11's ladder does: a rate
+# that suits the MLM model need not suit the discriminator, whose loss is weighted by
+# $\lambda = 50$. A grid of five rates ran once for each objective, with seed 0, in exactly this
+# setting, and each rate was judged by the probe described below on the tagging task's
+# *validation* sentences, which the comparison never scores. The grid costs more than this
+# chapter's time budget, so it ran in `experiments/electra_budget.py` and ships with the package.
+# The cell reads it, checks that it ran in this setting, prints it, and takes each objective's
+# best rate. The last column is the share of replaced tokens that the discriminator flags on
+# batches it never trained on:
+
+# %%
+from tinybert.shipped import load_result
+
+sweep = load_result("electra_sweep")
+grid = [run for run in sweep["runs"] if run.get("split") == "validation"]
+if not is_quick():  # the grid must come from this very setting
+    assert sweep["settings"]["discriminator"] == d_size
+    assert sweep["settings"]["generator"] == g_size
+    assert sweep["settings"]["max_len"] == MAX_LEN
+    assert sweep["settings"]["batch_size"] == BATCH
+    assert sweep["settings"]["sequences"] == len(examples)
+    assert all(run["steps"] == steps[run["method"]] for run in grid)
+print(f"{'peak rate':>9}  {'MLM':>6}  {'ELECTRA':>7}  {'replaced flagged':>16}")
+for lr in sorted({run["lr"] for run in grid}):
+    row = {run["method"]: run for run in grid if run["lr"] == lr}
+    flagged = row["ELECTRA"]["detection"]["replaced"]
+    print(
+        f"{lr:>9g}  {row['MLM']['probe']:>6.1%}  {row['ELECTRA']['probe']:>7.1%}  "
+        f"{flagged:>16.1%}"
+    )
+RATES = {
+    method: max(
+        (run for run in grid if run["method"] == method), key=lambda run: run["probe"]
+    )["lr"]
+    for method in ("MLM", "ELECTRA")
+}
+print(f"chosen on validation: MLM {RATES['MLM']:g}, ELECTRA {RATES['ELECTRA']:g}")
+by_rate = {run["lr"]: run for run in grid if run["method"] == "ELECTRA"}
+mlm_rate = {run["lr"]: run for run in grid if run["method"] == "MLM"}
+assert RATES["ELECTRA"] < RATES["MLM"]  # the discriminator wants a smaller rate
+best = by_rate[RATES["ELECTRA"]]
+for lr in (2e-3, 4e-3):  # at 2e-3 and above it flags almost nothing ...
+    assert by_rate[lr]["detection"]["replaced"] < 0.01
+    assert by_rate[lr]["probe"] < best["probe"] - 0.05  # ... and its probe suffers
+assert best["detection"]["replaced"] > 0.1
+
+
+def swing(runs: dict) -> float:
+    """How far the probe moves across the grid's rates."""
+    scores = [run["probe"] for run in runs.values()]
+    return max(scores) - min(scores)
+
+
+assert swing(mlm_rate) < swing(by_rate) / 2  # MLM: much less sensitive to the rate
+
 
 # %% [markdown]
-# Then the runs: for each seed, one MLM run and one ELECTRA run, each recording its losses at every
-# step.
+# Then the runs: for each seed, one MLM run and one ELECTRA run, each at its own rate, each
+# recording its losses at every step.
 
 # %%
 def train_run(method: str, seed: int) -> tuple[torch.nn.Module, dict]:
     """Train one model for its share of the FLOPs; return its encoder and its curves."""
     model = build(method, seed).to(device).train()
     total = steps[method]
-    optimizer = make_optimizer(model, 2e-3)
+    optimizer = make_optimizer(model, RATES[method])
     schedule = linear_warmup_decay(optimizer, total // 10, total)
     batches = PretrainingBatches(examples, special, BATCH, seed=seed)
     curves = {}
@@ -1124,7 +1180,7 @@ for method, values in scores.items():
 # The curves and the scores, side by side. The horizontal axis of the curves is compute, so that
 # the two objectives end at the same place:
 
-# %% mystnb={"image": {"alt": "Three panels. Left, MLM loss against training FLOPs for the MLM model and ELECTRA's generator, one line per seed: both end at about the same level. Middle, the discriminator's loss: it falls fast, then rises a little. Right, the probe's accuracy per seed: MLM highest, random init next, ELECTRA lowest, all above the most frequent tag (dashed)."}}
+# %% mystnb={"image": {"alt": "Three panels. Left, MLM loss against training FLOPs for the MLM model and ELECTRA's generator, one line per seed: the MLM model's falls much further. Middle, the discriminator's loss: it falls, then levels off. Right, the probe's accuracy per seed: MLM and ELECTRA close together and overlapping, both above random init, all above the most frequent tag (dashed)."}}
 def smooth(values: list[float], k: int = 20) -> list[float]:
     k = max(1, min(k, len(values)))
     return [
@@ -1200,42 +1256,47 @@ print(
 torch.set_num_threads(threads)
 if not is_quick():
     assert min(scores["random init"]) > majority  # the probe reads more than the tag
-    assert learned["MLM"] == "a"  # MLM beat random init on every seed ...
-    assert learned["ELECTRA"] != "a"  # ... ELECTRA did not
-    assert result == "b" and -gap > spread  # MLM ahead, beyond the spread
+    assert learned["MLM"] == "a" and learned["ELECTRA"] == "a"  # both learned
+    assert result != "a" and gap < 0  # ELECTRA not ahead: its mean is lower ...
+    assert -gap < 0.03  # ... by less than 3 points
+    if device.type == "cpu":  # on this CPU's exact numbers: not beyond the spread
+        assert result == "level"
 
 # %% [markdown]
 # What the numbers say, and what they do not:
 #
-# - **The result goes against ELECTRA.** At the same training FLOPs, every seed of the MLM model
-#   gives a better probe than every seed of ELECTRA's discriminator, by more than the widest range
-#   of either method's seeds, as the cell asserts. Worse, the discriminator is not even ahead of
-#   the same encoder with random weights, while the MLM model is ahead of it on every seed. At
-#   this budget, on this task, replaced token detection has not paid.
-# - **Why, as far as the curves tell.** Both MLM curves end near the plateau that
-#   {doc}`09_pretraining` met, where a model has learned the token frequencies and not yet much
-#   context: these runs are at the very start of pretraining. The discriminator's loss falls
-#   fast, then *rises*. Early on, the generator samples almost uniformly from the whole vocabulary,
-#   so most replacements are rare words, and "replaced" can be read off the token itself, without
-#   any context; as the generator learns the frequencies, its samples become common words and
-#   that shortcut disappears, so the loss goes up. A discriminator that has spent its budget
-#   learning "is this word rare?", and squeezing its last layer towards one yes-or-no answer, gives
-#   a tagging probe less than random weights do. This is the too-weak generator of
-#   {ref}`sec-electra-published`, and in the paper's runs of a million steps it lasts a negligible
-#   fraction of the training. It is a hypothesis that the curves support, not one that the cell
+# - **At each objective's own rate, the two are level.** At the same training FLOPs, the MLM
+#   model's probe is a little ahead on average, by less than three points, but the seeds
+#   overlap: on this CPU the cell's verdict is "level within the spread". Both objectives are
+#   ahead of the same encoder with random weights on every seed, so both have learned something
+#   a tagger can read. At this budget, on this task, replaced token detection has not paid, and
+#   it has not cost either.
+# - **The rate decided the first version of this comparison.** That version gave both
+#   objectives one rate, 2e-3 (the course checkpoint's, and a good one for the MLM model here),
+#   and MLM won beyond the spread. The grid above shows why: at 2e-3 and above, the
+#   discriminator's probe falls far below its best, and it flags almost none of the replaced
+#   tokens on held-out batches. It has settled on the constant answer "original", which is right
+#   wherever nothing was replaced (at least 85% of the tokens), and its features have drifted
+#   for nothing. The MLM model's probe moves much less across the same rates. An unfair rate can
+#   manufacture a verdict, which is why every arm of a comparison gets its own.
+# - **Why ELECTRA does not get ahead, as far as the curves tell.** The MLM model's curve ends
+#   near the plateau that {doc}`09_pretraining` met, where a model has learned the token
+#   frequencies and not yet much context: these runs are at the very start of pretraining.
+#   ELECTRA's generator, narrower and trained at a smaller rate, ends well above it. A generator
+#   at that stage samples frequent words, and telling a frequent word put in the wrong place from
+#   the right one takes exactly the context that a few hundred steps of a two-layer model have not
+#   yet learned; the discriminator's loss levels off early. This is the too-weak generator of
+#   {ref}`sec-electra-published`, which in the paper's runs of a million steps lasts a negligible
+#   fraction of the training. It is a hypothesis that the curves support, not one that a cell
 #   tests.
 # - **What it does not show.** It does not contradict the paper, whose claim is about runs some
-#   million times larger, fine-tuned on GLUE: the runs here are a few hundred steps of a two-layer
-#   model, three seeds each, one task, one frozen probe of one layer (chosen before the runs).
-#   What it shows is that ELECTRA's advantage is not there from the first step, and that an
-#   equal-compute comparison answers for the budget at which it was run. A much longer run, on
-#   the same protocol, is the test that would say when, or whether, the lines cross at this
-#   scale; the exercises ask what a middle layer's probe would change.
-# - **What the two arms did not get.** Both objectives train with one peak learning rate, 2e-3,
-#   which was not chosen for each arm on validation data, as chapter 11's ladder chooses its rates.
-#   A rate that suits the MLM model need not suit the discriminator, whose loss is weighted by
-#   $\lambda = 50$; so the gap measures this recipe, not the two objectives at their best, and a
-#   rate grid for each arm is the first thing a longer comparison must add.
+#   million times larger, fine-tuned on GLUE: the runs here are a few hundred steps of a
+#   two-layer model, three seeds each, one task, one frozen probe of one layer (chosen before the
+#   runs), with rates chosen on one seed. What it shows is that ELECTRA's advantage is not there
+#   from the first step, and that an equal-compute comparison answers for the budget (and the
+#   rates) at which it was run. A much longer run on the same protocol is the test that would say
+#   when, or whether, the lines cross at this scale; the exercises ask what a middle layer's probe
+#   would change.
 #
 # (sec-electra-summary)=
 # ## Summary
@@ -1256,10 +1317,10 @@ if not is_quick():
 #   of its size: too strong a generator leaves the discriminator too hard a task.
 # - In the paper, at equal FLOPs, ELECTRA-Small beats a BERT-Small trained the same way by about
 #   five GLUE points, and most of the gain comes from learning at every token. In this chapter's
-#   miniature version, at equal FLOPs counted by PyTorch and a few hundred steps, the result goes
-#   the other way: the MLM model's frozen features tag parts of speech better than the
-#   discriminator's on every seed, and the discriminator does not beat random weights. At that
-#   budget its generator is still too weak, and its replacements can be spotted without context.
+#   miniature version, at equal FLOPs counted by PyTorch, a few hundred steps and each
+#   objective's own learning rate chosen on validation data, the two are level within the
+#   spread of the seeds, both ahead of random weights. With one rate for both, the discriminator
+#   stops flagging replacements at all and MLM wins: a comparison is only as fair as its rates.
 #
 # (sec-electra-exercises)=
 # ## Exercises

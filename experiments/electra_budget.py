@@ -3,15 +3,43 @@ several budgets, to see whether (and when) the lines cross at this scale.
 
 The protocol is the chapter's (section "Equal compute on this CPU"): the same course
 documents and WordPiece vocabulary, single segments, the same batches and masks, the
-same initial encoder per seed, AdamW with warm-up and linear decay at 2e-3, no dropout;
-the MLM model gets as many more steps as makes its FLOPs (counted with FlopCounterMode)
-equal to ELECTRA's, generator included; judged by a linear probe of the frozen last
-layer on UD English-EWT part-of-speech tags (400 training and 400 test sentences). A
-budget of ``scale`` means scale x 200 ELECTRA steps. Results are written after every
-run.
+same initial encoder per seed, AdamW with warm-up and linear decay, no dropout; the MLM
+model gets as many more steps as makes its FLOPs (counted with FlopCounterMode) equal to
+ELECTRA's, generator included; judged by a linear probe of the frozen encoder on UD
+English-EWT part-of-speech tags (400 training sentences; 400 validation and 400 test
+sentences). A budget of ``scale`` means scale x 200 ELECTRA steps. Results are written
+after every run.
+
+With one rate in ``--lrs`` (the default, 2e-3, as the chapter) both arms train with it.
+With several, each arm and budget chooses its own: seed ``--seeds[0]`` trains at every
+rate and the rate whose last-layer probe scores best on the *validation* sentences is
+kept; the other seeds train at that rate only, and every reported test score comes
+from the chosen rate. Besides the last layer (``probe``, chosen before any run) the
+results hold every layer's test accuracy (``layers``: embeddings first), and for
+ELECTRA the discriminator's accuracy on the replaced and on the original tokens of 20
+held-out batches, and the generator's MLM accuracy there.
 
     python experiments/electra_budget.py --out experiments/electra_budget.json \
-        --scales 1 4 10 --seeds 0 1 --documents 400
+        --scales 1 4 16 --seeds 0 1 2 --documents 400
+    python experiments/electra_budget.py --out OUT.json --scales 4 --seeds 0 1 2 \
+        --lrs 5e-4 1e-3 2e-3 4e-3
+    python experiments/electra_budget.py --out OUT.json --scales 4 --seeds 0 1 2 \
+        --methods ELECTRA --generator-divisor 4
+
+Result files beside this script (each holds its command and log):
+
+- ``electra_budget.json``: budgets 1, 4 and 16 with one rate, 2e-3, for both arms (the
+  chapter's first protocol).
+- ``tinybert/shipped/results/electra_sweep.json``: the chapter's own setting (40
+  documents, budget 1), seed 0, five rates per arm on validation; chapter 16 reads it
+  and trains each arm at its chosen rate.
+- ``electra_budget_rates_x4.json``: budget 4, 400 documents, four rates per arm; stopped
+  by hand after ELECTRA's second test seed (the third never ran).
+- ``electra_budget_generator4_x4.json`` and ``electra_budget_generator1_x4.json``: the
+  same budget, ELECTRA alone with a generator a quarter as wide and as wide as the
+  discriminator; the second was stopped after its rate grid (no test seeds). With a
+  quarter-width generator the ELECTRA step is cheaper, so those runs used fewer FLOPs
+  than the MLM arm (their ``tflops`` says how many).
 """
 
 from __future__ import annotations
@@ -27,6 +55,8 @@ from pathlib import Path
 
 from results_file import record
 
+METHODS = ("MLM", "ELECTRA")
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -34,9 +64,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 4, 10])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--documents", type=int, default=400)
+    parser.add_argument("--lrs", type=float, nargs="+", default=[2e-3],
+                        help="peak rates; several: each arm chooses on validation")
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    parser.add_argument("--generator-divisor", type=int, default=2,
+                        help="the generator's width, heads and F are the "
+                        "discriminator's divided by this (default 2, as the chapter)")
     args = parser.parse_args(argv)
     if args.out.exists():
         parser.error(f"--out {args.out} exists; choose a new file")
+    if any(lr <= 0 for lr in args.lrs):
+        parser.error(f"--lrs must be positive, got {args.lrs}")
+    if args.generator_divisor not in (1, 2, 4):
+        parser.error(f"--generator-divisor must be 1, 2 or 4, got "
+                     f"{args.generator_divisor}")
 
     import torch
     from torch.utils.flop_counter import FlopCounterMode
@@ -75,12 +116,17 @@ def main(argv: list[str] | None = None) -> int:
         course_documents("train", max_documents=args.documents), tokenizer)
     examples = single_segment_examples(documents, special, max_len)
     d_size = dict(d_model=64, n_layers=2, n_heads=2, d_ff=256)
-    g_size = {**d_size, **{k: d_size[k] // 2 for k in ("d_model", "n_heads", "d_ff")}}
+    k = args.generator_divisor
+    g_size = {**d_size, **{n: max(1, d_size[n] // k)
+                           for n in ("d_model", "n_heads", "d_ff")}}
     shared = dict(vocab_size=len(tokenizer), pad_token_id=special.pad, max_len=max_len,
                   embedding_size=d_size["d_model"] // 2, dropout=0.0,
                   attention_dropout=0.0)
     d_config = ElectraConfig(**shared, **d_size)
     g_config = ElectraConfig(**shared, **g_size)
+    results["settings"] = {"discriminator": d_size, "generator": g_size,
+                           "max_len": max_len, "batch_size": batch_size,
+                           "sequences": len(examples)}
 
     def build(method: str, seed: int):
         torch.manual_seed(seed)
@@ -101,56 +147,108 @@ def main(argv: list[str] | None = None) -> int:
             loss(method, build(method, 0), batch, 0, 0).backward()
         return counter.get_total_flops()
 
-    flops = {m: step_flops(m) for m in ("MLM", "ELECTRA")}
+    flops = {m: step_flops(m) for m in METHODS}
     pos_train, tags = task_data("ud_pos", "train")
-    pos_test, _ = task_data("ud_pos", "test")
-    probe_train, _ = encode_tagged(tokenizer, evenly_spaced(pos_train, 400),
-                                   max_len=max_len)
-    probe_test, _ = encode_tagged(tokenizer, evenly_spaced(pos_test, 400),
-                                  max_len=max_len)
+    probe_sets = {}
+    for split, rows in (("train", pos_train), ("validation", None), ("test", None)):
+        rows = rows if rows is not None else task_data("ud_pos", split)[0]
+        probe_sets[split], _ = encode_tagged(tokenizer, evenly_spaced(rows, 400),
+                                             max_len=max_len)
 
-    def probe(encoder) -> float:
-        x, y = labelled_vectors(encoder, probe_train, pad_id=special.pad)
-        x_test, y_test = labelled_vectors(encoder, probe_test, pad_id=special.pad)
-        head = train_probe(x[-1], y, len(tags))
-        with torch.no_grad():
-            return float(accuracy(head(x_test[-1]).argmax(-1), y_test))
+    def probe(encoder, split: str) -> list[float]:
+        """The probe's accuracy on ``split``, for the embeddings and every layer."""
+        x, y = labelled_vectors(encoder, probe_sets["train"], pad_id=special.pad)
+        x_eval, y_eval = labelled_vectors(encoder, probe_sets[split],
+                                          pad_id=special.pad)
+        scores = []
+        for layer in range(x.shape[0]):
+            head = train_probe(x[layer], y, len(tags))
+            with torch.no_grad():
+                scores.append(float(accuracy(head(x_eval[layer]).argmax(-1), y_eval)))
+        return scores
+
+    held_out = PretrainingBatches(examples, special, batch_size, seed=10_000)
+
+    @torch.no_grad()
+    def detection(model, seed: int) -> dict:
+        """The discriminator's accuracy on replaced and on original tokens, and the
+        generator's on the masked ones, over 20 batches it never trained on."""
+        model.eval()
+        counts = dict.fromkeys(("replaced", "replaced_right", "original",
+                                "original_right", "masked", "masked_right"), 0)
+        for i in range(20):
+            batch = held_out(i)
+            out = model(**batch, sampler=seeded_generator(seed, "held-out", i))
+            real = batch["attention_mask"].bool()
+            said = out.rtd_logits > 0
+            for name, where in (("replaced", out.replaced.bool() & real),
+                                ("original", ~out.replaced.bool() & real)):
+                counts[name] += int(where.sum())
+                counts[name + "_right"] += int((said == (name == "replaced"))[where]
+                                               .sum())
+            gen = model.generator(batch["input_ids"], batch["token_type_ids"],
+                                  batch["attention_mask"])
+            chosen = batch["mlm_labels"] != -100
+            counts["masked"] += int(chosen.sum())
+            counts["masked_right"] += int((gen.logits.argmax(-1)[chosen]
+                                           == batch["mlm_labels"][chosen]).sum())
+        return {name: counts[name + "_right"] / max(1, counts[name])
+                for name in ("replaced", "original", "masked")}
+
+    def train(method: str, seed: int, scale: int, lr: float, split: str) -> dict:
+        start = time.perf_counter()
+        total = 200 * scale
+        if method == "MLM":
+            total = round(total * flops["ELECTRA"] / flops["MLM"])
+        model = build(method, seed).train()
+        optimizer = make_optimizer(model, lr)
+        schedule = linear_warmup_decay(optimizer, total // 10, total)
+        batches = PretrainingBatches(examples, special, batch_size, seed=seed)
+        for step in range(total):
+            loss(method, model, batches(step), seed, step).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad(set_to_none=True)
+        encoder = model.bert if method == "MLM" else model.discriminator.bert
+        layers = probe(encoder.eval(), split)
+        run = {"method": method, "scale": scale, "seed": seed, "lr": lr,
+               "split": split, "steps": total,
+               "tflops": flops[method] * total / 1e12, "probe": layers[-1],
+               "layers": layers}
+        if method == "ELECTRA":
+            run["detection"] = detection(model, seed)
+        run["seconds"] = time.perf_counter() - start
+        results["runs"].append(run)
+        extra = "".join(f", {k} {v:.1%}" for k, v in run.get("detection", {}).items())
+        record(results, args.out,
+               f"scale {scale} seed {seed} {method} lr {lr:g} ({split}): {total} "
+               f"steps, {run['tflops']:.2f} TFLOPs, probe {layers[-1]:.1%} (layers "
+               + " ".join(f"{v:.1%}" for v in layers) + f"){extra} "
+               f"({run['seconds']:.0f} s)")
+        return run
 
     record(results, args.out,
            f"{len(examples):,} sequences from {args.documents} documents; step FLOPs "
-           f"MLM {flops['MLM']:.3g}, ELECTRA {flops['ELECTRA']:.3g}")
+           f"MLM {flops['MLM']:.3g}, ELECTRA {flops['ELECTRA']:.3g}; generator "
+           f"{g_size}")
     for seed in args.seeds:
-        score = probe(build("MLM", seed).bert.eval())
-        results["runs"].append({"method": "random init", "seed": seed, "probe": score})
-        record(results, args.out, f"seed {seed} random init: probe {score:.1%}")
+        layers = probe(build("MLM", seed).bert.eval(), "test")
+        results["runs"].append({"method": "random init", "seed": seed, "split": "test",
+                                "probe": layers[-1], "layers": layers})
+        record(results, args.out, f"seed {seed} random init: probe {layers[-1]:.1%} "
+               "(layers " + " ".join(f"{v:.1%}" for v in layers) + ")")
     for scale in args.scales:
-        steps = {"ELECTRA": 200 * scale}
-        steps["MLM"] = round(steps["ELECTRA"] * flops["ELECTRA"] / flops["MLM"])
-        for seed in args.seeds:
-            for method in ("MLM", "ELECTRA"):
-                start = time.perf_counter()
-                model = build(method, seed).train()
-                optimizer = make_optimizer(model, 2e-3)
-                schedule = linear_warmup_decay(optimizer, steps[method] // 10,
-                                               steps[method])
-                batches = PretrainingBatches(examples, special, batch_size, seed=seed)
-                for step in range(steps[method]):
-                    loss(method, model, batches(step), seed, step).backward()
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                    optimizer.step()
-                    schedule.step()
-                    optimizer.zero_grad(set_to_none=True)
-                encoder = model.bert if method == "MLM" else model.discriminator.bert
-                score = probe(encoder.eval())
-                results["runs"].append({
-                    "method": method, "scale": scale, "seed": seed,
-                    "steps": steps[method],
-                    "tflops": flops[method] * steps[method] / 1e12, "probe": score,
-                    "seconds": time.perf_counter() - start})
+        for method in args.methods:
+            lr = args.lrs[0]
+            if len(args.lrs) > 1:
+                grid = {rate: train(method, args.seeds[0], scale, rate, "validation")
+                        for rate in args.lrs}
+                lr = max(args.lrs, key=lambda rate: grid[rate]["probe"])
                 record(results, args.out,
-                       f"scale {scale} seed {seed} {method}: {steps[method]} steps, "
-                       f"{flops[method] * steps[method] / 1e12:.2f} TFLOPs, probe "
-                       f"{score:.1%} ({time.perf_counter() - start:.0f} s)")
+                       f"scale {scale} {method}: validation chooses lr {lr:g}")
+            for seed in args.seeds:
+                train(method, seed, scale, lr, "test")
     return 0
 
 

@@ -28,6 +28,7 @@ RESULTS = {
     "pair_sweep": "experiments/pair_sweep.py (chapter 11)",
     "unseen_sweep": "experiments/unseen_task.py, via experiments/ship_unseen.py "
     "(chapter 11)",
+    "electra_sweep": "experiments/electra_budget.py (chapter 16)",
 }
 
 
