@@ -25,6 +25,14 @@ held-out batches, and the generator's MLM accuracy there.
         --lrs 5e-4 1e-3 2e-3 4e-3
     python experiments/electra_budget.py --out OUT.json --scales 4 --seeds 0 1 2 \
         --methods ELECTRA --generator-divisor 4
+    python experiments/electra_budget.py --out OUT.json --scales 4 --seeds 0 1 2 \
+        --methods ELECTRA --lrs 2.5e-4 5e-4 1e-3 --temperature 2
+
+``--temperature`` and ``--uniform-share`` change where ELECTRA's replacements come
+from, to keep the discriminator's task learnable while the generator is weak: samples
+from softmax(logits / T), and a share of them drawn uniformly from the non-special
+tokens. The held-out detection figures always use the plain objective's samples, so
+that they compare across variants.
 
 Result files beside this script (each holds its command and log):
 
@@ -40,6 +48,11 @@ Result files beside this script (each holds its command and log):
   discriminator; the second was stopped after its rate grid (no test seeds). With a
   quarter-width generator the ELECTRA step is cheaper, so those runs used fewer FLOPs
   than the MLM arm (their ``tflops`` says how many).
+- ``electra_budget_temperature_x4.json`` and ``electra_budget_uniform_x4.json``: the
+  same budget, ELECTRA alone with its replacements sampled at temperature 2, and with
+  half of them drawn uniformly; rates 2.5e-4, 5e-4 and 1e-3 on validation, three test
+  seeds. They ran from the working tree that added these two options to this script,
+  whose parent is the ``commit`` they record.
 """
 
 from __future__ import annotations
@@ -70,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generator-divisor", type=int, default=2,
                         help="the generator's width, heads and F are the "
                         "discriminator's divided by this (default 2, as the chapter)")
+    parser.add_argument("--temperature", type=float, default=1.0,
+                        help="ELECTRA samples its replacements from softmax(logits / "
+                        "this) (default 1, as the paper)")
+    parser.add_argument("--uniform-share", type=float, default=0.0,
+                        help="this share of the replacements is drawn uniformly from "
+                        "the non-special tokens instead of from the generator")
     args = parser.parse_args(argv)
     if args.out.exists():
         parser.error(f"--out {args.out} exists; choose a new file")
@@ -78,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.generator_divisor not in (1, 2, 4):
         parser.error(f"--generator-divisor must be 1, 2 or 4, got "
                      f"{args.generator_divisor}")
+    if args.temperature <= 0:
+        parser.error(f"--temperature must be positive, got {args.temperature}")
+    if not 0 <= args.uniform_share <= 1:
+        parser.error(f"--uniform-share must be in [0, 1], got {args.uniform_share}")
 
     import torch
     from torch.utils.flop_counter import FlopCounterMode
@@ -91,7 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     from tinybert.models.electra import ElectraConfig
     from tinybert.models.electra_heads import ElectraForMaskedLM, ElectraForPreTraining
     from tinybert.pretraining.documents import course_documents, tokenize_documents
-    from tinybert.pretraining.electra import ElectraPretraining
+    from tinybert.pretraining.electra import (
+        ElectraPretraining,
+        ElectraPretrainingOutput,
+        replaced_token_inputs,
+        sample_replacements,
+    )
     from tinybert.pretraining.examples import (
         PretrainingBatches,
         single_segment_examples,
@@ -125,15 +153,45 @@ def main(argv: list[str] | None = None) -> int:
     d_config = ElectraConfig(**shared, **d_size)
     g_config = ElectraConfig(**shared, **g_size)
     results["settings"] = {"discriminator": d_size, "generator": g_size,
+                           "temperature": args.temperature,
+                           "uniform_share": args.uniform_share,
                            "max_len": max_len, "batch_size": batch_size,
                            "sequences": len(examples)}
+
+    first_word = 1 + max(special.pad, special.unk, special.cls, special.sep,
+                         special.mask)
+
+    class VariantElectra(ElectraPretraining):
+        """Chapter 16's objective with the replacements drawn at ``--temperature``,
+        and ``--uniform-share`` of them uniformly from the non-special tokens."""
+
+        def forward(self, input_ids, token_type_ids=None, attention_mask=None,
+                    mlm_labels=None, *, sampler=None):
+            gen = self.generator(input_ids, token_type_ids, attention_mask,
+                                 mlm_labels)
+            sampled = sample_replacements(gen.logits, sampler, args.temperature)
+            if args.uniform_share > 0:
+                pick = torch.rand(sampled.shape, generator=sampler)
+                uniform = torch.randint(first_word, len(tokenizer), sampled.shape,
+                                        generator=sampler)
+                sampled = torch.where(pick < args.uniform_share, uniform, sampled)
+            corrupted, replaced = replaced_token_inputs(input_ids, mlm_labels,
+                                                        sampled)
+            disc = self.discriminator(corrupted, token_type_ids, attention_mask,
+                                      replaced)
+            return ElectraPretrainingOutput(gen.loss + self.rtd_weight * disc.loss,
+                                            gen.loss, disc.loss, replaced,
+                                            disc.logits)
+
+    variant = args.temperature != 1.0 or args.uniform_share > 0
 
     def build(method: str, seed: int):
         torch.manual_seed(seed)
         if method == "MLM":
             return ElectraForMaskedLM(d_config)
         discriminator = ElectraForPreTraining(d_config)
-        return ElectraPretraining(ElectraForMaskedLM(g_config), discriminator)
+        kind = VariantElectra if variant else ElectraPretraining
+        return kind(ElectraForMaskedLM(g_config), discriminator)
 
     def loss(method: str, model, batch: dict, seed: int, step: int):
         if method == "MLM":
@@ -178,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
                                 "original_right", "masked", "masked_right"), 0)
         for i in range(20):
             batch = held_out(i)
-            out = model(**batch, sampler=seeded_generator(seed, "held-out", i))
+            # the plain objective's samples, whatever the variant trained on
+            out = ElectraPretraining.forward(
+                model, **batch, sampler=seeded_generator(seed, "held-out", i))
             real = batch["attention_mask"].bool()
             said = out.rtd_logits > 0
             for name, where in (("replaced", out.replaced.bool() & real),
