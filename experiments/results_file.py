@@ -16,8 +16,14 @@ def record(results: dict, out: Path, line: str) -> None:
     ``out`` (a temporary file beside it, then one rename)."""
     results["log"].append(line)
     print(line, flush=True)
-    text = json.dumps(results, indent=1) + "\n"
-    write_atomically(out, lambda temporary: Path(temporary).write_text(text))
+    write_json(out, results)
+
+
+def write_json(out: Path, data: dict) -> None:
+    """Write ``data`` to ``out`` as indented JSON, atomically (a temporary file beside
+    it, then one rename)."""
+    text = json.dumps(data, indent=1) + "\n"
+    write_atomically(out, lambda temporary: Path(temporary).write_text(text, "utf-8"))
 
 
 def sweep_arguments(doc: str, argv: list[str] | None = None) -> argparse.Namespace:

@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from tinybert.checkpoint.atomic import write_atomically
+from results_file import write_json
 
 HERE = Path(__file__).resolve().parent
 SOURCES = {  # the recorded run whose validation sweep each task uses
@@ -50,8 +50,7 @@ def main() -> int:
         "validation accuracy, seed 0, copied from the recorded runs named in "
         "'sources' by experiments/ship_unseen.py; settings as chapter 11's UNSEEN"
     )
-    text = json.dumps(shipped, indent=1) + "\n"
-    write_atomically(OUT, lambda temporary: Path(temporary).write_text(text, "utf-8"))
+    write_json(OUT, shipped)
     print(f"wrote {OUT.relative_to(HERE.parent)}")
     return 0
 

@@ -29,6 +29,8 @@ RESULTS = {
     "unseen_sweep": "experiments/unseen_task.py, via experiments/ship_unseen.py "
     "(chapter 11)",
     "electra_sweep": "experiments/electra_budget.py (chapter 16)",
+    "electra_full": "experiments/ship_electra_full.py, from electra_full.py, "
+    "electra_transfer.py and electra_budget.py (chapter 16)",
 }
 
 
