@@ -1354,7 +1354,7 @@ for arm in ("samples at temperature 2", "half the samples uniform"):
 # answer "original everywhere" has a binary cross-entropy of $H(p)$, the entropy of the share $p$
 # of replaced tokens, which is the loss to beat:
 
-# %% mystnb={"image": {"alt": "Three panels against training PFLOPs. Left, held-out MLM accuracy: the course checkpoint climbs to about a third, ELECTRA's small generator levels off far below. Middle, the share of replaced tokens that the discriminator flags: under one percent at first, rising slowly to a few percent by the end. Right, the discriminator's held-out loss against the constant answer's: the two lines lie almost on top of each other."}}
+# %% mystnb={"image": {"alt": "Three panels against training PFLOPs. Left, held-out MLM accuracy: the course checkpoint climbs to about a third, ELECTRA's generator levels off far below. Middle, replaced tokens that the discriminator flags: under one percent at first, a few percent by the end. Right, its held-out loss and the constant answer's: almost the same line."}}
 import json
 import math
 
