@@ -114,12 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     from tinybert.models.electra import ElectraConfig
     from tinybert.models.electra_heads import ElectraForMaskedLM, ElectraForPreTraining
     from tinybert.pretraining.documents import course_documents, tokenize_documents
-    from tinybert.pretraining.electra import (
-        ElectraPretraining,
-        ElectraPretrainingOutput,
-        replaced_token_inputs,
-        sample_replacements,
-    )
+    from tinybert.pretraining.electra import ElectraPretraining, sample_replacements
     from tinybert.pretraining.examples import (
         PretrainingBatches,
         single_segment_examples,
@@ -165,23 +160,18 @@ def main(argv: list[str] | None = None) -> int:
         """Chapter 16's objective with the replacements drawn at ``--temperature``,
         and ``--uniform-share`` of them uniformly from the non-special tokens."""
 
-        def forward(self, input_ids, token_type_ids=None, attention_mask=None,
-                    mlm_labels=None, *, sampler=None):
-            gen = self.generator(input_ids, token_type_ids, attention_mask,
-                                 mlm_labels)
-            sampled = sample_replacements(gen.logits, sampler, args.temperature)
+        plain = False  # True: the chapter's samples (the held-out figures use them)
+
+        def replacements(self, logits, sampler):
+            if self.plain:
+                return super().replacements(logits, sampler)
+            sampled = sample_replacements(logits, sampler, args.temperature)
             if args.uniform_share > 0:
                 pick = torch.rand(sampled.shape, generator=sampler)
                 uniform = torch.randint(first_word, len(tokenizer), sampled.shape,
                                         generator=sampler)
                 sampled = torch.where(pick < args.uniform_share, uniform, sampled)
-            corrupted, replaced = replaced_token_inputs(input_ids, mlm_labels,
-                                                        sampled)
-            disc = self.discriminator(corrupted, token_type_ids, attention_mask,
-                                      replaced)
-            return ElectraPretrainingOutput(gen.loss + self.rtd_weight * disc.loss,
-                                            gen.loss, disc.loss, replaced,
-                                            disc.logits)
+            return sampled
 
     variant = args.temperature != 1.0 or args.uniform_share > 0
 
@@ -232,13 +222,12 @@ def main(argv: list[str] | None = None) -> int:
         """The discriminator's accuracy on replaced and on original tokens, and the
         generator's on the masked ones, over 20 batches it never trained on."""
         model.eval()
+        model.plain = True  # the plain objective's samples, whatever it trained on
         counts = dict.fromkeys(("replaced", "replaced_right", "original",
                                 "original_right", "masked", "masked_right"), 0)
         for i in range(20):
             batch = held_out(i)
-            # the plain objective's samples, whatever the variant trained on
-            out = ElectraPretraining.forward(
-                model, **batch, sampler=seeded_generator(seed, "held-out", i))
+            out = model(**batch, sampler=seeded_generator(seed, "held-out", i))
             real = batch["attention_mask"].bool()
             said = out.rtd_logits > 0
             for name, where in (("replaced", out.replaced.bool() & real),

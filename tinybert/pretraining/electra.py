@@ -123,10 +123,18 @@ class ElectraPretraining(nn.Module):
         if mlm_labels is None:
             raise ValueError("ELECTRA needs mlm_labels: the masked positions")
         gen = self.generator(input_ids, token_type_ids, attention_mask, mlm_labels)
-        sampled = sample_replacements(gen.logits, sampler)  # (N,)
+        sampled = self.replacements(gen.logits, sampler)  # (N,)
         corrupted, replaced = replaced_token_inputs(input_ids, mlm_labels, sampled)
         disc = self.discriminator(corrupted, token_type_ids, attention_mask, replaced)
         loss = gen.loss + self.rtd_weight * disc.loss
         return ElectraPretrainingOutput(
             loss, gen.loss, disc.loss, replaced, disc.logits
         )
+
+    def replacements(
+        self, logits: torch.Tensor, sampler: torch.Generator | None
+    ) -> torch.Tensor:
+        """One token id per masked position, (N,), from the generator's (N, V)
+        logits: a sample of its softmax. A variant that draws them otherwise
+        overrides this method alone."""
+        return sample_replacements(logits, sampler)
